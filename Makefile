@@ -1,0 +1,127 @@
+# lake: build, install, deps, check, bench, demo.
+#
+#   make                 build the programs into build/bin
+#   make deps            install the Debian packages the build and tests need
+#   make check           deps, build, every test; last line "N passed, N failed"
+#   make check SANITIZE=1  the same with ASan + UBSan (objects in build-san/)
+#   make demo            deps, build, a put -> get round trip on a fresh LAKE_HOME
+#   make bench           benchmarks: ratios against peers measured in one run
+#   make install         PREFIX=/usr/local DESTDIR= (and uninstall)
+
+VERSION    := 0.1.0
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     := $(PREFIX)/bin
+MANDIR     := $(PREFIX)/share/man
+BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
+
+CC         ?= cc
+PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic
+SANITIZE   ?=
+ifeq ($(SANITIZE),1)
+BUILD      := build-san
+SANFLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+OPT        := -O1 -g
+else
+BUILD      := build
+SANFLAGS   :=
+OPT        := -O2 -g
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS     ?= $(OPT)
+ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
+              -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(SANFLAGS) $(CFLAGS) -MMD -MP
+ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
+LIBS       := $(PKG_LIBS) -lpthread
+
+LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c)
+LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIBLAKE    := $(BUILD)/liblake.a
+PROGRAMS   := lake-put lake-get
+BINS       := $(PROGRAMS:%=$(BUILD)/bin/%)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+MAN1       := $(wildcard man/*.1)
+MANALL     := $(wildcard man/*.[1-9])
+
+# Every Debian package the build, the tests and the benchmarks need.
+DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
+              libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
+              libmagic-dev mandoc bats bats-support bats-assert bats-file \
+              openssl sqlite3 time hyperfine wrk
+
+.PHONY: all deps check test unit bats lint demo bench install uninstall clean
+
+all: $(BINS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBLAKE): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/cmd/%/main.o $(LIBLAKE)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBLAKE) $(LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBLAKE)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBLAKE) $(LIBS)
+
+# Idempotent: asks apt only for what is missing, through sudo when not root.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "deps: installing" $$missing; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all Debian packages present"; fi
+
+check: deps
+	@$(MAKE) --no-print-directory all unit-bins
+	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin LAKE_UNIT=$(CURDIR)/$(BUILD)/tests \
+	  LAKE_SRC=$(CURDIR) bash tests/run
+
+unit-bins: $(UNIT_BINS)
+
+lint:
+	@for m in $(MANALL); do mandoc -Tlint -Wwarning $$m || exit 1; done
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash tests/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash bench/run
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(MANDIR)/man7/
+	for p in $(PROGRAMS); do install -m 644 completions/lake.bash $(DESTDIR)$(BASHCOMPDIR)/$$p; done
+	install -m 644 completions/_lake $(DESTDIR)$(ZSHCOMPDIR)/_lake
+
+uninstall:
+	rm -f $(PROGRAMS:%=$(DESTDIR)$(BINDIR)/%) $(PROGRAMS:%=$(DESTDIR)$(BASHCOMPDIR)/%) \
+	  $(DESTDIR)$(ZSHCOMPDIR)/_lake
+	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1)) \
+	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man5/%,$(wildcard man/*.5)) \
+	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7))
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find build build-san -name '*.d' 2>/dev/null)

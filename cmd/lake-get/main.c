@@ -1,0 +1,193 @@
+/*
+ * lake-get - stream FILE values back out of the managed stage, verified.
+ *
+ *   lake-get [-q] [-o DIR] [--no-verify] [--stage URL] [REF...]
+ *
+ * A REF is a location, a FILE value, or a JSON row with exactly one FILE
+ * value; without REF arguments they are read one per line from stdin.
+ * Containment is checked before any I/O on a location.  The first failure
+ * stops the run (a concatenated stdout stream with a hole in it would be
+ * worse than none).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/cli.h"
+#include "core/config.h"
+#include "core/fsutil.h"
+#include "core/log.h"
+#include "stage/stage.h"
+
+/* The longest REF line read from stdin (a FILE value is well under 4 KiB;
+ * a JSON row may carry other columns). */
+#define REF_LINE_MAX (1024 * 1024)
+
+enum { OPT_OUT = 'o', OPT_NO_VERIFY = 0x100, OPT_STAGE, OPT_PROGRESS, OPT_NO_PROGRESS };
+
+static const cliOption options[] = {
+    {'q', 'q', "quiet", NULL, "print no warnings or progress"},
+    {OPT_OUT, 'o', "output", "DIR", "write each object to a file in DIR, named by the FILE value"},
+    {OPT_NO_VERIFY, 0, "no-verify", NULL, "do not check sizes and SHA-256 digests"},
+    {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
+    {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
+    {OPT_NO_PROGRESS, 0, "no-progress", NULL, "never draw a progress bar"},
+    {0, 0, NULL, NULL, NULL},
+};
+
+static const cliSpec spec = {
+    "[-q] [-o DIR] [--no-verify] [--stage URL] [REF...]",
+    "Stream objects out of the lake's managed stage, verifying SHA-256; REFs are "
+    "locations, FILE values or JSON rows, as arguments or one per line on stdin.",
+    options,
+};
+
+typedef struct getRun {
+    stage *st;
+    const char *outdir;
+    int verify;
+    progressMode progress;
+    char **used;      /* output names taken in this run */
+    size_t nused, capused;
+} getRun;
+
+/* The file name an object gets in -o DIR: the base name of its FILE name,
+ * else of its key; never empty, "." or "..". */
+static const char *baseName(const fileValue *fv) {
+    const char *n = fv->name, *slash;
+    if (n && (slash = strrchr(n, '/'))) n = slash + 1;
+    if (!n || !*n || strcmp(n, ".") == 0 || strcmp(n, "..") == 0) {
+        slash = strrchr(fv->location, '/');
+        n = slash ? slash + 1 : fv->location;
+    }
+    return n;
+}
+
+/* Make name unique within this run: "a.txt", then "a.txt~1", "a.txt~2"…
+ * Returns a string owned by run. */
+static const char *claimName(getRun *run, const char *name, lakeError *err) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", name);
+    for (unsigned k = 1;; k++) {
+        size_t i;
+        for (i = 0; i < run->nused; i++)
+            if (strcmp(run->used[i], buf) == 0) break;
+        if (i == run->nused) break;
+        snprintf(buf, sizeof buf, "%s~%u", name, k);
+    }
+    if (strcmp(buf, name) != 0) logWarn("%s: name already written; writing %s", name, buf);
+    if (run->nused == run->capused) {
+        size_t cap = run->capused ? 2 * run->capused : 16;
+        char **u = realloc(run->used, cap * sizeof *u);
+        if (!u) { errSetErrno(err, LAKE_EFAIL, ENOMEM, "names"); return NULL; }
+        run->used = u;
+        run->capused = cap;
+    }
+    if (!(run->used[run->nused] = strdup(buf))) {
+        errSetErrno(err, LAKE_EFAIL, ENOMEM, "names");
+        return NULL;
+    }
+    return run->used[run->nused++];
+}
+
+static int getOne(getRun *run, const fileValue *fv, lakeError *err) {
+    int rc;
+    if ((rc = stageContains(run->st, fv->location, err))) return rc;
+    progress prog;
+    progressStart(&prog, run->progress, fv->name ? fv->name : baseName(fv), fv->size);
+    if (!run->outdir) {
+        int fd = STDOUT_FILENO;
+        lakeWriter w = {fdWrite, &fd, "stdout"};
+        rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
+    } else {
+        atomicFile af;
+        const char *name = claimName(run, baseName(fv), err);
+        if (!name) return err->code;
+        if ((rc = atomicOpen(&af, run->outdir, name, 1, 0644, err))) goto out;
+        lakeWriter w = {fdWrite, &af.fd, name};
+        rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
+        if (!rc) rc = atomicCommit(&af, err);
+        atomicAbort(&af);
+    }
+out:
+    progressEnd(&prog);
+    return rc;
+}
+
+static int getRef(getRun *run, const char *text, const char *where, lakeError *err) {
+    fileValue fv;
+    int rc = refParse(text, &fv, err);
+    if (!rc) rc = getOne(run, &fv, err);
+    if (rc && where && rc == LAKE_EDATA && !strstr(err->msg, fv.location ? fv.location : "\1"))
+        errPrefix(err, "%s", where);
+    fileValueFree(&fv);
+    return rc;
+}
+
+/* REFs one per line from stdin; blank lines are skipped. */
+static int getStdin(getRun *run, lakeError *err) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0;
+    long lineno = 0;
+    errno = 0;
+    while (!rc && (n = getline(&line, &cap, stdin)) >= 0) {
+        lineno++;
+        char where[64];
+        snprintf(where, sizeof where, "stdin:%ld", lineno);
+        if (n > REF_LINE_MAX) {
+            rc = errSet(err, LAKE_EDATA, "%s: line longer than %d bytes", where, REF_LINE_MAX);
+            break;
+        }
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (line[strspn(line, " \t")] == '\0') continue;
+        rc = getRef(run, line, where, err);
+    }
+    if (!rc && ferror(stdin)) rc = errSetErrno(err, LAKE_EFAIL, errno, "stdin");
+    free(line);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    logInit(argv[0]);
+    getRun run = {.verify = 1, .progress = PROGRESS_AUTO};
+    const char *arg, *stageUrlOpt = NULL;
+    int c, first;
+    while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
+        switch (c) {
+        case 'q': logSetQuiet(1); run.progress = PROGRESS_OFF; break;
+        case OPT_OUT: run.outdir = arg; break;
+        case OPT_NO_VERIFY: run.verify = 0; break;
+        case OPT_STAGE: stageUrlOpt = arg; break;
+        case OPT_PROGRESS: if (!logQuiet()) run.progress = PROGRESS_ON; break;
+        case OPT_NO_PROGRESS: run.progress = PROGRESS_OFF; break;
+        }
+    }
+
+    lakeError err = {0};
+    lakeConfig cfg;
+    configOverride ov[] = {{"stage", stageUrlOpt}};
+    struct stat sb;
+    int rc = 0;
+    if (run.outdir && (stat(run.outdir, &sb) < 0 || !S_ISDIR(sb.st_mode)))
+        rc = errSet(&err, LAKE_ENOINPUT, "%s: no such directory", run.outdir);
+    if (!rc) rc = configLoad(&cfg, ov, 1, &err);
+    if (!rc && !configIsLocal(&cfg))
+        rc = errSet(&err, LAKE_ECONFIG, "remote mode (metasrv = %s) is not supported yet",
+                    cfg.metasrv);
+    if (!rc && !cfg.stage) rc = errSet(&err, LAKE_ECONFIG, "no stage configured");
+    if (!rc) rc = stageOpen(cfg.stage, &run.st, &err);
+    for (int i = first; !rc && i < argc; i++) rc = getRef(&run, argv[i], NULL, &err);
+    if (!rc && first == argc) rc = getStdin(&run, &err);
+    if (rc) logError(&err);
+    stageClose(run.st);
+    if (run.outdir || !rc) configFree(&cfg);
+    for (size_t i = 0; i < run.nused; i++) free(run.used[i]);
+    free(run.used);
+    return rc;
+}

@@ -1,0 +1,113 @@
+/*
+ * cli.c - getopt_long driven by a cliSpec.
+ */
+#include "core/cli.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+enum { CLI_HELP = 0x10000, CLI_VERSION };
+
+static const cliOption builtins[] = {
+    {CLI_HELP, 'h', "help", NULL, "show this help and exit"},
+    {CLI_VERSION, 0, "version", NULL, "show the version and exit"},
+};
+
+static void printSynopsis(FILE *f, const char *synopsis) {
+    const char *p = synopsis;
+    int first = 1;
+    while (*p) {
+        size_t n = strcspn(p, "\n");
+        fprintf(f, "%s%s %.*s\n", first ? "usage: " : "       ", logProgname(), (int)n, p);
+        first = 0;
+        p += n;
+        if (*p) p++;
+    }
+}
+
+static void printOption(const cliOption *o) {
+    char left[64];
+    if (o->shortname)
+        snprintf(left, sizeof left, "-%c, --%s%s%s", o->shortname, o->name,
+                 o->arg ? " " : "", o->arg ? o->arg : "");
+    else
+        snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "",
+                 o->arg ? o->arg : "");
+    printf("  %-26s %s\n", left, o->help);
+}
+
+static void help(const cliSpec *spec) {
+    printSynopsis(stdout, spec->synopsis);
+    printf("\n%s\n\noptions:\n", spec->summary);
+    for (const cliOption *o = spec->opts; o->id; o++) printOption(o);
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        printOption(&builtins[i]);
+    printf("\nSee %s(1) for details and exit statuses.\n", logProgname());
+    exit(0);
+}
+
+void cliUsageError(const cliSpec *spec, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    (void)spec;
+    fprintf(stderr, "%s: %s (see '%s --help')\n", logProgname(), line, logProgname());
+    exit(64);
+}
+
+int cliNext(const cliSpec *spec, int argc, char **argv, const char **arg,
+            int *optind_out) {
+    static struct option longs[64];
+    static char shorts[128];
+    static const cliSpec *built;
+    if (built != spec) {
+        size_t nl = 0, ns = 0;
+        const cliOption *lists[2] = {spec->opts, builtins};
+        size_t counts[2] = {0, sizeof builtins / sizeof builtins[0]};
+        for (const cliOption *o = spec->opts; o->id; o++) counts[0]++;
+        shorts[ns++] = ':'; /* report a missing argument as ':' */
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < counts[l] && nl < 63; i++) {
+                const cliOption *o = &lists[l][i];
+                longs[nl++] = (struct option){o->name, o->arg ? required_argument : no_argument,
+                                              NULL, o->id};
+                if (o->shortname && ns < sizeof shorts - 3) {
+                    shorts[ns++] = o->shortname;
+                    if (o->arg) shorts[ns++] = ':';
+                }
+            }
+        longs[nl] = (struct option){0, 0, 0, 0};
+        shorts[ns] = '\0';
+        built = spec;
+        opterr = 0;
+    }
+    int c = getopt_long(argc, argv, shorts, longs, NULL);
+    *arg = optarg;
+    *optind_out = optind;
+    if (c == -1) return -1;
+    if (c == 'h' || c == CLI_HELP) help(spec);
+    if (c == CLI_VERSION) {
+        printf("%s %s\n", logProgname(), LAKE_VERSION);
+        exit(0);
+    }
+    const char *bad = argv[optind - 1];
+    if (c == '?') {
+        if (optopt > 0 && optopt < 128)
+            cliUsageError(spec, "unknown option '-%c'", optopt);
+        cliUsageError(spec, "unknown option '%s'", bad);
+    }
+    if (c == ':') {
+        cliUsageError(spec, "option '%s' needs an argument", bad);
+    }
+    /* a short option maps to the table entry with that letter */
+    for (const cliOption *o = spec->opts; o->id; o++)
+        if (o->shortname == c) return o->id;
+    return c;
+}

@@ -1,0 +1,37 @@
+/*
+ * cli.h - one option table per program feeds parsing, --help and the
+ * completion checks, so the three cannot drift.
+ *
+ * Parsing is GNU-style getopt_long (permuted operands, "--" ends options,
+ * unambiguous prefixes of long options accepted).  -h/--help and --version
+ * are handled here: they print to stdout and exit 0.  A bad option prints
+ * one line, "prog: unknown option '--x' (see 'prog --help')", and exits 64.
+ */
+#ifndef LAKE_CLI_H
+#define LAKE_CLI_H
+
+typedef struct cliOption {
+    int id;            /* returned by cliNext; a char for short options */
+    char shortname;    /* 0 when long only */
+    const char *name;  /* long name without "--" */
+    const char *arg;   /* argument placeholder, NULL when it takes none */
+    const char *help;
+} cliOption;
+
+typedef struct cliSpec {
+    const char *synopsis;   /* lines after "usage: ", '\n'-separated */
+    const char *summary;    /* one line: what the program does */
+    const cliOption *opts;  /* terminated by an entry with id 0 */
+} cliSpec;
+
+/* Parse the next option.  Returns its id, or -1 when options are done
+ * (then *optind_out is the index of the first operand).  *arg receives the
+ * option's argument.  Exits for --help (0), --version (0), errors (64). */
+int cliNext(const cliSpec *spec, int argc, char **argv, const char **arg,
+            int *optind_out);
+
+/* One-line usage error on stderr, then exit 64 (for operand errors). */
+void cliUsageError(const cliSpec *spec, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * config.c - resolving lakeConfig from options, environment, file, defaults.
+ *
+ * Each layer only fills what a higher layer has not set, so the layers are
+ * applied highest first: options, then environment, then the file, then the
+ * defaults (some derived from other keys: the local stage lives in home).
+ */
+#include "core/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONFIG_LINE_MAX 4096
+
+typedef struct keySpec {
+    const char *key;
+    const char *env;
+    size_t offset; /* of the char * field; TTL_SLOT for catalog_ttl */
+} keySpec;
+
+#define FIELD(f) offsetof(lakeConfig, f)
+#define TTL_SLOT ((size_t)-1) /* parsed apart: it is a number */
+static const keySpec keys[] = {
+    {"metasrv", "LAKE_METASRV", FIELD(metasrv)},
+    {"home", "LAKE_HOME", FIELD(home)},
+    {"token", "LAKE_TOKEN", FIELD(token)},
+    {"token_file", "LAKE_TOKEN_FILE", FIELD(token_file)},
+    {"ca_file", "LAKE_CA_FILE", FIELD(ca_file)},
+    {"stage", "LAKE_STAGE", FIELD(stage)},
+    {"cache_dir", "LAKE_CACHE_DIR", FIELD(cache_dir)},
+    {"catalog_ttl", "LAKE_CATALOG_TTL", TTL_SLOT},
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+typedef struct layerState {
+    char *ttl; /* catalog_ttl as text until validated */
+} layerState;
+
+static const keySpec *findKey(const char *key) {
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].key, key) == 0) return &keys[i];
+    return NULL;
+}
+
+/* Set key to value unless a higher layer already did.  Returns -1 on OOM. */
+static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
+                      const char *value) {
+    char **slot = k->offset == TTL_SLOT ? &st->ttl
+                                        : (char **)((char *)cfg + k->offset);
+    if (*slot) return 0;
+    *slot = strdup(value);
+    return *slot ? 0 : -1;
+}
+
+static char *trim(char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' ||
+                 s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* Read one config file layer.  A missing default file is fine; a missing
+ * file named by $LAKE_CONFIG is an error. */
+static int readFile(lakeConfig *cfg, layerState *st, const char *path,
+                    int explicit, lakeError *err) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (errno == ENOENT && !explicit) return 0;
+        return errSetErrno(err, LAKE_ECONFIG, errno, "%s", path);
+    }
+    cfg->config_file = strdup(path);
+    char line[CONFIG_LINE_MAX];
+    int lineno = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = errSet(err, LAKE_ECONFIG, "%s:%d: line too long", path, lineno);
+            break;
+        }
+        char *s = trim(line);
+        if (*s == '\0' || *s == '#') continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = errSet(err, LAKE_ECONFIG, "%s:%d: expected 'key = value'",
+                        path, lineno);
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(s), *value = trim(eq + 1);
+        const keySpec *k = findKey(key);
+        if (!k) {
+            rc = errSet(err, LAKE_ECONFIG, "%s:%d: unknown key '%s'", path,
+                        lineno, key);
+            break;
+        }
+        if (setIfUnset(cfg, st, k, value) < 0) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
+            break;
+        }
+    }
+    if (!rc && ferror(f)) rc = errSetErrno(err, LAKE_ECONFIG, errno, "%s", path);
+    fclose(f);
+    return rc;
+}
+
+/* $VAR if set and absolute, else $HOME/fallback. */
+static char *xdgDir(const char *var, const char *fallback, lakeError *err) {
+    const char *v = getenv(var);
+    char buf[PATH_MAX];
+    if (v && v[0] == '/') {
+        snprintf(buf, sizeof buf, "%s", v);
+    } else {
+        const char *home = getenv("HOME");
+        if (!home || home[0] != '/') {
+            errSet(err, LAKE_ECONFIG, "neither %s nor HOME is set", var);
+            return NULL;
+        }
+        snprintf(buf, sizeof buf, "%s/%s", home, fallback);
+    }
+    return strdup(buf);
+}
+
+static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
+    if (!cfg->metasrv) cfg->metasrv = strdup("local");
+    if (!cfg->home) {
+        char *d = xdgDir("XDG_DATA_HOME", ".local/share", err);
+        if (!d) return err->code;
+        size_t n = strlen(d) + sizeof "/lake";
+        cfg->home = malloc(n);
+        if (cfg->home) snprintf(cfg->home, n, "%s/lake", d);
+        free(d);
+    }
+    if (!cfg->cache_dir) {
+        char *d = xdgDir("XDG_CACHE_HOME", ".cache", err);
+        if (!d) return err->code;
+        size_t n = strlen(d) + sizeof "/lake";
+        cfg->cache_dir = malloc(n);
+        if (cfg->cache_dir) snprintf(cfg->cache_dir, n, "%s/lake", d);
+        free(d);
+    }
+    if (!cfg->metasrv || !cfg->home || !cfg->cache_dir)
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
+    if (cfg->home[0] != '/')
+        return errSet(err, LAKE_ECONFIG, "home: '%s' is not an absolute path",
+                      cfg->home);
+    if (!cfg->stage && configIsLocal(cfg)) {
+        size_t n = strlen(cfg->home) + sizeof "file:///stage";
+        cfg->stage = malloc(n);
+        if (!cfg->stage) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
+        snprintf(cfg->stage, n, "file://%s/stage", cfg->home);
+    }
+    cfg->catalog_ttl = 5;
+    if (st->ttl) {
+        char *end;
+        errno = 0;
+        long v = strtol(st->ttl, &end, 10);
+        if (errno || end == st->ttl || *end || v < 0)
+            return errSet(err, LAKE_ECONFIG,
+                          "catalog_ttl: '%s' is not a number of seconds", st->ttl);
+        cfg->catalog_ttl = v;
+    }
+    return 0;
+}
+
+int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err) {
+    memset(cfg, 0, sizeof *cfg);
+    layerState st = {0};
+    int rc = 0;
+
+    for (int i = 0; i < n; i++) {
+        const keySpec *k = findKey(ov[i].key);
+        if (!k || !ov[i].value) continue;
+        if (setIfUnset(cfg, &st, k, ov[i].value) < 0) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < NKEYS; i++) {
+        const char *v = getenv(keys[i].env);
+        if (v && *v && setIfUnset(cfg, &st, &keys[i], v) < 0) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
+            goto out;
+        }
+    }
+    const char *explicit = getenv("LAKE_CONFIG");
+    if (explicit && *explicit) {
+        rc = readFile(cfg, &st, explicit, 1, err);
+    } else {
+        char *dir = xdgDir("XDG_CONFIG_HOME", ".config", NULL);
+        if (dir) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/lake/config", dir);
+            free(dir);
+            rc = readFile(cfg, &st, path, 0, err);
+        }
+    }
+    if (!rc) rc = applyDefaults(cfg, &st, err);
+out:
+    free(st.ttl);
+    return rc;
+}
+
+int configIsLocal(const lakeConfig *cfg) {
+    return !cfg->metasrv || strcmp(cfg->metasrv, "local") == 0;
+}
+
+void configFree(lakeConfig *cfg) {
+    free(cfg->metasrv);
+    free(cfg->home);
+    free(cfg->token);
+    free(cfg->token_file);
+    free(cfg->ca_file);
+    free(cfg->stage);
+    free(cfg->cache_dir);
+    free(cfg->config_file);
+    memset(cfg, 0, sizeof *cfg);
+}

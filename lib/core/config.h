@@ -1,0 +1,45 @@
+/*
+ * config.h - where a lake is and how to reach it (DESIGN §2).
+ *
+ * Precedence, highest first: command-line option > environment > config file
+ * ($LAKE_CONFIG, else $XDG_CONFIG_HOME/lake/config) > default.  The config
+ * file holds "key = value" lines and "#" comments (lake.conf(5)); an unknown
+ * key or a malformed line is a configuration error (78) naming file and line,
+ * because a silently ignored typo would send data to the wrong place.
+ */
+#ifndef LAKE_CONFIG_H
+#define LAKE_CONFIG_H
+
+#include "core/error.h"
+
+typedef struct lakeConfig {
+    char *metasrv;     /* "local" or https://host:port */
+    char *home;        /* embedded lake: registry.db and stage/ */
+    char *token;
+    char *token_file;
+    char *ca_file;
+    char *stage;       /* file:///abs/dir or s3://bucket/prefix */
+    char *cache_dir;
+    long catalog_ttl;  /* seconds */
+    char *config_file; /* the file that was read, or NULL */
+} lakeConfig;
+
+/* One option given on the command line, applied last. */
+typedef struct configOverride {
+    const char *key;   /* a config key, e.g. "stage" */
+    const char *value;
+} configOverride;
+
+/* Resolve the configuration.  overrides may be NULL; n is its length.
+ * Fills every field (defaults applied, paths made absolute where derived
+ * from XDG).  On failure returns 78 (or 66 for a named $LAKE_CONFIG that
+ * does not exist) and leaves cfg safe to configFree. */
+int configLoad(lakeConfig *cfg, const configOverride *overrides, int n,
+               lakeError *err);
+
+/* True when the configuration selects the embedded (local) mode. */
+int configIsLocal(const lakeConfig *cfg);
+
+void configFree(lakeConfig *cfg);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * fsutil.h - durable files: atomic creation and replacement, locks, full
+ * reads and writes.
+ *
+ * An atomicFile is written in the directory of its final name and appears
+ * under that name only at atomicCommit, after its bytes are on disk (fsync
+ * of the file, then the link or rename, then fsync of the directory).
+ * Until then, and after any failure or kill, the final name does not exist
+ * (create) or still holds the old bytes (replace).  Where the filesystem
+ * supports O_TMPFILE a killed writer leaves nothing behind at all (but for
+ * the instant of a replacing commit); elsewhere it leaves a ".tmp-<id>"
+ * file in the directory, which the lake's gc removes.
+ */
+#ifndef LAKE_FSUTIL_H
+#define LAKE_FSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+
+typedef struct atomicFile {
+    int fd;
+    int dirfd;
+    int replace;     /* rename over an existing name instead of link */
+    char *final;     /* name relative to dirfd */
+    char *tmp;       /* named temp relative to dirfd, NULL for O_TMPFILE */
+} atomicFile;
+
+/* Open a new file to become dir/name.  With replace=0 the commit fails with
+ * EEXIST if the name exists (never overwrites); with replace=1 it replaces
+ * it atomically.  mode as for open(2). */
+int atomicOpen(atomicFile *af, const char *dir, const char *name, int replace,
+               mode_t mode, lakeError *err);
+/* fsync, publish under the final name, fsync the directory; closes. */
+int atomicCommit(atomicFile *af, lakeError *err);
+/* Discard: remove the temp file (if named) and close.  Safe after commit
+ * and on a zeroed struct. */
+void atomicAbort(atomicFile *af);
+
+/* mkdir -p with mode 0755 (or 0700 for private trees); ok if it exists. */
+int mkdirs(const char *path, mode_t mode, lakeError *err);
+/* fsync a directory by path. */
+int fsyncDir(const char *path, lakeError *err);
+
+/* write(2) until done, retrying EINTR; -1 with errno on failure. */
+int writeAll(int fd, const void *buf, size_t len);
+/* read(2) until len bytes or EOF, retrying EINTR; bytes read or -1. */
+ssize_t readFull(int fd, void *buf, size_t len);
+
+/* flock(2) on fd, waiting; LOCK_SH or LOCK_EX.  Retries EINTR. */
+int lockFd(int fd, int how, lakeError *err);
+/* Open (creating) path and take the lock; returns the fd or -1. */
+int lockPath(const char *path, int how, lakeError *err);
+
+#endif

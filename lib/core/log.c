@@ -1,0 +1,66 @@
+/*
+ * log.c - stderr diagnostics and LAKE_TRACE lines.
+ */
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *progname = "lake";
+static int quiet;
+
+void logInit(const char *name) {
+    const char *slash = strrchr(name, '/');
+    progname = slash ? slash + 1 : name;
+}
+
+const char *logProgname(void) { return progname; }
+void logSetQuiet(int q) { quiet = q; }
+int logQuiet(void) { return quiet; }
+
+static void logV(const char *fmt, va_list ap) {
+    /* One fprintf per line so concurrent writers do not interleave words. */
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "%s: %s\n", progname, line);
+}
+
+void logError(const lakeError *e) {
+    fprintf(stderr, "%s: %s\n", progname, e->msg[0] ? e->msg : "failed");
+}
+
+void logErrorf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    logV(fmt, ap);
+    va_end(ap);
+}
+
+void logWarn(const char *fmt, ...) {
+    if (quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    logV(fmt, ap);
+    va_end(ap);
+}
+
+int traceEnabled(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        const char *v = getenv("LAKE_TRACE");
+        cached = v && *v && strcmp(v, "0") != 0;
+    }
+    return cached;
+}
+
+void traceLine(const char *kind, const char *fmt, ...) {
+    if (!traceEnabled()) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "trace: %s %s\n", kind, line);
+}

@@ -1,0 +1,33 @@
+/*
+ * log.h - diagnostics on stderr, prefixed with the program name.
+ *
+ * stdout carries data only; everything a person reads goes to stderr as
+ * "prog: message".  -q silences warnings and notes, never errors.
+ * LAKE_TRACE=1 adds one "trace: ..." line per call to the metadata source
+ * or the object store (DESIGN §10), which tests count to see what a command
+ * really cost.
+ */
+#ifndef LAKE_LOG_H
+#define LAKE_LOG_H
+
+#include "core/error.h"
+
+/* Set the program name used as prefix (basename of argv[0] is fine). */
+void logInit(const char *progname);
+const char *logProgname(void);
+void logSetQuiet(int quiet);
+int logQuiet(void);
+
+/* "prog: message" for an error; always printed, even with -q. */
+void logError(const lakeError *e);
+void logErrorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "prog: message" for a warning; dropped with -q. */
+void logWarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* True when LAKE_TRACE is set to a non-empty value other than "0". */
+int traceEnabled(void);
+/* "trace: <kind> <rest>" where kind is "source" or "stage". */
+void traceLine(const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * progress.c - the stderr progress bar.
+ */
+#include "core/progress.h"
+
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void progressStart(progress *p, progressMode mode, const char *label, int64_t total) {
+    if (mode == PROGRESS_AUTO && !isatty(STDERR_FILENO)) mode = PROGRESS_OFF;
+    p->mode = mode;
+    p->label = label;
+    p->total = total;
+    p->done = 0;
+    p->start = p->last_draw = mode == PROGRESS_OFF ? 0 : now();
+    p->drawn = 0;
+}
+
+static void human(char *buf, size_t n, double v) {
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (v >= 1024 && i < 4) { v /= 1024; i++; }
+    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static void draw(progress *p, double t) {
+    char done[32], rate[32];
+    double secs = t - p->start;
+    human(done, sizeof done, (double)p->done);
+    human(rate, sizeof rate, secs > 0 ? (double)p->done / secs : 0);
+    if (p->total > 0) {
+        int pct = (int)(100.0 * (double)p->done / (double)p->total);
+        int width = 30, fill = pct * width / 100;
+        char bar[31];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+        bar[width] = '\0';
+        fprintf(stderr, "\r%-20.20s [%s] %3d%% %s %s/s\033[K", p->label, bar, pct,
+                done, rate);
+    } else {
+        fprintf(stderr, "\r%-20.20s %s %s/s\033[K", p->label, done, rate);
+    }
+    p->drawn = 1;
+    p->last_draw = t;
+}
+
+void progressAdd(progress *p, int64_t n) {
+    p->done += n;
+    if (p->mode == PROGRESS_OFF) return;
+    double t = now();
+    if (p->mode == PROGRESS_AUTO && t - p->start < 1.0) return;
+    if (p->drawn && t - p->last_draw < 0.1) return;
+    draw(p, t);
+}
+
+void progressEnd(progress *p) {
+    if (p->drawn) fputs("\r\033[K", stderr);
+    p->drawn = 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * progress.h - a one-line progress bar on stderr.
+ *
+ * Drawn only when stderr is a terminal and the work has run for more than
+ * a second (PROGRESS_AUTO), or always (PROGRESS_ON, --progress), or never
+ * (PROGRESS_OFF, --no-progress or -q).  Redrawn at most ten times a second;
+ * costs one clock read per update otherwise.
+ */
+#ifndef LAKE_PROGRESS_H
+#define LAKE_PROGRESS_H
+
+#include <stdint.h>
+
+typedef enum { PROGRESS_AUTO, PROGRESS_ON, PROGRESS_OFF } progressMode;
+
+typedef struct progress {
+    progressMode mode;
+    const char *label;
+    int64_t total;   /* -1 when unknown */
+    int64_t done;
+    double start;
+    double last_draw;
+    int drawn;
+} progress;
+
+void progressStart(progress *p, progressMode mode, const char *label, int64_t total);
+void progressAdd(progress *p, int64_t n);
+/* Erase the bar if one was drawn. */
+void progressEnd(progress *p);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * filevalue.c - FILE values and REFs, through cJSON.
+ */
+#include "stage/filevalue.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fileValueFree(fileValue *fv) {
+    if (!fv) return;
+    free(fv->location);
+    free(fv->content_type);
+    free(fv->name);
+    free(fv->last_modified);
+    memset(fv, 0, sizeof *fv);
+    fv->size = -1;
+}
+
+int fileValueLooksLike(const cJSON *obj) {
+    return cJSON_IsObject(obj) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(obj, "location"));
+}
+
+/* Copy an optional string field; 65 if present but not a string. */
+static int optString(const cJSON *obj, const char *key, char **out, lakeError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsString(v)) return errSet(err, LAKE_EDATA, "FILE value: %s is not a string", key);
+    *out = strdup(v->valuestring);
+    return *out ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "FILE value");
+}
+
+int fileValueFromJson(const cJSON *obj, fileValue *fv, lakeError *err) {
+    memset(fv, 0, sizeof *fv);
+    fv->size = -1;
+    if (!cJSON_IsObject(obj)) return errSet(err, LAKE_EDATA, "FILE value: not a JSON object");
+    const cJSON *loc = cJSON_GetObjectItemCaseSensitive(obj, "location");
+    if (!cJSON_IsString(loc) || !loc->valuestring[0])
+        return errSet(err, LAKE_EDATA, "FILE value: missing location");
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(obj, "size");
+    if (!cJSON_IsNumber(size) || size->valuedouble < 0 ||
+        size->valuedouble > (double)FILE_SIZE_MAX ||
+        size->valuedouble != (double)(int64_t)size->valuedouble)
+        return errSet(err, LAKE_EDATA, "FILE value: size is not a whole number of bytes");
+    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(obj, "sha256");
+    if (!cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
+        return errSet(err, LAKE_EDATA, "FILE value: sha256 is not 64 hex digits");
+
+    fv->location = strdup(loc->valuestring);
+    if (!fv->location) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "FILE value");
+    fv->size = (int64_t)size->valuedouble;
+    for (int i = 0; i < SHA256_HEX_LEN; i++) {
+        char c = sha->valuestring[i];
+        fv->sha256[i] = (c >= 'A' && c <= 'F') ? (char)(c - 'A' + 'a') : c;
+    }
+    fv->sha256[SHA256_HEX_LEN] = '\0';
+    int rc = optString(obj, "content_type", &fv->content_type, err);
+    if (!rc) rc = optString(obj, "name", &fv->name, err);
+    if (!rc) rc = optString(obj, "last_modified", &fv->last_modified, err);
+    return rc;
+}
+
+int fileValueFromLocation(const char *location, fileValue *fv, lakeError *err) {
+    memset(fv, 0, sizeof *fv);
+    fv->size = -1;
+    fv->location = strdup(location);
+    return fv->location ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "location");
+}
+
+char *fileValueToJson(const fileValue *fv) {
+    cJSON *o = cJSON_CreateObject();
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)fv->size);
+    /* Raw integer text: cJSON would print large sizes in exponent form. */
+    if (!o || !cJSON_AddStringToObject(o, "location", fv->location) ||
+        !cJSON_AddRawToObject(o, "size", num) ||
+        !cJSON_AddStringToObject(o, "sha256", fv->sha256) ||
+        (fv->content_type && !cJSON_AddStringToObject(o, "content_type", fv->content_type)) ||
+        (fv->name && !cJSON_AddStringToObject(o, "name", fv->name)) ||
+        (fv->last_modified && !cJSON_AddStringToObject(o, "last_modified", fv->last_modified))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+/* The FILE value inside one field of a row: an object, or JSON text. */
+static cJSON *fieldAsFile(const cJSON *field, cJSON **owned) {
+    *owned = NULL;
+    if (fileValueLooksLike(field)) return (cJSON *)field;
+    if (cJSON_IsString(field) && field->valuestring[0] == '{') {
+        cJSON *inner = cJSON_Parse(field->valuestring);
+        if (fileValueLooksLike(inner)) return *owned = inner;
+        cJSON_Delete(inner);
+    }
+    return NULL;
+}
+
+int refParse(const char *text, fileValue *fv, lakeError *err) {
+    memset(fv, 0, sizeof *fv);
+    fv->size = -1;
+    while (*text == ' ' || *text == '\t') text++;
+    if (*text != '{') {
+        size_t n = strcspn(text, " \t\r\n");
+        if (n == 0) return errSet(err, LAKE_EDATA, "empty reference");
+        if (text[n] && text[n + strspn(text + n, " \t\r\n")])
+            return errSet(err, LAKE_EDATA, "a location cannot contain white space");
+        fv->location = strndup(text, n);
+        return fv->location ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "reference");
+    }
+    cJSON *doc = cJSON_Parse(text);
+    if (!doc) return errSet(err, LAKE_EDATA, "malformed JSON");
+    int rc;
+    if (fileValueLooksLike(doc)) {
+        rc = fileValueFromJson(doc, fv, err);
+    } else if (!cJSON_IsObject(doc)) {
+        rc = errSet(err, LAKE_EDATA, "not a JSON object");
+    } else {
+        cJSON *found = NULL, *foundOwned = NULL, *field;
+        int count = 0;
+        cJSON_ArrayForEach(field, doc) {
+            cJSON *owned, *f = fieldAsFile(field, &owned);
+            if (!f) continue;
+            if (count++ == 0) { found = f; foundOwned = owned; }
+            else cJSON_Delete(owned);
+        }
+        if (count == 1) rc = fileValueFromJson(found, fv, err);
+        else if (count == 0) rc = errSet(err, LAKE_EDATA, "no FILE value in the row");
+        else rc = errSet(err, LAKE_EDATA, "%d FILE values in the row; select one column", count);
+        cJSON_Delete(foundOwned);
+    }
+    cJSON_Delete(doc);
+    return rc;
+}

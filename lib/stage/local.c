@@ -1,0 +1,327 @@
+/*
+ * local.c - the file:// stage backend.
+ *
+ * Objects live under the stage root as files/YYYY/MM/<id>.  A put writes an
+ * unnamed (or ".tmp-") file in the destination directory, fsyncs it, links
+ * it under its final name and fsyncs the directory (core/fsutil).  The
+ * digest is also recorded in the user.lake.sha256 extended attribute where
+ * the filesystem allows, so a bare location can still be verified.
+ *
+ * Containment is decided lexically on the percent-decoded path (no empty,
+ * "." or ".." component; under the root), then enforced at open time by
+ * walking from the root one component at a time with O_NOFOLLOW, so no
+ * symlink inside the stage can lead a read outside it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/fsutil.h"
+#include "core/id.h"
+#include "core/log.h"
+#include "core/sha256.h"
+#include "stage/backend.h"
+
+#define XATTR_SHA256 "user.lake.sha256"
+/* Start writeback every this many bytes so the final fsync is short and
+ * dirty pages do not pile up. */
+#define WRITEBACK_EVERY (8 * 1024 * 1024)
+
+typedef struct localStage {
+    stage base;
+    char *root; /* absolute, normalised, no trailing slash */
+} localStage;
+
+/* Decode %XX escapes; NULL on a bad escape or an encoded NUL. */
+static char *percentDecode(const char *s) {
+    char *out = malloc(strlen(s) + 1), *o = out;
+    if (!out) return NULL;
+    for (; *s; s++) {
+        if (*s != '%') { *o++ = *s; continue; }
+        int hi, lo;
+        if (sscanf(s + 1, "%1x%1x", (unsigned *)&hi, (unsigned *)&lo) != 2 ||
+            (hi == 0 && lo == 0)) {
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)(hi << 4 | lo);
+        s += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+/* Append path to buf with everything but unreserved characters and '/'
+ * percent-encoded, so a location is a well-formed URI. */
+static void percentEncode(char *buf, size_t n, const char *path) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t len = strlen(buf);
+    for (const unsigned char *p = (const unsigned char *)path; *p && len + 4 < n; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+            (*p >= '0' && *p <= '9') || strchr("-._~/", *p)) {
+            buf[len++] = (char)*p;
+        } else {
+            buf[len++] = '%';
+            buf[len++] = hex[*p >> 4];
+            buf[len++] = hex[*p & 15];
+        }
+    }
+    buf[len] = '\0';
+}
+
+/* True when every component of the absolute path p (after the leading '/')
+ * is non-empty and neither "." nor "..". */
+static int cleanPath(const char *p) {
+    if (*p != '/') return 0;
+    for (const char *c = p + 1;;) {
+        size_t n = strcspn(c, "/");
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return 0;
+        if (!c[n]) return 1;
+        c += n + 1;
+    }
+}
+
+/* The decoded absolute path of a file:// URL, or NULL. */
+static char *fileUrlPath(const char *url) {
+    if (strncmp(url, "file://", 7) != 0 || url[7] != '/') return NULL;
+    return percentDecode(url + 7);
+}
+
+static char *localRelative(const stage *s, const char *location) {
+    const localStage *ls = (const localStage *)s;
+    char *path = fileUrlPath(location);
+    if (!path) return NULL;
+    size_t rl = strlen(ls->root);
+    char *rel = NULL;
+    if (cleanPath(path) && strncmp(path, ls->root, rl) == 0 && path[rl] == '/' &&
+        path[rl + 1])
+        rel = strdup(path + rl + 1);
+    free(path);
+    return rel;
+}
+
+/* Open the object at rel below the root without following any symlink.
+ * Returns an fd or -1 with err set (66 missing, 65 symlink or not a file). */
+static int openBeneath(const localStage *ls, const char *location, const char *rel,
+                       lakeError *err) {
+    int dfd = open(ls->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        errSetErrno(err, errCodeForErrno(errno), errno, "%s", location);
+        return -1;
+    }
+    char comp[NAME_MAX + 1];
+    const char *c = rel;
+    for (;;) {
+        size_t n = strcspn(c, "/");
+        if (n > NAME_MAX) {
+            close(dfd);
+            errSet(err, LAKE_EDATA, "%s: outside the managed stage", location);
+            return -1;
+        }
+        memcpy(comp, c, n);
+        comp[n] = '\0';
+        int last = c[n] == '\0';
+        int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY);
+        int fd = openat(dfd, comp, flags);
+        int e = errno;
+        close(dfd);
+        if (fd < 0) {
+            if (e == ELOOP || (e == ENOTDIR && !last))
+                errSet(err, LAKE_EDATA, "%s: outside the managed stage (symbolic link)",
+                       location);
+            else
+                errSetErrno(err, errCodeForErrno(e), e, "%s", location);
+            return -1;
+        }
+        if (last) {
+            struct stat st;
+            if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close(fd);
+                errSet(err, LAKE_EDATA, "%s: not a stage object", location);
+                return -1;
+            }
+            return fd;
+        }
+        dfd = fd;
+        c += n + 1;
+    }
+}
+
+static int localPut(stage *s, lakeReader *r, const stagePutOptions *opt,
+                    fileValue *out, lakeError *err) {
+    localStage *ls = (localStage *)s;
+    atomicFile af = {.fd = -1, .dirfd = -1};
+    sha256Ctx *h = sha256New();
+    char *buf = malloc(STAGE_BUF_SIZE);
+    char *ctype = NULL;
+    int rc = 0;
+    int64_t total = 0, synced = 0;
+    memset(out, 0, sizeof *out);
+    out->size = -1;
+    if (!h || !buf) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"); goto out; }
+
+    char id[ID_LEN + 1], keydir[32], dir[PATH_MAX];
+    if (idNew(id, err)) { rc = err->code; goto out; }
+    long long t0 = (long long)time(NULL);
+    stageKeyDir(keydir, t0);
+    snprintf(dir, sizeof dir, "%s/%s", ls->root, keydir);
+    if ((rc = mkdirs(dir, 0755, err))) goto out;
+    if ((rc = atomicOpen(&af, dir, id, 0, 0644, err))) goto out;
+
+    for (;;) {
+        ssize_t n = r->read(r->ctx, buf, STAGE_BUF_SIZE);
+        if (n < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", r->what); goto out; }
+        if (n == 0) break;
+        if (total == 0 && !opt->content_type) ctype = contentTypeDetect(buf, (size_t)n);
+        sha256Update(h, buf, (size_t)n);
+        if (writeAll(af.fd, buf, (size_t)n) < 0) {
+            rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", dir);
+            goto out;
+        }
+        total += n;
+        if (opt->expect_size >= 0 && total > opt->expect_size) {
+            rc = errSet(err, LAKE_EDATA, "%s: more than the stated %lld bytes", r->what,
+                        (long long)opt->expect_size);
+            goto out;
+        }
+        if (total - synced >= WRITEBACK_EVERY) {
+            sync_file_range(af.fd, synced, total - synced, SYNC_FILE_RANGE_WRITE);
+            synced = total;
+        }
+        if (opt->progress) progressAdd(opt->progress, n);
+    }
+    if (opt->expect_size >= 0 && total != opt->expect_size) {
+        rc = errSet(err, LAKE_EDATA, "%s: %lld bytes, not the stated %lld", r->what,
+                    (long long)total, (long long)opt->expect_size);
+        goto out;
+    }
+    sha256FinalHex(h, out->sha256);
+    if (opt->expect_sha256 && strcasecmp(opt->expect_sha256, out->sha256) != 0) {
+        rc = errSet(err, LAKE_EDATA, "%s: SHA-256 is %s, not the stated %s", r->what,
+                    out->sha256, opt->expect_sha256);
+        goto out;
+    }
+    /* Best effort: not every filesystem keeps user xattrs. */
+    (void)fsetxattr(af.fd, XATTR_SHA256, out->sha256, SHA256_HEX_LEN, 0);
+    if ((rc = atomicCommit(&af, err))) goto out;
+
+    char loc[PATH_MAX * 3] = "file://", path[PATH_MAX], ts[32];
+    snprintf(path, sizeof path, "%s/%s%s", ls->root, keydir, id);
+    percentEncode(loc, sizeof loc, path);
+    stageTimestamp(ts, (long long)time(NULL));
+    out->location = strdup(loc);
+    out->size = total;
+    out->content_type = ctype ? ctype : strdup(opt->content_type);
+    ctype = NULL;
+    out->name = opt->name ? strdup(opt->name) : NULL;
+    out->last_modified = strdup(ts);
+    if (!out->location || !out->content_type || !out->last_modified ||
+        (opt->name && !out->name))
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
+    if (traceEnabled()) traceLine("stage", "PUT %s -> %lld bytes", out->location, (long long)total);
+out:
+    if (rc) fileValueFree(out);
+    atomicAbort(&af);
+    sha256Free(h);
+    free(buf);
+    free(ctype);
+    return rc;
+}
+
+static int localGet(stage *s, const fileValue *fv, lakeWriter *w, int verify,
+                    progress *prog, lakeError *err) {
+    localStage *ls = (localStage *)s;
+    char *rel = localRelative(s, fv->location);
+    if (!rel) return errSet(err, LAKE_EDATA, "%s: outside the managed stage", fv->location);
+    int fd = openBeneath(ls, fv->location, rel, err);
+    free(rel);
+    if (fd < 0) return err->code;
+    traceLine("stage", "GET %s", fv->location);
+
+    int rc = 0;
+    sha256Ctx *h = NULL;
+    char *buf = malloc(STAGE_BUF_SIZE);
+    char want[SHA256_HEX_LEN + 1];
+    snprintf(want, sizeof want, "%s", fv->sha256);
+    if (!want[0]) { /* a bare location: the digest recorded at put, if any */
+        ssize_t x = fgetxattr(fd, XATTR_SHA256, want, SHA256_HEX_LEN);
+        want[x == SHA256_HEX_LEN ? SHA256_HEX_LEN : 0] = '\0';
+    }
+    verify = verify && want[0];
+    struct stat st;
+    if (!buf || (verify && !(h = sha256New()))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
+        goto out;
+    }
+    if (fstat(fd, &st) < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", fv->location); goto out; }
+    if (fv->size >= 0 && st.st_size != fv->size) {
+        rc = errSet(err, LAKE_EDATA, "%s: %lld bytes in the stage, not %lld", fv->location,
+                    (long long)st.st_size, (long long)fv->size);
+        goto out;
+    }
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    for (;;) {
+        ssize_t n = readFull(fd, buf, STAGE_BUF_SIZE);
+        if (n < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", fv->location); goto out; }
+        if (n == 0) break;
+        if (h) sha256Update(h, buf, (size_t)n);
+        if (w->write(w->ctx, buf, (size_t)n) < 0) {
+            rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", w->what);
+            goto out;
+        }
+        if (prog) progressAdd(prog, n);
+    }
+    if (h) {
+        char got[SHA256_HEX_LEN + 1];
+        sha256FinalHex(h, got);
+        if (strcmp(got, want) != 0)
+            rc = errSet(err, LAKE_EDATA, "%s: SHA-256 mismatch (expected %s, got %s)",
+                        fv->location, want, got);
+    }
+out:
+    sha256Free(h);
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+static void localClose(stage *s) {
+    localStage *ls = (localStage *)s;
+    free(ls->root);
+    free(ls->base.url);
+    free(ls);
+}
+
+static const stageOps localOps = {localPut, localGet, localRelative, localClose};
+
+int localStageOpen(const char *url, stage **out, lakeError *err) {
+    char *path = fileUrlPath(url);
+    if (!path) return errSet(err, LAKE_ECONFIG, "%s: stage must be file:///abs/dir", url);
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') path[--n] = '\0';
+    if (n <= 1 || !cleanPath(path)) {
+        free(path);
+        return errSet(err, LAKE_ECONFIG,
+                      "%s: stage must be an absolute directory without '.' or '..'", url);
+    }
+    localStage *ls = calloc(1, sizeof *ls);
+    char buf[PATH_MAX * 3] = "file://";
+    percentEncode(buf, sizeof buf, path);
+    if (!ls || !(ls->base.url = strdup(buf))) {
+        free(ls);
+        free(path);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
+    }
+    ls->base.ops = &localOps;
+    ls->root = path;
+    *out = &ls->base;
+    return 0;
+}

@@ -1,0 +1,85 @@
+/*
+ * stage.h - the managed stage (DESIGN §4): where object bytes live.
+ *
+ * One interface over backends chosen by the stage URL: file:///abs/dir
+ * (local) today, s3://bucket/prefix later.  The stage owns its namespace:
+ * keys are generated (files/YYYY/MM/<id>), never derived from user input.
+ *
+ * Promises:
+ *  - stagePut streams from a reader through SHA-256 into the stage and
+ *    publishes the object under its final key only after every byte is
+ *    durable and the stated size and digest (if any) match.  On any failure
+ *    or kill no object exists under a final key.
+ *  - stageGet checks containment before any I/O on the location, streams the
+ *    object to a writer and, unless told not to, verifies size and SHA-256;
+ *    a mismatch is 65 (the writer has then seen the bad bytes: callers that
+ *    publish files write to a temporary name first).
+ *  - stageContains is pure: lexical checks only, no I/O.
+ */
+#ifndef LAKE_STAGE_H
+#define LAKE_STAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "stage/filevalue.h"
+
+/* Streaming ends of a transfer.  read returns bytes read, 0 at end, -1 with
+ * errno on failure; write returns 0 or -1 with errno. */
+typedef struct lakeReader {
+    ssize_t (*read)(void *ctx, void *buf, size_t len);
+    void *ctx;
+    const char *what; /* for messages: "stdin", a path */
+} lakeReader;
+
+typedef struct lakeWriter {
+    int (*write)(void *ctx, const void *buf, size_t len);
+    void *ctx;
+    const char *what;
+} lakeWriter;
+
+/* Readers and writers over a file descriptor; ctx is an int * to the fd. */
+ssize_t fdRead(void *ctx, void *buf, size_t len);
+int fdWrite(void *ctx, const void *buf, size_t len);
+
+typedef struct stagePutOptions {
+    const char *name;          /* the FILE value's name, may be NULL */
+    const char *content_type;  /* NULL: detected from the first bytes */
+    int64_t expect_size;       /* -1: not stated */
+    const char *expect_sha256; /* NULL: not stated */
+    progress *progress;        /* may be NULL */
+} stagePutOptions;
+
+typedef struct stage stage;
+
+/* Open the stage named by url.  Parses and normalises the URL (a trailing
+ * slash does not matter); no I/O beyond what the backend needs to be
+ * usable.  Bad URL: 78. */
+int stageOpen(const char *url, stage **out, lakeError *err);
+void stageClose(stage *s);
+
+/* The normalised stage URL, e.g. "file:///home/u/lake/stage". */
+const char *stageUrl(const stage *s);
+
+/* Stream r into a new object; fill out (caller frees with fileValueFree). */
+int stagePut(stage *s, lakeReader *r, const stagePutOptions *opt, fileValue *out,
+             lakeError *err);
+
+/* Stream the object fv names to w.  verify=0 skips the digest check.  A
+ * value without a known digest (a bare location) is verified against the
+ * digest the backend recorded at put time, when there is one. */
+int stageGet(stage *s, const fileValue *fv, lakeWriter *w, int verify,
+             progress *prog, lakeError *err);
+
+/* 0 when location lies inside the stage; 65 "outside the managed stage"
+ * otherwise.  No I/O. */
+int stageContains(const stage *s, const char *location, lakeError *err);
+
+/* The key of location below the stage root ("files/2026/12/…"); caller
+ * frees.  NULL when outside the stage. */
+char *stageRelativePath(const stage *s, const char *location);
+
+#endif
