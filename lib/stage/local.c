@@ -39,7 +39,8 @@ typedef struct localStage {
     char *root; /* absolute, normalised, no trailing slash */
 } localStage;
 
-/* Decode %XX escapes; NULL on a bad escape or an encoded NUL. */
+/* Decode %XX escapes; NULL on a bad escape, an encoded NUL or an encoded
+ * '/' (which would give one object two spellings). */
 static char *percentDecode(const char *s) {
     char *out = malloc(strlen(s) + 1), *o = out;
     if (!out) return NULL;
@@ -47,7 +48,7 @@ static char *percentDecode(const char *s) {
         if (*s != '%') { *o++ = *s; continue; }
         int hi, lo;
         if (sscanf(s + 1, "%1x%1x", (unsigned *)&hi, (unsigned *)&lo) != 2 ||
-            (hi == 0 && lo == 0)) {
+            (hi == 0 && lo == 0) || (hi == 2 && lo == 15)) {
             free(out);
             return NULL;
         }

@@ -1,0 +1,108 @@
+/*
+ * test_core.c - unit tests of lib/core: ids, SHA-256, errors, atomic files.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/fsutil.h"
+#include "core/id.h"
+#include "core/sha256.h"
+#include "tap.h"
+
+static void testIds(void) {
+    char a[ID_LEN + 1], b[ID_LEN + 1];
+    lakeError err = {0};
+    int fine = 1, ordered = 1;
+    idNew(a, &err);
+    for (int i = 0; i < 2000; i++) {
+        if (idNew(b, &err)) fine = 0;
+        if (strlen(b) != ID_LEN || strspn(b, "0123456789ABCDEFGHJKMNPQRSTVWXYZ") != ID_LEN) fine = 0;
+        if (strncmp(a, b, 10) > 0) ordered = 0; /* time part never goes back */
+        if (strcmp(a, b) == 0) fine = 0;
+        memcpy(a, b, sizeof a);
+    }
+    ok(fine, "2000 ids: 26 Crockford characters each, all distinct");
+    ok(ordered, "ids are ordered by their time prefix");
+}
+
+static void testSha256(void) {
+    char hex[SHA256_HEX_LEN + 1];
+    sha256Ctx *c = sha256New();
+    sha256Update(c, "ab", 2);
+    sha256Update(c, "c", 1);
+    sha256FinalHex(c, hex);
+    sha256Free(c);
+    ok(strcmp(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0,
+       "streamed SHA-256 of \"abc\" matches FIPS 180-2");
+    c = sha256New();
+    sha256FinalHex(c, hex);
+    sha256Free(c);
+    ok(strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0,
+       "SHA-256 of nothing");
+    ok(sha256IsHex(hex) && !sha256IsHex("abc") && !sha256IsHex(
+           "g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+       "sha256IsHex accepts 64 hex digits only");
+}
+
+static void testErrors(void) {
+    lakeError e = {0};
+    int rc = errSet(&e, LAKE_EDATA, "bad %s", "thing");
+    ok(rc == 65 && e.code == 65 && strcmp(e.msg, "bad thing") == 0, "errSet returns the code");
+    errPrefix(&e, "stdin:%d", 3);
+    ok(strcmp(e.msg, "stdin:3: bad thing") == 0, "errPrefix keeps the code and prefixes");
+    rc = errSetErrno(&e, errCodeForErrno(2), 2, "/x");
+    ok(rc == 66 && strstr(e.msg, "/x: ") == e.msg && strcmp(e.cause, "errno 2") == 0,
+       "ENOENT maps to 66 with the cause kept apart");
+    errSet(&e, LAKE_EFAIL, "line one\nline two");
+    ok(strchr(e.msg, '\n') == NULL, "a message is always one line");
+}
+
+static void testAtomic(void) {
+    char dir[] = "/tmp/lake-unit-XXXXXX";
+    lakeError err = {0};
+    if (!mkdtemp(dir)) { ok(0, "mkdtemp"); return; }
+    char path[256];
+    snprintf(path, sizeof path, "%s/f", dir);
+
+    atomicFile af;
+    int rc = atomicOpen(&af, dir, "f", 0, 0644, &err);
+    writeAll(af.fd, "new", 3);
+    ok(rc == 0 && access(path, F_OK) != 0, "an uncommitted file has no final name");
+    rc = atomicCommit(&af, &err);
+    ok(rc == 0 && access(path, F_OK) == 0, "commit publishes it");
+
+    atomicOpen(&af, dir, "f", 0, 0644, &err);
+    rc = atomicCommit(&af, &err);
+    ok(rc != 0, "create mode never overwrites an existing name");
+
+    atomicOpen(&af, dir, "f", 1, 0644, &err);
+    writeAll(af.fd, "replaced", 8);
+    atomicAbort(&af);
+    struct stat st;
+    stat(path, &st);
+    ok(st.st_size == 3, "an aborted replacement leaves the old bytes");
+
+    atomicOpen(&af, dir, "f", 1, 0644, &err);
+    writeAll(af.fd, "replaced", 8);
+    rc = atomicCommit(&af, &err);
+    stat(path, &st);
+    ok(rc == 0 && st.st_size == 8, "replace mode swaps the bytes in one step");
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) = 1", dir);
+    ok(system(cmd) == 0, "no temporary file is left behind");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) ok(0, "cleanup");
+}
+
+int main(void) {
+    testIds();
+    testSha256();
+    testErrors();
+    testAtomic();
+    return tapDone();
+}
