@@ -51,7 +51,7 @@ MANALL     := $(wildcard man/*.[1-9])
 DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
               libmagic-dev mandoc bats bats-support bats-assert bats-file \
-              openssl sqlite3 jq xxd time hyperfine wrk
+              openssl sqlite3 jq xxd zsh time hyperfine wrk
 
 .PHONY: all deps check unit-bins lint demo bench install uninstall clean
 

@@ -128,24 +128,25 @@ static int getRef(getRun *run, const char *text, const char *where, lakeError *e
     return rc;
 }
 
-/* REFs one per line from stdin; blank lines are skipped. */
+/* REFs one per line from stdin; blank lines are skipped.  A line longer
+ * than REF_LINE_MAX is refused without being held in memory. */
 static int getStdin(getRun *run, lakeError *err) {
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
+    char *line = malloc(REF_LINE_MAX + 2);
     int rc = 0;
     long lineno = 0;
-    errno = 0;
-    while (!rc && (n = getline(&line, &cap, stdin)) >= 0) {
+    if (!line) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "stdin");
+    while (!rc && fgets(line, REF_LINE_MAX + 2, stdin)) {
         lineno++;
-        char where[64];
-        snprintf(where, sizeof where, "stdin:%ld", lineno);
-        if (n > REF_LINE_MAX) {
-            rc = errSet(err, LAKE_EDATA, "%s: line longer than %d bytes", where, REF_LINE_MAX);
+        size_t n = strlen(line);
+        if (n > REF_LINE_MAX && line[n - 1] != '\n') {
+            rc = errSet(err, LAKE_EDATA, "stdin:%ld: line longer than %d bytes", lineno,
+                        REF_LINE_MAX);
             break;
         }
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
         if (line[strspn(line, " \t")] == '\0') continue;
+        char where[64];
+        snprintf(where, sizeof where, "stdin:%ld", lineno);
         rc = getRef(run, line, where, err);
     }
     if (!rc && ferror(stdin)) rc = errSetErrno(err, LAKE_EFAIL, errno, "stdin");
@@ -170,7 +171,7 @@ int main(int argc, char **argv) {
     }
 
     lakeError err = {0};
-    lakeConfig cfg;
+    lakeConfig cfg = {0};
     configOverride ov[] = {{"stage", stageUrlOpt}};
     struct stat sb;
     int rc = 0;
@@ -186,7 +187,7 @@ int main(int argc, char **argv) {
     if (!rc && first == argc) rc = getStdin(&run, &err);
     if (rc) logError(&err);
     stageClose(run.st);
-    if (run.outdir || !rc) configFree(&cfg);
+    configFree(&cfg);
     for (size_t i = 0; i < run.nused; i++) free(run.used[i]);
     free(run.used);
     return rc;

@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
     if (a.content_type && !*a.content_type) cliUsageError(&spec, "--content-type is empty");
 
     lakeError err = {0};
-    lakeConfig cfg;
+    lakeConfig cfg = {0};
     configOverride ov[] = {{"stage", a.stage}};
     stage *st = NULL;
     int rc = configLoad(&cfg, ov, 1, &err);

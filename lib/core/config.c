@@ -76,6 +76,7 @@ static int readFile(lakeConfig *cfg, layerState *st, const char *path,
     }
     cfg->config_file = strdup(path);
     char line[CONFIG_LINE_MAX];
+    char *vals[NKEYS] = {0};
     int lineno = 0, rc = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
@@ -92,6 +93,9 @@ static int readFile(lakeConfig *cfg, layerState *st, const char *path,
             break;
         }
         *eq = '\0';
+        /* "#" after white space starts a comment, as in shell */
+        for (char *h = eq + 1; *h; h++)
+            if (*h == '#' && (h[-1] == ' ' || h[-1] == '\t')) { *h = '\0'; break; }
         char *key = trim(s), *value = trim(eq + 1);
         const keySpec *k = findKey(key);
         if (!k) {
@@ -99,10 +103,17 @@ static int readFile(lakeConfig *cfg, layerState *st, const char *path,
                         lineno, key);
             break;
         }
-        if (setIfUnset(cfg, st, k, value) < 0) {
+        /* within the file the last assignment wins */
+        free(vals[k - keys]);
+        if (!(vals[k - keys] = strdup(value))) {
             rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
             break;
         }
+    }
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (!rc && vals[i] && setIfUnset(cfg, st, &keys[i], vals[i]) < 0)
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
+        free(vals[i]);
     }
     if (!rc && ferror(f)) rc = errSetErrno(err, LAKE_ECONFIG, errno, "%s", path);
     fclose(f);

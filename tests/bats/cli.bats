@@ -1,0 +1,62 @@
+#!/usr/bin/env bats
+# --help and --version of lake-put and lake-get (DESIGN §1: every program).
+
+load helpers/common
+
+setup() {
+  common_setup
+}
+
+teardown() {
+  common_teardown
+}
+
+@test "lake-put --help and -h print usage on stdout and exit 0" {
+  local opt
+  for opt in --help -h; do
+    run --separate-stderr lake-put "$opt"
+    assert_clean_success
+    assert_line --index 0 --regexp '^usage: lake-put '
+    assert_output --partial "--sha256"
+    assert_output --partial "--size"
+    assert_output --partial "--name"
+  done
+  assert_no_objects
+}
+
+@test "lake-get --help and -h print usage on stdout and exit 0" {
+  local opt
+  for opt in --help -h; do
+    run --separate-stderr lake-get "$opt"
+    assert_clean_success
+    assert_line --index 0 --regexp '^usage: lake-get '
+    assert_output --partial "--no-verify"
+    assert_output --partial "-o"
+  done
+}
+
+@test "--help wins over other arguments and reads no stdin" {
+  run --separate-stderr lake-put --help /nonexistent </dev/null
+  assert_clean_success
+  assert_line --index 0 --regexp '^usage: lake-put '
+  assert_no_objects
+}
+
+@test "--version prints the program name and exits 0" {
+  local prog
+  for prog in lake-put lake-get; do
+    run --separate-stderr "$prog" --version
+    assert_clean_success
+    assert_equal "${#lines[@]}" 1
+    assert_output --regexp "^$prog [0-9]+\.[0-9]+"
+  done
+}
+
+@test "a missing option argument is 64" {
+  run --separate-stderr lake-put --name
+  assert_error lake-put 64 "--name"
+  assert_output ""
+  run --separate-stderr lake-get -o
+  assert_error lake-get 64
+  assert_output ""
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bats
+# Configuration (DESIGN §2): option > environment > config file > default,
+# seen through where lake-put puts an object and what lake-get accepts.
+
+load helpers/common
+
+setup() {
+  common_setup
+  A="$T/A" B="$T/B" C="$T/C" D="$T/D"
+  mkdir -p "$XDG_CONFIG_HOME/lake"
+  CONF="$XDG_CONFIG_HOME/lake/config"
+  printf 'payload\n' >"$T/payload"
+}
+
+teardown() {
+  common_teardown
+}
+
+write_conf() { # write_conf FILE STAGE-DIR: a config file naming that stage
+  {
+    echo "# lake configuration for the tests"
+    echo ""
+    echo "   stage   =   file://$2   "
+    echo "catalog_ttl = 5"
+  } >"$1"
+}
+
+# put_lands_in DIR [lake-put ARGS]: the object is under DIR/files, and only
+# there (not in A, B, C, D nor the default stage).
+put_lands_in() {
+  local dir=$1 loc path d
+  shift
+  run --separate-stderr lake-put "$@" "$T/payload"
+  assert_clean_success
+  loc=$(json_field location "$output")
+  [[ $loc == "file://$dir/files/"* ]] || fail "expected a location under file://$dir, got $loc"
+  path=$(loc_path "$loc")
+  cmp "$T/payload" "$path"
+  assert_equal "$(files_under "$dir")" "$path"
+  for d in "$A" "$B" "$C" "$D" "$STAGE"; do
+    [ "$d" = "$dir" ] || assert_no_objects "$d"
+  done
+  LOC=$loc
+}
+
+@test "config: --stage beats LAKE_STAGE beats the config file" {
+  printf 'stage = file://%s\n' "$A" >"$CONF"
+  export LAKE_STAGE="file://$B"
+  put_lands_in "$C" --stage "file://$C"
+  # lake-get resolves the same way: the C object is inside only with --stage
+  run_to "$T/got" lake-get --stage "file://$C" "$LOC"
+  assert_clean_success
+  cmp "$T/payload" "$T/got"
+  run --separate-stderr lake-get "$LOC"
+  assert_error lake-get 65 "outside the managed stage"
+  assert_output ""
+}
+
+@test "config: without the option, LAKE_STAGE beats the config file" {
+  printf 'stage = file://%s\n' "$A" >"$CONF"
+  export LAKE_STAGE="file://$B"
+  put_lands_in "$B"
+  run_to "$T/got" lake-get "$LOC"
+  assert_clean_success
+  cmp "$T/payload" "$T/got"
+}
+
+@test "config: without option and environment, the config file decides" {
+  write_conf "$CONF" "$A"
+  put_lands_in "$A"
+  run_to "$T/got" lake-get "$LOC"
+  assert_clean_success
+  cmp "$T/payload" "$T/got"
+}
+
+@test "config: an empty LAKE_STAGE counts as unset" {
+  write_conf "$CONF" "$A"
+  export LAKE_STAGE=
+  put_lands_in "$A"
+}
+
+@test "config: \$LAKE_CONFIG is read instead of the XDG file" {
+  write_conf "$CONF" "$A"
+  write_conf "$T/other.conf" "$D"
+  export LAKE_CONFIG="$T/other.conf"
+  put_lands_in "$D"
+  # and the environment still beats it
+  rm -rf "$D"
+  export LAKE_STAGE="file://$B"
+  put_lands_in "$B"
+}
+
+@test "config: home in the config file moves the default stage; LAKE_HOME beats it" {
+  printf 'home = %s\n' "$T/home2" >"$CONF"
+  unset LAKE_HOME
+  put_lands_in "$T/home2/stage"
+  export LAKE_HOME="$T/lake"
+  run --separate-stderr lake-put "$T/payload"
+  assert_clean_success
+  [[ $(json_field location "$output") == "file://$STAGE/files/"* ]] ||
+    fail "LAKE_HOME did not beat the file: $output"
+}
+
+@test "config: an unknown key is 78, naming file:line" {
+  printf '# comment\n\nstage = file://%s\nno_such_key = 1\n' "$A" >"$CONF"
+  run --separate-stderr lake-put "$T/payload"
+  assert_error lake-put 78 "$CONF:4" "no_such_key"
+  assert_output ""
+  assert_no_objects "$A"
+  assert_no_objects "$STAGE"
+  run --separate-stderr lake-get "file://$A/files/x"
+  assert_error lake-get 78 "$CONF:4"
+}
+
+@test "config: a line without '=' is 78, naming file:line" {
+  printf 'stage file://%s\n' "$A" >"$T/other.conf"
+  export LAKE_CONFIG="$T/other.conf"
+  run --separate-stderr lake-put "$T/payload"
+  assert_error lake-put 78 "$T/other.conf:1"
+  assert_output ""
+  assert_no_objects "$A"
+  assert_no_objects "$STAGE"
+}
+
+@test "config: a missing \$LAKE_CONFIG is 78, naming it" {
+  export LAKE_CONFIG="$T/missing.conf"
+  run --separate-stderr lake-put "$T/payload"
+  assert_error lake-put 78 "$T/missing.conf"
+  assert_output ""
+  assert_no_objects "$STAGE"
+  run --separate-stderr lake-get "file://$STAGE/files/x"
+  assert_error lake-get 78 "$T/missing.conf"
+  assert_output ""
+}
+
+@test "config: a missing XDG config file is fine" {
+  rm -rf "$XDG_CONFIG_HOME/lake"
+  put_lands_in "$STAGE"
+}
+
+@test "config: nothing set: the stage is \$LAKE_HOME/stage" {
+  put_lands_in "$LAKE_HOME/stage"
+  [[ $LOC =~ ^file://$LAKE_HOME/stage/files/[0-9]{4}/[0-9]{2}/[0-9A-Z]{26}$ ]] ||
+    fail "unexpected location $LOC"
+}
+
+@test "config: nothing set and no LAKE_HOME: the stage is \$XDG_DATA_HOME/lake/stage" {
+  unset LAKE_HOME
+  put_lands_in "$XDG_DATA_HOME/lake/stage"
+  run_to "$T/got" lake-get "$LOC"
+  assert_clean_success
+  cmp "$T/payload" "$T/got"
+}
+
+@test "config: a stage URL that is not file:// or s3:// is 78" {
+  run --separate-stderr lake-put --stage "http://x/y" "$T/payload"
+  assert_error lake-put 78 "http://x/y"
+  assert_output ""
+  export LAKE_STAGE="file://relative/dir"
+  run --separate-stderr lake-put "$T/payload"
+  assert_error lake-put 78 "file://relative/dir"
+  assert_output ""
+  assert_no_objects "$STAGE"
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# Conventions shared by the programs: progress, -q, LAKE_TRACE lines, and
+# make install/uninstall.
+
+load helpers/common
+
+setup() { common_setup; }
+teardown() { common_teardown; }
+
+@test "--progress draws a bar on stderr; without a terminal nothing is drawn" {
+  head -c 3000000 /dev/urandom >"$T/in"
+  run --separate-stderr lake-put --progress "$T/in"
+  assert_success
+  [[ "$stderr" == *"%"* ]]
+  [[ "$stderr" == *"in"* ]]
+  run --separate-stderr lake-put "$T/in"
+  assert_success
+  assert_equal "$stderr" ""
+}
+
+@test "-q wins over --progress and silences warnings, never errors" {
+  printf a >"$T/x"
+  run --separate-stderr lake-put -q --progress "$T/x"
+  assert_success
+  assert_equal "$stderr" ""
+  refs=$(lake-put "$T/x" "$T/x")
+  mkdir "$T/out"
+  run --separate-stderr lake-get -o "$T/out" <<<"$refs"
+  assert_success
+  assert_equal "$stderr" "lake-get: x: name already written; writing x~1"
+  assert_file_exist "$T/out/x~1"
+  run --separate-stderr lake-get -q -o "$T/out" <<<"$refs"
+  assert_success
+  assert_equal "$stderr" ""
+  run --separate-stderr lake-get -q 'file:///etc/passwd'
+  assert_failure 65
+  assert_equal "$stderr" "lake-get: file:///etc/passwd: outside the managed stage"
+}
+
+@test "a bare location is verified against the digest recorded at put" {
+  loc=$(printf 'abc' | lake-put | jq -r .location)
+  run --separate-stderr lake-get "$loc"
+  assert_success
+  assert_output abc
+  assert_equal "$stderr" ""
+  path=${loc#file://}
+  printf 'abd' >"$path.new" && cat "$path.new" >"$path"   # same inode, attribute kept
+  run --separate-stderr lake-get "$loc"
+  assert_failure 65
+  [[ "$stderr" == "lake-get: $loc: SHA-256 mismatch"* ]]
+}
+
+@test "LAKE_TRACE=1 prints one 'trace: stage' line per object-store request" {
+  printf a >"$T/a"; printf b >"$T/b"
+  run --separate-stderr env LAKE_TRACE=1 lake-put "$T/a" "$T/b"
+  assert_success
+  [ "$(grep -c '^trace: stage PUT ' <<<"$stderr")" -eq 2 ]
+  refs=$output
+  run --separate-stderr env LAKE_TRACE=1 lake-get <<<"$refs"
+  assert_success
+  assert_output "ab"
+  [ "$(grep -c '^trace: stage GET ' <<<"$stderr")" -eq 2 ]
+  run --separate-stderr lake-get <<<"$refs"
+  assert_equal "$stderr" ""
+}
+
+@test "a refused location costs no stage request" {
+  run --separate-stderr env LAKE_TRACE=1 lake-get "file://$STAGE/../etc/passwd"
+  assert_failure 65
+  [ "$(grep -c '^trace:' <<<"$stderr")" -eq 0 ]
+}
+
+@test "make install and uninstall honour PREFIX and DESTDIR" {
+  root="$T/root"
+  run make -s -C "$LAKE_SRC" install DESTDIR="$root" PREFIX=/opt/lake
+  assert_success
+  for f in bin/lake-put bin/lake-get share/man/man1/lake-put.1 share/man/man1/lake-get.1 \
+           share/man/man5/lake.conf.5 share/man/man7/lake.7 \
+           share/bash-completion/completions/lake-put share/zsh/site-functions/_lake; do
+    assert_file_exist "$root/opt/lake/$f"
+  done
+  run "$root/opt/lake/bin/lake-put" --version
+  assert_success
+  assert_output --regexp '^lake-put [0-9]+\.[0-9]+\.[0-9]+$'
+  run make -s -C "$LAKE_SRC" uninstall DESTDIR="$root" PREFIX=/opt/lake
+  assert_success
+  [ -z "$(find "$root" -type f)" ]
+}

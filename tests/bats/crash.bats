@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# A lake-put killed with SIGKILL in the middle of a slow pipe leaves no
+# object under a final name (DESIGN §4: temp file, fsync, rename).
+#
+# The local stage writes an O_TMPFILE file, which has no name until it is
+# linked at commit.  A ".tmp-*" name would be tolerated only on a filesystem
+# without O_TMPFILE; the test first checks that the put really holds an
+# unnamed file (so O_TMPFILE works here) and then asserts that no file at all,
+# temporary names included, is left in the stage.
+
+load helpers/common
+
+setup() {
+  common_setup
+  WRITER= PUT=
+}
+
+teardown() {
+  # Never leave the slow writer (a sleep) or the put behind, even on failure.
+  local p
+  for p in $PUT $WRITER; do kill -9 "$p" 2>/dev/null || true; done
+  for p in $PUT $WRITER; do wait "$p" 2>/dev/null || true; done
+  common_teardown
+}
+
+# The descriptor of lake-put (pid $1) open on an unnamed file in the stage,
+# or nothing.  Linux shows an O_TMPFILE file as "DIR/#INODE (deleted)".
+unnamed_stage_fd() {
+  local fd target
+  for fd in /proc/"$1"/fd/*; do
+    target=$(readlink "$fd" 2>/dev/null) || continue
+    if [[ $target == "$STAGE/files/"*"/#"*" (deleted)" ]]; then
+      printf '%s\n' "${fd##*/}"
+      return 0
+    fi
+  done
+}
+
+# The file offset of descriptor $2 of process $1 (from /proc/PID/fdinfo).
+fd_pos() {
+  local k v
+  while read -r k v; do
+    if [ "$k" = pos: ]; then printf "%s\n" "$v"; return 0; fi
+  done <"/proc/$1/fdinfo/$2" 2>/dev/null
+}
+
+# kill_mid_put BYTES MIN: pipe BYTES of data into lake-put, then stall; once
+# the put holds its temporary file with at least MIN bytes written to it,
+# SIGKILL lake-put itself (not the shell, not the writer) and check what is
+# left.  (A put reads in large buffers, so a few bytes may still sit in its
+# buffer: MIN is what must have reached the file.)
+kill_mid_put() {
+  local bytes=$1 min=$2 fd pos= i
+  # $! of a background pipeline is its last process: lake-put.  The writer
+  # records its own pid, then becomes the sleep (exec), so that pid is the
+  # sleep's.  fd 3 is closed so bats never waits on these processes.
+  { echo "$BASHPID" >"$T/writer.pid"; head -c "$bytes" /dev/urandom; exec sleep 30; } 3>&- |
+    lake-put >"$T/put.out" 2>"$T/put.err" 3>&- &
+  PUT=$!
+  # wait until the process exists and holds its unnamed temporary file with
+  # at least MIN bytes written (its file offset), i.e. it is in the middle
+  for i in $(seq 200); do
+    fd=$(unnamed_stage_fd "$PUT")
+    if [ -n "$fd" ]; then
+      pos=$(fd_pos "$PUT" "$fd")
+      [ -n "$pos" ] && [ "$pos" -ge "$min" ] && break
+    fi
+    [ -n "$WRITER" ] || WRITER=$(cat "$T/writer.pid" 2>/dev/null || true)
+    sleep 0.05
+  done
+  [ -n "$WRITER" ] || WRITER=$(cat "$T/writer.pid")
+  [ -n "$fd" ] || fail "lake-put never opened an unnamed (O_TMPFILE) file in the stage"
+  [ -n "$pos" ] && [ "$pos" -ge "$min" ] || fail "only ${pos:-no} bytes reached the temporary file"
+  assert_equal "$(cat "/proc/$PUT/comm")" lake-put
+  assert_equal "$(cat "/proc/$WRITER/comm")" sleep
+
+  kill -9 "$PUT"
+  # wait on a pipeline's pid waits for the whole pipeline: end the sleep too
+  kill "$WRITER"
+  local rc=0
+  wait "$PUT" || rc=$?
+  assert_equal "$rc" 137 # 128 + SIGKILL
+  ! kill -0 "$PUT" 2>/dev/null || fail "lake-put $PUT still running"
+  ! kill -0 "$WRITER" 2>/dev/null || fail "writer/sleep $WRITER still running"
+  PUT= WRITER=
+
+  # nothing printed, nothing under a final name, no temporary name either
+  assert_equal "$(stat -c %s "$T/put.out")" 0
+  assert_equal "$(cat "$T/put.err")" ""
+  assert_dir_exists "$STAGE/files"
+  assert_no_objects
+}
+
+@test "SIGKILL in the middle of a slow pipe (1 byte) leaves no object" {
+  kill_mid_put 1 0
+}
+
+@test "SIGKILL in the middle of a slow pipe (9 MiB, 8 MiB written) leaves no object" {
+  kill_mid_put $((9 * 1024 * 1024)) $((8 * 1024 * 1024))
+}
+
+@test "after a killed put the stage still works and holds only the new object" {
+  kill_mid_put 1 0
+  printf 'after\n' >"$T/after"
+  run --separate-stderr lake-put "$T/after"
+  assert_clean_success
+  local path
+  path=$(loc_path "$(json_field location "$output")")
+  assert_equal "$(files_under)" "$path"
+  cmp "$T/after" "$path"
+}

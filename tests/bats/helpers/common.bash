@@ -1,0 +1,108 @@
+# Shared set-up for every bats suite: a fresh, private lake per test.
+#   LAKE_BIN is the directory of the built programs (tests/run exports it).
+load /usr/lib/bats/bats-support/load.bash
+load /usr/lib/bats/bats-assert/load.bash
+load /usr/lib/bats/bats-file/load.bash
+
+common_setup() {
+  : "${LAKE_BIN:?LAKE_BIN must point at the built programs}"
+  PATH="$LAKE_BIN:$PATH"
+  T=$(mktemp -d "${BATS_TMPDIR:-/tmp}/lake-test.XXXXXX")
+  export HOME="$T/home" XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data" \
+         XDG_CACHE_HOME="$T/cache" LAKE_HOME="$T/lake"
+  unset LAKE_CONFIG LAKE_STAGE LAKE_METASRV LAKE_TOKEN LAKE_TOKEN_FILE \
+        LAKE_CACHE_DIR LAKE_TRACE LAKE_CATALOG_TTL
+  mkdir -p "$HOME" "$XDG_CONFIG_HOME"
+  STAGE="$LAKE_HOME/stage"
+}
+
+common_teardown() {
+  [ -n "${T:-}" ] && rm -rf "$T"
+}
+
+# one field of a JSON object: json_field FIELD [JSON] (else JSON on stdin)
+json_field() {
+  if [ $# -gt 1 ]; then printf '%s' "$2" | jq -r ".$1"; else jq -r ".$1"; fi
+}
+
+# every regular file under the stage's files/ (final names only)
+stage_objects() {
+  find "$STAGE/files" -type f ! -name '.tmp-*' 2>/dev/null | sort
+}
+
+# run --separate-stderr (sets $stderr and $stderr_lines) needs bats >= 1.5.
+bats_require_minimum_version 1.5.0
+
+# Like bats' run --separate-stderr, but stdout goes to FILE so binary data
+# (NUL bytes, MiBs) survives: run_to FILE CMD [ARG...]; the caller may
+# redirect stdin.  Sets status, stderr and stderr_lines.
+run_to() {
+  local out=$1 errf
+  shift
+  errf=$(mktemp "$T/.stderr.XXXXXX")
+  status=0
+  "$@" >"$out" 2>"$errf" || status=$?
+  stderr=$(cat "$errf")
+  mapfile -t stderr_lines <"$errf"
+  rm -f "$errf"
+}
+
+# The diagnostics contract of a failure: assert_error PROG CODE [TEXT...]
+# exit status CODE, exactly one line on stderr, starting "PROG: " and
+# containing each TEXT literally.
+assert_error() {
+  local prog=$1 code=$2 text
+  shift 2
+  assert_equal "exit $status" "exit $code"
+  if [ "${#stderr_lines[@]}" -ne 1 ]; then
+    fail "expected exactly one line on stderr, got ${#stderr_lines[@]}: $stderr"
+  fi
+  if [[ ${stderr_lines[0]} != "$prog: "* ]]; then
+    fail "stderr does not start with '$prog: ': ${stderr_lines[0]}"
+  fi
+  for text in "$@"; do
+    if [[ ${stderr_lines[0]} != *"$text"* ]]; then
+      fail "stderr does not mention '$text': ${stderr_lines[0]}"
+    fi
+  done
+}
+
+# Success with nothing on stderr (diagnostics only when something is wrong).
+assert_clean_success() {
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" ""
+}
+
+# The path of a file:// location (tests use paths that need no escaping).
+loc_path() {
+  printf '%s\n' "${1#file://}"
+}
+
+# Every regular file below DIR (default: the stage), temporary ones too.
+files_under() {
+  find "${1:-$STAGE}" -type f 2>/dev/null | sort
+}
+
+# No object under any name below DIR (default: the stage).  Temporary names
+# count too: the local stage writes O_TMPFILE files, which have no name at
+# all, and this filesystem supports them (crash.bats checks that), so even a
+# ".tmp-*" name would mean a leak.
+assert_no_objects() {
+  local left
+  left=$(files_under "${1:-$STAGE}")
+  if [ -n "$left" ]; then
+    fail "expected no files under ${1:-$STAGE}, found: $left"
+  fi
+}
+
+# The SHA-256 of a file, as 64 lower-case hex digits.
+sha_of() {
+  sha256sum <"$1" | cut -c1-64
+}
+
+# A FILE value (JSON) for an arbitrary path, with its real size and digest,
+# so that only containment can refuse it: file_value_for LOCATION PATH
+file_value_for() {
+  jq -cn --arg l "$1" --argjson s "$(stat -c %s "$2")" --arg h "$(sha_of "$2")" \
+    '{location: $l, size: $s, sha256: $h, name: "x"}'
+}

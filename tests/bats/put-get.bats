@@ -1,0 +1,249 @@
+#!/usr/bin/env bats
+# Round trips through the embedded (file://) stage: lake-put then lake-get,
+# to stdout and into -o DIR, compared with sha256sum and cmp; the fields of
+# the FILE value; REFs as JSON rows; concurrent puts.
+
+load helpers/common
+
+setup() {
+  common_setup
+  mkdir -p "$T/in" "$T/out"
+}
+
+teardown() {
+  common_teardown
+}
+
+# Check the FILE value in "$T/value" against the input file:
+# check_value INPUT NAME (NAME "" means the value has no name field).
+check_value() {
+  local input=$1 name=$2 v loc path re ym_before
+  v=$(cat "$T/value")
+  # one JSON object on one line, nothing else on stdout
+  assert_equal "$(wc -l <"$T/value")" 1
+  jq -e 'type == "object"' <<<"$v" >/dev/null || fail "not a JSON object: $v"
+  assert_equal "$(json_field size "$v")" "$(stat -c %s "$input")"
+  assert_equal "$(json_field sha256 "$v")" "$(sha_of "$input")"
+  if [ -n "$name" ]; then
+    assert_equal "$(json_field name "$v")" "$name"
+  else
+    assert_equal "$(jq -r 'has("name")' <<<"$v")" false
+  fi
+  [[ $(json_field last_modified "$v") =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]] ||
+    fail "last_modified is not an RFC 3339 UTC time: $v"
+  # file://$LAKE_HOME/stage/files/YYYY/MM/<26 Crockford base-32 chars>,
+  # YYYY/MM the UTC month of the put (taken before and after it)
+  loc=$(json_field location "$v")
+  re="^file://$STAGE/files/([0-9]{4}/[0-9]{2})/[0-9A-HJKMNP-TV-Z]{26}\$"
+  [[ $loc =~ $re ]] || fail "location not of the form file://\$STAGE/files/YYYY/MM/<id>: $loc"
+  [[ ${BASH_REMATCH[1]} == "$YM_BEFORE" || ${BASH_REMATCH[1]} == "$(date -u +%Y/%m)" ]] ||
+    fail "location month ${BASH_REMATCH[1]} is not the month of the put: $loc"
+  # the object is there under that name, byte for byte
+  path=$(loc_path "$loc")
+  assert_file_exists "$path"
+  cmp "$input" "$path"
+  assert_equal "$(files_under)" "$path"
+}
+
+# put INPUT from stdin with --name NAME, read it back every way, compare.
+round_trip() {
+  local input=$1 name=$2 v
+  YM_BEFORE=$(date -u +%Y/%m)
+  run_to "$T/value" lake-put --name "$name" <"$input"
+  assert_clean_success
+  check_value "$input" "$name"
+  v=$(cat "$T/value")
+
+  # to stdout, the FILE value as an argument
+  run_to "$T/got" lake-get "$v"
+  assert_clean_success
+  cmp "$input" "$T/got"
+  assert_equal "$(sha_of "$T/got")" "$(sha256sum <"$input" | cut -c1-64)"
+
+  # to stdout, the bare location as an argument
+  run_to "$T/got" lake-get "$(json_field location "$v")"
+  assert_clean_success
+  cmp "$input" "$T/got"
+
+  # to stdout, the FILE value on stdin
+  run_to "$T/got" lake-get <"$T/value"
+  assert_clean_success
+  cmp "$input" "$T/got"
+
+  # into -o DIR: the file is named by the FILE value, nothing else appears
+  run_to "$T/got" lake-get -o "$T/out" "$v"
+  assert_clean_success
+  assert_equal "$(stat -c %s "$T/got")" 0
+  assert_equal "$(ls -A "$T/out")" "$name"
+  cmp "$input" "$T/out/$name"
+  assert_equal "$(sha_of "$T/out/$name")" "$(json_field sha256 "$v")"
+}
+
+@test "round trip: 0 bytes" {
+  : >"$T/in/empty"
+  round_trip "$T/in/empty" empty.bin
+  assert_equal "$(json_field sha256 "$(cat "$T/value")")" \
+    e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+}
+
+@test "round trip: 1 byte" {
+  printf 'x' >"$T/in/one"
+  round_trip "$T/in/one" one.txt
+}
+
+@test "round trip: binary with NUL bytes (all 256 byte values)" {
+  for i in $(seq 0 255); do printf '%02x' "$i"; done | xxd -r -p >"$T/in/bin"
+  printf '\0\0\0\0' >>"$T/in/bin"
+  assert_equal "$(stat -c %s "$T/in/bin")" 260
+  round_trip "$T/in/bin" data.bin
+}
+
+@test "round trip: 20 MiB of random data" {
+  head -c 20M /dev/urandom >"$T/in/big"
+  round_trip "$T/in/big" big.bin
+  assert_equal "$(json_field size "$(cat "$T/value")")" 20971520
+}
+
+@test "put of a file argument: name is the base name, text is text/plain" {
+  printf 'hello\n' >"$T/in/hello.txt"
+  YM_BEFORE=$(date -u +%Y/%m)
+  run_to "$T/value" lake-put "$T/in/hello.txt"
+  assert_clean_success
+  check_value "$T/in/hello.txt" hello.txt
+  assert_equal "$(json_field content_type <"$T/value")" text/plain
+  assert_equal "$(json_field sha256 <"$T/value")" \
+    5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03
+  run_to "$T/got" lake-get "$(cat "$T/value")"
+  assert_clean_success
+  cmp "$T/in/hello.txt" "$T/got"
+}
+
+@test "put from stdin without --name: no name field; -o DIR names the file by its key" {
+  printf 'hello\n' >"$T/in/h"
+  YM_BEFORE=$(date -u +%Y/%m)
+  run_to "$T/value" lake-put <"$T/in/h"
+  assert_clean_success
+  check_value "$T/in/h" ""
+  assert_equal "$(json_field content_type <"$T/value")" text/plain
+  run_to "$T/got" lake-get -o "$T/out" <"$T/value"
+  assert_clean_success
+  local key
+  key=$(basename "$(json_field location <"$T/value")")
+  assert_equal "$(ls -A "$T/out")" "$key"
+  cmp "$T/in/h" "$T/out/$key"
+}
+
+@test "--content-type is used as given" {
+  printf 'hello\n' >"$T/in/h"
+  run_to "$T/value" lake-put --content-type application/x-test <"$T/in/h"
+  assert_clean_success
+  assert_equal "$(json_field content_type <"$T/value")" application/x-test
+}
+
+@test "--size and --sha256 that match the input are accepted" {
+  head -c 3000 /dev/urandom >"$T/in/r"
+  run_to "$T/value" lake-put --size 3000 --sha256 "$(sha_of "$T/in/r")" <"$T/in/r"
+  assert_clean_success
+  assert_equal "$(json_field sha256 <"$T/value")" "$(sha_of "$T/in/r")"
+  cmp "$T/in/r" "$(loc_path "$(json_field location <"$T/value")")"
+}
+
+@test "lake-put a b | lake-get -o out/ writes out/a and out/b, verified" {
+  head -c 70000 /dev/urandom >"$T/in/a"
+  printf 'second file\n' >"$T/in/b"
+  cd "$T/in"
+  run --separate-stderr bash -o pipefail -c 'lake-put a b | lake-get -o "$1/"' _ "$T/out"
+  assert_clean_success
+  assert_output ""
+  assert_equal "$(ls -A "$T/out" | tr '\n' ' ')" "a b "
+  cmp "$T/in/a" "$T/out/a"
+  cmp "$T/in/b" "$T/out/b"
+  assert_equal "$(files_under | wc -l)" 2
+}
+
+@test "lake-put a b prints one FILE value per input, in input order" {
+  printf 'first\n' >"$T/in/a"
+  head -c 5000 /dev/urandom >"$T/in/b"
+  run --separate-stderr lake-put "$T/in/a" "$T/in/b"
+  assert_clean_success
+  assert_equal "${#lines[@]}" 2
+  assert_equal "$(json_field name "${lines[0]}")" a
+  assert_equal "$(json_field name "${lines[1]}")" b
+  assert_equal "$(json_field sha256 "${lines[0]}")" "$(sha_of "$T/in/a")"
+  assert_equal "$(json_field sha256 "${lines[1]}")" "$(sha_of "$T/in/b")"
+  assert_not_equal "$(json_field location "${lines[0]}")" "$(json_field location "${lines[1]}")"
+}
+
+@test "a JSON row with one FILE field (an object) is a REF" {
+  printf 'row payload\n' >"$T/in/p"
+  local v
+  v=$(lake-put --name p.txt <"$T/in/p")
+  jq -cn --argjson d "$v" '{id: 7, title: "x", doc: $d}' >"$T/row"
+
+  run_to "$T/got" lake-get "$(cat "$T/row")"
+  assert_clean_success
+  cmp "$T/in/p" "$T/got"
+
+  run_to "$T/got" lake-get -o "$T/out" <"$T/row"
+  assert_clean_success
+  assert_equal "$(ls -A "$T/out")" p.txt
+  cmp "$T/in/p" "$T/out/p.txt"
+}
+
+@test "a JSON row with one FILE field (JSON text, as a FILE column holds it) is a REF" {
+  printf 'row payload as text\n' >"$T/in/p"
+  local v
+  v=$(lake-put --name p.txt <"$T/in/p")
+  jq -cn --arg d "$v" '{id: 7, doc: $d, note: "not a file"}' >"$T/row"
+  assert_equal "$(jq -r '.doc | type' <"$T/row")" string
+
+  run_to "$T/got" lake-get "$(cat "$T/row")"
+  assert_clean_success
+  cmp "$T/in/p" "$T/got"
+
+  run_to "$T/got" lake-get -o "$T/out" <"$T/row"
+  assert_clean_success
+  assert_equal "$(ls -A "$T/out")" p.txt
+  cmp "$T/in/p" "$T/out/p.txt"
+}
+
+@test "a JSON row with two FILE fields is refused (65)" {
+  printf 'one\n' >"$T/in/a"
+  local v
+  v=$(lake-put --name a <"$T/in/a")
+  jq -cn --argjson d "$v" --arg t "$v" '{a: $d, b: $t}' >"$T/row"
+
+  run --separate-stderr lake-get "$(cat "$T/row")"
+  assert_error lake-get 65 "FILE values"
+  assert_output ""
+
+  run_to "$T/got" lake-get -o "$T/out" <"$T/row"
+  assert_error lake-get 65 "stdin:1"
+  assert_equal "$(ls -A "$T/out")" ""
+}
+
+@test "8 concurrent lake-puts get 8 distinct locations and all read back" {
+  local i pids=()
+  for i in 1 2 3 4 5 6 7 8; do
+    { printf 'object %d\n' "$i"; head -c $((i * 100000)) /dev/urandom; } >"$T/in/$i"
+  done
+  for i in 1 2 3 4 5 6 7 8; do
+    lake-put --name "n$i" <"$T/in/$i" >"$T/v.$i" 2>"$T/e.$i" 3>&- &
+    pids+=($!)
+  done
+  for i in 1 2 3 4 5 6 7 8; do
+    wait "${pids[$((i - 1))]}" || fail "lake-put $i failed: $(cat "$T/e.$i")"
+    assert_equal "$(cat "$T/e.$i")" ""
+  done
+  assert_equal "$(cat "$T"/v.* | jq -r .location | sort -u | wc -l)" 8
+  assert_equal "$(files_under | wc -l)" 8
+  for i in 1 2 3 4 5 6 7 8; do
+    assert_equal "$(json_field sha256 <"$T/v.$i")" "$(sha_of "$T/in/$i")"
+    run_to "$T/got" lake-get "$(cat "$T/v.$i")"
+    assert_clean_success
+    cmp "$T/in/$i" "$T/got"
+  done
+  # and all at once, from stdin, into one directory
+  cat "$T"/v.* | lake-get -o "$T/out"
+  for i in 1 2 3 4 5 6 7 8; do cmp "$T/in/$i" "$T/out/n$i"; done
+}
