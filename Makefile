@@ -37,10 +37,10 @@ ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
 ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LIBS       := $(PKG_LIBS) -lpthread
 
-LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c)
+LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIBLAKE    := $(BUILD)/liblake.a
-PROGRAMS   := lake-put lake-get
+PROGRAMS   := lake-put lake-get lake-catalog
 BINS       := $(PROGRAMS:%=$(BUILD)/bin/%)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)

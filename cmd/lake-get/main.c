@@ -44,6 +44,7 @@ static const cliSpec spec = {
     "Stream objects out of the lake's managed stage, verifying SHA-256; REFs are "
     "locations, FILE values or JSON rows, as arguments or one per line on stdin.",
     options,
+    0,
 };
 
 typedef struct getRun {

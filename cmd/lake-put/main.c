@@ -42,6 +42,7 @@ static const cliSpec spec = {
     "Stream files or stdin into the lake's managed stage; print one FILE value "
     "(JSON) per object.",
     options,
+    0,
 };
 
 typedef struct putArgs {

@@ -18,6 +18,13 @@ static const cliOption builtins[] = {
     {CLI_VERSION, 0, "version", NULL, "show the version and exit"},
 };
 
+/* 1 when the spec defines a long option of this name itself. */
+static int ownOption(const cliSpec *spec, const char *name) {
+    for (const cliOption *o = spec->opts; o->id; o++)
+        if (strcmp(o->name, name) == 0) return 1;
+    return 0;
+}
+
 static void printSynopsis(FILE *f, const char *synopsis) {
     const char *p = synopsis;
     int first = 1;
@@ -46,7 +53,7 @@ static void help(const cliSpec *spec) {
     printf("\n%s\n\noptions:\n", spec->summary);
     for (const cliOption *o = spec->opts; o->id; o++) printOption(o);
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-        printOption(&builtins[i]);
+        if (!ownOption(spec, builtins[i].name)) printOption(&builtins[i]);
     printf("\nSee %s(1) for details and exit statuses.\n", logProgname());
     exit(0);
 }
@@ -72,10 +79,12 @@ int cliNext(const cliSpec *spec, int argc, char **argv, const char **arg,
         const cliOption *lists[2] = {spec->opts, builtins};
         size_t counts[2] = {0, sizeof builtins / sizeof builtins[0]};
         for (const cliOption *o = spec->opts; o->id; o++) counts[0]++;
+        if (spec->stop_at_operand) shorts[ns++] = '+';
         shorts[ns++] = ':'; /* report a missing argument as ':' */
         for (int l = 0; l < 2; l++)
             for (size_t i = 0; i < counts[l] && nl < 63; i++) {
                 const cliOption *o = &lists[l][i];
+                if (l == 1 && ownOption(spec, o->name)) continue;
                 longs[nl++] = (struct option){o->name, o->arg ? required_argument : no_argument,
                                               NULL, o->id};
                 if (o->shortname && ns < sizeof shorts - 3) {
@@ -87,6 +96,7 @@ int cliNext(const cliSpec *spec, int argc, char **argv, const char **arg,
         shorts[ns] = '\0';
         built = spec;
         opterr = 0;
+        optind = 0; /* a new spec parses a new argument vector from the start */
     }
     int c = getopt_long(argc, argv, shorts, longs, NULL);
     *arg = optarg;

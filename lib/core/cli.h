@@ -4,7 +4,9 @@
  *
  * Parsing is GNU-style getopt_long (permuted operands, "--" ends options,
  * unambiguous prefixes of long options accepted).  -h/--help and --version
- * are handled here: they print to stdout and exit 0.  A bad option prints
+ * are handled here: they print to stdout and exit 0 (a spec may define its
+ * own "version" option, which then wins).  Parsing a second spec (a
+ * command's options after the command word) restarts getopt.  A bad option prints
  * one line, "prog: unknown option '--x' (see 'prog --help')", and exits 64.
  */
 #ifndef LAKE_CLI_H
@@ -22,6 +24,7 @@ typedef struct cliSpec {
     const char *synopsis;   /* lines after "usage: ", '\n'-separated */
     const char *summary;    /* one line: what the program does */
     const cliOption *opts;  /* terminated by an entry with id 0 */
+    int stop_at_operand;    /* options end at the first operand (a command) */
 } cliSpec;
 
 /* Parse the next option.  Returns its id, or -1 when options are done

@@ -13,6 +13,7 @@ void errClear(lakeError *e) {
     e->code = LAKE_OK;
     e->msg[0] = '\0';
     e->cause[0] = '\0';
+    e->status = NULL;
 }
 
 static void errVSet(lakeError *e, lakeCode code, const char *fmt, va_list ap) {
@@ -30,7 +31,58 @@ int errSet(lakeError *e, lakeCode code, const char *fmt, ...) {
     errVSet(e, code, fmt, ap);
     va_end(ap);
     e->cause[0] = '\0';
+    e->status = NULL;
     return code;
+}
+
+static const struct {
+    const char *status;
+    int http;
+    lakeCode exit;
+} statuses[] = {
+    {"invalid_argument", 400, LAKE_EDATA},
+    {"unauthenticated", 401, LAKE_EPERM},
+    {"permission_denied", 403, LAKE_EPERM},
+    {"not_found", 404, LAKE_ENOINPUT},
+    {"conflict", 409, LAKE_ETEMP},
+    {"failed_precondition", 412, LAKE_EFAIL},
+    {"payload_too_large", 413, LAKE_EFAIL},
+    {"unavailable", 503, LAKE_ETEMP},
+    {"internal", 500, LAKE_EFAIL},
+};
+#define NSTATUSES (sizeof statuses / sizeof statuses[0])
+
+static int statusIndex(const char *status) {
+    for (size_t i = 0; status && i < NSTATUSES; i++)
+        if (strcmp(statuses[i].status, status) == 0) return (int)i;
+    return NSTATUSES - 1; /* internal */
+}
+
+lakeCode statusExitCode(const char *status) { return statuses[statusIndex(status)].exit; }
+int statusHttp(const char *status) { return statuses[statusIndex(status)].http; }
+
+int errSetStatus(lakeError *e, const char *status, const char *fmt, ...) {
+    int i = statusIndex(status);
+    if (!e) return statuses[i].exit;
+    va_list ap;
+    va_start(ap, fmt);
+    errVSet(e, statuses[i].exit, fmt, ap);
+    va_end(ap);
+    e->cause[0] = '\0';
+    e->status = statuses[i].status;
+    return e->code;
+}
+
+const char *errStatus(const lakeError *e) {
+    if (e->status) return e->status;
+    switch (e->code) {
+    case LAKE_EUSAGE:
+    case LAKE_EDATA: return "invalid_argument";
+    case LAKE_ENOINPUT: return "not_found";
+    case LAKE_ETEMP: return "unavailable";
+    case LAKE_EPERM: return "permission_denied";
+    default: return "internal";
+    }
 }
 
 int errSetErrno(lakeError *e, lakeCode code, int errnum, const char *fmt, ...) {
@@ -42,6 +94,7 @@ int errSetErrno(lakeError *e, lakeCode code, int errnum, const char *fmt, ...) {
     size_t n = strlen(e->msg);
     snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(errnum));
     snprintf(e->cause, sizeof e->cause, "errno %d", errnum);
+    e->status = NULL;
     return code;
 }
 

@@ -29,6 +29,7 @@ typedef struct lakeError {
     lakeCode code;
     char msg[512];   /* one line, shown to the user */
     char cause[256]; /* detail for logs: "errno 2", "curl 7", "sqlite 5" */
+    const char *status; /* action error code ("not_found"…) or NULL */
 } lakeError;
 
 /* Clear an error before use (not needed for a zeroed struct). */
@@ -42,6 +43,21 @@ int errSet(lakeError *e, lakeCode code, const char *fmt, ...)
 /* Like errSet, and appends ": strerror(errnum)" and records the errno. */
 int errSetErrno(lakeError *e, lakeCode code, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Record an action error (DESIGN §5): status is one of invalid_argument,
+ * unauthenticated, permission_denied, not_found, conflict,
+ * failed_precondition, payload_too_large, unavailable, internal; the exit
+ * code follows from it (statusExitCode). */
+int errSetStatus(lakeError *e, const char *status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The exit code and HTTP status of an action error code; unknown codes are
+ * treated as internal (1, 500). */
+lakeCode statusExitCode(const char *status);
+int statusHttp(const char *status);
+/* The action error code for an error: its status if set, else derived from
+ * its exit code. */
+const char *errStatus(const lakeError *e);
 
 /* Prefix the message with "prefix: " (e.g. the input name) keeping code. */
 void errPrefix(lakeError *e, const char *fmt, ...)

@@ -1,0 +1,324 @@
+/*
+ * lake-catalog - read and change the catalog.
+ *
+ *   lake-catalog [--json] [-H] [--max-age S] [--offline] [--strict] COMMAND
+ *     list [NS] | show NS.T | resolve NS.T [--version N] | refresh [--force]
+ *     | status | create-namespace NS | create NS.T 'COL TYPE, ...'
+ *     | drop NS.T | whoami | actions
+ *
+ * Reads are answered from the snapshot cache (lib/catalog/cache): zero
+ * source calls while it is fresh.  Changes go to the source, then refresh
+ * the cache before returning, so the next command on this host sees them.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/cache.h"
+#include "catalog/names.h"
+#include "catalog/source.h"
+#include "core/cli.h"
+#include "core/config.h"
+#include "core/log.h"
+
+enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT_STRICT,
+       OPT_VERSION, OPT_FORCE };
+
+#define GLOBAL_OPTIONS                                                                        \
+    {'q', 'q', "quiet", NULL, "print no warnings"},                                           \
+    {OPT_JSON, 0, "json", NULL, "print JSON instead of TSV"},                                 \
+    {OPT_HEADER, 'H', "header", NULL, "print a header row before TSV output"},                \
+    {OPT_MAX_AGE, 0, "max-age", "S", "serve the cached catalog while younger than S seconds"}, \
+    {OPT_OFFLINE, 0, "offline", NULL, "never call the metadata source; answer from the cache"}, \
+    {OPT_STRICT, 0, "strict", NULL, "fail (69) instead of serving a stale catalog"}
+
+static const cliOption globalOptions[] = {GLOBAL_OPTIONS, {0, 0, NULL, NULL, NULL}};
+static const cliOption resolveOptions[] = {
+    GLOBAL_OPTIONS,
+    {OPT_VERSION, 0, "version", "N", "the registration at version N (default: current)"},
+    {0, 0, NULL, NULL, NULL}};
+static const cliOption refreshOptions[] = {
+    GLOBAL_OPTIONS,
+    {OPT_FORCE, 0, "force", NULL, "fetch the whole directory, not a conditional check"},
+    {0, 0, NULL, NULL, NULL}};
+
+static const cliSpec spec = {
+    "[--json] [-H] [--max-age S] [--offline] [--strict] COMMAND [ARG...]",
+    "Read and change the lake's catalog.  Commands:\n"
+    "  list [NS]                     tables as namespace<TAB>name, sorted\n"
+    "  show NS.T                     columns as column<TAB>type\n"
+    "  resolve NS.T [--version N]    the registration (JSON)\n"
+    "  refresh [--force]             ask the metadata source now\n"
+    "  status                        the cached catalog: source, generation, age, staleness\n"
+    "  create-namespace NS           create a namespace\n"
+    "  create NS.T 'COL TYPE, ...'   create a table (INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE)\n"
+    "  drop NS.T                     drop a table\n"
+    "  whoami                        the principal, its role and the stage\n"
+    "  actions                       the actions this principal may run",
+    globalOptions,
+    1,
+};
+
+typedef struct command {
+    const char *name;
+    int min_args, max_args;
+    const cliOption *opts;
+    const char *usage;
+} command;
+
+static const command commands[] = {
+    {"list", 0, 1, globalOptions, "list [NS]"},
+    {"show", 1, 1, globalOptions, "show NS.T"},
+    {"resolve", 1, 1, resolveOptions, "resolve NS.T [--version N]"},
+    {"refresh", 0, 0, refreshOptions, "refresh [--force]"},
+    {"status", 0, 0, globalOptions, "status"},
+    {"create-namespace", 1, 1, globalOptions, "create-namespace NS"},
+    {"create", 2, 2, globalOptions, "create NS.T 'COL TYPE, ...'"},
+    {"drop", 1, 1, globalOptions, "drop NS.T"},
+    {"whoami", 0, 0, globalOptions, "whoami"},
+    {"actions", 0, 0, globalOptions, "actions"},
+};
+
+typedef struct run {
+    int json, header, force, strict, offline;
+    int64_t max_age, version;
+    lakeConfig cfg;
+    catalogSource *src;
+    catalogCache *cache;
+} run;
+
+static int64_t parseCount(const char *opt, const char *s) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < 0) cliUsageError(&spec, "%s: '%s' is not a whole number", opt, s);
+    return v;
+}
+
+static void parseOption(run *r, int c, const char *arg) {
+    switch (c) {
+    case 'q': logSetQuiet(1); break;
+    case OPT_JSON: r->json = 1; break;
+    case OPT_HEADER: r->header = 1; break;
+    case OPT_MAX_AGE: r->max_age = parseCount("--max-age", arg); break;
+    case OPT_OFFLINE: r->offline = 1; break;
+    case OPT_STRICT: r->strict = 1; break;
+    case OPT_VERSION: r->version = parseCount("--version", arg); break;
+    case OPT_FORCE: r->force = 1; break;
+    }
+}
+
+static int printJson(cJSON *j, lakeError *err) {
+    char *text = cJSON_PrintUnformatted(j);
+    int rc = 0;
+    if (!text) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "output");
+    else if (puts(text) == EOF) rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    cJSON_free(text);
+    return rc;
+}
+
+static int cmdList(run *r, char **args, int nargs, lakeError *err) {
+    const cacheEntry *e;
+    size_t n;
+    const char *ns = nargs ? args[0] : NULL;
+    if (ns && !nameIsValid(ns)) cliUsageError(&spec, "%s: not a valid namespace name", ns);
+    int rc = cacheDirectory(r->cache, &e, &n, err);
+    if (rc) return rc;
+    if (ns && !cacheHasNamespace(r->cache, ns))
+        return errSet(err, LAKE_ENOINPUT, "%s: no such namespace", ns);
+    cJSON *arr = r->json ? cJSON_CreateArray() : NULL;
+    if (!r->json && r->header) fputs("namespace\tname\n", stdout);
+    for (size_t i = 0; i < n; i++) {
+        if (!e[i].name || (ns && strcmp(e[i].ns, ns) != 0)) continue;
+        if (arr) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "namespace", e[i].ns);
+            cJSON_AddStringToObject(o, "name", e[i].name);
+            cJSON_AddItemToArray(arr, o);
+        } else {
+            fputs(e[i].ns, stdout);
+            putchar('\t');
+            fputs(e[i].name, stdout);
+            putchar('\n');
+        }
+    }
+    if (arr) rc = printJson(arr, err);
+    cJSON_Delete(arr);
+    return rc;
+}
+
+/* The cached directory entry of NS.T; 66 when there is none. */
+static int findTable(run *r, const char *q, const cacheEntry **out, lakeError *err) {
+    char *ns, *name;
+    const cacheEntry *e;
+    size_t n;
+    if (nameSplitTable(q, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    int rc = cacheDirectory(r->cache, &e, &n, err);
+    if (!rc && !(*out = cacheFindTable(r->cache, ns, name)) && !r->offline) {
+        rc = cacheRefresh(r->cache, 0, err); /* created elsewhere since? ask once */
+        if (!rc) *out = cacheFindTable(r->cache, ns, name);
+    }
+    if (!rc && !*out) rc = errSet(err, LAKE_ENOINPUT, "%s: no such table", q);
+    free(ns);
+    free(name);
+    return rc;
+}
+
+static int cmdShow(run *r, char **args, lakeError *err) {
+    const cacheEntry *e;
+    int rc = findTable(r, args[0], &e, err);
+    if (rc) return rc;
+    cJSON *schema = cJSON_Parse(e->schema), *c;
+    if (!cJSON_IsArray(schema)) {
+        cJSON_Delete(schema);
+        return errSet(err, LAKE_EFAIL, "%s: malformed schema in the catalog", args[0]);
+    }
+    if (r->json) {
+        rc = printJson(schema, err);
+    } else {
+        if (r->header) fputs("column\ttype\n", stdout);
+        cJSON_ArrayForEach(c, schema) {
+            printf("%s\t%s\n", cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring,
+                   cJSON_GetObjectItemCaseSensitive(c, "type")->valuestring);
+        }
+    }
+    cJSON_Delete(schema);
+    return rc;
+}
+
+static int cmdResolve(run *r, char **args, lakeError *err) {
+    char *ns, *name;
+    cJSON *reg = NULL;
+    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    int rc = cacheResolve(r->cache, ns, name, r->version, &reg, err);
+    if (!rc) rc = printJson(reg, err);
+    cJSON_Delete(reg);
+    free(ns);
+    free(name);
+    return rc;
+}
+
+static int cmdStatus(run *r, lakeError *err) {
+    cacheStatusInfo st;
+    int rc = cacheStatus(r->cache, &st, err);
+    if (rc) return rc;
+    if (r->json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "source", sourceName(r->src));
+        if (st.present) {
+            cJSON_AddNumberToObject(o, "generation", (double)st.generation);
+            cJSON_AddNumberToObject(o, "age_s", (double)st.age_s);
+        } else {
+            cJSON_AddNullToObject(o, "generation");
+            cJSON_AddNullToObject(o, "age_s");
+        }
+        cJSON_AddBoolToObject(o, "stale", st.stale);
+        cJSON_AddStringToObject(o, "last_error", st.last_error);
+        rc = printJson(o, err);
+        cJSON_Delete(o);
+        return rc;
+    }
+    printf("source=%s\n", sourceName(r->src));
+    if (st.present) printf("generation=%lld\nage_s=%lld\n", (long long)st.generation, (long long)st.age_s);
+    else printf("generation=\nage_s=\n");
+    printf("stale=%s\nlast_error=%s\n", st.stale ? "yes" : "no", st.last_error);
+    return 0;
+}
+
+static int cmdDdl(run *r, const char *cmd, char **args, lakeError *err) {
+    char *ns = NULL, *name = NULL, *schema = NULL;
+    int64_t gen;
+    int rc;
+    if (r->offline) return errSet(err, LAKE_EUSAGE, "%s: a change cannot be made --offline", cmd);
+    if (strcmp(cmd, "create-namespace") == 0) {
+        if (!nameIsValid(args[0]))
+            cliUsageError(&spec, "%s: names must match [A-Za-z_][A-Za-z0-9_]*", args[0]);
+        rc = sourceCreateNamespace(r->src, args[0], &gen, err);
+    } else {
+        if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+        if (strcmp(cmd, "create") == 0) {
+            if (schemaParse(args[1], &schema, err)) cliUsageError(&spec, "%s", err->msg);
+            rc = sourceCreateTable(r->src, ns, name, schema, &gen, err);
+        } else {
+            rc = sourceDropTable(r->src, ns, name, &gen, err);
+        }
+    }
+    /* the change is visible to the next command on this host */
+    if (!rc) rc = cacheAfterChange(r->cache, err);
+    free(ns);
+    free(name);
+    cJSON_free(schema);
+    return rc;
+}
+
+static int cmdWhoami(run *r, int actionsOnly, lakeError *err) {
+    cJSON *ans = NULL, *a;
+    if (r->offline) return errSet(err, LAKE_EUSAGE, "whoami asks the source; not --offline");
+    int rc = sourceCall(r->src, "whoami", NULL, &ans, err);
+    if (rc) return rc;
+    const cJSON *acts = cJSON_GetObjectItemCaseSensitive(ans, "actions");
+    if (actionsOnly) {
+        if (r->json) rc = printJson((cJSON *)acts, err);
+        else cJSON_ArrayForEach(a, acts) if (cJSON_IsString(a)) puts(a->valuestring);
+    } else if (r->json) {
+        rc = printJson(ans, err);
+    } else {
+        const char *keys[] = {"principal", "role", "stage"};
+        for (size_t i = 0; i < 3; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, keys[i]);
+            printf("%s=%s\n", keys[i], cJSON_IsString(v) ? v->valuestring : "");
+        }
+    }
+    cJSON_Delete(ans);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    logInit(argv[0]);
+    run r = {.max_age = -1, .version = -1};
+    const char *arg;
+    int c, first;
+    while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) parseOption(&r, c, arg);
+    if (first >= argc) cliUsageError(&spec, "a command is needed");
+    const command *cmd = NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, argv[first]) == 0) cmd = &commands[i];
+    if (!cmd) cliUsageError(&spec, "unknown command '%s'", argv[first]);
+
+    /* the command's own options, with the global ones allowed after it */
+    cliSpec sub = {cmd->usage, "", cmd->opts, 0};
+    int subc = argc - first, subfirst;
+    char **subv = argv + first;
+    while ((c = cliNext(&sub, subc, subv, &arg, &subfirst)) != -1) parseOption(&r, c, arg);
+    char **args = subv + subfirst;
+    int nargs = subc - subfirst;
+    if (nargs < cmd->min_args || nargs > cmd->max_args)
+        cliUsageError(&spec, "usage: lake-catalog %s", cmd->usage);
+
+    lakeError err = {0};
+    int rc = configLoad(&r.cfg, NULL, 0, &err);
+    cacheOptions copt = {r.max_age >= 0 ? r.max_age : r.cfg.catalog_ttl, r.offline, r.strict};
+    if (!rc) rc = sourceOpen(&r.cfg, &r.src, &err);
+    if (!rc) rc = cacheOpen(&r.cfg, r.src, &copt, &r.cache, &err);
+    if (rc) goto out;
+
+    const char *name = cmd->name;
+    if (strcmp(name, "list") == 0) rc = cmdList(&r, args, nargs, &err);
+    else if (strcmp(name, "show") == 0) rc = cmdShow(&r, args, &err);
+    else if (strcmp(name, "resolve") == 0) rc = cmdResolve(&r, args, &err);
+    else if (strcmp(name, "refresh") == 0) rc = cacheRefresh(r.cache, r.force, &err);
+    else if (strcmp(name, "status") == 0) rc = cmdStatus(&r, &err);
+    else if (strcmp(name, "whoami") == 0) rc = cmdWhoami(&r, 0, &err);
+    else if (strcmp(name, "actions") == 0) rc = cmdWhoami(&r, 1, &err);
+    else rc = cmdDdl(&r, name, args, &err);
+    if (!rc && (fflush(stdout) == EOF || ferror(stdout)))
+        rc = errSetErrno(&err, LAKE_EFAIL, errno, "stdout");
+out:
+    if (rc) logError(&err);
+    cacheClose(r.cache);
+    sourceClose(r.src);
+    configFree(&r.cfg);
+    return rc;
+}

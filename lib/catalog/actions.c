@@ -1,0 +1,161 @@
+/*
+ * actions.c - role checks, request validation and dispatch to the registry.
+ */
+#include "catalog/actions.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "catalog/names.h"
+
+enum { R_ADMIN = 1, R_QUERY = 2, R_PEER = 4, R_USER = 8, R_ALL = 15 };
+
+static const struct {
+    const char *name;
+    int roles;
+} actions[] = {
+    {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER},
+    {"resolve", R_ALL},
+    {"append", R_ADMIN | R_QUERY | R_USER},
+    {"create_namespace", R_ADMIN},
+    {"create_table", R_ADMIN},
+    {"drop_table", R_ADMIN},
+    {"whoami", R_ALL},
+};
+#define NACTIONS (sizeof actions / sizeof actions[0])
+
+static int roleBit(const char *role) {
+    if (!role) return 0;
+    if (strcmp(role, "admin") == 0) return R_ADMIN;
+    if (strcmp(role, "query-service") == 0) return R_QUERY;
+    if (strcmp(role, "metadata-peer") == 0) return R_PEER;
+    if (strcmp(role, "user") == 0) return R_USER;
+    return 0;
+}
+
+int actionsKnown(const char *action) {
+    for (size_t i = 0; i < NACTIONS; i++)
+        if (strcmp(actions[i].name, action) == 0) return 1;
+    return 0;
+}
+
+int actionsAllowed(const char *role, const char *action) {
+    for (size_t i = 0; i < NACTIONS; i++)
+        if (strcmp(actions[i].name, action) == 0) return (actions[i].roles & roleBit(role)) != 0;
+    return 0;
+}
+
+/* Request fields. */
+static const char *str(const cJSON *req, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* An integer field: *out = def when absent; invalid_argument when present
+ * but not a whole number >= min. */
+static int integer(const cJSON *req, const char *key, int64_t def, int64_t min, int64_t *out,
+                   lakeError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+    if (!v || cJSON_IsNull(v)) { *out = def; return 0; }
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < (double)min ||
+        v->valuedouble > 9007199254740992.0)
+        return errSetStatus(err, "invalid_argument", "%s: expected a whole number", key);
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+static int names(const cJSON *req, int table, const char **ns, const char **name, lakeError *err) {
+    *ns = str(req, "namespace");
+    *name = table ? str(req, "name") : NULL;
+    if (!nameIsValid(*ns) || (table && !nameIsValid(*name)))
+        return errSetStatus(err, "invalid_argument",
+                            "names must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)", NAME_MAX_LEN);
+    return 0;
+}
+
+static cJSON *generationAnswer(int64_t g) {
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddNumberToObject(a, "generation", (double)g);
+    return a;
+}
+
+int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *req,
+                    cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    static const cJSON empty = {0};
+    if (!req) req = &empty;
+    if (!actionsKnown(action)) return errSetStatus(err, "not_found", "no such action");
+    if (!actionsAllowed(ctx->role, action))
+        return errSetStatus(err, "permission_denied", "role %s may not run %s", ctx->role, action);
+    if (!cJSON_IsObject(req) && req != &empty)
+        return errSetStatus(err, "invalid_argument", "the request must be a JSON object");
+
+    const char *ns, *name;
+    int64_t a, b, c;
+    int rc;
+    if (strcmp(action, "catalog_snapshot") == 0) {
+        if ((rc = integer(req, "known_generation", -1, -1, &a, err)) ||
+            (rc = integer(req, "max_entries", ctx->max_entries, 1, &b, err)) ||
+            (rc = integer(req, "max_bytes", ctx->max_bytes, 1, &c, err)))
+            return rc;
+        /* the server's limits cap the client's */
+        if (b > ctx->max_entries) b = ctx->max_entries;
+        if (c > ctx->max_bytes) c = ctx->max_bytes;
+        return registrySnapshot(ctx->reg, a, b, c, ctx->allow_unmarked, answer, err);
+    }
+    if (strcmp(action, "resolve") == 0) {
+        if ((rc = names(req, 1, &ns, &name, err)) || (rc = integer(req, "version", -1, 0, &a, err)))
+            return rc;
+        return registryResolve(ctx->reg, ns, name, a, answer, err);
+    }
+    if (strcmp(action, "append") == 0) {
+        if ((rc = names(req, 1, &ns, &name, err))) return rc;
+        if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version"))
+            return errSetStatus(err, "invalid_argument", "append: expected_version is required");
+        if ((rc = integer(req, "expected_version", 0, 0, &a, err))) return rc;
+        return registryAppend(ctx->reg, ctx->stage, ns, name, a,
+                              cJSON_GetObjectItemCaseSensitive(req, "segments"),
+                              cJSON_GetObjectItemCaseSensitive(req, "files"), ctx->principal, answer,
+                              err);
+    }
+    if (strcmp(action, "create_namespace") == 0) {
+        if ((rc = names(req, 0, &ns, &name, err)) ||
+            (rc = registryCreateNamespace(ctx->reg, ns, &a, err)))
+            return rc;
+        *answer = generationAnswer(a);
+        return 0;
+    }
+    if (strcmp(action, "create_table") == 0) {
+        if ((rc = names(req, 1, &ns, &name, err))) return rc;
+        const cJSON *schema = cJSON_GetObjectItemCaseSensitive(req, "schema");
+        char *text = schema ? cJSON_PrintUnformatted(schema) : NULL, *canon = NULL;
+        rc = schemaCanonical(text ? text : "", &canon, err);
+        cJSON_free(text);
+        if (rc) {
+            err->status = "invalid_argument"; /* a bad schema is the request's fault */
+            return err->code;
+        }
+        rc = registryCreateTable(ctx->reg, ns, name, canon, &a, err);
+        cJSON_free(canon);
+        if (rc) return rc;
+        *answer = generationAnswer(a);
+        return 0;
+    }
+    if (strcmp(action, "drop_table") == 0) {
+        if ((rc = names(req, 1, &ns, &name, err)) || (rc = registryDropTable(ctx->reg, ns, name, &a, err)))
+            return rc;
+        *answer = generationAnswer(a);
+        return 0;
+    }
+    /* whoami */
+    *answer = cJSON_CreateObject();
+    cJSON_AddStringToObject(*answer, "principal", ctx->principal);
+    cJSON_AddStringToObject(*answer, "role", ctx->role);
+    if (ctx->stage_url) cJSON_AddStringToObject(*answer, "stage", ctx->stage_url);
+    cJSON *list = cJSON_AddArrayToObject(*answer, "actions");
+    for (size_t i = 0; i < NACTIONS; i++)
+        if (actionsAllowed(ctx->role, actions[i].name))
+            cJSON_AddItemToArray(list, cJSON_CreateString(actions[i].name));
+    return 0;
+}

@@ -1,0 +1,43 @@
+/*
+ * actions.h - the action protocol of DESIGN §5, served over a registry.
+ *
+ * One dispatcher for every way an action reaches the registry: the local
+ * source calls it in-process, lake-metasrv calls it per HTTP request.  It
+ * checks the caller's role, validates the request object, runs the
+ * registry call and returns exactly one answer object, or an error whose
+ * status (errStatus) is one of the protocol's codes.
+ */
+#ifndef LAKE_ACTIONS_H
+#define LAKE_ACTIONS_H
+
+#include <stdint.h>
+
+#include "catalog/registry.h"
+#include "core/error.h"
+#include "stage/stage.h"
+
+struct cJSON;
+
+typedef struct actionContext {
+    registry *reg;
+    const stage *stage;      /* containment for append; may be NULL */
+    const char *stage_url;   /* advertised by whoami */
+    const char *principal;   /* caller's name */
+    const char *role;        /* admin, query-service, metadata-peer, user */
+    int allow_unmarked;      /* local development path only */
+    int64_t max_entries;     /* the authority's snapshot caps */
+    int64_t max_bytes;
+} actionContext;
+
+/* Run action with request req (a JSON object; NULL means {}).  On success
+ * *answer is a new object the caller frees. */
+int actionsDispatch(const actionContext *ctx, const char *action, const struct cJSON *req,
+                    struct cJSON **answer, lakeError *err);
+
+/* 1 when role may run action (an unknown action or role: 0). */
+int actionsAllowed(const char *role, const char *action);
+
+/* 1 when action is one of the protocol's actions. */
+int actionsKnown(const char *action);
+
+#endif

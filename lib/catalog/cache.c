@@ -1,0 +1,644 @@
+/*
+ * cache.c - the snapshot file, its locks, and the refresh protocol.
+ *
+ * The snapshot file is text, one record a line, so that a fresh `list`
+ * costs one read, one hash and one pass over the lines:
+ *
+ *   lake-snapshot 1
+ *   source <name>
+ *   generation <G>
+ *   fetched_ms <ms>
+ *   failed_ms <ms>
+ *   last_error <one line>
+ *   tables <n>
+ *   <id> <epoch> <version> <resolved_ms>        (n lines)
+ *   entries <n>
+ *   n<TAB><namespace>                           (namespace entry)
+ *   t<TAB><namespace><TAB><name><TAB><id><TAB><schema JSON>
+ *   sha256 <hex of every byte above>
+ *
+ * Names are [A-Za-z0-9_], ids are base32 and schema JSON is printed
+ * without white space, so no field can hold a tab or a newline.
+ */
+#include "catalog/cache.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog/names.h"
+#include "core/fsutil.h"
+#include "core/log.h"
+#include "core/sha256.h"
+
+typedef struct tableState {
+    char id[64];
+    int64_t epoch;       /* lowest version this host may serve */
+    int64_t version;     /* last resolved current version */
+    int64_t resolved_ms; /* when; 0 = never */
+} tableState;
+
+typedef struct snapshot {
+    int valid;
+    char *buf; /* the file; entries point into it */
+    int64_t generation, fetched_ms, failed_ms;
+    char *last_error;
+    tableState *tables;
+    size_t ntables;
+    cacheEntry *entries;
+    size_t n;
+} snapshot;
+
+struct catalogCache {
+    catalogSource *src;
+    cacheOptions opt;
+    char *dir;
+    char *path; /* dir/snapshot */
+    int lockfd;
+    snapshot snap;
+    int refreshed; /* this process asked the source already */
+    int warned;    /* about a corrupt snapshot file, once per process */
+};
+
+/* Table ids are generated: 1 to 63 letters and digits. */
+static int idIsValid(const char *s) {
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= 'a' && s[n] <= 'z')))
+            return 0;
+    return n > 0 && n < 64;
+}
+
+static int64_t nowMs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void snapFree(snapshot *s) {
+    free(s->buf);
+    free(s->last_error);
+    free(s->tables);
+    free(s->entries);
+    memset(s, 0, sizeof *s);
+}
+
+/* --- reading --------------------------------------------------------- */
+
+/* Next line of the buffer, NUL-terminated in place; NULL at the end. */
+static char *nextLine(char **p, char *end) {
+    if (*p >= end) return NULL;
+    char *line = *p, *nl = memchr(line, '\n', (size_t)(end - line));
+    if (!nl) return NULL;
+    *nl = '\0';
+    *p = nl + 1;
+    return line;
+}
+
+static int keyed(const char *line, const char *key, const char **value) {
+    size_t n = strlen(key);
+    if (strncmp(line, key, n) != 0 || line[n] != ' ') return 0;
+    *value = line + n + 1;
+    return 1;
+}
+
+static int keyedInt(char **p, char *end, const char *key, int64_t *out) {
+    const char *line = nextLine(p, end), *v;
+    if (!line || !keyed(line, key, &v)) return 0;
+    char *e;
+    *out = strtoll(v, &e, 10);
+    return *e == '\0';
+}
+
+/* Parse buf (len bytes, owned by s on success).  0 when the file is a
+ * whole, checksummed snapshot; -1 when it must be ignored. */
+static int parseSnapshot(snapshot *s, char *buf, size_t len) {
+    memset(s, 0, sizeof *s);
+    /* the checksum line is the last one */
+    if (len < 80 || buf[len - 1] != '\n') return -1;
+    char *last = buf + len - 1;
+    while (last > buf && last[-1] != '\n') last--;
+    const char *hexp;
+    buf[len - 1] = '\0';
+    if (!keyed(last, "sha256", &hexp) || strlen(hexp) != SHA256_HEX_LEN) return -1;
+    char hex[SHA256_HEX_LEN + 1];
+    sha256Ctx *h = sha256New();
+    if (!h) return -1;
+    sha256Update(h, buf, (size_t)(last - buf));
+    sha256FinalHex(h, hex);
+    sha256Free(h);
+    if (strcmp(hex, hexp) != 0) return -1;
+
+    char *p = buf, *end = last;
+    const char *line = nextLine(&p, end), *v;
+    int64_t nt, ne;
+    if (!line || strcmp(line, "lake-snapshot 1") != 0) return -1;
+    if (!(line = nextLine(&p, end)) || !keyed(line, "source", &v)) return -1;
+    if (!keyedInt(&p, end, "generation", &s->generation) ||
+        !keyedInt(&p, end, "fetched_ms", &s->fetched_ms) ||
+        !keyedInt(&p, end, "failed_ms", &s->failed_ms))
+        return -1;
+    if (!(line = nextLine(&p, end)) || !keyed(line, "last_error", &v)) return -1;
+    if (!(s->last_error = strdup(v))) return -1;
+    if (!keyedInt(&p, end, "tables", &nt) || nt < 0 || nt > CACHE_MAX_ENTRIES) goto bad;
+    s->tables = calloc((size_t)nt + 1, sizeof *s->tables);
+    if (!s->tables) goto bad;
+    for (s->ntables = 0; s->ntables < (size_t)nt; s->ntables++) {
+        tableState *t = &s->tables[s->ntables];
+        if (!(line = nextLine(&p, end)) ||
+            sscanf(line, "%63s %lld %lld %lld", t->id, (long long *)&t->epoch,
+                   (long long *)&t->version, (long long *)&t->resolved_ms) != 4)
+            goto bad;
+    }
+    if (!keyedInt(&p, end, "entries", &ne) || ne < 0 || ne > CACHE_MAX_ENTRIES) goto bad;
+    s->entries = calloc((size_t)ne + 1, sizeof *s->entries);
+    if (!s->entries) goto bad;
+    for (s->n = 0; s->n < (size_t)ne; s->n++) {
+        char *l = nextLine(&p, end), *f[5];
+        int k = 0;
+        if (!l) goto bad;
+        for (char *q = l; k < 5;) {
+            f[k++] = q;
+            char *tab = strchr(q, '\t');
+            if (!tab) break;
+            *tab = '\0';
+            q = tab + 1;
+        }
+        cacheEntry *e = &s->entries[s->n];
+        if (k == 2 && strcmp(f[0], "n") == 0) {
+            e->ns = f[1];
+        } else if (k == 5 && strcmp(f[0], "t") == 0) {
+            e->ns = f[1];
+            e->name = f[2];
+            e->id = f[3];
+            e->schema = f[4];
+        } else {
+            goto bad;
+        }
+    }
+    if (p != end) goto bad;
+    s->buf = buf;
+    s->valid = 1;
+    return 0;
+bad:
+    free(s->last_error);
+    free(s->tables);
+    free(s->entries);
+    memset(s, 0, sizeof *s);
+    return -1;
+}
+
+/* Read the snapshot file into c->snap (invalid when missing or corrupt).
+ * The caller holds the lock. */
+static void readSnapshot(catalogCache *c) {
+    snapFree(&c->snap);
+    int fd = open(c->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size <= CACHE_FILE_MAX &&
+        (buf = malloc((size_t)st.st_size + 1)) &&
+        readFull(fd, buf, (size_t)st.st_size) == st.st_size) {
+        buf[st.st_size] = '\0';
+        if (parseSnapshot(&c->snap, buf, (size_t)st.st_size) == 0) buf = NULL;
+    }
+    if (buf && !c->warned++) logWarn("%s: catalog snapshot is corrupt; ignoring it", c->path);
+    free(buf);
+    close(fd);
+}
+
+/* --- writing --------------------------------------------------------- */
+
+/* One directory entry of a snapshot answer as a snapshot-file line.
+ * Refuses anything that could break the line format. */
+static int entryLine(FILE *f, const cJSON *e) {
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(e, "kind");
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(e, "namespace");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(e, "schema");
+    if (!cJSON_IsString(kind) || !cJSON_IsString(ns) || !nameIsValid(ns->valuestring)) return -1;
+    if (strcmp(kind->valuestring, "namespace") == 0) {
+        fprintf(f, "n\t%s\n", ns->valuestring);
+        return 0;
+    }
+    if (strcmp(kind->valuestring, "table") != 0 || !cJSON_IsString(name) ||
+        !nameIsValid(name->valuestring) || !cJSON_IsString(id) || !idIsValid(id->valuestring) ||
+        !cJSON_IsArray(schema))
+        return -1;
+    char *text = cJSON_PrintUnformatted(schema);
+    int rc = text && !strpbrk(text, "\t\n") ? 0 : -1;
+    if (!rc) fprintf(f, "t\t%s\t%s\t%s\t%s\n", ns->valuestring, name->valuestring, id->valuestring, text);
+    cJSON_free(text);
+    return rc;
+}
+
+/* Write the snapshot file atomically from s, with the directory taken from
+ * entries (a snapshot answer's array) when not NULL, else from s.  The
+ * caller holds LOCK_EX. */
+static int writeSnapshot(catalogCache *c, const snapshot *s, const cJSON *entries, lakeError *err) {
+    char *body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    if (!f) return errSetErrno(err, LAKE_EFAIL, errno, "snapshot");
+    fprintf(f, "lake-snapshot 1\nsource %s\ngeneration %lld\nfetched_ms %lld\nfailed_ms %lld\n"
+               "last_error %s\ntables %zu\n",
+            sourceName(c->src), (long long)s->generation, (long long)s->fetched_ms,
+            (long long)s->failed_ms, s->last_error ? s->last_error : "", s->ntables);
+    for (size_t i = 0; i < s->ntables; i++)
+        fprintf(f, "%s %lld %lld %lld\n", s->tables[i].id, (long long)s->tables[i].epoch,
+                (long long)s->tables[i].version, (long long)s->tables[i].resolved_ms);
+    int bad = 0;
+    if (entries) {
+        const cJSON *e;
+        fprintf(f, "entries %d\n", cJSON_GetArraySize(entries));
+        cJSON_ArrayForEach(e, entries) bad |= entryLine(f, e);
+    } else {
+        fprintf(f, "entries %zu\n", s->n);
+        for (size_t i = 0; i < s->n; i++) {
+            const cacheEntry *e = &s->entries[i];
+            if (e->name) fprintf(f, "t\t%s\t%s\t%s\t%s\n", e->ns, e->name, e->id, e->schema);
+            else fprintf(f, "n\t%s\n", e->ns);
+        }
+    }
+    if (bad) {
+        fclose(f);
+        free(body);
+        return errSetStatus(err, "internal", "catalog_snapshot: malformed entry");
+    }
+    if (fclose(f) != 0) {
+        free(body);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "snapshot");
+    }
+    char hex[SHA256_HEX_LEN + 1], tail[80];
+    sha256Ctx *h = sha256New();
+    if (!h) { free(body); return errSetErrno(err, LAKE_EFAIL, ENOMEM, "snapshot"); }
+    sha256Update(h, body, len);
+    sha256FinalHex(h, hex);
+    sha256Free(h);
+    snprintf(tail, sizeof tail, "sha256 %s\n", hex);
+
+    atomicFile af;
+    int rc = atomicOpen(&af, c->dir, "snapshot", 1, 0644, err);
+    if (!rc && (writeAll(af.fd, body, len) < 0 || writeAll(af.fd, tail, strlen(tail)) < 0))
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", c->path);
+    if (!rc) rc = atomicCommit(&af, err);
+    atomicAbort(&af);
+    free(body);
+    return rc;
+}
+
+/* --- opening and locking ------------------------------------------------ */
+
+int cacheOpen(const lakeConfig *cfg, catalogSource *src, const cacheOptions *opt,
+              catalogCache **out, lakeError *err) {
+    *out = NULL;
+    catalogCache *c = calloc(1, sizeof *c);
+    char dir[PATH_MAX], path[PATH_MAX + 16];
+    if (!c) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+    c->lockfd = -1;
+    c->src = src;
+    c->opt = *opt;
+    snprintf(dir, sizeof dir, "%s/%s", cfg->cache_dir, sourceKey(src));
+    snprintf(path, sizeof path, "%s/snapshot", dir);
+    if (!(c->dir = strdup(dir)) || !(c->path = strdup(path))) {
+        cacheClose(c);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+    }
+    int rc = mkdirs(dir, 0700, err);
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/lock", dir);
+        c->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (c->lockfd < 0) rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", path);
+    }
+    if (rc) {
+        cacheClose(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void cacheClose(catalogCache *c) {
+    if (!c) return;
+    snapFree(&c->snap);
+    if (c->lockfd >= 0) close(c->lockfd);
+    free(c->dir);
+    free(c->path);
+    free(c);
+}
+
+static void unlock(catalogCache *c) { flock(c->lockfd, LOCK_UN); }
+
+static int fresh(const catalogCache *c, int64_t now) {
+    return c->snap.valid && now - c->snap.fetched_ms < c->opt.ttl_s * 1000 &&
+           c->snap.fetched_ms <= now + 1000;
+}
+
+/* --- refreshing ------------------------------------------------------- */
+
+/* Errors that mean "the authority is down" rather than "you are wrong":
+ * only these are answered from a stale snapshot. */
+static int outage(const lakeError *err) {
+    return err->code == LAKE_EUNAVAIL || err->code == LAKE_ETEMP || err->code == LAKE_EFAIL;
+}
+
+static void warnStale(catalogCache *c, int64_t now) {
+    logWarn("%s: %s; serving generation %lld fetched %lld s ago", sourceName(c->src),
+            c->snap.last_error && *c->snap.last_error ? c->snap.last_error : "unreachable",
+            (long long)c->snap.generation, (long long)((now - c->snap.fetched_ms) / 1000));
+}
+
+static int serveStale(catalogCache *c, int64_t now, lakeError *err) {
+    if (c->opt.strict)
+        return errSet(err, LAKE_EUNAVAIL, "%s: %s; the cached catalog is stale (--strict)",
+                      sourceName(c->src),
+                      c->snap.last_error && *c->snap.last_error ? c->snap.last_error : "unreachable");
+    warnStale(c, now);
+    return 0;
+}
+
+/* Refresh under LOCK_EX; c->snap holds the result.  started_ms: when this
+ * process decided it needed a refresh (a snapshot written after that by
+ * another process is as good as our own). */
+static int refreshLocked(catalogCache *c, int force, int64_t started_ms, lakeError *err) {
+    readSnapshot(c);
+    int64_t now = nowMs();
+    if (c->snap.valid && !force && (fresh(c, now) || c->snap.fetched_ms >= started_ms)) return 0;
+    if (c->opt.offline) {
+        if (c->snap.valid) return c->opt.strict ? serveStale(c, now, err) : 0;
+        return errSet(err, LAKE_EUNAVAIL, "no cached catalog for %s (offline)", sourceName(c->src));
+    }
+    if (c->snap.valid && !force && c->snap.failed_ms > c->snap.fetched_ms &&
+        now - c->snap.failed_ms < CACHE_FAILURE_BACKOFF_MS && now >= c->snap.failed_ms)
+        return serveStale(c, now, err);
+
+    cJSON *ans = NULL;
+    int64_t known = c->snap.valid && !force ? c->snap.generation : -1;
+    c->refreshed = 1;
+    int rc = sourceSnapshot(c->src, known, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, &ans, err);
+    now = nowMs();
+    if (rc) {
+        if (!c->snap.valid || !outage(err)) return rc;
+        free(c->snap.last_error);
+        c->snap.last_error = strdup(err->msg);
+        c->snap.failed_ms = now;
+        lakeError ignored = {0};
+        if (writeSnapshot(c, &c->snap, NULL, &ignored)) logWarn("%s", ignored.msg);
+        errClear(err);
+        return serveStale(c, now, err);
+    }
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(ans, "status");
+    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(ans, "generation");
+    if (cJSON_IsString(status) && strcmp(status->valuestring, "not_modified") == 0 &&
+        c->snap.valid && cJSON_IsNumber(gen) && (int64_t)gen->valuedouble == c->snap.generation) {
+        c->snap.fetched_ms = now;
+        c->snap.failed_ms = 0;
+        free(c->snap.last_error);
+        c->snap.last_error = NULL;
+        rc = writeSnapshot(c, &c->snap, NULL, err);
+    } else if (cJSON_IsString(status) && strcmp(status->valuestring, "snapshot") == 0 &&
+               cJSON_IsNumber(gen) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(ans, "entries"))) {
+        /* per-table state carries over (a dropped table's state is inert:
+         * table ids are never reused) */
+        snapshot next = c->snap;
+        next.generation = (int64_t)gen->valuedouble;
+        next.fetched_ms = now;
+        next.failed_ms = 0;
+        next.last_error = NULL;
+        rc = writeSnapshot(c, &next, cJSON_GetObjectItemCaseSensitive(ans, "entries"), err);
+        /* read back what was written: one parser for the file format */
+        if (!rc) {
+            readSnapshot(c);
+            if (!c->snap.valid) rc = errSet(err, LAKE_EFAIL, "%s: cannot read back the snapshot", c->path);
+        }
+    } else {
+        rc = errSetStatus(err, "internal", "catalog_snapshot: unexpected answer");
+    }
+    cJSON_Delete(ans);
+    return rc;
+}
+
+static int refresh(catalogCache *c, int force, lakeError *err) {
+    int64_t started = nowMs();
+    if (lockFd(c->lockfd, LOCK_EX, err)) return err->code;
+    int rc = refreshLocked(c, force, started, err);
+    unlock(c);
+    return rc;
+}
+
+int cacheRefresh(catalogCache *c, int force, lakeError *err) {
+    /* an explicit refresh asks now, whatever the age */
+    int64_t started = nowMs() + (force ? 0 : 1);
+    if (lockFd(c->lockfd, LOCK_EX, err)) return err->code;
+    int64_t ttl = c->opt.ttl_s;
+    c->opt.ttl_s = 0;
+    int rc = refreshLocked(c, force, started, err);
+    c->opt.ttl_s = ttl;
+    unlock(c);
+    return rc;
+}
+
+/* Load the directory: the file if fresh, else a refresh. */
+static int load(catalogCache *c, lakeError *err) {
+    if (c->snap.valid && (c->refreshed || fresh(c, nowMs()))) return 0;
+    if (lockFd(c->lockfd, LOCK_SH, err)) return err->code;
+    readSnapshot(c);
+    unlock(c);
+    int64_t now = nowMs();
+    if (c->snap.valid && fresh(c, now)) return 0;
+    if (c->snap.valid && c->opt.offline) return c->opt.strict ? serveStale(c, now, err) : 0;
+    return refresh(c, 0, err);
+}
+
+int cacheDirectory(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
+    int rc = load(c, err);
+    *entries = rc ? NULL : c->snap.entries;
+    *n = rc ? 0 : c->snap.n;
+    return rc;
+}
+
+/* Binary search: entries are sorted by (namespace, name), "" first. */
+static const cacheEntry *find(const snapshot *s, const char *ns, const char *name) {
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const cacheEntry *e = &s->entries[mid];
+        int cmp = strcmp(e->ns, ns);
+        if (!cmp) cmp = strcmp(e->name ? e->name : "", name ? name : "");
+        if (!cmp) return e;
+        if (cmp < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *name) {
+    return c->snap.valid ? find(&c->snap, ns, name) : NULL;
+}
+
+int cacheHasNamespace(catalogCache *c, const char *ns) {
+    return c->snap.valid && find(&c->snap, ns, NULL) != NULL;
+}
+
+int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err) {
+    memset(info, 0, sizeof *info);
+    if (lockFd(c->lockfd, LOCK_SH, err)) return err->code;
+    readSnapshot(c);
+    unlock(c);
+    int64_t now = nowMs();
+    info->present = c->snap.valid;
+    info->generation = c->snap.generation;
+    info->age_s = c->snap.valid ? (now - c->snap.fetched_ms) / 1000 : -1;
+    info->stale = !fresh(c, now);
+    info->last_error = c->snap.last_error ? c->snap.last_error : "";
+    return 0;
+}
+
+int cacheAfterChange(catalogCache *c, lakeError *err) { return cacheRefresh(c, 0, err); }
+
+/* --- registrations -------------------------------------------------------- */
+
+static void regPath(const catalogCache *c, char *out, size_t n, const char *id, int64_t version) {
+    snprintf(out, n, "%s/registrations/%s/%lld.json", c->dir, id, (long long)version);
+}
+
+/* The cached registration of (id, version), or NULL. */
+static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
+    char path[PATH_MAX];
+    regPath(c, path, sizeof path, id, version);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    cJSON *j = NULL;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size <= CACHE_MAX_BYTES &&
+        (buf = malloc((size_t)st.st_size + 1)) && readFull(fd, buf, (size_t)st.st_size) == st.st_size) {
+        buf[st.st_size] = '\0';
+        j = cJSON_Parse(buf);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
+        const cJSON *i = cJSON_GetObjectItemCaseSensitive(j, "id");
+        if (!cJSON_IsNumber(v) || (int64_t)v->valuedouble != version || !cJSON_IsString(i) ||
+            strcmp(i->valuestring, id) != 0) {
+            cJSON_Delete(j); /* torn or foreign: ask again */
+            j = NULL;
+        }
+    }
+    free(buf);
+    close(fd);
+    return j;
+}
+
+static void regStore(const catalogCache *c, const cJSON *reg) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(reg, "version");
+    if (!cJSON_IsString(id) || !idIsValid(id->valuestring) || !cJSON_IsNumber(v)) return;
+    char dir[PATH_MAX], name[64];
+    snprintf(dir, sizeof dir, "%s/registrations/%s", c->dir, id->valuestring);
+    snprintf(name, sizeof name, "%lld.json", (long long)v->valuedouble);
+    char *text = cJSON_PrintUnformatted(reg);
+    atomicFile af;
+    lakeError err = {0};
+    if (text && mkdirs(dir, 0700, &err) == 0 && atomicOpen(&af, dir, name, 1, 0644, &err) == 0) {
+        if (writeAll(af.fd, text, strlen(text)) == 0) atomicCommit(&af, &err);
+        atomicAbort(&af);
+    }
+    cJSON_free(text);
+}
+
+static tableState *stateOf(snapshot *s, const char *id, int create) {
+    for (size_t i = 0; i < s->ntables; i++)
+        if (strcmp(s->tables[i].id, id) == 0) return &s->tables[i];
+    if (!create) return NULL;
+    tableState *t = realloc(s->tables, (s->ntables + 1) * sizeof *t);
+    if (!t) return NULL;
+    s->tables = t;
+    t = &s->tables[s->ntables++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->id, sizeof t->id, "%s", id);
+    return t;
+}
+
+/* Under LOCK_EX: re-read, apply fn to the table's state, write back. */
+static int updateState(catalogCache *c, const char *id, int64_t epoch, int64_t version,
+                       int64_t resolved_ms, lakeError *err) {
+    if (lockFd(c->lockfd, LOCK_EX, err)) return err->code;
+    readSnapshot(c);
+    int rc = 0;
+    if (c->snap.valid) {
+        tableState *t = stateOf(&c->snap, id, 1);
+        if (!t) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+        } else {
+            if (epoch > t->epoch) t->epoch = epoch;
+            if (resolved_ms >= 0) {
+                t->version = version;
+                t->resolved_ms = resolved_ms;
+            }
+            rc = writeSnapshot(c, &c->snap, NULL, err);
+        }
+    }
+    unlock(c);
+    return rc;
+}
+
+int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
+                 lakeError *err) {
+    *reg = NULL;
+    int rc = load(c, err);
+    if (rc) return rc;
+    const cacheEntry *e = cacheFindTable(c, ns, name);
+    if (!e && !c->refreshed && !c->opt.offline) { /* created elsewhere since? ask once */
+        if ((rc = cacheRefresh(c, 0, err))) return rc;
+        e = cacheFindTable(c, ns, name);
+    }
+    if (!e) return errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
+    char id[64];
+    snprintf(id, sizeof id, "%s", e->id);
+
+    if (version < 0) {
+        tableState *t = stateOf(&c->snap, id, 0);
+        int64_t now = nowMs();
+        if (t && t->resolved_ms && now - t->resolved_ms < c->opt.ttl_s * 1000 && t->version >= t->epoch &&
+            (*reg = regLoad(c, id, t->version)))
+            return 0;
+        if (c->opt.offline && t && t->resolved_ms && t->version >= t->epoch &&
+            (*reg = regLoad(c, id, t->version)))
+            return 0;
+    } else if ((*reg = regLoad(c, id, version))) {
+        return 0;
+    }
+    if (c->opt.offline)
+        return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
+    cJSON *ans = NULL;
+    if ((rc = sourceResolve(c->src, ns, name, version, &ans, err))) return rc;
+    regStore(c, ans);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, "version");
+    const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
+    if (version < 0 && cJSON_IsNumber(v) && cJSON_IsString(aid) && strcmp(aid->valuestring, id) == 0)
+        updateState(c, id, 0, (int64_t)v->valuedouble, nowMs(), err);
+    errClear(err);
+    *reg = ans;
+    return 0;
+}
+
+int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expected,
+                const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+    int rc = sourceAppend(c->src, ns, name, expected, segments, files, version, err);
+    if (rc) return rc;
+    /* read-your-writes: raise the epoch before anyone resolves again */
+    if ((rc = load(c, err))) return rc;
+    const cacheEntry *e = cacheFindTable(c, ns, name);
+    if (!e) return 0;
+    char id[64];
+    snprintf(id, sizeof id, "%s", e->id);
+    return updateState(c, id, *version, 0, -1, err);
+}

@@ -1,0 +1,97 @@
+/*
+ * cache.h - the on-disk catalog snapshot cache (DESIGN §5).
+ *
+ * Per source, a directory under cache_dir holds:
+ *   snapshot        the last good directory (generation, entries), its fetch
+ *                   time, the last failure, per-table registration state,
+ *                   and a SHA-256 over all of it (a torn or corrupt file is
+ *                   ignored and replaced, never trusted)
+ *   lock            flock(2) target: LOCK_SH to read, LOCK_EX to refresh
+ *   registrations/  immutable (table id, version) registrations, forever
+ *
+ * Promises:
+ *  - fresh (younger than the TTL): answered with zero source calls;
+ *  - expired: one conditional catalog_snapshot with the cached generation;
+ *    not_modified only renews the time;
+ *  - many processes expired at once: one refreshes under LOCK_EX, the others
+ *    wait, re-read and serve its result: one call in all;
+ *  - the source fails: the last good snapshot is served at once with a
+ *    warning (cacheOptions.strict: exit 69), and the failure time makes the
+ *    processes of the next CACHE_FAILURE_BACKOFF_MS skip the attempt;
+ *  - after this host's append is acknowledged the table's epoch is raised
+ *    before anything resolves it again: reads on this host never go back.
+ */
+#ifndef LAKE_CACHE_H
+#define LAKE_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog/source.h"
+#include "core/config.h"
+#include "core/error.h"
+
+struct cJSON;
+
+#define CACHE_FAILURE_BACKOFF_MS 5000
+/* What this client asks a snapshot to be bounded by, and the largest
+ * snapshot file it reads. */
+#define CACHE_MAX_ENTRIES 1000000
+#define CACHE_MAX_BYTES (64LL * 1024 * 1024)
+#define CACHE_FILE_MAX (2 * CACHE_MAX_BYTES + 16 * 1024 * 1024)
+
+typedef struct cacheEntry {
+    const char *ns;
+    const char *name;   /* NULL for a namespace's own entry */
+    const char *id;     /* tables only */
+    const char *schema; /* canonical schema JSON, tables only */
+} cacheEntry;
+
+typedef struct cacheOptions {
+    int64_t ttl_s;  /* serve without asking while younger than this */
+    int offline;    /* never call the source */
+    int strict;     /* a stale answer is a failure (69) */
+} cacheOptions;
+
+typedef struct cacheStatusInfo {
+    int present;          /* a valid snapshot exists */
+    int64_t generation;
+    int64_t age_s;
+    int stale;
+    const char *last_error; /* "" when none */
+} cacheStatusInfo;
+
+typedef struct catalogCache catalogCache;
+
+/* The cache of src under cfg->cache_dir (created as needed). */
+int cacheOpen(const lakeConfig *cfg, catalogSource *src, const cacheOptions *opt,
+              catalogCache **out, lakeError *err);
+void cacheClose(catalogCache *c);
+
+/* The directory, sorted by (namespace, name), a namespace before its
+ * tables.  *entries stays owned by the cache until the next call. */
+int cacheDirectory(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err);
+/* One table's entry, or NULL (no refresh). */
+const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *name);
+int cacheHasNamespace(catalogCache *c, const char *ns);
+
+/* Ask the source now: conditional, or unconditional with force. */
+int cacheRefresh(catalogCache *c, int force, lakeError *err);
+
+/* What the cache holds; zero source calls. */
+int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err);
+
+/* The registration of ns.name at version (current when < 0); caller frees.
+ * 66 for an unknown table or version. */
+int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version,
+                 struct cJSON **reg, lakeError *err);
+
+/* Append through the source, then raise the table's epoch on this host. */
+int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expected_version,
+                const struct cJSON *segments, const struct cJSON *files, int64_t *version,
+                lakeError *err);
+
+/* After this host's DDL: refresh so that the change is visible at once. */
+int cacheAfterChange(catalogCache *c, lakeError *err);
+
+#endif

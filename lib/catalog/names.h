@@ -1,0 +1,33 @@
+/*
+ * names.h - lake names and table schemas (DESIGN §6, §9).
+ *
+ * Names match [A-Za-z_][A-Za-z0-9_]* and are at most NAME_MAX_LEN bytes.
+ * A schema is written "col TYPE, col TYPE, ..." with the types INTEGER,
+ * REAL, TEXT, BLOB, BOOLEAN, TIMESTAMP and FILE (any case); its canonical
+ * form is the JSON array [{"name":"col","type":"TYPE"},...] with types in
+ * upper case.  Column names are unique ignoring case, as in SQLite.
+ */
+#ifndef LAKE_NAMES_H
+#define LAKE_NAMES_H
+
+#include "core/error.h"
+
+#define NAME_MAX_LEN 128
+#define SCHEMA_MAX_COLUMNS 1000
+
+/* 1 when s is a valid lake name. */
+int nameIsValid(const char *s);
+
+/* Split "ns.table" into its two names (caller frees both); 64 when either
+ * part breaks the naming rule. */
+int nameSplitTable(const char *qualified, char **ns, char **table, lakeError *err);
+
+/* Parse a schema definition into canonical JSON text (caller frees).
+ * Fails with 64 naming the offending column. */
+int schemaParse(const char *definition, char **json, lakeError *err);
+
+/* Validate schema JSON (as stored or received) and return its canonical
+ * text (caller frees).  Fails with 65. */
+int schemaCanonical(const char *json, char **canonical, lakeError *err);
+
+#endif

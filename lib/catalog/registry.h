@@ -1,0 +1,92 @@
+/*
+ * registry.h - the authority's data: a SQLite registry (DESIGN §5).
+ *
+ * One file holds namespaces, tables (stable ids, schema, current version,
+ * dropped flag), table versions and the segments and FILE locations each
+ * appended, principals (name, role, SHA-256 of the token), and the directory
+ * marker: the authority's id and the catalog generation, raised by every
+ * create or drop.  Appends raise a table's version, never the generation.
+ *
+ * The file is opened in WAL mode with synchronous=FULL and foreign keys on.
+ * Opening checks that the file is a lake registry of a schema version this
+ * code reads (else 78, and the file is not modified), then applies forward
+ * migrations.  Every change is one transaction: nothing is half-applied.
+ *
+ * Answers are built as cJSON objects in the shape of the action protocol,
+ * so the local source and lake-metasrv return the same bytes.
+ */
+#ifndef LAKE_REGISTRY_H
+#define LAKE_REGISTRY_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "stage/stage.h"
+
+struct cJSON;
+typedef struct registry registry;
+
+#define REGISTRY_SCHEMA_VERSION 1
+#define REGISTRY_SNAPSHOT_SCANS 3
+
+/* Open path.  create=1 creates and initialises a missing or empty file
+ * (with a fresh directory marker); create=0 requires an existing registry.
+ * stage_url, when not NULL, is recorded as the registry's stage on
+ * creation. */
+int registryOpen(const char *path, int create, const char *stage_url, registry **out,
+                 lakeError *err);
+void registryClose(registry *r);
+const char *registryPath(const registry *r);
+/* The stage recorded at creation (NULL if none); owned by r. */
+const char *registryStage(const registry *r);
+
+/* catalog_snapshot: {"status":"not_modified","generation":G} or
+ * {"status":"snapshot","generation":G,"entries":[...]}.  Entries are sorted
+ * by (namespace, name), a namespace's own entry first:
+ *   {"kind":"namespace","namespace":"docs"}
+ *   {"kind":"table","namespace":"docs","name":"t","id":"…","schema":[…]}
+ * Marker, scan, marker again; a moved generation retries, at most
+ * REGISTRY_SNAPSHOT_SCANS scans, then `unavailable`.  Each entry is counted
+ * against max_entries and max_bytes (its JSON text) before it is kept;
+ * over a bound the answer is `payload_too_large`.  Without a marker:
+ * allow_unmarked=0 fails `failed_precondition`; 1 reads by full scan with a
+ * warning, generation 0, never not_modified. */
+int registrySnapshot(registry *r, int64_t known_generation, int64_t max_entries,
+                     int64_t max_bytes, int allow_unmarked, struct cJSON **answer,
+                     lakeError *err);
+
+/* resolve: {"id","namespace","name","version","schema":[…],
+ * "segments":[{"location","size","sha256","rows"}…]} at version (or the
+ * current one when version < 0).  66 for an unknown table or version. */
+int registryResolve(registry *r, const char *ns, const char *name, int64_t version,
+                     struct cJSON **answer, lakeError *err);
+
+/* append: segments [{"location","size","sha256","rows"}…] (at least one)
+ * and files [location…] become version expected_version + 1, in one
+ * transaction.  `conflict` when the table is no longer at expected_version;
+ * an append whose first segment is already committed to this table answers
+ * {"version":V} of that commit (idempotent retry).  Every location must lie
+ * inside st (invalid_argument otherwise).  Answer: {"version":V}. */
+int registryAppend(registry *r, const stage *st, const char *ns, const char *name,
+                   int64_t expected_version, const struct cJSON *segments,
+                   const struct cJSON *files, const char *principal,
+                   struct cJSON **answer, lakeError *err);
+
+/* DDL.  Each raises the generation by one and stores it in *generation.
+ * create: failed_precondition when the name exists, not_found for a
+ * missing namespace; drop: not_found for an unknown table. */
+int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, lakeError *err);
+int registryCreateTable(registry *r, const char *ns, const char *name, const char *schema_json,
+                        int64_t *generation, lakeError *err);
+int registryDropTable(registry *r, const char *ns, const char *name, int64_t *generation,
+                      lakeError *err);
+
+/* Principals: tokens are stored only as their SHA-256 (hex). */
+int registryAddPrincipal(registry *r, const char *name, const char *role,
+                         const char *token_sha256, lakeError *err);
+
+/* Test-only: called after each snapshot scan, before the generation is read
+ * again (scan counts from 1).  Lets a test mutate the registry in between. */
+void registrySetScanHook(registry *r, void (*hook)(void *ctx, int scan), void *ctx);
+
+#endif

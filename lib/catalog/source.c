@@ -1,0 +1,151 @@
+/*
+ * source.c - choosing a CatalogSource, tracing calls, typed wrappers.
+ */
+#include "catalog/source.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/source_impl.h"
+#include "core/log.h"
+
+int sourceOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err) {
+    *out = NULL;
+    if (!configIsLocal(cfg))
+        return errSet(err, LAKE_ECONFIG, "remote mode (metasrv = %s) is not supported yet",
+                      cfg->metasrv);
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/registry.db", cfg->home) >= (int)sizeof path)
+        return errSet(err, LAKE_ECONFIG, "home: path too long");
+    return sourceLocalOpen(path, cfg->stage, out, err);
+}
+
+void sourceClose(catalogSource *s) {
+    if (s) s->ops->close(s);
+}
+
+const char *sourceName(const catalogSource *s) { return s->name; }
+const char *sourceKey(const catalogSource *s) { return s->key; }
+
+/* The facts of a request worth a trace line. */
+static void requestFacts(const char *action, const cJSON *req, char *buf, size_t n) {
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(req, "namespace");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
+    const cJSON *known = cJSON_GetObjectItemCaseSensitive(req, "known_generation");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(req, "version");
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(req, "expected_version");
+    buf[0] = '\0';
+    if (strcmp(action, "catalog_snapshot") == 0 && known)
+        snprintf(buf, n, " known=%lld", (long long)known->valuedouble);
+    else if (cJSON_IsString(ns))
+        snprintf(buf, n, " %s%s%s", ns->valuestring, cJSON_IsString(name) ? "." : "",
+                 cJSON_IsString(name) ? name->valuestring : "");
+    size_t len = strlen(buf);
+    if (ver) snprintf(buf + len, n - len, " version=%lld", (long long)ver->valuedouble);
+    else if (exp) snprintf(buf + len, n - len, " expected=%lld", (long long)exp->valuedouble);
+}
+
+static void answerOutcome(const cJSON *ans, char *buf, size_t n) {
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(ans, "status");
+    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(ans, "generation");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(ans, "version");
+    const cJSON *entries = cJSON_GetObjectItemCaseSensitive(ans, "entries");
+    if (cJSON_IsString(status) && strcmp(status->valuestring, "snapshot") == 0)
+        snprintf(buf, n, "snapshot generation=%lld entries=%d", (long long)gen->valuedouble,
+                 cJSON_GetArraySize(entries));
+    else if (cJSON_IsString(status))
+        snprintf(buf, n, "%s generation=%lld", status->valuestring,
+                 gen ? (long long)gen->valuedouble : -1LL);
+    else if (cJSON_IsNumber(ver))
+        snprintf(buf, n, "version=%lld", (long long)ver->valuedouble);
+    else if (cJSON_IsNumber(gen))
+        snprintf(buf, n, "generation=%lld", (long long)gen->valuedouble);
+    else
+        snprintf(buf, n, "ok");
+}
+
+int sourceCall(catalogSource *s, const char *action, const cJSON *req, cJSON **answer,
+               lakeError *err) {
+    int rc = s->ops->call(s, action, req, answer, err);
+    if (traceEnabled()) {
+        char facts[256], outcome[128];
+        requestFacts(action, req, facts, sizeof facts);
+        if (rc) snprintf(outcome, sizeof outcome, "error %s", errStatus(err));
+        else answerOutcome(*answer, outcome, sizeof outcome);
+        traceLine("source", "%s%s -> %s", action, facts, outcome);
+    }
+    return rc;
+}
+
+/* Call, then take the integer field key of the answer into *out. */
+static int callForInt(catalogSource *s, const char *action, cJSON *req, const char *key,
+                      int64_t *out, lakeError *err) {
+    cJSON *ans = NULL;
+    int rc = req ? sourceCall(s, action, req, &ans, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    if (!rc) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, key);
+        if (cJSON_IsNumber(v)) *out = (int64_t)v->valuedouble;
+        else rc = errSetStatus(err, "internal", "%s: the answer has no %s", action, key);
+    }
+    cJSON_Delete(ans);
+    cJSON_Delete(req);
+    return rc;
+}
+
+static cJSON *namesRequest(const char *ns, const char *name) {
+    cJSON *req = cJSON_CreateObject();
+    if (req && !cJSON_AddStringToObject(req, "namespace", ns)) { cJSON_Delete(req); return NULL; }
+    if (req && name && !cJSON_AddStringToObject(req, "name", name)) { cJSON_Delete(req); return NULL; }
+    return req;
+}
+
+int sourceSnapshot(catalogSource *s, int64_t known, int64_t max_entries, int64_t max_bytes,
+                   cJSON **answer, lakeError *err) {
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddNumberToObject(req, "known_generation", (double)known);
+    cJSON_AddNumberToObject(req, "max_entries", (double)max_entries);
+    cJSON_AddNumberToObject(req, "max_bytes", (double)max_bytes);
+    int rc = sourceCall(s, "catalog_snapshot", req, answer, err);
+    cJSON_Delete(req);
+    return rc;
+}
+
+int sourceResolve(catalogSource *s, const char *ns, const char *name, int64_t version,
+                  cJSON **answer, lakeError *err) {
+    cJSON *req = namesRequest(ns, name);
+    if (req && version >= 0) cJSON_AddNumberToObject(req, "version", (double)version);
+    int rc = req ? sourceCall(s, "resolve", req, answer, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    cJSON_Delete(req);
+    return rc;
+}
+
+int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t expected,
+                 const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+    cJSON *req = namesRequest(ns, name);
+    if (req) {
+        cJSON_AddNumberToObject(req, "expected_version", (double)expected);
+        cJSON_AddItemToObject(req, "segments", cJSON_Duplicate(segments, 1));
+        cJSON_AddItemToObject(req, "files", files ? cJSON_Duplicate(files, 1) : cJSON_CreateArray());
+    }
+    return callForInt(s, "append", req, "version", version, err);
+}
+
+int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err) {
+    return callForInt(s, "create_namespace", namesRequest(ns, NULL), "generation", generation, err);
+}
+
+int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const char *schema_json,
+                      int64_t *generation, lakeError *err) {
+    cJSON *req = namesRequest(ns, name);
+    if (req) cJSON_AddItemToObject(req, "schema", cJSON_Parse(schema_json));
+    return callForInt(s, "create_table", req, "generation", generation, err);
+}
+
+int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t *generation,
+                    lakeError *err) {
+    return callForInt(s, "drop_table", namesRequest(ns, name), "generation", generation, err);
+}

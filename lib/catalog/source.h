@@ -1,0 +1,60 @@
+/*
+ * source.h - CatalogSource: the one narrow interface to the metadata
+ * authority (DESIGN §5).
+ *
+ * Two implementations answer the same actions with the same objects: local
+ * (the registry file, in-process, through the shared action dispatcher) and
+ * remote (lake-metasrv over HTTPS, a later issue).  Nothing above this
+ * interface touches a registry.  Every call prints one LAKE_TRACE line,
+ * "trace: source ACTION <facts> -> <outcome>".
+ */
+#ifndef LAKE_SOURCE_H
+#define LAKE_SOURCE_H
+
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/error.h"
+
+struct cJSON;
+struct registry;
+typedef struct catalogSource catalogSource;
+
+/* The source the configuration selects.  Local: $home/registry.db,
+ * created on first call (not on open: a fresh cache never opens it).
+ * Remote mode is refused (78) until lake-metasrv lands. */
+int sourceOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err);
+/* A local source over registry_path with stage_url for containment. */
+int sourceLocalOpen(const char *registry_path, const char *stage_url, catalogSource **out,
+                    lakeError *err);
+void sourceClose(catalogSource *s);
+
+/* "local:/path/registry.db" or the endpoint URL. */
+const char *sourceName(const catalogSource *s);
+/* A file-name-safe key naming this source in the cache directory. */
+const char *sourceKey(const catalogSource *s);
+
+/* Test-only: the registry behind a local source (opened on demand). */
+int sourceLocalRegistry(catalogSource *s, struct registry **reg, lakeError *err);
+
+/* One action call; *answer is a new object the caller frees. */
+int sourceCall(catalogSource *s, const char *action, const struct cJSON *req,
+               struct cJSON **answer, lakeError *err);
+
+/* Typed calls over sourceCall. */
+int sourceSnapshot(catalogSource *s, int64_t known_generation, int64_t max_entries,
+                   int64_t max_bytes, struct cJSON **answer, lakeError *err);
+int sourceResolve(catalogSource *s, const char *ns, const char *name, int64_t version,
+                  struct cJSON **answer, lakeError *err);
+/* segments and files are borrowed; *version gets the committed version. */
+int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
+                 const struct cJSON *segments, const struct cJSON *files, int64_t *version,
+                 lakeError *err);
+int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err);
+/* schema_json: canonical schema text (names.h). */
+int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const char *schema_json,
+                      int64_t *generation, lakeError *err);
+int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t *generation,
+                    lakeError *err);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * source_impl.h - what a CatalogSource implementation provides (private
+ * to lib/catalog).
+ */
+#ifndef LAKE_SOURCE_IMPL_H
+#define LAKE_SOURCE_IMPL_H
+
+#include "catalog/source.h"
+
+typedef struct sourceOps {
+    int (*call)(catalogSource *s, const char *action, const struct cJSON *req,
+                struct cJSON **answer, lakeError *err);
+    void (*close)(catalogSource *s);
+} sourceOps;
+
+struct catalogSource {
+    const sourceOps *ops;
+    char *name; /* for people: "local:/path" or the endpoint */
+    char *key;  /* for the cache directory */
+};
+
+/* "kind-<16 hex of SHA-256(text)>" into out (40 bytes). */
+void sourceMakeKey(char out[40], const char *kind, const char *text);
+
+#endif
