@@ -17,7 +17,7 @@ BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
 
 CC         ?= cc
-PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic
+PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib
 SANITIZE   ?=
 ifeq ($(SANITIZE),1)
 BUILD      := build-san
@@ -34,7 +34,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS     ?= $(OPT)
 ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
               -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(SANFLAGS) $(CFLAGS) -MMD -MP
-ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
+ALL_LDFLAGS := -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
 LIBS       := $(PKG_LIBS) -lpthread
 
 LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c)
@@ -50,7 +50,7 @@ MANALL     := $(wildcard man/*.[1-9])
 # Every Debian package the build, the tests and the benchmarks need.
 DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
-              libmagic-dev mandoc bats bats-support bats-assert bats-file \
+              libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk
 
 .PHONY: all deps check unit-bins lint demo bench install uninstall clean
@@ -102,7 +102,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash bench/run
+	@for b in bench/put-get bench/catalog; do echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \

@@ -126,6 +126,11 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     if (ns && !nameIsValid(ns)) cliUsageError(&spec, "%s: not a valid namespace name", ns);
     int rc = cacheDirectory(r->cache, &e, &n, err);
     if (rc) return rc;
+    if (ns && !cacheHasNamespace(r->cache, ns) && !r->offline) {
+        /* created elsewhere since? ask once */
+        if ((rc = cacheRefresh(r->cache, 0, err)) || (rc = cacheDirectory(r->cache, &e, &n, err)))
+            return rc;
+    }
     if (ns && !cacheHasNamespace(r->cache, ns))
         return errSet(err, LAKE_ENOINPUT, "%s: no such namespace", ns);
     cJSON *arr = r->json ? cJSON_CreateArray() : NULL;

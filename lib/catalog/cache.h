@@ -34,6 +34,8 @@
 struct cJSON;
 
 #define CACHE_FAILURE_BACKOFF_MS 5000
+/* Longer TTLs are treated as this (about 31 years). */
+#define CACHE_TTL_MAX 1000000000LL
 /* What this client asks a snapshot to be bounded by, and the largest
  * snapshot file it reads. */
 #define CACHE_MAX_ENTRIES 1000000

@@ -26,6 +26,7 @@ struct registry {
     sqlite3 *db;
     char *path;
     char *stage;
+    char *authority; /* the marker's authority id; NULL without a marker */
     void (*scan_hook)(void *ctx, int scan);
     void *scan_ctx;
 };
@@ -230,6 +231,10 @@ int registryOpen(const char *path, int create, const char *stage_url, registry *
     if ((rc = checkAndMigrate(r, create, stage_url, err))) goto fail;
     if ((rc = exec(r, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON", err))) goto fail;
     if ((rc = metaGet(r, "stage", &r->stage, err))) goto fail;
+    sqlite3_stmt *st = prep(r, err, "SELECT authority_id FROM directory_marker WHERE singleton = 1", NULL);
+    if (!st) { rc = err->code; goto fail; }
+    if (sqlite3_step(st) == SQLITE_ROW) r->authority = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
     *out = r;
     return 0;
 fail:
@@ -242,6 +247,7 @@ void registryClose(registry *r) {
     sqlite3_close_v2(r->db);
     free(r->path);
     free(r->stage);
+    free(r->authority);
     free(r);
 }
 
@@ -335,6 +341,7 @@ int registrySnapshot(registry *r, int64_t known, int64_t max_entries, int64_t ma
                 *answer = cJSON_CreateObject();
                 cJSON_AddStringToObject(*answer, "status", "not_modified");
                 cJSON_AddNumberToObject(*answer, "generation", (double)g1);
+                if (r->authority) cJSON_AddStringToObject(*answer, "authority", r->authority);
                 return 0;
             }
             if ((rc = scanDirectory(r, max_entries, max_bytes, &entries, err))) return rc;
@@ -345,6 +352,7 @@ int registrySnapshot(registry *r, int64_t known, int64_t max_entries, int64_t ma
             *answer = cJSON_CreateObject();
             cJSON_AddStringToObject(*answer, "status", "snapshot");
             cJSON_AddNumberToObject(*answer, "generation", (double)g1);
+            if (r->authority) cJSON_AddStringToObject(*answer, "authority", r->authority);
             cJSON_AddItemToObject(*answer, "entries", entries);
             return 0;
         }

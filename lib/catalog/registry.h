@@ -40,8 +40,10 @@ const char *registryPath(const registry *r);
 /* The stage recorded at creation (NULL if none); owned by r. */
 const char *registryStage(const registry *r);
 
-/* catalog_snapshot: {"status":"not_modified","generation":G} or
- * {"status":"snapshot","generation":G,"entries":[...]}.  Entries are sorted
+/* catalog_snapshot: {"status":"not_modified","generation":G,"authority":A}
+ * or {"status":"snapshot","generation":G,"authority":A,"entries":[...]};
+ * A is the marker's authority id (absent without a marker), so a client can
+ * tell a replaced registry from an unchanged one.  Entries are sorted
  * by (namespace, name), a namespace's own entry first:
  *   {"kind":"namespace","namespace":"docs"}
  *   {"kind":"table","namespace":"docs","name":"t","id":"…","schema":[…]}

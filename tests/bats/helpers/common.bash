@@ -106,3 +106,21 @@ file_value_for() {
   jq -cn --arg l "$1" --argjson s "$(stat -c %s "$2")" --arg h "$(sha_of "$2")" \
     '{location: $l, size: $s, sha256: $h, name: "x"}'
 }
+
+# Trace lines (LAKE_TRACE=1, DESIGN §10) in $stderr after run --separate-stderr.
+# trace_lines KIND: the lines starting "trace: KIND " (KIND: source, stage).
+trace_lines() {
+  grep "^trace: $1 " <<<"$stderr" || true
+}
+
+# How many calls of KIND the command made: trace_count KIND
+trace_count() {
+  local n
+  n=$(grep -c "^trace: $1 " <<<"$stderr") || true
+  printf '%s\n' "${n:-0}"
+}
+
+# $stderr without its trace lines (the diagnostics proper).
+untraced_stderr() {
+  grep -v '^trace: ' <<<"$stderr" || true
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bats
+# The embedded source's registry file: created on first use; a file that is
+# not a lake registry, or one from a newer schema version, is refused (78)
+# and left byte for byte as it was; a registry without a directory marker is
+# still read (the development compatibility path of DESIGN §5) with a
+# one-line warning.  These are about the local source itself: a remote
+# source runs its own registry (lake-metasrv init/serve, which fails closed
+# on a registry without a marker), so they skip there.
+
+load helpers/common
+load helpers/source
+
+setup() {
+  source_setup
+  local_only "the registry file is the embedded source's"
+}
+
+teardown() {
+  source_teardown
+}
+
+# Everything under LAKE_HOME: names, sizes and digests.
+home_state() {
+  (cd "$LAKE_HOME" && find . -print0 | sort -z | xargs -0 -r stat -c '%n %F %s' &&
+    find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
+}
+
+# Each command is refused with 78 on one line naming the file, and leaves
+# LAKE_HOME as it was.
+assert_refused_untouched() {
+  local before cmd
+  before=$(home_state)
+  for cmd in "list" "refresh --force" "create-namespace docs" "show docs.t" "resolve docs.t"; do
+    echo "# lake-catalog $cmd"
+    rm -rf "$XDG_CACHE_HOME" # a host with nothing cached must ask the source
+    # shellcheck disable=SC2086
+    run --separate-stderr lake-catalog $cmd
+    assert_error lake-catalog 78 "$REGISTRY"
+    assert_output ""
+    assert_equal "$(home_state)" "$before"
+  done
+}
+
+@test "the registry is created on first use, with a marker at generation 0" {
+  [ ! -e "$REGISTRY" ] || fail "registry before first use"
+  run --separate-stderr lake-catalog list
+  assert_clean_success
+  assert_output ""
+  assert_file_exists "$REGISTRY"
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'format'")" lake-registry
+  assert_equal "$(sqlite3 "$REGISTRY" 'SELECT generation FROM directory_marker')" 0
+  assert_equal "$(sqlite3 "$REGISTRY" 'PRAGMA journal_mode')" wal
+  run --separate-stderr lake-catalog status
+  assert_line --index 1 "generation=0"
+}
+
+@test "a text file in place of the registry is refused (78) and left untouched" {
+  mkdir -p "$LAKE_HOME"
+  printf 'name,role\nalice,admin\n' >"$REGISTRY"
+  local sum
+  sum=$(sha_of "$REGISTRY")
+  assert_refused_untouched
+  assert_equal "$(sha_of "$REGISTRY")" "$sum"
+}
+
+@test "another program's SQLite database is refused (78) and left untouched" {
+  mkdir -p "$LAKE_HOME"
+  sqlite3 "$REGISTRY" "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT);
+                       INSERT INTO customers(name) VALUES ('alice'), ('bob');"
+  local sum
+  sum=$(sha_of "$REGISTRY")
+  assert_refused_untouched
+  assert_equal "$(sha_of "$REGISTRY")" "$sum"
+  assert_equal "$(sqlite3 "$REGISTRY" 'SELECT group_concat(name) FROM customers')" "alice,bob"
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT group_concat(name) FROM sqlite_master WHERE type = 'table'")" customers
+}
+
+@test "a database with a lake_meta table of another format is refused (78) and left untouched" {
+  mkdir -p "$LAKE_HOME"
+  sqlite3 "$REGISTRY" "CREATE TABLE lake_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                       INSERT INTO lake_meta VALUES ('format', 'something-else'), ('schema_version', '1');"
+  local sum
+  sum=$(sha_of "$REGISTRY")
+  assert_refused_untouched
+  assert_equal "$(sha_of "$REGISTRY")" "$sum"
+}
+
+@test "a registry of a newer schema version (99) is refused (78) and left untouched" {
+  make_docs
+  sqlite3 "$REGISTRY" "UPDATE lake_meta SET value = '99' WHERE key = 'schema_version'"
+  [ ! -e "$REGISTRY-wal" ] || fail "sqlite3 left a write-ahead log"
+  local sum
+  sum=$(sha_of "$REGISTRY")
+  assert_refused_untouched
+  assert_equal "$(sha_of "$REGISTRY")" "$sum"
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 99
+  # the message says why
+  rm -rf "$XDG_CACHE_HOME"
+  run --separate-stderr lake-catalog list
+  assert_error lake-catalog 78 99
+}
+
+@test "a refused registry is not served from a stale snapshot either" {
+  make_docs
+  sqlite3 "$REGISTRY" "UPDATE lake_meta SET value = '99' WHERE key = 'schema_version'"
+  local sum
+  sum=$(sha_of "$REGISTRY")
+  # a snapshot is cached, but a configuration error is not an outage
+  run --separate-stderr lake-catalog --max-age 0 list
+  assert_error lake-catalog 78 "$REGISTRY"
+  assert_output ""
+  run --separate-stderr lake-catalog refresh
+  assert_error lake-catalog 78
+  assert_equal "$(sha_of "$REGISTRY")" "$sum"
+}
+
+@test "a registry without a directory marker is still read locally, with a one-line warning" {
+  make_docs
+  sqlite3 "$REGISTRY" 'DELETE FROM directory_marker'
+  assert_equal "$(sqlite3 "$REGISTRY" 'SELECT count(*) FROM directory_marker')" 0
+
+  # the cached snapshot came from the marked registry: the client also
+  # warns, once, that the authority changed (its id went with the marker)
+  run --separate-stderr lake-catalog --max-age 0 list
+  assert_success
+  assert_output "$DOCS_LIST"
+  assert_equal "${#stderr_lines[@]}" 2
+  [[ ${stderr_lines[0]} == "lake-catalog: "*"no directory marker"* ]] || fail "warning does not say why: $stderr"
+  [[ ${stderr_lines[1]} == "lake-catalog: "*"authority changed"* ]] || fail "no authority warning: $stderr"
+  run --separate-stderr lake-catalog --max-age 0 list
+  assert_success
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "lake-catalog: "*"no directory marker"* ]] || fail "warning does not say why: $stderr"
+
+  # its generation reads as 0 and a conditional call is never not_modified
+  run --separate-stderr env LAKE_TRACE=1 lake-catalog --max-age 0 list
+  assert_success
+  assert_output "$DOCS_LIST"
+  assert_equal "$(trace_count source)" 1
+  [[ $(trace_lines source) == "trace: source catalog_snapshot known=0 -> snapshot generation=0"* ]] ||
+    fail "not a full scan: $(trace_lines source)"
+  run --separate-stderr lake-catalog -q --max-age 0 list
+  assert_clean_success
+  assert_output "$DOCS_LIST"
+
+  # a host with nothing cached reads it too, all of it
+  rm -rf "$XDG_CACHE_HOME"
+  run --separate-stderr lake-catalog show docs.papers
+  assert_success
+  assert_output $'title\tTEXT\nyear\tINTEGER\npdf\tFILE'
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "lake-catalog: "*"no directory marker"* ]] || fail "no warning: $stderr"
+
+  run --separate-stderr lake-catalog resolve docs.notes
+  assert_success
+  assert_equal "$(jq -c '[.version, .schema, .segments]' <<<"$output")" '[0,[{"name":"body","type":"TEXT"}],[]]'
+
+  # served from the cache while fresh: no scan, no warning
+  run --separate-stderr lake-catalog list
+  assert_clean_success
+  assert_output "$DOCS_LIST"
+}
+
+@test "a replaced registry at the same generation is not mistaken for the cached one" {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.old 'a TEXT'
+  assert_equal "$(cached_generation)" 2
+  rm -f "$REGISTRY" "$REGISTRY-wal" "$REGISTRY-shm"
+  # a new registry, as a restore from the wrong backup would give: same
+  # generation, other tables, another authority id
+  LAKE_CACHE_DIR="$T/elsewhere" lake-catalog create-namespace docs
+  LAKE_CACHE_DIR="$T/elsewhere" lake-catalog create docs.new 'a TEXT'
+  run --separate-stderr env LAKE_TRACE=1 lake-catalog --max-age 0 list
+  assert_success
+  assert_output "$(printf 'docs\tnew')"
+  [[ $stderr == *"authority changed"* ]] || fail "no warning: $stderr"
+  # not_modified from the new authority was not trusted: a full fetch followed
+  [ "$(grep -c '^trace: source catalog_snapshot' <<<"$stderr")" -eq 2 ]
+  [[ $stderr == *"known=-1 -> snapshot generation=2"* ]]
+}

@@ -1,0 +1,94 @@
+# The catalog suites' parameter: which CatalogSource they run against.
+#   LAKE_TEST_SOURCE=local   (the default) the embedded registry under LAKE_HOME
+#   LAKE_TEST_SOURCE=remote  a real lake-metasrv (not built yet: every test skips)
+# Every catalog test runs the same way against either; what differs lives
+# here: the set-up, the source's name in `status`, the registry file, and
+# how to make the source fail.  Load after helpers/common.
+
+# A private lake for one test, talking to the chosen source.  Sets:
+#   REGISTRY     the registry database behind the source
+#   SOURCE_NAME  what `lake-catalog status` prints after "source="
+source_setup() {
+  common_setup
+  LAKE_TEST_SOURCE=${LAKE_TEST_SOURCE:-local}
+  case $LAKE_TEST_SOURCE in
+    local)
+      REGISTRY="$LAKE_HOME/registry.db"
+      SOURCE_NAME="local:$REGISTRY"
+      ;;
+    *)
+      skip "remote source not built yet"
+      ;;
+  esac
+}
+
+source_teardown() {
+  source_heal 2>/dev/null || true
+  common_teardown
+}
+
+# Tests of the embedded source itself (its registry file, its compatibility
+# path) say so: local_only REASON.
+local_only() {
+  [ "$LAKE_TEST_SOURCE" = local ] || skip "local source only: $1"
+}
+
+# Make every call to the source fail the way an outage does (the cache
+# serves its last good snapshot), until source_heal.  Local: a directory
+# where SQLite keeps the registry's write-ahead log, so the registry (in WAL
+# mode, and closed cleanly by every command, which removes the log) cannot
+# be read: an I/O-class SQLite error, not "no such registry" (66) and not
+# "not a lake registry" (78).  Root ignores permissions, so chmod would not
+# do.
+source_break() {
+  case $LAKE_TEST_SOURCE in
+    local)
+      [ -f "$REGISTRY" ] || fail "source_break: no registry at $REGISTRY yet"
+      [ ! -e "$REGISTRY-wal" ] || fail "source_break: $REGISTRY-wal exists (a command still open?)"
+      mkdir "$REGISTRY-wal"
+      ;;
+  esac
+}
+
+source_heal() {
+  case $LAKE_TEST_SOURCE in
+    local) [ ! -d "$REGISTRY-wal" ] || rmdir "$REGISTRY-wal" ;;
+  esac
+}
+
+# --- helpers the catalog suites share --------------------------------------
+
+# The source's generation now: a forced refresh asks the source, then status
+# reads it back.  Fails the test if either command fails.
+generation_now() {
+  lake-catalog refresh --force >/dev/null
+  lake-catalog status | sed -n 's/^generation=//p'
+}
+
+# The generation the cache holds, without asking the source.
+cached_generation() {
+  lake-catalog status | sed -n 's/^generation=//p'
+}
+
+# The one snapshot file of this test's cache ($XDG_CACHE_HOME/lake/<key>/).
+snapshot_file() {
+  local f
+  f=("$XDG_CACHE_HOME"/lake/*/snapshot)
+  [ "${#f[@]}" -eq 1 ] && [ -f "${f[0]}" ] || fail "expected one snapshot file, found: ${f[*]}"
+  printf '%s\n' "${f[0]}"
+}
+
+# The id of a table, from its registration.
+table_id() {
+  lake-catalog resolve "$1" | jq -er .id
+}
+
+# A namespace "docs" with two tables, the usual starting point.
+make_docs() {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.papers 'title TEXT, year INTEGER, pdf FILE'
+  lake-catalog create docs.notes 'body TEXT'
+}
+
+# What `list` prints for make_docs.
+DOCS_LIST=$'docs\tnotes\ndocs\tpapers'
