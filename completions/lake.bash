@@ -4,16 +4,22 @@
 # bash-completion's on-demand loader finds it) and registers all of them, so
 # sourcing it once from ~/.bashrc works too.
 #
-# Each program is described by two variables, named after the program with
-# '-' turned into '_':
-#   _lake_opts_<prog>  every option --help prints
-#   _lake_args_<prog>  the options among them that take an argument
-# To add a program, define its two variables, add it to _lake_programs and,
-# if one of its arguments deserves special completion, a case to
-# _lake_complete_value.  tests/bats/completions.bats checks the lists against
-# each program's --help, so they cannot drift.
+# Each program is described by variables named after the program with '-'
+# turned into '_':
+#   _lake_opts_<prog>      every option --help prints
+#   _lake_args_<prog>      the options among them that take an argument
+# and a program with commands (lake-catalog) also by
+#   _lake_commands_<prog>  its commands, as --help lists them
+#   _lake_opts_<prog>_<command>, _lake_args_<prog>_<command>
+#                          the command's own options ('prog command --help'
+#                          prints them after the global ones)
+# To add a program, define its variables, add it to _lake_programs and, if
+# one of its arguments deserves special completion, a case to
+# _lake_complete_value or _lake_complete_operand.
+# tests/bats/completions.bats checks the lists against each program's and
+# each command's --help, so they cannot drift.
 
-_lake_programs='lake-put lake-get'
+_lake_programs='lake-put lake-get lake-catalog'
 
 _lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --stage
     --progress --no-progress -h --help --version'
@@ -23,6 +29,15 @@ _lake_opts_lake_get='-q --quiet -o --output --no-verify --stage
     --progress --no-progress -h --help --version'
 _lake_args_lake_get='-o --output --stage'
 
+_lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
+    --strict -h --help --version'
+_lake_args_lake_catalog='--max-age'
+_lake_commands_lake_catalog='list show resolve refresh status create-namespace
+    create drop whoami actions'
+_lake_opts_lake_catalog_resolve='--version'
+_lake_args_lake_catalog_resolve='--version'
+_lake_opts_lake_catalog_refresh='--force'
+
 # Complete the argument of option $2 of program $1 from the word $3.
 _lake_complete_value() {
     case $2 in
@@ -31,15 +46,49 @@ _lake_complete_value() {
         COMPREPLY=($(compgen -d -- "$3"))
         ;;
     *)
-        # --name, --content-type, --size, --sha256, --stage: free text
+        # --name, --content-type, --size, --sha256, --stage, --max-age,
+        # resolve's --version N: free text
         COMPREPLY=()
         ;;
     esac
 }
 
-# Complete an operand of program $1 from the word $2.
+# The tables lake-catalog has cached, "namespace<TAB>name" a line.
+# --offline answers from the snapshot cache, whatever its age, and never
+# calls the metadata source: pressing TAB costs no request.
+_lake_catalog_cached() {
+    local exe=${COMP_WORDS[0]}
+    [[ $exe == */* && -x $exe ]] || exe=lake-catalog
+    "$exe" --offline list 2>/dev/null
+}
+
+# Complete operand number $4 (from 1) of command $3 of program $1 from the
+# word $2; $3 is empty for programs without commands.
 _lake_complete_operand() {
+    local list
     case $1 in
+    lake-catalog)
+        case $3:$4 in
+        show:1 | resolve:1 | drop:1)
+            list=$(_lake_catalog_cached | tr '\t' '.')
+            COMPREPLY=($(compgen -W "$list" -- "$2"))
+            ;;
+        list:1)
+            list=$(_lake_catalog_cached | cut -f1 | uniq)
+            COMPREPLY=($(compgen -W "$list" -- "$2"))
+            ;;
+        create:1)
+            # a new table: offer "namespace." and let the name be typed
+            list=$(_lake_catalog_cached | cut -f1 | uniq | sed 's/$/./')
+            COMPREPLY=($(compgen -W "$list" -- "$2"))
+            compopt -o nospace 2>/dev/null
+            ;;
+        *)
+            # create-namespace NS and create's schema are new text
+            COMPREPLY=()
+            ;;
+        esac
+        ;;
     *)
         # lake-put: files to store; lake-get: REFs, but a path is handy too
         compopt -o filenames 2>/dev/null
@@ -51,49 +100,73 @@ _lake_complete_operand() {
 _lake_complete() {
     local prog=${COMP_WORDS[0]##*/}
     local key=${prog//-/_}
-    local opts_var=_lake_opts_$key args_var=_lake_args_$key
-    local opts=${!opts_var-} args=${!args_var-}
-    local cur=${COMP_WORDS[COMP_CWORD]} prev= i
+    local opts_var=_lake_opts_$key args_var=_lake_args_$key cmds_var=_lake_commands_$key
+    local opts=${!opts_var-} args=${!args_var-} cmds=${!cmds_var-}
+    local cur=${COMP_WORDS[COMP_CWORD]} prev= i w cmd= operands=0 dashdash=0
     local IFS=$' \t\n'
     COMPREPLY=()
     [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
 
-    # "--opt=value": '=' is in COMP_WORDBREAKS, so bash splits the word.
-    if [ "$cur" = "=" ] && [[ $prev == --* ]]; then
-        cur=
-    elif [ "$prev" = "=" ] && [ "$COMP_CWORD" -gt 1 ]; then
-        prev=${COMP_WORDS[COMP_CWORD - 2]}
-    elif [[ $cur == --*=* ]]; then
-        # '=' taken out of COMP_WORDBREAKS: the word stays whole.
-        prev=${cur%%=*}
-        cur=${cur#*=}
-        if [[ " $args " == *" $prev "* ]]; then
-            _lake_complete_value "$prog" "$prev" "$cur"
-            COMPREPLY=("${COMPREPLY[@]/#/$prev=}")
-        fi
-        return 0
-    fi
-
-    # After "--" every word is an operand.
+    # The words before the current one: skip options and their arguments,
+    # find the command (for a program with commands) and count operands.
+    # "--opt=value" arrives as three words, "--opt" "=" "value", because
+    # '=' is in COMP_WORDBREAKS.
     for ((i = 1; i < COMP_CWORD; i++)); do
-        if [ "${COMP_WORDS[i]}" = "--" ]; then
-            _lake_complete_operand "$prog" "$cur"
-            return 0
+        w=${COMP_WORDS[i]}
+        if [ "$dashdash" = 0 ] && [ "$w" = "--" ]; then
+            dashdash=1
+        elif [ "$dashdash" = 0 ] && [[ $w == -?* ]]; then
+            if [[ " ${args//$'\n'/ } " == *" $w "* ]]; then
+                if [ "${COMP_WORDS[i + 1]-}" = "=" ]; then i=$((i + 2)); else i=$((i + 1)); fi
+            fi
+        elif [ -n "$cmds" ] && [ -z "$cmd" ]; then
+            cmd=$w
+            local cmd_opts=${opts_var}_${cmd//-/_} cmd_args=${args_var}_${cmd//-/_} o
+            # the command's own options; one may share a global name
+            # (resolve's --version N), so add each name once
+            for o in ${!cmd_opts-}; do
+                [[ " ${opts//$'\n'/ } " == *" $o "* ]] || opts="$opts $o"
+            done
+            args="$args ${!cmd_args-}"
+        else
+            operands=$((operands + 1))
         fi
     done
 
-    case " ${args//$'\n'/ } " in
-    *" $prev "*)
-        _lake_complete_value "$prog" "$prev" "$cur"
-        return 0
-        ;;
-    esac
+    if [ "$dashdash" = 0 ]; then
+        if [ "$cur" = "=" ] && [[ $prev == --* ]]; then
+            cur=
+        elif [ "$prev" = "=" ] && [ "$COMP_CWORD" -gt 1 ]; then
+            prev=${COMP_WORDS[COMP_CWORD - 2]}
+        elif [[ $cur == --*=* ]]; then
+            # '=' taken out of COMP_WORDBREAKS: the word stays whole.
+            prev=${cur%%=*}
+            cur=${cur#*=}
+            if [[ " ${args//$'\n'/ } " == *" $prev "* ]]; then
+                _lake_complete_value "$prog" "$prev" "$cur"
+                COMPREPLY=("${COMPREPLY[@]/#/$prev=}")
+            fi
+            return 0
+        fi
 
-    if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+        case " ${args//$'\n'/ } " in
+        *" $prev "*)
+            _lake_complete_value "$prog" "$prev" "$cur"
+            return 0
+            ;;
+        esac
+
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+            return 0
+        fi
+    fi
+
+    if [ -n "$cmds" ] && [ -z "$cmd" ]; then
+        COMPREPLY=($(compgen -W "$cmds" -- "$cur"))
         return 0
     fi
-    _lake_complete_operand "$prog" "$cur"
+    _lake_complete_operand "$prog" "$cur" "$cmd" $((operands + 1))
     return 0
 }
 

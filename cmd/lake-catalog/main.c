@@ -66,19 +66,24 @@ typedef struct command {
     int min_args, max_args;
     const cliOption *opts;
     const char *usage;
+    const char *summary;
 } command;
 
 static const command commands[] = {
-    {"list", 0, 1, globalOptions, "list [NS]"},
-    {"show", 1, 1, globalOptions, "show NS.T"},
-    {"resolve", 1, 1, resolveOptions, "resolve NS.T [--version N]"},
-    {"refresh", 0, 0, refreshOptions, "refresh [--force]"},
-    {"status", 0, 0, globalOptions, "status"},
-    {"create-namespace", 1, 1, globalOptions, "create-namespace NS"},
-    {"create", 2, 2, globalOptions, "create NS.T 'COL TYPE, ...'"},
-    {"drop", 1, 1, globalOptions, "drop NS.T"},
-    {"whoami", 0, 0, globalOptions, "whoami"},
-    {"actions", 0, 0, globalOptions, "actions"},
+    {"list", 0, 1, globalOptions, "list [NS]", "List tables as namespace<TAB>name, sorted."},
+    {"show", 1, 1, globalOptions, "show NS.T", "Show a table's columns as column<TAB>type."},
+    {"resolve", 1, 1, resolveOptions, "resolve NS.T [--version N]",
+     "Print a table's registration (JSON): id, version, schema, segments."},
+    {"refresh", 0, 0, refreshOptions, "refresh [--force]",
+     "Ask the metadata source now; a failing source is an error."},
+    {"status", 0, 0, globalOptions, "status",
+     "Describe the cached catalog (source, generation, age_s, stale, last_error); no source call."},
+    {"create-namespace", 1, 1, globalOptions, "create-namespace NS", "Create a namespace."},
+    {"create", 2, 2, globalOptions, "create NS.T 'COL TYPE, ...'",
+     "Create a table; types INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE."},
+    {"drop", 1, 1, globalOptions, "drop NS.T", "Drop a table."},
+    {"whoami", 0, 0, globalOptions, "whoami", "Print the principal, its role and the stage."},
+    {"actions", 0, 0, globalOptions, "actions", "List the actions this principal may run."},
 };
 
 typedef struct run {
@@ -239,7 +244,8 @@ static int cmdDdl(run *r, const char *cmd, char **args, lakeError *err) {
     if (r->offline) return errSet(err, LAKE_EUSAGE, "%s: a change cannot be made --offline", cmd);
     if (strcmp(cmd, "create-namespace") == 0) {
         if (!nameIsValid(args[0]))
-            cliUsageError(&spec, "%s: names must match [A-Za-z_][A-Za-z0-9_]*", args[0]);
+            cliUsageError(&spec, "%s: names must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)",
+                          args[0], NAME_MAX_LEN);
         rc = sourceCreateNamespace(r->src, args[0], &gen, err);
     } else {
         if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
@@ -293,7 +299,7 @@ int main(int argc, char **argv) {
     if (!cmd) cliUsageError(&spec, "unknown command '%s'", argv[first]);
 
     /* the command's own options, with the global ones allowed after it */
-    cliSpec sub = {cmd->usage, "", cmd->opts, 0};
+    cliSpec sub = {cmd->usage, cmd->summary, cmd->opts, 0};
     int subc = argc - first, subfirst;
     char **subv = argv + first;
     while ((c = cliNext(&sub, subc, subv, &arg, &subfirst)) != -1) parseOption(&r, c, arg);
@@ -313,7 +319,9 @@ int main(int argc, char **argv) {
     if (strcmp(name, "list") == 0) rc = cmdList(&r, args, nargs, &err);
     else if (strcmp(name, "show") == 0) rc = cmdShow(&r, args, &err);
     else if (strcmp(name, "resolve") == 0) rc = cmdResolve(&r, args, &err);
-    else if (strcmp(name, "refresh") == 0) rc = cacheRefresh(r.cache, r.force, &err);
+    else if (strcmp(name, "refresh") == 0)
+        rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline")
+                       : cacheRefresh(r.cache, r.force, &err);
     else if (strcmp(name, "status") == 0) rc = cmdStatus(&r, &err);
     else if (strcmp(name, "whoami") == 0) rc = cmdWhoami(&r, 0, &err);
     else if (strcmp(name, "actions") == 0) rc = cmdWhoami(&r, 1, &err);

@@ -292,7 +292,7 @@ static int writeSnapshot(catalogCache *c, const snapshot *s, const cJSON *entrie
     snprintf(tail, sizeof tail, "crc32 %08lx\n", crc32(0, (const Bytef *)body, (uInt)len));
 
     atomicFile af;
-    int rc = atomicOpen(&af, c->dir, "snapshot", 1, 0644, err);
+    int rc = atomicOpen(&af, c->dir, "snapshot", 1, 0600, err);
     if (!rc && (writeAll(af.fd, body, len) < 0 || writeAll(af.fd, tail, strlen(tail)) < 0))
         rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", c->path);
     if (!rc) rc = atomicCommit(&af, err);
@@ -354,7 +354,10 @@ static int fresh(const catalogCache *c, int64_t now) {
 /* Errors that mean "the authority is down" rather than "you are wrong":
  * only these are answered from a stale snapshot. */
 static int outage(const lakeError *err) {
-    return err->code == LAKE_EUNAVAIL || err->code == LAKE_ETEMP || err->code == LAKE_EFAIL;
+    if (err->code == LAKE_EUNAVAIL || err->code == LAKE_ETEMP) return 1;
+    /* a plain failure is an outage unless the source said what was wrong
+     * (failed_precondition, payload_too_large: serving stale would hide it) */
+    return err->code == LAKE_EFAIL && (!err->status || strcmp(err->status, "internal") == 0);
 }
 
 static void warnStale(catalogCache *c, int64_t now) {
@@ -367,15 +370,27 @@ static int serveStale(catalogCache *c, int64_t now, lakeError *err) {
     if (c->opt.strict)
         return errSet(err, LAKE_EUNAVAIL, "%s: %s; the cached catalog is stale (--strict)",
                       sourceName(c->src),
-                      c->snap.last_error && *c->snap.last_error ? c->snap.last_error : "unreachable");
+                      c->opt.offline ? "not asked (--offline)"
+                      : c->snap.last_error && *c->snap.last_error ? c->snap.last_error
+                                                                 : "unreachable");
     warnStale(c, now);
     return 0;
 }
 
+/* Another process holds the lock for longer than a reader should wait: a
+ * refresh stuck on a slow source.  Serve what the file holds. */
+static int serveBusy(catalogCache *c, lakeError *err) {
+    free(c->snap.last_error);
+    c->snap.last_error = strdup("another process is still refreshing");
+    return serveStale(c, nowMs(), err);
+}
+
 /* Refresh under LOCK_EX; c->snap holds the result.  started_ms: when this
  * process decided it needed a refresh (a snapshot written after that by
- * another process is as good as our own). */
-static int refreshLocked(catalogCache *c, int force, int64_t started_ms, lakeError *err) {
+ * another process is as good as our own).  explicit: the user asked for
+ * this refresh, so a failing source is the answer, not a stale snapshot. */
+static int refreshLocked(catalogCache *c, int force, int explicit, int64_t started_ms,
+                         lakeError *err) {
     readSnapshot(c);
     int64_t now = nowMs();
     if (c->snap.valid && !force && (fresh(c, now) || c->snap.fetched_ms >= started_ms)) return 0;
@@ -383,7 +398,7 @@ static int refreshLocked(catalogCache *c, int force, int64_t started_ms, lakeErr
         if (c->snap.valid) return c->opt.strict ? serveStale(c, now, err) : 0;
         return errSet(err, LAKE_EUNAVAIL, "no cached catalog for %s (offline)", sourceName(c->src));
     }
-    if (c->snap.valid && !force && c->snap.failed_ms > c->snap.fetched_ms &&
+    if (c->snap.valid && !force && !explicit && c->snap.failed_ms > c->snap.fetched_ms &&
         now - c->snap.failed_ms < CACHE_FAILURE_BACKOFF_MS && now >= c->snap.failed_ms)
         return serveStale(c, now, err);
 
@@ -399,6 +414,7 @@ static int refreshLocked(catalogCache *c, int force, int64_t started_ms, lakeErr
         c->snap.failed_ms = now;
         lakeError ignored = {0};
         if (writeSnapshot(c, &c->snap, NULL, &ignored)) logWarn("%s", ignored.msg);
+        if (explicit) return rc;
         errClear(err);
         return serveStale(c, now, err);
     }
@@ -451,10 +467,30 @@ static int refreshLocked(catalogCache *c, int force, int64_t started_ms, lakeErr
     return rc;
 }
 
+/* Take the lock (LOCK_SH or LOCK_EX), waiting at most wait_ms (forever
+ * when < 0).  Returns 0 locked, 1 timed out, or an error code. */
+static int lockWait(catalogCache *c, int how, int64_t wait_ms, lakeError *err) {
+    if (wait_ms < 0) return lockFd(c->lockfd, how, err);
+    int64_t until = nowMs() + wait_ms;
+    for (;;) {
+        if (flock(c->lockfd, how | LOCK_NB) == 0) return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return errSetErrno(err, LAKE_EFAIL, errno, "flock %s", c->dir);
+        if (nowMs() >= until) return 1;
+        struct timespec pause = {0, 5 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* The refresh every reader of an expired snapshot goes through.  Another
+ * process may be refreshing already: wait for it (coalescing) but, with a
+ * snapshot to fall back on, not longer than CACHE_REFRESH_WAIT_MS. */
 static int refresh(catalogCache *c, int force, lakeError *err) {
     int64_t started = nowMs();
-    if (lockFd(c->lockfd, LOCK_EX, err)) return err->code;
-    int rc = refreshLocked(c, force, started, err);
+    int rc = lockWait(c, LOCK_EX, c->snap.valid ? CACHE_REFRESH_WAIT_MS : -1, err);
+    if (rc == 1) return serveBusy(c, err);
+    if (rc) return rc;
+    rc = refreshLocked(c, force, 0, started, err);
     unlock(c);
     return rc;
 }
@@ -465,7 +501,7 @@ int cacheRefresh(catalogCache *c, int force, lakeError *err) {
     if (lockFd(c->lockfd, LOCK_EX, err)) return err->code;
     int64_t ttl = c->opt.ttl_s;
     c->opt.ttl_s = 0;
-    int rc = refreshLocked(c, force, started, err);
+    int rc = refreshLocked(c, force, 1, started, err);
     c->opt.ttl_s = ttl;
     unlock(c);
     return rc;
@@ -474,10 +510,14 @@ int cacheRefresh(catalogCache *c, int force, lakeError *err) {
 /* Load the directory: the file if fresh, else a refresh. */
 static int load(catalogCache *c, lakeError *err) {
     if (c->snap.valid && (c->refreshed || fresh(c, nowMs()))) return 0;
-    if (lockFd(c->lockfd, LOCK_SH, err)) return err->code;
+    int rc = lockWait(c, LOCK_SH, CACHE_REFRESH_WAIT_MS, err);
+    if (rc > 1) return rc;
+    /* timed out behind a refresher: the file is only ever replaced whole
+     * (rename), so reading it unlocked still gives one consistent snapshot */
     readSnapshot(c);
-    unlock(c);
+    if (rc == 0) unlock(c);
     int64_t now = nowMs();
+    if (rc == 1 && c->snap.valid && !fresh(c, now) && !c->opt.offline) return serveBusy(c, err);
     if (c->snap.valid && fresh(c, now)) return 0;
     if (c->snap.valid && c->opt.offline) return c->opt.strict ? serveStale(c, now, err) : 0;
     return refresh(c, 0, err);
@@ -578,7 +618,7 @@ static void regStore(const catalogCache *c, const cJSON *reg) {
     char *text = cJSON_PrintUnformatted(reg);
     atomicFile af;
     lakeError err = {0};
-    if (text && mkdirs(dir, 0700, &err) == 0 && atomicOpen(&af, dir, name, 1, 0644, &err) == 0) {
+    if (text && mkdirs(dir, 0700, &err) == 0 && atomicOpen(&af, dir, name, 1, 0600, &err) == 0) {
         snprintf(tail, sizeof tail, "\ncrc32 %08lx\n", crc32(0, (const Bytef *)text, (uInt)strlen(text)));
         if (writeAll(af.fd, text, strlen(text)) == 0 && writeAll(af.fd, tail, strlen(tail)) == 0)
             atomicCommit(&af, &err);
@@ -652,7 +692,23 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
     if (c->opt.offline)
         return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
     cJSON *ans = NULL;
-    if ((rc = sourceResolve(c->src, ns, name, version, &ans, err))) return rc;
+    if ((rc = sourceResolve(c->src, ns, name, version, &ans, err))) {
+        /* an outage: the last registration this host resolved, if any */
+        tableState *t = version < 0 ? stateOf(&c->snap, id, 0) : NULL;
+        if (!outage(err) || !t || !t->resolved_ms || t->version < t->epoch ||
+            !(*reg = regLoad(c, id, t->version)))
+            return rc;
+        if (c->opt.strict) {
+            cJSON_Delete(*reg);
+            *reg = NULL;
+            return errSet(err, LAKE_EUNAVAIL, "%s: %s; the cached registration is stale (--strict)",
+                          sourceName(c->src), err->msg);
+        }
+        logWarn("%s: %s; serving %s.%s version %lld resolved %lld s ago", sourceName(c->src), err->msg,
+                ns, name, (long long)t->version, (long long)((nowMs() - t->resolved_ms) / 1000));
+        errClear(err);
+        return 0;
+    }
     regStore(c, ans);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, "version");
     const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");

@@ -17,7 +17,10 @@
  *    wait, re-read and serve its result: one call in all;
  *  - the source fails: the last good snapshot is served at once with a
  *    warning (cacheOptions.strict: exit 69), and the failure time makes the
- *    processes of the next CACHE_FAILURE_BACKOFF_MS skip the attempt;
+ *    processes of the next CACHE_FAILURE_BACKOFF_MS skip the attempt; a
+ *    reader waits at most CACHE_REFRESH_WAIT_MS for another's refresh;
+ *  - the same holds for resolving a table's current version: an outage
+ *    serves the last registration this host resolved, with a warning;
  *  - after this host's append is acknowledged the table's epoch is raised
  *    before anything resolves it again: reads on this host never go back.
  */
@@ -34,6 +37,9 @@
 struct cJSON;
 
 #define CACHE_FAILURE_BACKOFF_MS 5000
+/* How long a reader with a stale snapshot waits for another process's
+ * refresh before serving the stale one with a warning. */
+#define CACHE_REFRESH_WAIT_MS 2000
 /* Longer TTLs are treated as this (about 31 years). */
 #define CACHE_TTL_MAX 1000000000LL
 /* What this client asks a snapshot to be bounded by, and the largest
@@ -77,7 +83,9 @@ int cacheDirectory(catalogCache *c, const cacheEntry **entries, size_t *n, lakeE
 const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *name);
 int cacheHasNamespace(catalogCache *c, const char *ns);
 
-/* Ask the source now: conditional, or unconditional with force. */
+/* Ask the source now: conditional, or unconditional with force.  Unlike the
+ * implicit refresh of an expired read, a failing source is an error here
+ * (the failure is still recorded for the backoff). */
 int cacheRefresh(catalogCache *c, int force, lakeError *err);
 
 /* What the cache holds; zero source calls. */

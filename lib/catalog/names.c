@@ -55,7 +55,8 @@ static const char *canonicalType(const char *t) {
 static int addColumn(cJSON *arr, const char *name, const char *type, lakeCode bad,
                      lakeError *err) {
     if (!nameIsValid(name))
-        return errSet(err, bad, "column '%s': names must match [A-Za-z_][A-Za-z0-9_]*", name);
+        return errSet(err, bad, "column '%s': names must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)",
+                      name, NAME_MAX_LEN);
     const char *t = canonicalType(type);
     if (!t)
         return errSet(err, bad,

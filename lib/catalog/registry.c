@@ -222,8 +222,9 @@ int registryOpen(const char *path, int create, const char *stage_url, registry *
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
     int rc = 0;
     if (sqlite3_open_v2(path, &r->db, flags, NULL) != SQLITE_OK) {
-        rc = r->db && sqlite3_errcode(r->db) == SQLITE_CANTOPEN
-                 ? errSet(err, LAKE_ENOINPUT, "%s: cannot open registry", path)
+        /* missing is 66 only where it must exist (lake-metasrv serve) */
+        rc = !create && r->db && sqlite3_errcode(r->db) == SQLITE_CANTOPEN
+                 ? errSet(err, LAKE_ENOINPUT, "%s: no such registry", path)
                  : errSet(err, LAKE_EFAIL, "%s: cannot open registry", path);
         goto fail;
     }
@@ -454,6 +455,7 @@ static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
 static int bumpGeneration(registry *r, int64_t *generation, lakeError *err) {
     int rc = exec(r, "UPDATE directory_marker SET generation = generation + 1 WHERE singleton = 1", err);
     if (!rc) rc = readGeneration(r, generation, err);
+    if (!rc && *generation < 0) *generation = 0; /* unmarked: as its snapshots say */
     return rc;
 }
 

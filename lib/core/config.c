@@ -15,6 +15,7 @@
 #include <string.h>
 
 #define CONFIG_LINE_MAX 4096
+#define CATALOG_TTL_MAX 1000000000L /* about 31 years */
 
 typedef struct keySpec {
     const char *key;
@@ -157,6 +158,8 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     }
     if (!cfg->metasrv || !cfg->home || !cfg->cache_dir)
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
+    if (cfg->cache_dir[0] != '/')
+        return errSet(err, LAKE_ECONFIG, "cache_dir: '%s' is not an absolute path", cfg->cache_dir);
     if (cfg->home[0] != '/')
         return errSet(err, LAKE_ECONFIG, "home: '%s' is not an absolute path",
                       cfg->home);
@@ -171,7 +174,7 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
         char *end;
         errno = 0;
         long v = strtol(st->ttl, &end, 10);
-        if (errno || end == st->ttl || *end || v < 0)
+        if (errno || end == st->ttl || *end || v < 0 || v > CATALOG_TTL_MAX)
             return errSet(err, LAKE_ECONFIG,
                           "catalog_ttl: '%s' is not a number of seconds", st->ttl);
         cfg->catalog_ttl = v;

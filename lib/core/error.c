@@ -81,6 +81,7 @@ const char *errStatus(const lakeError *e) {
     case LAKE_ENOINPUT: return "not_found";
     case LAKE_ETEMP: return "unavailable";
     case LAKE_EPERM: return "permission_denied";
+    case LAKE_ECONFIG: return "failed_precondition";
     default: return "internal";
     }
 }

@@ -464,11 +464,11 @@ empty_file() {
   assert_output $'body\tTEXT'
   assert_calls 0
 
-  # refresh does nothing offline
+  # refresh asks the source, which --offline forbids: a usage error
   run_traced lake-catalog --offline refresh --force
-  assert_success
+  assert_failure 64
   assert_output ""
-  assert_calls 0
+  assert_equal "source calls: $(trace_count source)" "source calls: 0"
 
   # --strict: an expired snapshot is not good enough
   run --separate-stderr lake-catalog --offline --strict --max-age 0 list
@@ -485,4 +485,59 @@ empty_file() {
   assert_output ""
   run --separate-stderr lake-catalog --offline list
   assert_error lake-catalog 69
+}
+
+@test "refresh reports a failing source instead of serving the stale snapshot" {
+  make_docs
+  source_break
+  run --separate-stderr lake-catalog refresh
+  assert_failure
+  [ "$status" -ne 64 ]
+  assert_equal "stderr lines: ${#stderr_lines[@]}" "stderr lines: 1"
+  [[ ${stderr_lines[0]} == "lake-catalog: "* ]] || fail "not the program's diagnostic: $stderr"
+  # the failure was recorded, so plain reads skip the attempt and serve stale
+  run_traced lake-catalog --max-age 0 list
+  assert_success
+  assert_output "$DOCS_LIST"
+  assert_equal "source calls: $(trace_count source)" "source calls: 0"
+  source_heal
+}
+
+@test "resolve serves the last registration this host resolved when the source fails" {
+  make_docs
+  run --separate-stderr lake-catalog resolve docs.papers
+  assert_success
+  local before=$output
+  source_break
+  run_traced lake-catalog --max-age 0 resolve docs.papers
+  assert_success
+  assert_output "$before"
+  [[ $(untraced_stderr) == *"serving docs.papers version 0 resolved "*" s ago"* ]] ||
+    fail "no stale warning: $stderr"
+  run --separate-stderr lake-catalog --strict --max-age 0 resolve docs.papers
+  assert_error lake-catalog 69
+  source_heal
+}
+
+@test "a reader with a stale snapshot waits at most 2 s for another process's refresh" {
+  make_docs
+  local lock
+  lock="$(dirname "$(snapshot_file)")/lock"
+  # a real process holds the exclusive lock, as a refresh stuck on a slow
+  # source would
+  flock -x "$lock" sleep 20 3>&- &
+  local holder=$!
+  sleep 0.3
+  kill -0 "$holder" || fail "the lock holder did not start"
+  local t0=$SECONDS
+  run_traced lake-catalog --max-age 0 list
+  local took=$((SECONDS - t0))
+  kill "$holder" || true
+  wait "$holder" 2>/dev/null || true
+  assert_success
+  assert_output "$DOCS_LIST"
+  assert_equal "source calls: $(trace_count source)" "source calls: 0"
+  [[ $(untraced_stderr) == *"another process is still refreshing; serving generation"* ]] ||
+    fail "no warning: $stderr"
+  [ "$took" -le 5 ] || fail "waited $took s"
 }

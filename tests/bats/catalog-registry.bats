@@ -171,6 +171,7 @@ assert_refused_untouched() {
   LAKE_CACHE_DIR="$T/elsewhere" lake-catalog create-namespace docs
   LAKE_CACHE_DIR="$T/elsewhere" lake-catalog create docs.new 'a TEXT'
   run --separate-stderr env LAKE_TRACE=1 lake-catalog --max-age 0 list
+  echo "stderr: $stderr"
   assert_success
   assert_output "$(printf 'docs\tnew')"
   [[ $stderr == *"authority changed"* ]] || fail "no warning: $stderr"

@@ -27,30 +27,84 @@ programs() {
   done
 }
 
-# The options a program's --help lists, one per line, sorted: the left
-# column of each line of the options table ("  -o, --output DIR   ...").
-help_options() {
-  "$LAKE_BIN/$1" --help |
-    sed -nE 's/^ +(-[^ ].*)$/\1/p' | sed -E 's/   .*//' |
-    grep -oE '(^|[ ,])-{1,2}[A-Za-z0-9][A-Za-z0-9-]*' | tr -d ' ,' | sort -u
+# The lines of an options table on stdin ("  -o, --output DIR   ..."),
+# without their leading blanks.
+option_lines() {
+  sed -nE 's/^ +(-[^ ].*)$/\1/p'
 }
 
-# The options of the --help table that take an argument: every name on a
-# line whose left column ends in an upper-case word ("-o, --output DIR").
+# The option names of option lines on stdin, one per line, sorted: the
+# left column of each line.
+option_names() {
+  sed -E 's/   .*//' |
+    { grep -oE '(^|[ ,])-{1,2}[A-Za-z0-9][A-Za-z0-9-]*' || true; } | tr -d ' ,' | sort -u
+}
+
+# The names among option lines on stdin that take an argument: every name
+# on a line whose left column ends in an upper-case word ("-o, --output DIR").
+option_arg_names() {
+  sed -E 's/   .*//' | { grep -E ' [A-Z][A-Z_]*$' || true; } |
+    { grep -oE '(^|[ ,])-{1,2}[A-Za-z0-9][A-Za-z0-9-]*' || true; } | tr -d ' ,' | sort -u
+}
+
+# The options a program's --help lists, one per line, sorted.
+help_options() {
+  "$LAKE_BIN/$1" --help | option_lines | option_names
+}
+
+# The options of the --help table that take an argument.
 help_arg_options() {
+  "$LAKE_BIN/$1" --help | option_lines | option_arg_names
+}
+
+# The commands a program's --help lists under "Commands:" (lake-catalog's
+# "  list [NS]   tables as ..."), one per line; none for a program
+# without commands.
+help_commands() {
   "$LAKE_BIN/$1" --help |
-    sed -nE 's/^ +(-[^ ].*)$/\1/p' | sed -E 's/   .*//' |
-    grep -E ' [A-Z][A-Z_]*$' |
-    grep -oE '(^|[ ,])-{1,2}[A-Za-z0-9][A-Za-z0-9-]*' | tr -d ' ,' | sort -u
+    awk '/Commands:$/ { inc = 1; next } inc && /^$/ { exit } inc && /^  [a-z]/ { print $1 }'
+}
+
+# The option lines that command $2 of program $1 adds to the program's own:
+# the lines of 'prog command --help' that 'prog --help' does not print.
+# That help is printed from the command's option table in main.c, the one
+# that parses its options, and the difference catches a command option
+# that shares a global name (resolve's "--version N" against "--version").
+command_own_lines() {
+  comm -13 <("$LAKE_BIN/$1" --help | option_lines | sort) \
+           <("$LAKE_BIN/$1" "$2" --help | option_lines | sort)
+}
+
+# Every option a program accepts anywhere: its --help and, for a program
+# with commands, each command's --help.
+help_all_options() {
+  local c
+  {
+    help_options "$1"
+    for c in $(help_commands "$1"); do
+      "$LAKE_BIN/$1" "$c" --help | option_lines | option_names
+    done
+  } | sort -u
 }
 
 # What lake.bash offers for a program: its _lake_opts_<prog> (or, with
-# "args", its _lake_args_<prog>) list, read by sourcing the file.
+# "args", its _lake_args_<prog>; with "commands", its
+# _lake_commands_<prog>) list, read by sourcing the file.
 bash_options() {
   local kind=${2:-opts}
   bash -c 'source "$1" || exit 1
            v=_lake_${3}_${2//-/_}; [ -n "${!v+x}" ] || exit 2
            printf "%s\n" ${!v}' _ "$BASH_COMP" "$1" "$kind" | sort -u
+}
+
+# What lake.bash adds for command $2 of program $1: its
+# _lake_opts_<prog>_<command> (or, with "args", _lake_args_<prog>_<command>)
+# list, empty when the variable is not set.
+bash_command_options() {
+  local kind=${3:-opts}
+  bash -c 'source "$1" || exit 1
+           v=_lake_${4}_${2//-/_}_${3//-/_}
+           [ -z "${!v-}" ] || printf "%s\n" ${!v}' _ "$BASH_COMP" "$1" "$2" "$kind" | sort -u
 }
 
 # Every option the zsh file names for a program: the shared `common` array
@@ -67,11 +121,25 @@ zsh_spec_lines() {
   ' "$ZSH_COMP"
 }
 
-zsh_options() {
-  zsh_spec_lines "$1" |
-    sed -E -e 's/\[[^]]*\]//g' -e 's/_arguments[^:]*://' |
-    grep -oE "(^|[^A-Za-z0-9_])-{1,2}[A-Za-z][A-Za-z0-9-]*" |
+# The option names in zsh spec lines on stdin.
+zsh_option_names() {
+  sed -E -e 's/\[[^]]*\]//g' -e 's/_arguments[^:]*://' |
+    { grep -oE "(^|[^A-Za-z0-9_])-{1,2}[A-Za-z][A-Za-z0-9-]*" || true; } |
     sed -E 's/^[^-]+//' | sort -u
+}
+
+zsh_options() {
+  zsh_spec_lines "$1" | zsh_option_names
+}
+
+# The options _lake adds for one command of lake-catalog: its
+# own_<command>=( ... ) array (none when there is no such array).
+zsh_command_options() {
+  awk -v name="own_${1//-/_}" '
+    $0 ~ "^[ \t]*" name "=\\(" { inside = 1 }
+    inside { print }
+    inside && /\)[ \t]*$/ { inside = 0 }
+  ' "$ZSH_COMP" | zsh_option_names
 }
 
 # Fail listing the lines of file $2 that are not in file $1 (both sorted).
@@ -146,7 +214,7 @@ assert_subset() {
 @test "completions: every --help option is in _lake" {
   local p
   for p in $(programs); do
-    help_options "$p" >"$T/help"
+    help_all_options "$p" >"$T/help"
     zsh_options "$p" >"$T/comp"
     assert_subset "$T/comp" "$T/help" "$p: in --help, not in _lake"
   done
@@ -155,7 +223,7 @@ assert_subset() {
 @test "completions: _lake offers only options --help prints" {
   local p
   for p in $(programs); do
-    help_options "$p" >"$T/help"
+    help_all_options "$p" >"$T/help"
     zsh_options "$p" >"$T/comp"
     [ -s "$T/comp" ] || { echo "_lake names no options for $p" >&2; return 1; }
     assert_subset "$T/help" "$T/comp" "$p: in _lake, not in --help"
@@ -172,6 +240,63 @@ assert_subset() {
                         { echo "$p: no [description]: $line" >&2; return 1; } ;;
       esac
     done < <(zsh_spec_lines "$p")
+  done
+}
+
+@test "completions: lake-catalog --help lists its commands and their options" {
+  local c
+  [ -x "$LAKE_BIN/lake-catalog" ] || skip "no lake-catalog in LAKE_BIN"
+  run help_commands lake-catalog
+  assert_success
+  for c in list show resolve refresh status create-namespace create drop whoami actions; do
+    assert_line "$c"
+  done
+  # resolve and refresh have options of their own, which the checks below
+  # must see
+  run command_own_lines lake-catalog resolve
+  assert_output --regexp '^--version N +the registration'
+  run command_own_lines lake-catalog refresh
+  assert_output --regexp '^--force +fetch'
+  run command_own_lines lake-catalog list
+  assert_output ""
+}
+
+@test "completions: lake.bash offers exactly the commands --help lists" {
+  local p
+  for p in $(programs); do
+    help_commands "$p" | sort -u >"$T/help"
+    [ -s "$T/help" ] || continue
+    bash_options "$p" commands >"$T/comp" || { echo "lake.bash has no commands for $p" >&2; return 1; }
+    assert_subset "$T/comp" "$T/help" "$p: a command of --help, not in lake.bash"
+    assert_subset "$T/help" "$T/comp" "$p: a command in lake.bash, not in --help"
+  done
+}
+
+@test "completions: lake.bash knows each command's own options and their arguments" {
+  local p c
+  for p in $(programs); do
+    for c in $(help_commands "$p"); do
+      command_own_lines "$p" "$c" | option_names >"$T/help"
+      bash_command_options "$p" "$c" >"$T/comp"
+      assert_subset "$T/comp" "$T/help" "$p $c: in --help, not in lake.bash"
+      assert_subset "$T/help" "$T/comp" "$p $c: in lake.bash, not in --help"
+      command_own_lines "$p" "$c" | option_arg_names >"$T/help"
+      bash_command_options "$p" "$c" args >"$T/comp"
+      assert_subset "$T/comp" "$T/help" "$p $c: takes an argument, not so in lake.bash"
+      assert_subset "$T/help" "$T/comp" "$p $c: takes no argument, but lake.bash says so"
+    done
+  done
+}
+
+@test "completions: _lake names every command and each command's own options" {
+  local c
+  [ -x "$LAKE_BIN/lake-catalog" ] || skip "no lake-catalog in LAKE_BIN"
+  for c in $(help_commands lake-catalog); do
+    grep -qF "'$c:" "$ZSH_COMP" || { echo "_lake does not describe command $c" >&2; return 1; }
+    command_own_lines lake-catalog "$c" | option_names >"$T/help"
+    zsh_command_options "$c" >"$T/comp"
+    assert_subset "$T/comp" "$T/help" "lake-catalog $c: in --help, not in _lake"
+    assert_subset "$T/help" "$T/comp" "lake-catalog $c: in _lake, not in --help"
   done
 }
 
@@ -225,6 +350,118 @@ bash_complete() {
   assert_output ""
 }
 
+@test "completions: bash completes lake-catalog commands, then each command's options" {
+  run bash_complete lake-catalog cr
+  assert_success
+  assert_line create
+  assert_line create-namespace
+  assert_equal "${#lines[@]}" 2
+  run bash_complete lake-catalog --
+  assert_line --json
+  assert_line --max-age
+  refute_line --force
+  run bash_complete lake-catalog refresh --
+  assert_line --force
+  assert_line --strict
+  run bash_complete lake-catalog list --
+  refute_line --force
+  # resolve's --version N shares its name with the global --version: once
+  run bash_complete lake-catalog resolve --ver
+  assert_output --version
+}
+
+@test "completions: bash skips option arguments when it looks for the command" {
+  run bash_complete lake-catalog --max-age 5 sh
+  assert_output show
+  run bash_complete lake-catalog --max-age = 5 sh
+  assert_output show
+  run bash_complete lake-catalog -H --json sta
+  assert_output status
+  # the arguments of --max-age and of resolve's --version N are free text
+  run bash_complete lake-catalog --max-age ''
+  assert_output ""
+  run bash_complete lake-catalog resolve x.y --version ''
+  assert_output ""
+}
+
+# A lake with two namespaces and three tables, and a lake-catalog wrapper
+# first in PATH that records how each run was called and what it traced
+# (LAKE_TRACE=1), so that a test can count the calls to the metadata source
+# that completion makes.
+catalog_fixture() {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.papers 'title TEXT, pdf FILE'
+  lake-catalog create docs.notes 'body TEXT'
+  lake-catalog create-namespace web
+  lake-catalog create web.pages 'url TEXT'
+  mkdir -p "$T/wrap"
+  printf '%s\n' '#!/bin/sh' \
+    "printf '%s\\n' \"\$*\" >>'$T/calls'" \
+    "LAKE_TRACE=1 exec '$LAKE_BIN/lake-catalog' \"\$@\" 2>>'$T/trace'" >"$T/wrap/lake-catalog"
+  chmod +x "$T/wrap/lake-catalog"
+  PATH="$T/wrap:$PATH"
+  : >"$T/calls"
+  : >"$T/trace"
+}
+
+@test "completions: bash completes lake-catalog table names from the cache, with no source call" {
+  local c
+  catalog_fixture
+  # an expired snapshot: any read allowed to ask the source would ask
+  export LAKE_CATALOG_TTL=0
+  run bash_complete lake-catalog show d
+  assert_success
+  assert_line docs.notes
+  assert_line docs.papers
+  assert_equal "${#lines[@]}" 2
+  for c in resolve drop; do
+    run bash_complete lake-catalog "$c" ''
+    assert_line docs.notes
+    assert_line docs.papers
+    assert_line web.pages
+  done
+  run bash_complete lake-catalog --json resolve w
+  assert_output web.pages
+  run cat "$T/calls"
+  assert_line -- "--offline list"
+  run cat "$T/trace"
+  refute_output --partial "trace: source"
+  # the wrapper does see source calls: the same read without --offline
+  lake-catalog list >/dev/null
+  run cat "$T/trace"
+  assert_output --partial "trace: source catalog_snapshot"
+}
+
+@test "completions: bash completes lake-catalog namespaces from the cache" {
+  catalog_fixture
+  export LAKE_CATALOG_TTL=0
+  run bash_complete lake-catalog list ''
+  assert_success
+  assert_line docs
+  assert_line web
+  assert_equal "${#lines[@]}" 2
+  # a new table: its namespace and the dot; the name is typed
+  run bash_complete lake-catalog create w
+  assert_output web.
+  # a new namespace and a schema are new text
+  run bash_complete lake-catalog create-namespace ''
+  assert_output ""
+  run bash_complete lake-catalog create docs.x ''
+  assert_output ""
+  run bash_complete lake-catalog show docs.papers ''
+  assert_output ""
+  run cat "$T/trace"
+  refute_output --partial "trace: source"
+}
+
+@test "completions: bash completes no lake-catalog tables without a cache, and creates no registry" {
+  # no snapshot yet: --offline exits 69 and completion stays quiet
+  run bash_complete lake-catalog show ''
+  assert_success
+  assert_output ""
+  assert_file_not_exists "$LAKE_HOME/registry.db"
+}
+
 @test "completions: zsh -n accepts _lake" {
   command -v zsh >/dev/null || skip "zsh is not installed"
   run zsh -n "$ZSH_COMP"
@@ -250,6 +487,7 @@ bash_complete() {
 }
 
 @test "man: every program has a section-1 page documenting its --help options" {
+  # and its commands' options (lake-catalog resolve --version N, refresh --force)
   command -v mandoc >/dev/null || fail "mandoc is not installed (make deps)"
   local p o
   for p in $(programs); do
@@ -258,6 +496,6 @@ bash_complete() {
     while read -r o; do
       grep -qE -- "(^|[^A-Za-z0-9-])$o([^A-Za-z0-9-]|\$)" "$T/page" ||
         { echo "$p.1 does not mention $o" >&2; return 1; }
-    done < <(help_options "$p")
+    done < <(help_all_options "$p")
   done
 }
