@@ -17,7 +17,7 @@ BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
 
 CC         ?= cc
-PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib
+PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib libmicrohttpd
 SANITIZE   ?=
 ifeq ($(SANITIZE),1)
 BUILD      := build-san
@@ -40,7 +40,7 @@ LIBS       := $(PKG_LIBS) -lpthread
 LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIBLAKE    := $(BUILD)/liblake.a
-PROGRAMS   := lake-put lake-get lake-catalog
+PROGRAMS   := lake-put lake-get lake-catalog lake-metasrv
 BINS       := $(PROGRAMS:%=$(BUILD)/bin/%)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -66,9 +66,12 @@ $(LIBLAKE): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/bin/%: $(BUILD)/cmd/%/main.o $(LIBLAKE)
+# A program is every .c file of its cmd/ folder over the library.
+objs_of = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/$(1)/*.c))
+.SECONDEXPANSION:
+$(BUILD)/bin/%: $$(call objs_of,$$*) $(LIBLAKE)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBLAKE) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBLAKE) $(LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBLAKE)
 	@mkdir -p $(dir $@)

@@ -14,14 +14,15 @@ enum { R_ADMIN = 1, R_QUERY = 2, R_PEER = 4, R_USER = 8, R_ALL = 15 };
 static const struct {
     const char *name;
     int roles;
+    const char *fields; /* the request's allowed keys, space-separated */
 } actions[] = {
-    {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER},
-    {"resolve", R_ALL},
-    {"append", R_ADMIN | R_QUERY | R_USER},
-    {"create_namespace", R_ADMIN},
-    {"create_table", R_ADMIN},
-    {"drop_table", R_ADMIN},
-    {"whoami", R_ALL},
+    {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER, "known_generation max_entries max_bytes"},
+    {"resolve", R_ALL, "namespace name version"},
+    {"append", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version segments files"},
+    {"create_namespace", R_ADMIN, "namespace"},
+    {"create_table", R_ADMIN, "namespace name schema"},
+    {"drop_table", R_ADMIN, "namespace name"},
+    {"whoami", R_ALL, ""},
 };
 #define NACTIONS (sizeof actions / sizeof actions[0])
 
@@ -80,6 +81,27 @@ static cJSON *generationAnswer(int64_t g) {
     return a;
 }
 
+/* invalid_argument for a key the action does not take: a misspelt
+ * field silently ignored would do something other than asked. */
+static int checkFields(const char *action, const cJSON *req, lakeError *err) {
+    const char *fields = "";
+    for (size_t i = 0; i < NACTIONS; i++)
+        if (strcmp(actions[i].name, action) == 0) fields = actions[i].fields;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, req) {
+        size_t n = strlen(f->string);
+        const char *p = fields;
+        int known = 0;
+        while (*p && !known) {
+            size_t k = strcspn(p, " ");
+            known = k == n && strncmp(p, f->string, n) == 0;
+            p += k + (p[k] == ' ');
+        }
+        if (!known) return errSetStatus(err, "invalid_argument", "%s: unknown field '%.64s'", action, f->string);
+    }
+    return 0;
+}
+
 int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *req,
                     cJSON **answer, lakeError *err) {
     *answer = NULL;
@@ -90,19 +112,21 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         return errSetStatus(err, "permission_denied", "role %s may not run %s", ctx->role, action);
     if (!cJSON_IsObject(req) && req != &empty)
         return errSetStatus(err, "invalid_argument", "the request must be a JSON object");
+    if (req != &empty && checkFields(action, req, err)) return err->code;
 
     const char *ns, *name;
     int64_t a, b, c;
     int rc;
     if (strcmp(action, "catalog_snapshot") == 0) {
         if ((rc = integer(req, "known_generation", -1, -1, &a, err)) ||
-            (rc = integer(req, "max_entries", ctx->max_entries, 1, &b, err)) ||
-            (rc = integer(req, "max_bytes", ctx->max_bytes, 1, &c, err)))
+            (rc = integer(req, "max_entries", ctx->bounds.max_entries, 1, &b, err)) ||
+            (rc = integer(req, "max_bytes", ctx->bounds.max_bytes, 1, &c, err)))
             return rc;
         /* the server's limits cap the client's */
-        if (b > ctx->max_entries) b = ctx->max_entries;
-        if (c > ctx->max_bytes) c = ctx->max_bytes;
-        return registrySnapshot(ctx->reg, a, b, c, ctx->allow_unmarked, answer, err);
+        snapshotBounds bounds = ctx->bounds;
+        if (b < bounds.max_entries) bounds.max_entries = b;
+        if (c < bounds.max_bytes) bounds.max_bytes = c;
+        return registrySnapshot(ctx->reg, a, &bounds, ctx->allow_unmarked, answer, err);
     }
     if (strcmp(action, "resolve") == 0) {
         if ((rc = names(req, 1, &ns, &name, err)) || (rc = integer(req, "version", -1, 0, &a, err)))
@@ -114,10 +138,11 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version"))
             return errSetStatus(err, "invalid_argument", "append: expected_version is required");
         if ((rc = integer(req, "expected_version", 0, 0, &a, err))) return rc;
-        return registryAppend(ctx->reg, ctx->stage, ns, name, a,
-                              cJSON_GetObjectItemCaseSensitive(req, "segments"),
-                              cJSON_GetObjectItemCaseSensitive(req, "files"), ctx->principal, answer,
-                              err);
+        rc = registryAppend(ctx->reg, ctx->stage, ns, name, a,
+                            cJSON_GetObjectItemCaseSensitive(req, "segments"),
+                            cJSON_GetObjectItemCaseSensitive(req, "files"), ctx->principal, answer, err);
+        if (!rc && ctx->after_append) ctx->after_append();
+        return rc;
     }
     if (strcmp(action, "create_namespace") == 0) {
         if ((rc = names(req, 0, &ns, &name, err)) ||

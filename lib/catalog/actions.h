@@ -25,8 +25,8 @@ typedef struct actionContext {
     const char *principal;   /* caller's name */
     const char *role;        /* admin, query-service, metadata-peer, user */
     int allow_unmarked;      /* local development path only */
-    int64_t max_entries;     /* the authority's snapshot caps */
-    int64_t max_bytes;
+    snapshotBounds bounds;   /* the authority's snapshot caps */
+    void (*after_append)(void); /* test-only fault hook, NULL normally */
 } actionContext;
 
 /* Run action with request req (a JSON object; NULL means {}).  On success

@@ -360,20 +360,21 @@ static int outage(const lakeError *err) {
     return err->code == LAKE_EFAIL && (!err->status || strcmp(err->status, "internal") == 0);
 }
 
-static void warnStale(catalogCache *c, int64_t now) {
-    logWarn("%s: %s; serving generation %lld fetched %lld s ago", sourceName(c->src),
-            c->snap.last_error && *c->snap.last_error ? c->snap.last_error : "unreachable",
-            (long long)c->snap.generation, (long long)((now - c->snap.fetched_ms) / 1000));
+/* Why the cache is serving what it has, naming the source once:
+ * "https://h:7700 unreachable", "local:/x/registry.db: registry busy…". */
+static void staleReason(const catalogCache *c, const char *why, char *buf, size_t n) {
+    const char *name = sourceName(c->src);
+    if (!why || !*why) why = "unreachable";
+    if (strncmp(why, name, strlen(name)) == 0) snprintf(buf, n, "%s", why);
+    else snprintf(buf, n, "%s%s%s", name, strcmp(why, "unreachable") ? ": " : " ", why);
 }
 
 static int serveStale(catalogCache *c, int64_t now, lakeError *err) {
-    if (c->opt.strict)
-        return errSet(err, LAKE_EUNAVAIL, "%s: %s; the cached catalog is stale (--strict)",
-                      sourceName(c->src),
-                      c->opt.offline ? "not asked (--offline)"
-                      : c->snap.last_error && *c->snap.last_error ? c->snap.last_error
-                                                                 : "unreachable");
-    warnStale(c, now);
+    char why[700];
+    staleReason(c, c->opt.offline ? "not asked (--offline)" : c->snap.last_error, why, sizeof why);
+    if (c->opt.strict) return errSet(err, LAKE_EUNAVAIL, "%s; the cached catalog is stale (--strict)", why);
+    logWarn("%s; serving generation %lld fetched %lld s ago", why, (long long)c->snap.generation,
+            (long long)((now - c->snap.fetched_ms) / 1000));
     return 0;
 }
 
@@ -698,14 +699,15 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
         if (!outage(err) || !t || !t->resolved_ms || t->version < t->epoch ||
             !(*reg = regLoad(c, id, t->version)))
             return rc;
+        char why[700];
+        staleReason(c, err->msg, why, sizeof why);
         if (c->opt.strict) {
             cJSON_Delete(*reg);
             *reg = NULL;
-            return errSet(err, LAKE_EUNAVAIL, "%s: %s; the cached registration is stale (--strict)",
-                          sourceName(c->src), err->msg);
+            return errSet(err, LAKE_EUNAVAIL, "%s; the cached registration is stale (--strict)", why);
         }
-        logWarn("%s: %s; serving %s.%s version %lld resolved %lld s ago", sourceName(c->src), err->msg,
-                ns, name, (long long)t->version, (long long)((nowMs() - t->resolved_ms) / 1000));
+        logWarn("%s; serving %s.%s version %lld resolved %lld s ago", why, ns, name, (long long)t->version,
+                (long long)((nowMs() - t->resolved_ms) / 1000));
         errClear(err);
         return 0;
     }

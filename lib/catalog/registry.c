@@ -83,7 +83,8 @@ static int sqlErr(registry *r, lakeError *err, const char *what) {
 }
 
 static int exec(registry *r, const char *sql, lakeError *err) {
-    if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) != SQLITE_OK) return sqlErr(r, err, sql);
+    /* the SQL goes to the cause (logs), never to the message */
+    if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) != SQLITE_OK) return sqlErr(r, err, "a statement");
     return 0;
 }
 
@@ -268,8 +269,7 @@ static int readGeneration(registry *r, int64_t *gen, lakeError *err) {
 }
 
 /* One scan of the directory into a new array, bounded. */
-static int scanDirectory(registry *r, int64_t max_entries, int64_t max_bytes, cJSON **out,
-                         lakeError *err) {
+static int scanDirectory(registry *r, const snapshotBounds *b, cJSON **out, lakeError *err) {
     *out = NULL;
     /* namespaces and tables in one ordered pass: a namespace's row has an
      * empty table name, so it sorts first */
@@ -281,8 +281,8 @@ static int scanDirectory(registry *r, int64_t max_entries, int64_t max_bytes, cJ
     if (!st) return err->code;
     cJSON *arr = cJSON_CreateArray();
     int64_t count = 0, bytes = 2;
-    int rc = 0, s;
-    while (arr && (s = sqlite3_step(st)) == SQLITE_ROW) {
+    int rc = 0, s = SQLITE_DONE;
+    while (!rc && arr && (s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *ns = (const char *)sqlite3_column_text(st, 0);
         const char *name = (const char *)sqlite3_column_text(st, 1);
         cJSON *e = cJSON_CreateObject();
@@ -295,6 +295,12 @@ static int scanDirectory(registry *r, int64_t max_entries, int64_t max_bytes, cJ
             cJSON_AddStringToObject(e, "namespace", ns);
             cJSON_AddStringToObject(e, "name", name);
             cJSON_AddStringToObject(e, "id", (const char *)sqlite3_column_text(st, 2));
+            if (sqlite3_column_bytes(st, 3) > b->max_schema_bytes) {
+                cJSON_Delete(e);
+                rc = errSetStatus(err, "payload_too_large", "a table's schema exceeds %lld bytes",
+                                  (long long)b->max_schema_bytes);
+                break;
+            }
             cJSON *schema = cJSON_Parse((const char *)sqlite3_column_text(st, 3));
             if (!schema) schema = cJSON_CreateArray();
             cJSON_AddItemToObject(e, "schema", schema);
@@ -303,11 +309,11 @@ static int scanDirectory(registry *r, int64_t max_entries, int64_t max_bytes, cJ
         int64_t len = text ? (int64_t)strlen(text) + 1 : 0;
         free(text);
         /* accounted before it is kept */
-        if (++count > max_entries || (bytes += len) > max_bytes) {
+        if (++count > b->max_entries || (bytes += len) > b->max_bytes) {
             cJSON_Delete(e);
             rc = errSetStatus(err, "payload_too_large",
                               "catalog snapshot exceeds %lld entries or %lld bytes",
-                              (long long)max_entries, (long long)max_bytes);
+                              (long long)b->max_entries, (long long)b->max_bytes);
             break;
         }
         cJSON_AddItemToArray(arr, e);
@@ -321,8 +327,8 @@ static int scanDirectory(registry *r, int64_t max_entries, int64_t max_bytes, cJ
     return rc;
 }
 
-int registrySnapshot(registry *r, int64_t known, int64_t max_entries, int64_t max_bytes,
-                     int allow_unmarked, cJSON **answer, lakeError *err) {
+int registrySnapshot(registry *r, int64_t known, const snapshotBounds *bounds, int allow_unmarked,
+                     cJSON **answer, lakeError *err) {
     *answer = NULL;
     int rc;
     for (int scan = 1; scan <= REGISTRY_SNAPSHOT_SCANS; scan++) {
@@ -335,7 +341,7 @@ int registrySnapshot(registry *r, int64_t known, int64_t max_entries, int64_t ma
                                     "registry has no directory marker; not authoritative");
             logWarn("%s: registry has no directory marker; reading it by full scan "
                     "(development compatibility)", r->path);
-            if ((rc = scanDirectory(r, max_entries, max_bytes, &entries, err))) return rc;
+            if ((rc = scanDirectory(r, bounds, &entries, err))) return rc;
             g2 = g1 = 0;
         } else {
             if (known >= 0 && known == g1) {
@@ -345,7 +351,7 @@ int registrySnapshot(registry *r, int64_t known, int64_t max_entries, int64_t ma
                 if (r->authority) cJSON_AddStringToObject(*answer, "authority", r->authority);
                 return 0;
             }
-            if ((rc = scanDirectory(r, max_entries, max_bytes, &entries, err))) return rc;
+            if ((rc = scanDirectory(r, bounds, &entries, err))) return rc;
             if (r->scan_hook) r->scan_hook(r->scan_ctx, scan);
             if ((rc = readGeneration(r, &g2, err))) { cJSON_Delete(entries); return rc; }
         }
@@ -631,4 +637,65 @@ int registryAddPrincipal(registry *r, const char *name, const char *role, const 
         rc = sqlErr(r, err, "add principal");
     sqlite3_finalize(st);
     return rc;
+}
+
+int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, lakeError *err) {
+    memset(p, 0, sizeof *p);
+    sqlite3_stmt *st = prep(r, err, "SELECT role, token_sha256, revoked_at IS NOT NULL FROM principals "
+                            "WHERE name = ?", name, NULL);
+    if (!st) return err->code;
+    int s = sqlite3_step(st), rc = 0;
+    if (s == SQLITE_ROW) {
+        snprintf(p->name, sizeof p->name, "%s", name);
+        snprintf(p->role, sizeof p->role, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(p->token_sha256, sizeof p->token_sha256, "%s", (const char *)sqlite3_column_text(st, 1));
+        p->revoked = sqlite3_column_int(st, 2);
+    } else if (s == SQLITE_DONE) {
+        rc = errSetStatus(err, "not_found", "no principal %s", name);
+    } else {
+        rc = sqlErr(r, err, "find principal");
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err) {
+    *list = NULL;
+    sqlite3_stmt *st = prep(r, err, "SELECT name, role, created_at, revoked_at FROM principals ORDER BY name",
+                            NULL);
+    if (!st) return err->code;
+    cJSON *arr = cJSON_CreateArray();
+    int s = SQLITE_DONE;
+    while (arr && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", (const char *)sqlite3_column_text(st, 0));
+        cJSON_AddStringToObject(o, "role", (const char *)sqlite3_column_text(st, 1));
+        cJSON_AddStringToObject(o, "created_at", (const char *)sqlite3_column_text(st, 2));
+        if (sqlite3_column_type(st, 3) == SQLITE_NULL) cJSON_AddNullToObject(o, "revoked_at");
+        else cJSON_AddStringToObject(o, "revoked_at", (const char *)sqlite3_column_text(st, 3));
+        cJSON_AddItemToArray(arr, o);
+    }
+    int rc = arr && s == SQLITE_DONE ? 0 : arr ? sqlErr(r, err, "list principals")
+                                               : errSetErrno(err, LAKE_EFAIL, ENOMEM, "principals");
+    sqlite3_finalize(st);
+    if (rc) cJSON_Delete(arr);
+    else *list = arr;
+    return rc;
+}
+
+int registryRevokePrincipal(registry *r, const char *name, lakeError *err) {
+    char now[32];
+    nowText(now);
+    sqlite3_stmt *st = prep(r, err, "UPDATE principals SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
+                            now, name, NULL);
+    if (!st) return err->code;
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, "revoke principal");
+    sqlite3_finalize(st);
+    if (!rc && sqlite3_changes(r->db) == 0)
+        rc = errSetStatus(err, "not_found", "no active principal %s", name);
+    return rc;
+}
+
+int registryGeneration(registry *r, int64_t *generation, lakeError *err) {
+    return readGeneration(r, generation, err);
 }

@@ -27,6 +27,7 @@ struct cJSON;
 typedef struct registry registry;
 
 #define REGISTRY_SCHEMA_VERSION 1
+#define NAME_BUF 160 /* a principal's name, NUL included */
 #define REGISTRY_SNAPSHOT_SCANS 3
 
 /* Open path.  create=1 creates and initialises a missing or empty file
@@ -49,13 +50,18 @@ const char *registryStage(const registry *r);
  *   {"kind":"table","namespace":"docs","name":"t","id":"…","schema":[…]}
  * Marker, scan, marker again; a moved generation retries, at most
  * REGISTRY_SNAPSHOT_SCANS scans, then `unavailable`.  Each entry is counted
- * against max_entries and max_bytes (its JSON text) before it is kept;
- * over a bound the answer is `payload_too_large`.  Without a marker:
+ * against the bounds (its JSON text, its schema) before it is kept; over a
+ * bound the answer is `payload_too_large`.  Without a marker:
  * allow_unmarked=0 fails `failed_precondition`; 1 reads by full scan with a
  * warning, generation 0, never not_modified. */
-int registrySnapshot(registry *r, int64_t known_generation, int64_t max_entries,
-                     int64_t max_bytes, int allow_unmarked, struct cJSON **answer,
-                     lakeError *err);
+typedef struct snapshotBounds {
+    int64_t max_entries;      /* entries in the answer */
+    int64_t max_bytes;        /* bytes of the answer's entries */
+    int64_t max_schema_bytes; /* bytes of any one table's schema */
+} snapshotBounds;
+
+int registrySnapshot(registry *r, int64_t known_generation, const snapshotBounds *bounds,
+                     int allow_unmarked, struct cJSON **answer, lakeError *err);
 
 /* resolve: {"id","namespace","name","version","schema":[…],
  * "segments":[{"location","size","sha256","rows"}…]} at version (or the
@@ -86,6 +92,24 @@ int registryDropTable(registry *r, const char *ns, const char *name, int64_t *ge
 /* Principals: tokens are stored only as their SHA-256 (hex). */
 int registryAddPrincipal(registry *r, const char *name, const char *role,
                          const char *token_sha256, lakeError *err);
+
+typedef struct registryPrincipal {
+    char name[NAME_BUF];
+    char role[32];
+    char token_sha256[65];
+    int revoked;
+} registryPrincipal;
+
+/* not_found when there is no such principal (revoked ones are found, with
+ * revoked set). */
+int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, lakeError *err);
+/* [{"name","role","created_at","revoked_at"}…] sorted by name. */
+int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err);
+/* Revoke at once; not_found when no active principal has that name. */
+int registryRevokePrincipal(registry *r, const char *name, lakeError *err);
+
+/* The current generation (-1 without a marker). */
+int registryGeneration(registry *r, int64_t *generation, lakeError *err);
 
 /* Test-only: called after each snapshot scan, before the generation is read
  * again (scan counts from 1).  Lets a test mutate the registry in between. */

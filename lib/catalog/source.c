@@ -15,9 +15,7 @@
 
 int sourceOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err) {
     *out = NULL;
-    if (!configIsLocal(cfg))
-        return errSet(err, LAKE_ECONFIG, "remote mode (metasrv = %s) is not supported yet",
-                      cfg->metasrv);
+    if (!configIsLocal(cfg)) return sourceRemoteOpen(cfg, out, err);
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/registry.db", cfg->home) >= (int)sizeof path)
         return errSet(err, LAKE_ECONFIG, "home: path too long");

@@ -4,7 +4,7 @@
  *
  * Two implementations answer the same actions with the same objects: local
  * (the registry file, in-process, through the shared action dispatcher) and
- * remote (lake-metasrv over HTTPS, a later issue).  Nothing above this
+ * remote (lake-metasrv over HTTPS, source_remote.c).  Nothing above this
  * interface touches a registry.  Every call prints one LAKE_TRACE line,
  * "trace: source ACTION <facts> -> <outcome>".
  */
@@ -22,7 +22,8 @@ typedef struct catalogSource catalogSource;
 
 /* The source the configuration selects.  Local: $home/registry.db,
  * created on first call (not on open: a fresh cache never opens it).
- * Remote mode is refused (78) until lake-metasrv lands. */
+ * Remote: lake-metasrv at cfg->metasrv; its configuration is checked here
+ * (78), and the connection is made on the first call. */
 int sourceOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err);
 /* A local source over registry_path with stage_url for containment. */
 int sourceLocalOpen(const char *registry_path, const char *stage_url, catalogSource **out,

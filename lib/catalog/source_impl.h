@@ -19,7 +19,10 @@ struct catalogSource {
     char *key;  /* for the cache directory */
 };
 
-/* "kind-<16 hex of SHA-256(text)>" into out (40 bytes). */
+/* "kind-<16 hex digits of a checksum of text>" into out (40 bytes). */
 void sourceMakeKey(char out[40], const char *kind, const char *text);
+
+/* The remote source over cfg->metasrv (configRemote checks first: 78). */
+int sourceRemoteOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err);
 
 #endif

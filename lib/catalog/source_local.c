@@ -70,8 +70,7 @@ static int localCall(catalogSource *s, const char *action, const cJSON *req, cJS
         .principal = ls->principal,
         .role = "admin",
         .allow_unmarked = 1,
-        .max_entries = LOCAL_MAX_ENTRIES,
-        .max_bytes = LOCAL_MAX_BYTES,
+        .bounds = {LOCAL_MAX_ENTRIES, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES},
     };
     return actionsDispatch(&ctx, action, req, answer, err);
 }

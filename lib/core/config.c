@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CONFIG_LINE_MAX 4096
 #define CATALOG_TTL_MAX 1000000000L /* about 31 years */
@@ -24,7 +25,8 @@ typedef struct keySpec {
 } keySpec;
 
 #define FIELD(f) offsetof(lakeConfig, f)
-#define TTL_SLOT ((size_t)-1) /* parsed apart: it is a number */
+#define TTL_SLOT ((size_t)-1) /* parsed apart: numbers */
+#define MAXRESP_SLOT ((size_t)-2)
 static const keySpec keys[] = {
     {"metasrv", "LAKE_METASRV", FIELD(metasrv)},
     {"home", "LAKE_HOME", FIELD(home)},
@@ -34,11 +36,13 @@ static const keySpec keys[] = {
     {"stage", "LAKE_STAGE", FIELD(stage)},
     {"cache_dir", "LAKE_CACHE_DIR", FIELD(cache_dir)},
     {"catalog_ttl", "LAKE_CATALOG_TTL", TTL_SLOT},
+    {"max_response", "LAKE_MAX_RESPONSE", MAXRESP_SLOT},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 typedef struct layerState {
-    char *ttl; /* catalog_ttl as text until validated */
+    char *ttl;     /* catalog_ttl as text until validated */
+    char *maxresp; /* max_response likewise */
 } layerState;
 
 static const keySpec *findKey(const char *key) {
@@ -50,8 +54,9 @@ static const keySpec *findKey(const char *key) {
 /* Set key to value unless a higher layer already did.  Returns -1 on OOM. */
 static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
                       const char *value) {
-    char **slot = k->offset == TTL_SLOT ? &st->ttl
-                                        : (char **)((char *)cfg + k->offset);
+    char **slot = k->offset == TTL_SLOT       ? &st->ttl
+                  : k->offset == MAXRESP_SLOT ? &st->maxresp
+                                              : (char **)((char *)cfg + k->offset);
     if (*slot) return 0;
     *slot = strdup(value);
     return *slot ? 0 : -1;
@@ -179,6 +184,16 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
                           "catalog_ttl: '%s' is not a number of seconds", st->ttl);
         cfg->catalog_ttl = v;
     }
+    cfg->max_response = 72LL * 1024 * 1024;
+    if (st->maxresp) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(st->maxresp, &end, 10);
+        if (errno || end == st->maxresp || *end || v < 1024 || v > (1LL << 32))
+            return errSet(err, LAKE_ECONFIG, "max_response: '%s' is not a number of bytes from 1024 to 2^32",
+                          st->maxresp);
+        cfg->max_response = v;
+    }
     return 0;
 }
 
@@ -217,11 +232,56 @@ int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err)
     if (!rc) rc = applyDefaults(cfg, &st, err);
 out:
     free(st.ttl);
+    free(st.maxresp);
     return rc;
 }
 
 int configIsLocal(const lakeConfig *cfg) {
     return !cfg->metasrv || strcmp(cfg->metasrv, "local") == 0;
+}
+
+/* 1 when url is http(s)://host[:port] with an optional trailing slash;
+ * *loopback tells whether host is a loopback name or address. */
+static int endpointOk(const char *url, int *https, int *loopback) {
+    const char *host;
+    if (strncmp(url, "https://", 8) == 0) { *https = 1; host = url + 8; }
+    else if (strncmp(url, "http://", 7) == 0) { *https = 0; host = url + 7; }
+    else return 0;
+    size_t n = strcspn(host, "/?#");
+    if (n == 0 || (host[n] && strcmp(host + n, "/") != 0) || strchr(host, '@')) return 0;
+    *loopback = strncmp(host, "127.", 4) == 0 || strncmp(host, "localhost", 9) == 0 ||
+                strncmp(host, "[::1]", 5) == 0;
+    return 1;
+}
+
+int configRemote(const lakeConfig *cfg, char **token, lakeError *err) {
+    *token = NULL;
+    int https, loopback;
+    if (!endpointOk(cfg->metasrv, &https, &loopback))
+        return errSet(err, LAKE_ECONFIG, "metasrv: '%s' is not https://HOST:PORT", cfg->metasrv);
+    if (!https && !loopback)
+        return errSet(err, LAKE_ECONFIG, "metasrv: '%s': plain http is allowed only to a loopback host",
+                      cfg->metasrv);
+    if (cfg->ca_file && access(cfg->ca_file, R_OK) != 0)
+        return errSetErrno(err, LAKE_ECONFIG, errno, "ca_file: %s", cfg->ca_file);
+    if (cfg->token && *cfg->token) {
+        *token = strdup(cfg->token);
+    } else if (cfg->token_file && *cfg->token_file) {
+        FILE *f = fopen(cfg->token_file, "r");
+        if (!f) return errSetErrno(err, LAKE_ECONFIG, errno, "token_file: %s", cfg->token_file);
+        char line[512] = "";
+        if (!fgets(line, sizeof line, f)) line[0] = '\0';
+        fclose(f);
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0]) return errSet(err, LAKE_ECONFIG, "token_file: %s is empty", cfg->token_file);
+        *token = strdup(line);
+        memset(line, 0, sizeof line);
+    } else {
+        return errSet(err, LAKE_ECONFIG,
+                      "remote mode (metasrv = %s) needs a token: set LAKE_TOKEN or LAKE_TOKEN_FILE",
+                      cfg->metasrv);
+    }
+    return *token ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "token");
 }
 
 void configFree(lakeConfig *cfg) {

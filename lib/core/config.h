@@ -21,6 +21,7 @@ typedef struct lakeConfig {
     char *stage;       /* file:///abs/dir or s3://bucket/prefix */
     char *cache_dir;
     long catalog_ttl;  /* seconds */
+    long long max_response; /* bytes of one answer from the metadata server */
     char *config_file; /* the file that was read, or NULL */
 } lakeConfig;
 
@@ -39,6 +40,13 @@ int configLoad(lakeConfig *cfg, const configOverride *overrides, int n,
 
 /* True when the configuration selects the embedded (local) mode. */
 int configIsLocal(const lakeConfig *cfg);
+
+/* Remote mode's prerequisites, checked before any other work: metasrv is an
+ * https:// URL (http:// only to a loopback host) with no path, a token is
+ * given (token, else the first line of token_file), and ca_file, when set,
+ * is readable.  On success *token is the token (caller frees).  Fails with
+ * 78; never falls back to local mode. */
+int configRemote(const lakeConfig *cfg, char **token, lakeError *err);
 
 void configFree(lakeConfig *cfg);
 

@@ -236,6 +236,7 @@ assert_calls() {
   # runs; the test holds the FIFO open and writes the lines all at once
   mkfifo "$gun"
   exec {gunfd}<>"$gun" # not fd 3: bats owns it
+  local pids=()
   for i in $(seq $n); do
     (
       read -r _ <"$gun"
@@ -243,10 +244,11 @@ assert_calls() {
       lake-catalog list >"$T/out.$i" 2>"$T/err.$i" || rc=$?
       echo $rc >"$T/rc.$i"
     ) &
+    pids+=($!)
   done
   sleep 0.3
   for i in $(seq $n); do echo go; done >&"$gunfd"
-  wait
+  wait "${pids[@]}" # only these: a test server may be a child too
   exec {gunfd}>&-
 
   for i in $(seq $n); do

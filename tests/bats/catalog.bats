@@ -326,24 +326,28 @@ catalog_state() {
   lake-catalog create-namespace docs
   local g0 i ok=0 exists=0
   g0=$(generation_now)
+  local pids=()
   for i in $(seq 12); do
     lake-catalog create "docs.t$i" 'a TEXT' >"$T/out.$i" 2>"$T/err.$i" &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}" # only these: a test server may be a child too
   for i in $(seq 12); do
     assert_equal "t$i: $(cat "$T/out.$i" "$T/err.$i")" "t$i: "
   done
   assert_equal "$(generation_now)" $((g0 + 12))
   assert_equal "$(lake-catalog list docs | wc -l)" 12
 
+  pids=()
   for i in $(seq 8); do
     (
       rc=0
       lake-catalog create docs.same 'a TEXT' 2>"$T/same.err.$i" || rc=$?
       echo $rc >"$T/same.rc.$i"
     ) &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}"
   for i in $(seq 8); do
     case $(cat "$T/same.rc.$i") in
       0) ok=$((ok + 1)) ;;

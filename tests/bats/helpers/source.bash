@@ -1,6 +1,6 @@
 # The catalog suites' parameter: which CatalogSource they run against.
 #   LAKE_TEST_SOURCE=local   (the default) the embedded registry under LAKE_HOME
-#   LAKE_TEST_SOURCE=remote  a real lake-metasrv (not built yet: every test skips)
+#   LAKE_TEST_SOURCE=remote  a real lake-metasrv over TLS on a loopback port
 # Every catalog test runs the same way against either; what differs lives
 # here: the set-up, the source's name in `status`, the registry file, and
 # how to make the source fail.  Load after helpers/common.
@@ -16,14 +16,28 @@ source_setup() {
       REGISTRY="$LAKE_HOME/registry.db"
       SOURCE_NAME="local:$REGISTRY"
       ;;
+    remote)
+      load_metasrv
+      metasrv_init "$T/srv"
+      metasrv_start "$T/srv"
+      metasrv_use "$T/srv"
+      REGISTRY="$T/srv/registry.db"
+      SOURCE_NAME="$METASRV_URL"
+      ;;
     *)
-      skip "remote source not built yet"
+      skip "unknown LAKE_TEST_SOURCE=$LAKE_TEST_SOURCE"
       ;;
   esac
 }
 
+load_metasrv() {
+  # shellcheck source=metasrv.bash
+  source "${BATS_TEST_DIRNAME}/helpers/metasrv.bash"
+}
+
 source_teardown() {
   source_heal 2>/dev/null || true
+  [ "${LAKE_TEST_SOURCE:-local}" = remote ] && metasrv_stop
   common_teardown
 }
 
@@ -47,12 +61,16 @@ source_break() {
       [ ! -e "$REGISTRY-wal" ] || fail "source_break: $REGISTRY-wal exists (a command still open?)"
       mkdir "$REGISTRY-wal"
       ;;
+    remote)
+      metasrv_stop
+      ;;
   esac
 }
 
 source_heal() {
   case $LAKE_TEST_SOURCE in
     local) [ ! -d "$REGISTRY-wal" ] || rmdir "$REGISTRY-wal" ;;
+    remote) [ -n "${METASRV_PID:-}" ] || metasrv_start "$T/srv" "$METASRV_PORT" ;;
   esac
 }
 

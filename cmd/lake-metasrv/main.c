@@ -1,0 +1,242 @@
+/*
+ * lake-metasrv - the metadata authority: an authenticated, bounded HTTP +
+ * JSON action server over a durable SQLite registry.
+ *
+ *   lake-metasrv init --db PATH [--stage URL]
+ *   lake-metasrv serve --db PATH --listen HOST:PORT
+ *                [--tls-cert F --tls-key F | --insecure-listen] [limits]
+ *   lake-metasrv token create|list|revoke --db PATH [--role ROLE] [--name NAME]
+ *
+ * Tokens are "lk_<name>_<64 hex digits>" from OpenSSL's RNG, printed once,
+ * stored only as their SHA-256.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog/names.h"
+#include "catalog/registry.h"
+#include "core/cli.h"
+#include "core/log.h"
+#include "core/sha256.h"
+#include "server.h"
+#include "stage/stage.h"
+
+enum { OPT_DB = 0x100, OPT_STAGE, OPT_LISTEN, OPT_CERT, OPT_KEY, OPT_INSECURE, OPT_ROLE, OPT_NAME,
+       OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_PERMITS, OPT_MAXENTRIES, OPT_MAXBYTES,
+       OPT_MAXSCHEMA, OPT_JSON };
+
+static const cliOption options[] = {
+    {'q', 'q', "quiet", NULL, "print no warnings"},
+    {OPT_DB, 0, "db", "PATH", "the registry database"},
+    {OPT_STAGE, 0, "stage", "URL", "init: the stage to advertise (file:///dir or s3://bucket/prefix)"},
+    {OPT_LISTEN, 0, "listen", "HOST:PORT", "serve: address to listen on (port 0: any free port)"},
+    {OPT_CERT, 0, "tls-cert", "FILE", "serve: TLS certificate chain (PEM)"},
+    {OPT_KEY, 0, "tls-key", "FILE", "serve: TLS private key (PEM)"},
+    {OPT_INSECURE, 0, "insecure-listen", NULL, "serve: plain HTTP, refused unless on loopback"},
+    {OPT_THREADS, 0, "threads", "N", "serve: worker threads (default 4)"},
+    {OPT_MAXCONN, 0, "max-connections", "N", "serve: open connections at most (default 512)"},
+    {OPT_TIMEOUT, 0, "timeout", "S", "serve: close a connection idle for S seconds (default 30)"},
+    {OPT_MAXBODY, 0, "max-body", "BYTES", "serve: largest request body (default 1048576)"},
+    {OPT_PERMITS, 0, "snapshot-permits", "N", "serve: concurrent snapshot builds (default 4)"},
+    {OPT_MAXENTRIES, 0, "max-entries", "N", "serve: entries in a snapshot at most (default 1000000)"},
+    {OPT_MAXBYTES, 0, "max-bytes", "BYTES", "serve: bytes of a snapshot at most (default 67108864)"},
+    {OPT_MAXSCHEMA, 0, "max-schema-bytes", "BYTES", "serve: bytes of one table's schema (default 262144)"},
+    {OPT_ROLE, 0, "role", "ROLE", "token create: admin, query-service, metadata-peer or user"},
+    {OPT_NAME, 0, "name", "NAME", "token create/revoke: the principal's name"},
+    {OPT_JSON, 0, "json", NULL, "token list: print JSON instead of TSV"},
+    {0, 0, NULL, NULL, NULL},
+};
+
+static const cliSpec spec = {
+    "init --db PATH [--stage URL]\n"
+    "serve --db PATH --listen HOST:PORT [--tls-cert FILE --tls-key FILE | --insecure-listen]\n"
+    "token create|list|revoke --db PATH [--role ROLE] [--name NAME]",
+    "The lake's metadata authority: create a registry, serve it over HTTPS, manage tokens.",
+    options,
+    0,
+};
+
+typedef struct args {
+    const char *db, *stage, *listen, *cert, *key, *role, *name;
+    int insecure, json;
+    serverConfig srv;
+} args;
+
+static unsigned long long number(const char *opt, const char *s, unsigned long long min,
+                                 unsigned long long max) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+        cliUsageError(&spec, "%s: '%s' is not a number from %llu to %llu", opt, s, min, max);
+    return v;
+}
+
+/* A new token for name: lk_<name>_<64 hex>; *sha gets its SHA-256. */
+static int newToken(const char *name, char **token, char sha[SHA256_HEX_LEN + 1], lakeError *err) {
+    unsigned char r[32];
+    if (RAND_bytes(r, sizeof r) != 1) return errSet(err, LAKE_EFAIL, "random number generator failed");
+    size_t n = strlen(name) + 4 + 2 * sizeof r + 1;
+    if (!(*token = malloc(n))) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "token");
+    int k = snprintf(*token, n, "lk_%s_", name);
+    for (size_t i = 0; i < sizeof r; i++) k += snprintf(*token + k, n - (size_t)k, "%02x", r[i]);
+    sha256Ctx *c = sha256New();
+    if (!c) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "token");
+    sha256Update(c, *token, strlen(*token));
+    sha256FinalHex(c, sha);
+    sha256Free(c);
+    return 0;
+}
+
+/* Create the principal and print its token once. */
+static int issueToken(registry *reg, const char *name, const char *role, lakeError *err) {
+    char *token = NULL, sha[SHA256_HEX_LEN + 1];
+    int rc = newToken(name, &token, sha, err);
+    if (!rc) rc = registryAddPrincipal(reg, name, role, sha, err);
+    if (!rc && (printf("%s\n", token) < 0 || fflush(stdout) == EOF))
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    if (token) memset(token, 0, strlen(token));
+    free(token);
+    return rc;
+}
+
+static int cmdInit(const args *a, lakeError *err) {
+    struct stat st;
+    if (stat(a->db, &st) == 0)
+        return errSet(err, LAKE_EFAIL, "%s exists; init never touches an existing registry", a->db);
+    if (a->stage) {
+        stage *s = NULL;
+        int rc = stageOpen(a->stage, &s, err);
+        stageClose(s);
+        if (rc) return rc;
+    }
+    registry *reg;
+    int rc = registryOpen(a->db, 1, a->stage, &reg, err);
+    if (rc) return rc;
+    rc = issueToken(reg, "admin", "admin", err);
+    registryClose(reg);
+    return rc;
+}
+
+static int cmdToken(const char *sub, const args *a, lakeError *err) {
+    registry *reg;
+    int rc = registryOpen(a->db, 0, NULL, &reg, err);
+    if (rc) return rc;
+    if (strcmp(sub, "create") == 0) {
+        rc = issueToken(reg, a->name, a->role, err);
+    } else if (strcmp(sub, "revoke") == 0) {
+        rc = registryRevokePrincipal(reg, a->name, err);
+    } else {
+        cJSON *list = NULL, *p;
+        rc = registryListPrincipals(reg, &list, err);
+        if (!rc && a->json) {
+            char *text = cJSON_PrintUnformatted(list);
+            if (text) puts(text);
+            cJSON_free(text);
+        } else if (!rc) {
+            cJSON_ArrayForEach(p, list) {
+                const cJSON *rev = cJSON_GetObjectItemCaseSensitive(p, "revoked_at");
+                printf("%s\t%s\t%s\t%s\n", cJSON_GetObjectItemCaseSensitive(p, "name")->valuestring,
+                       cJSON_GetObjectItemCaseSensitive(p, "role")->valuestring,
+                       cJSON_GetObjectItemCaseSensitive(p, "created_at")->valuestring,
+                       cJSON_IsString(rev) ? rev->valuestring : "-");
+            }
+        }
+        cJSON_Delete(list);
+    }
+    registryClose(reg);
+    return rc;
+}
+
+/* HOST:PORT or [V6]:PORT into host (in buf) and port. */
+static void splitListen(const char *s, char *buf, size_t n, serverConfig *srv) {
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s) cliUsageError(&spec, "--listen: '%s' is not HOST:PORT", s);
+    const char *h = s;
+    size_t hl = (size_t)(colon - s);
+    if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (hl == 0 || hl >= n) cliUsageError(&spec, "--listen: '%s' is not HOST:PORT", s);
+    memcpy(buf, h, hl);
+    buf[hl] = '\0';
+    srv->host = buf;
+    srv->port = (unsigned)number("--listen port", colon + 1, 0, 65535);
+}
+
+int main(int argc, char **argv) {
+    logInit(argv[0]);
+    args a = {0};
+    a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
+                           .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30};
+    const char *arg;
+    int c, first;
+    while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
+        switch (c) {
+        case 'q': logSetQuiet(1); break;
+        case OPT_DB: a.db = arg; break;
+        case OPT_STAGE: a.stage = arg; break;
+        case OPT_LISTEN: a.listen = arg; break;
+        case OPT_CERT: a.cert = arg; break;
+        case OPT_KEY: a.key = arg; break;
+        case OPT_INSECURE: a.insecure = 1; break;
+        case OPT_ROLE: a.role = arg; break;
+        case OPT_NAME: a.name = arg; break;
+        case OPT_JSON: a.json = 1; break;
+        case OPT_THREADS: a.srv.threads = (unsigned)number("--threads", arg, 1, 256); break;
+        case OPT_MAXCONN: a.srv.max_connections = (unsigned)number("--max-connections", arg, 1, 100000); break;
+        case OPT_TIMEOUT: a.srv.timeout_s = (unsigned)number("--timeout", arg, 1, 86400); break;
+        case OPT_MAXBODY: a.srv.max_body = (size_t)number("--max-body", arg, 1024, 1ULL << 30); break;
+        case OPT_PERMITS: a.srv.permits = (unsigned)number("--snapshot-permits", arg, 1, 1024); break;
+        case OPT_MAXENTRIES: a.srv.bounds.max_entries = (int64_t)number("--max-entries", arg, 1, 100000000); break;
+        case OPT_MAXBYTES: a.srv.bounds.max_bytes = (int64_t)number("--max-bytes", arg, 1024, 1ULL << 32); break;
+        case OPT_MAXSCHEMA:
+            a.srv.bounds.max_schema_bytes = (int64_t)number("--max-schema-bytes", arg, 64, 1ULL << 30);
+            break;
+        }
+    }
+    if (first >= argc) cliUsageError(&spec, "a command is needed: init, serve or token");
+    const char *cmd = argv[first], *sub = first + 1 < argc ? argv[first + 1] : NULL;
+    int extra = argc - first - (strcmp(cmd, "token") == 0 ? 2 : 1);
+    if (extra > 0) cliUsageError(&spec, "unexpected argument '%s'", argv[argc - extra]);
+    if (!a.db) cliUsageError(&spec, "--db PATH is required");
+
+    lakeError err = {0};
+    int rc;
+    char host[256];
+    if (strcmp(cmd, "init") == 0) {
+        rc = cmdInit(&a, &err);
+    } else if (strcmp(cmd, "serve") == 0) {
+        if (!a.listen) cliUsageError(&spec, "serve needs --listen HOST:PORT");
+        if (a.insecure && (a.cert || a.key)) cliUsageError(&spec, "--insecure-listen takes no certificate");
+        if (!a.insecure && (!a.cert || !a.key))
+            cliUsageError(&spec, "serve needs --tls-cert and --tls-key (or --insecure-listen on loopback)");
+        splitListen(a.listen, host, sizeof host, &a.srv);
+        a.srv.db = a.db;
+        a.srv.tls_cert = a.cert;
+        a.srv.tls_key = a.key;
+        a.srv.insecure = a.insecure;
+        rc = serverRun(&a.srv, &err);
+    } else if (strcmp(cmd, "token") == 0) {
+        if (!sub || (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "revoke")))
+            cliUsageError(&spec, "token needs create, list or revoke");
+        if (strcmp(sub, "list") != 0 && !nameIsValid(a.name))
+            cliUsageError(&spec, "token %s needs --name NAME ([A-Za-z_][A-Za-z0-9_]*)", sub);
+        if (strcmp(sub, "create") == 0 &&
+            (!a.role || (strcmp(a.role, "admin") && strcmp(a.role, "query-service") &&
+                         strcmp(a.role, "metadata-peer") && strcmp(a.role, "user"))))
+            cliUsageError(&spec, "token create needs --role admin|query-service|metadata-peer|user");
+        rc = cmdToken(sub, &a, &err);
+    } else {
+        cliUsageError(&spec, "unknown command '%s'", cmd);
+    }
+    if (rc) logError(&err);
+    return rc;
+}

@@ -1,0 +1,517 @@
+/*
+ * server.c - lake-metasrv's HTTP front: libmicrohttpd in, the shared action
+ * dispatcher (lib/catalog/actions) behind it.
+ *
+ * Each worker thread of the pool opens its own registry connection on
+ * first use (SQLite connections are not shared across threads).  A request
+ * lives in a `request` struct from its first byte to the completion
+ * callback, which writes the log line, counts the metrics and returns a
+ * snapshot permit only once the response has been sent.
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog/actions.h"
+#include "catalog/names.h"
+#include "core/fsutil.h"
+#include "core/id.h"
+#include "core/log.h"
+#include "core/sha256.h"
+#include "stage/stage.h"
+
+#define PEM_MAX (1024 * 1024)
+
+/* --- state shared by the worker threads -------------------------------- */
+
+static const serverConfig *conf;
+static stage *advertised;          /* for append's containment; immutable */
+static pthread_key_t regKey;       /* this thread's registry connection */
+static atomic_int permitsFree;
+static atomic_int inFlight;
+static atomic_int fenceMutations;  /* test-only fault, see serverRun */
+static int fenceFault;
+static int killAfterAppend;        /* test-only fault */
+
+/* --- metrics ------------------------------------------------------------ */
+
+static const char *const metricActions[] = {"catalog_snapshot", "resolve", "append",
+                                            "create_namespace", "create_table", "drop_table",
+                                            "whoami", "actions", "health", "metrics", "other"};
+#define NMA (sizeof metricActions / sizeof metricActions[0])
+static const int metricStatuses[] = {200, 400, 401, 403, 404, 409, 412, 413, 500, 503};
+#define NMS (sizeof metricStatuses / sizeof metricStatuses[0])
+static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+#define NB (sizeof buckets / sizeof buckets[0])
+
+static pthread_mutex_t metricsMu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t counts[NMA][NMS + 1];
+static uint64_t histogram[NB + 1];
+static double latencySum;
+static uint64_t latencyCount;
+
+static size_t actionIndex(const char *a) {
+    for (size_t i = 0; i < NMA - 1; i++)
+        if (strcmp(metricActions[i], a) == 0) return i;
+    return NMA - 1;
+}
+
+static void countRequest(const char *action, int status, double secs) {
+    size_t s = NMS;
+    for (size_t i = 0; i < NMS; i++)
+        if (metricStatuses[i] == status) s = i;
+    size_t b = NB;
+    for (size_t i = 0; i < NB; i++)
+        if (secs <= buckets[i]) { b = i; break; }
+    pthread_mutex_lock(&metricsMu);
+    counts[actionIndex(action)][s]++;
+    histogram[b]++;
+    latencySum += secs;
+    latencyCount++;
+    pthread_mutex_unlock(&metricsMu);
+}
+
+/* --- requests ----------------------------------------------------------- */
+
+typedef struct request {
+    char id[ID_LEN + 1];
+    struct timespec start;
+    char *body;
+    size_t len;
+    int too_large;
+    int permit;              /* holds a snapshot permit */
+    int status;
+    char principal[NAME_BUF];
+    char action[48];
+    char detail[800];        /* the unredacted cause, for the log only */
+} request;
+
+static double since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void mutateBetween(void *ctx, int scan);
+
+static registry *threadRegistry(lakeError *err) {
+    registry *r = pthread_getspecific(regKey);
+    if (r) return r;
+    if (registryOpen(conf->db, 0, NULL, &r, err)) return NULL;
+    if (fenceFault) registrySetScanHook(r, mutateBetween, NULL);
+    pthread_setspecific(regKey, r);
+    return r;
+}
+
+static void closeRegistry(void *r) { registryClose(r); }
+
+/* Queue a response with body text (taken over) and status. */
+static enum MHD_Result respond(struct MHD_Connection *c, request *rq, int status, char *text,
+                               const char *type) {
+    rq->status = status;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", type);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (status == 503) MHD_add_response_header(resp, "Retry-After", "1");
+    enum MHD_Result r = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static enum MHD_Result respondJson(struct MHD_Connection *c, request *rq, int status, cJSON *j) {
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!text) return MHD_NO;
+    /* cJSON's allocator is malloc, which MHD's MUST_FREE releases */
+    return respond(c, rq, status, text, "application/json");
+}
+
+/* The redacted error answer: the client gets the stable code, a message
+ * that names no path, SQL or token, and the request id; the log gets the
+ * detail under the same id. */
+static enum MHD_Result respondError(struct MHD_Connection *c, request *rq, const lakeError *err) {
+    const char *code = errStatus(err);
+    int internal = strcmp(code, "internal") == 0;
+    snprintf(rq->detail, sizeof rq->detail, "%s%s%s", err->msg, err->cause[0] ? " / " : "", err->cause);
+    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+    cJSON_AddStringToObject(e, "code", code);
+    cJSON_AddStringToObject(e, "message", internal ? "internal error" : err->msg);
+    cJSON_AddStringToObject(e, "request_id", rq->id);
+    return respondJson(c, rq, statusHttp(code), j);
+}
+
+static enum MHD_Result respondStatus(struct MHD_Connection *c, request *rq, const char *status,
+                                     const char *msg) {
+    lakeError err = {0};
+    errSetStatus(&err, status, "%s", msg);
+    return respondError(c, rq, &err);
+}
+
+/* Authenticate the bearer token: lk_<name>_<secret>.  The principal is
+ * found by its (public) name and the token's SHA-256 compared with the
+ * stored one in constant time. */
+static int authenticate(struct MHD_Connection *c, registry *reg, registryPrincipal *p, lakeError *err) {
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return errSetStatus(err, "unauthenticated", "a bearer token is required");
+    const char *tok = h + 7;
+    const char *last = strrchr(tok, '_');
+    if (strncmp(tok, "lk_", 3) != 0 || !last || last <= tok + 3 || (size_t)(last - tok - 3) >= NAME_BUF)
+        return errSetStatus(err, "unauthenticated", "invalid token");
+    char name[NAME_BUF];
+    snprintf(name, sizeof name, "%.*s", (int)(last - tok - 3), tok + 3);
+    char hex[SHA256_HEX_LEN + 1];
+    sha256Ctx *s = sha256New();
+    if (!s) return errSetStatus(err, "internal", "out of memory");
+    sha256Update(s, tok, strlen(tok));
+    sha256FinalHex(s, hex);
+    sha256Free(s);
+    lakeError lookup = {0};
+    int found = registryFindPrincipal(reg, name, p, &lookup) == 0;
+    if (!found && lookup.code != LAKE_ENOINPUT) {
+        *err = lookup;
+        return err->code;
+    }
+    /* compare even when not found, so timing tells nothing */
+    const char *stored = found ? p->token_sha256 : "0000000000000000000000000000000000000000000000000000000000000000";
+    int same = strlen(stored) == SHA256_HEX_LEN && CRYPTO_memcmp(stored, hex, SHA256_HEX_LEN) == 0;
+    if (!found || !same || p->revoked) return errSetStatus(err, "unauthenticated", "invalid token");
+    return 0;
+}
+
+/* The test-only fence fault: raise the generation between a snapshot's
+ * scan and its re-check, through a second connection. */
+static void mutateBetween(void *ctx, int scan) {
+    (void)ctx;
+    (void)scan;
+    if (atomic_fetch_sub(&fenceMutations, 1) <= 0) {
+        atomic_fetch_add(&fenceMutations, 1);
+        return;
+    }
+    sqlite3 *db;
+    if (sqlite3_open(conf->db, &db) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 5000);
+        sqlite3_exec(db, "UPDATE directory_marker SET generation = generation + 1", NULL, NULL, NULL);
+    }
+    sqlite3_close(db);
+}
+
+static void dieAfterAppend(void) { raise(SIGKILL); }
+
+static enum MHD_Result serveMetrics(struct MHD_Connection *c, request *rq, registry *reg) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return MHD_NO;
+    int64_t gen = -1;
+    registryGeneration(reg, &gen, NULL);
+    pthread_mutex_lock(&metricsMu);
+    fputs("# HELP lake_requests_total Requests by action and HTTP status.\n"
+          "# TYPE lake_requests_total counter\n", f);
+    for (size_t a = 0; a < NMA; a++)
+        for (size_t s = 0; s <= NMS; s++)
+            if (counts[a][s])
+                fprintf(f, "lake_requests_total{action=\"%s\",status=\"%s%d\"} %llu\n", metricActions[a],
+                        s == NMS ? "other" : "", s == NMS ? 0 : metricStatuses[s],
+                        (unsigned long long)counts[a][s]);
+    fputs("# HELP lake_request_duration_seconds Request latency.\n"
+          "# TYPE lake_request_duration_seconds histogram\n", f);
+    uint64_t cum = 0;
+    for (size_t b = 0; b < NB; b++) {
+        cum += histogram[b];
+        fprintf(f, "lake_request_duration_seconds_bucket{le=\"%g\"} %llu\n", buckets[b], (unsigned long long)cum);
+    }
+    cum += histogram[NB];
+    fprintf(f, "lake_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    fprintf(f, "lake_request_duration_seconds_sum %.6f\nlake_request_duration_seconds_count %llu\n",
+            latencySum, (unsigned long long)latencyCount);
+    pthread_mutex_unlock(&metricsMu);
+    fprintf(f, "# HELP lake_snapshot_permits_in_use Snapshot builds admitted now.\n"
+               "# TYPE lake_snapshot_permits_in_use gauge\nlake_snapshot_permits_in_use %d\n",
+            (int)conf->permits - atomic_load(&permitsFree));
+    fprintf(f, "# HELP lake_registry_generation The catalog generation.\n"
+               "# TYPE lake_registry_generation gauge\nlake_registry_generation %lld\n", (long long)gen);
+    if (fclose(f) != 0) {
+        free(text);
+        return MHD_NO;
+    }
+    return respond(c, rq, 200, text, "text/plain; version=0.0.4");
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *upload, size_t *upload_size, void **ctx) {
+    (void)cls;
+    (void)version;
+    request *rq = *ctx;
+    if (!rq) { /* headers are in; nothing of the body is read yet */
+        rq = calloc(1, sizeof *rq);
+        if (!rq) return MHD_NO;
+        *ctx = rq;
+        atomic_fetch_add(&inFlight, 1);
+        clock_gettime(CLOCK_MONOTONIC, &rq->start);
+        if (idNew(rq->id, NULL)) snprintf(rq->id, sizeof rq->id, "-");
+        snprintf(rq->principal, sizeof rq->principal, "-");
+        snprintf(rq->action, sizeof rq->action, "other");
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > conf->max_body) {
+            rq->too_large = 1;
+            return respondStatus(c, rq, "payload_too_large", "request body too large");
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) { /* body bytes, bounded */
+        if (rq->too_large || rq->len + *upload_size > conf->max_body) {
+            rq->too_large = 1;
+        } else {
+            char *b = realloc(rq->body, rq->len + *upload_size + 1);
+            if (!b) return MHD_NO;
+            memcpy(b + rq->len, upload, *upload_size);
+            rq->body = b;
+            rq->len += *upload_size;
+            rq->body[rq->len] = '\0';
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (rq->status) return MHD_YES; /* answered already (413) */
+    if (rq->too_large) return respondStatus(c, rq, "payload_too_large", "request body too large");
+
+    if (strcmp(url, "/v1/health") == 0 && strcmp(method, "GET") == 0) {
+        snprintf(rq->action, sizeof rq->action, "health");
+        return respond(c, rq, 200, strdup("{\"status\":\"ok\"}"), "application/json");
+    }
+    lakeError err = {0};
+    registry *reg = threadRegistry(&err);
+    if (!reg) return respondError(c, rq, &err);
+    registryPrincipal p;
+    int isAction = strncmp(url, "/v1/actions/", 12) == 0 && strcmp(method, "POST") == 0;
+    if (isAction) snprintf(rq->action, sizeof rq->action, "%.40s", url + 12);
+    else if (strcmp(url, "/v1/actions") == 0) snprintf(rq->action, sizeof rq->action, "actions");
+    else if (strcmp(url, "/v1/metrics") == 0) snprintf(rq->action, sizeof rq->action, "metrics");
+    if (authenticate(c, reg, &p, &err)) return respondError(c, rq, &err);
+    snprintf(rq->principal, sizeof rq->principal, "%s", p.name);
+
+    if (strcmp(url, "/v1/actions") == 0 && strcmp(method, "GET") == 0) {
+        cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "actions");
+        static const char *const all[] = {"catalog_snapshot", "resolve", "append", "create_namespace",
+                                          "create_table", "drop_table", "whoami"};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            if (actionsAllowed(p.role, all[i])) cJSON_AddItemToArray(list, cJSON_CreateString(all[i]));
+        return respondJson(c, rq, 200, j);
+    }
+    if (strcmp(url, "/v1/metrics") == 0 && strcmp(method, "GET") == 0) {
+        if (strcmp(p.role, "admin") != 0 && strcmp(p.role, "metadata-peer") != 0)
+            return respondStatus(c, rq, "permission_denied", "metrics need the admin or metadata-peer role");
+        return serveMetrics(c, rq, reg);
+    }
+    if (!isAction) return respondStatus(c, rq, "not_found", "no such resource");
+    const char *action = url + 12;
+    if (!actionsKnown(action)) return respondStatus(c, rq, "not_found", "no such action");
+    if (!actionsAllowed(p.role, action)) {
+        lakeError denied = {0};
+        errSetStatus(&denied, "permission_denied", "role %s may not run %s", p.role, action);
+        return respondError(c, rq, &denied);
+    }
+
+    const char *end = NULL;
+    cJSON *req = rq->len ? cJSON_ParseWithOpts(rq->body, &end, 1) : cJSON_CreateObject();
+    if (!cJSON_IsObject(req)) {
+        cJSON_Delete(req);
+        return respondStatus(c, rq, "invalid_argument", "the request body must be one JSON object");
+    }
+    if (strcmp(action, "catalog_snapshot") == 0) {
+        /* admission: a permit is held until the response has been sent */
+        if (atomic_fetch_sub(&permitsFree, 1) <= 0) {
+            atomic_fetch_add(&permitsFree, 1);
+            cJSON_Delete(req);
+            return respondStatus(c, rq, "unavailable", "too many snapshot requests; retry later");
+        }
+        rq->permit = 1;
+    }
+    actionContext actx = {
+        .reg = reg,
+        .stage = advertised,
+        .stage_url = registryStage(reg),
+        .principal = p.name,
+        .role = p.role,
+        .allow_unmarked = 0,
+        .bounds = conf->bounds,
+        .after_append = killAfterAppend ? dieAfterAppend : NULL,
+    };
+    cJSON *answer = NULL;
+    int rc = actionsDispatch(&actx, action, req, &answer, &err);
+    cJSON_Delete(req);
+    if (rc) return respondError(c, rq, &err);
+    return respondJson(c, rq, 200, answer);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    request *rq = *ctx;
+    if (!rq) return;
+    *ctx = NULL;
+    if (rq->permit) atomic_fetch_add(&permitsFree, 1);
+    double secs = since(&rq->start);
+    int status = rq->status ? rq->status : 0;
+    countRequest(rq->action, status, secs);
+    time_t now = time(NULL);
+    struct tm tm;
+    char ts[32];
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* one line per request; never a token */
+    fprintf(stderr, "%s request_id=%s principal=%s action=%s status=%d duration_ms=%.3f%s%s%s\n", ts,
+            rq->id, rq->principal, rq->action, status, secs * 1000,
+            toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " aborted=1" : "", rq->detail[0] ? " detail=" : "",
+            rq->detail);
+    free(rq->body);
+    free(rq);
+    atomic_fetch_sub(&inFlight, 1);
+}
+
+/* --- start-up and drain --------------------------------------------------- */
+
+static char *readPem(const char *path, lakeError *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    char *buf = NULL;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        errSetErrno(err, LAKE_ECONFIG, errno, "%s", path);
+    } else if (st.st_size <= 0 || st.st_size > PEM_MAX) {
+        errSet(err, LAKE_ECONFIG, "%s: not a PEM file of at most %d bytes", path, PEM_MAX);
+    } else if (!(buf = malloc((size_t)st.st_size + 1)) || readFull(fd, buf, (size_t)st.st_size) != st.st_size) {
+        errSetErrno(err, LAKE_ECONFIG, errno ? errno : EIO, "%s", path);
+        free(buf);
+        buf = NULL;
+    } else {
+        buf[st.st_size] = '\0';
+    }
+    if (fd >= 0) close(fd);
+    return buf;
+}
+
+static int isLoopback(const struct sockaddr *sa) {
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+    return 0;
+}
+
+int serverRun(const serverConfig *cfg, lakeError *err) {
+    conf = cfg;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
+                    *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%u", cfg->port);
+    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
+    if (gai) return errSet(err, LAKE_EUSAGE, "--listen %s: %s", cfg->host, gai_strerror(gai));
+    if (cfg->insecure && !isLoopback(ai->ai_addr)) {
+        freeaddrinfo(ai);
+        return errSet(err, LAKE_EUSAGE, "--insecure-listen is refused on %s: not a loopback address", cfg->host);
+    }
+
+    /* the registry must be there and authoritative before we listen */
+    registry *probe = NULL;
+    int rc = registryOpen(cfg->db, 0, NULL, &probe, err);
+    if (!rc && registryStage(probe)) rc = stageOpen(registryStage(probe), &advertised, err);
+    int64_t gen = -1;
+    if (!rc) rc = registryGeneration(probe, &gen, err);
+    if (!rc && gen < 0) logWarn("%s: registry has no directory marker; snapshots will fail", cfg->db);
+    registryClose(probe);
+    char *cert = NULL, *key = NULL;
+    if (!rc && !cfg->insecure) {
+        if (!(cert = readPem(cfg->tls_cert, err)) || !(key = readPem(cfg->tls_key, err))) rc = err->code;
+    }
+    if (rc) {
+        freeaddrinfo(ai);
+        free(cert);
+        free(key);
+        return rc;
+    }
+
+    const char *fault = getenv("LAKE_TEST_SNAPSHOT_MUTATIONS");
+    if (fault && *fault) {
+        atomic_store(&fenceMutations, atoi(fault));
+        fenceFault = 1;
+        logWarn("TEST FAULT: LAKE_TEST_SNAPSHOT_MUTATIONS=%s mutates the registry during snapshots", fault);
+    }
+    fault = getenv("LAKE_TEST_KILL_AFTER_APPEND");
+    if (fault && *fault && strcmp(fault, "0") != 0) {
+        killAfterAppend = 1;
+        logWarn("TEST FAULT: LAKE_TEST_KILL_AFTER_APPEND kills the server after an append commits");
+    }
+    atomic_store(&permitsFree, (int)cfg->permits);
+    pthread_key_create(&regKey, closeRegistry);
+
+    /* signals are taken by sigwait in this thread only */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | (cfg->insecure ? 0 : MHD_USE_TLS) |
+                     (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    struct MHD_Daemon *d;
+    if (cfg->insecure)
+        d = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                             MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
+                             cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
+                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+    else
+        d = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                             MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
+                             cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
+                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_HTTPS_MEM_KEY, key,
+                             MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!d) {
+        free(cert);
+        free(key);
+        return errSet(err, LAKE_EFAIL, "cannot listen on %s:%u (in use, or a bad certificate or key)",
+                      cfg->host, cfg->port);
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    int v6 = strchr(cfg->host, ':') != NULL;
+    printf("listening on %s://%s%s%s:%u\n", cfg->insecure ? "http" : "https", v6 ? "[" : "", cfg->host,
+           v6 ? "]" : "", info ? info->port : cfg->port);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    logWarn("signal %d: draining %d request(s)", sig, atomic_load(&inFlight));
+    MHD_quiesce_daemon(d); /* no new connections */
+    for (unsigned waited = 0; atomic_load(&inFlight) > 0 && waited < cfg->drain_s * 100; waited++) {
+        struct timespec t = {0, 10 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
+    MHD_stop_daemon(d);
+    stageClose(advertised);
+    free(cert);
+    free(key);
+    return 0;
+}

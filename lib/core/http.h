@@ -1,0 +1,48 @@
+/*
+ * http.h - a small JSON-over-HTTPS client on libcurl, for the metadata
+ * authority (DESIGN §5).
+ *
+ * Promises: TLS peers are verified (against ca_file when given, else the
+ * system store); every request has a connect timeout and a total timeout;
+ * request and response bodies are bounded (a larger response is an error,
+ * never a truncated answer); an answer is exactly one well-formed JSON
+ * object.  Errors map to the exit codes of DESIGN §1: cannot connect or
+ * time out -> 69; an error object from the server -> its code's status
+ * (errSetStatus); anything else malformed -> 1.
+ */
+#ifndef LAKE_HTTP_H
+#define LAKE_HTTP_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+struct cJSON;
+
+typedef struct httpClient httpClient;
+
+typedef struct httpOptions {
+    const char *ca_file;     /* NULL: the system store */
+    const char *token;       /* bearer token, NULL for none */
+    long connect_timeout_ms; /* 0: HTTP_CONNECT_TIMEOUT_MS */
+    long timeout_ms;         /* 0: HTTP_TIMEOUT_MS */
+    size_t max_response;     /* 0: HTTP_MAX_RESPONSE */
+} httpOptions;
+
+#define HTTP_CONNECT_TIMEOUT_MS 2000
+#define HTTP_TIMEOUT_MS 30000
+#define HTTP_MAX_RESPONSE (72u * 1024 * 1024)
+
+/* A client for base (e.g. "https://lake.example:7700"); one connection is
+ * kept alive across calls. */
+int httpOpen(const char *base, const httpOptions *opt, httpClient **out, lakeError *err);
+void httpClose(httpClient *h);
+
+/* POST body (a JSON object; NULL sends {}) to base + path and decode the
+ * answer.  *answer is a new object on success. */
+int httpPostJson(httpClient *h, const char *path, const struct cJSON *body,
+                 struct cJSON **answer, lakeError *err);
+/* GET base + path and decode a JSON answer. */
+int httpGetJson(httpClient *h, const char *path, struct cJSON **answer, lakeError *err);
+
+#endif
