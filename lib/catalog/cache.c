@@ -576,13 +576,12 @@ static void regPath(const catalogCache *c, char *out, size_t n, const char *id, 
     snprintf(out, n, "%s/registrations/%s/%lld.json", c->dir, id, (long long)version);
 }
 
-/* A registration file is its JSON on one line, then "crc32 <hex>" of that
- * line: a torn or edited file is asked for again, never trusted. */
+/* Registrations and whoami are kept as their JSON on one line, then
+ * "crc32 <hex>" of that line: a torn or edited file is asked for again,
+ * never trusted. */
 
-/* The cached registration of (id, version), or NULL. */
-static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
-    char path[PATH_MAX];
-    regPath(c, path, sizeof path, id, version);
+/* A JSON file of the cache, or NULL when missing, torn or edited. */
+static cJSON *checkedJsonLoad(const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
     struct stat st;
@@ -596,27 +595,15 @@ static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
             *nl = '\0';
             if (strncmp(nl + 1, hex, strlen(hex)) == 0) j = cJSON_Parse(buf);
         }
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
-        const cJSON *i = cJSON_GetObjectItemCaseSensitive(j, "id");
-        if (!cJSON_IsNumber(v) || (int64_t)v->valuedouble != version || !cJSON_IsString(i) ||
-            strcmp(i->valuestring, id) != 0) {
-            cJSON_Delete(j); /* torn, edited or foreign: ask again */
-            j = NULL;
-        }
     }
     free(buf);
     close(fd);
     return j;
 }
 
-static void regStore(const catalogCache *c, const cJSON *reg) {
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(reg, "version");
-    if (!cJSON_IsString(id) || !idIsValid(id->valuestring) || !cJSON_IsNumber(v)) return;
-    char dir[PATH_MAX], name[64], tail[32];
-    snprintf(dir, sizeof dir, "%s/registrations/%s", c->dir, id->valuestring);
-    snprintf(name, sizeof name, "%lld.json", (long long)v->valuedouble);
-    char *text = cJSON_PrintUnformatted(reg);
+/* Write j as dir/name atomically, with its checksum line. */
+static void checkedJsonStore(const char *dir, const char *name, const cJSON *j) {
+    char *text = cJSON_PrintUnformatted(j), tail[32];
     atomicFile af;
     lakeError err = {0};
     if (text && mkdirs(dir, 0700, &err) == 0 && atomicOpen(&af, dir, name, 1, 0600, &err) == 0) {
@@ -626,6 +613,31 @@ static void regStore(const catalogCache *c, const cJSON *reg) {
         atomicAbort(&af);
     }
     cJSON_free(text);
+}
+
+/* The cached registration of (id, version), or NULL. */
+static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
+    char path[PATH_MAX];
+    regPath(c, path, sizeof path, id, version);
+    cJSON *j = checkedJsonLoad(path);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
+    const cJSON *i = cJSON_GetObjectItemCaseSensitive(j, "id");
+    if (!cJSON_IsNumber(v) || (int64_t)v->valuedouble != version || !cJSON_IsString(i) ||
+        strcmp(i->valuestring, id) != 0) {
+        cJSON_Delete(j); /* foreign: ask again */
+        j = NULL;
+    }
+    return j;
+}
+
+static void regStore(const catalogCache *c, const cJSON *reg) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(reg, "version");
+    if (!cJSON_IsString(id) || !idIsValid(id->valuestring) || !cJSON_IsNumber(v)) return;
+    char dir[PATH_MAX], name[64];
+    snprintf(dir, sizeof dir, "%s/registrations/%s", c->dir, id->valuestring);
+    snprintf(name, sizeof name, "%lld.json", (long long)v->valuedouble);
+    checkedJsonStore(dir, name, reg);
 }
 
 static tableState *stateOf(snapshot *s, const char *id, int create) {
@@ -732,4 +744,66 @@ int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expec
     char id[64];
     snprintf(id, sizeof id, "%s", e->id);
     return updateState(c, id, *version, 0, -1, err);
+}
+
+/* --- whoami ------------------------------------------------------------ */
+
+int cacheWhoami(catalogCache *c, cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/whoami", c->dir);
+    struct stat st;
+    int64_t now = nowMs();
+    int fresh = stat(path, &st) == 0 && now - (int64_t)st.st_mtime * 1000 < c->opt.ttl_s * 1000;
+    if (fresh || c->opt.offline) {
+        if ((*answer = checkedJsonLoad(path))) return 0;
+        if (c->opt.offline) return errSet(err, LAKE_EUNAVAIL, "no cached whoami for %s (offline)", sourceName(c->src));
+    }
+    int rc = sourceCall(c->src, "whoami", NULL, answer, err);
+    if (rc) {
+        cJSON *stale = outage(err) ? checkedJsonLoad(path) : NULL;
+        if (!stale) return rc;
+        char why[700];
+        staleReason(c, err->msg, why, sizeof why);
+        if (c->opt.strict) {
+            cJSON_Delete(stale);
+            return errSet(err, LAKE_EUNAVAIL, "%s; the cached whoami is stale (--strict)", why);
+        }
+        logWarn("%s; using the cached whoami", why);
+        errClear(err);
+        *answer = stale;
+        return 0;
+    }
+    checkedJsonStore(c->dir, "whoami", *answer);
+    return 0;
+}
+
+int catalogStageUrl(const lakeConfig *cfg, char **url, lakeError *err) {
+    *url = NULL;
+    char *token = NULL;
+    /* remote mode is checked before any work, even with LAKE_STAGE set */
+    if (!configIsLocal(cfg) && configRemote(cfg, &token, err)) return err->code;
+    free(token);
+    if (cfg->stage) {
+        *url = strdup(cfg->stage);
+        return *url ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
+    }
+    catalogSource *src = NULL;
+    catalogCache *c = NULL;
+    cacheOptions opt = {cfg->catalog_ttl, 0, 0};
+    cJSON *who = NULL;
+    int rc = sourceOpen(cfg, &src, err);
+    if (!rc) rc = cacheOpen(cfg, src, &opt, &c, err);
+    if (!rc) rc = cacheWhoami(c, &who, err);
+    if (!rc) {
+        const cJSON *stage = cJSON_GetObjectItemCaseSensitive(who, "stage");
+        if (!cJSON_IsString(stage) || !*stage->valuestring)
+            rc = errSet(err, LAKE_ECONFIG, "%s advertises no stage; set LAKE_STAGE", sourceName(src));
+        else if (!(*url = strdup(stage->valuestring)))
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
+    }
+    cJSON_Delete(who);
+    cacheClose(c);
+    sourceClose(src);
+    return rc;
 }

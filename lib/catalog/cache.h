@@ -104,4 +104,13 @@ int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expec
 /* After this host's DDL: refresh so that the change is visible at once. */
 int cacheAfterChange(catalogCache *c, lakeError *err);
 
+/* The whoami answer (principal, role, stage, actions), cached beside the
+ * snapshot for the TTL; during an outage the cached one with a warning. */
+int cacheWhoami(catalogCache *c, struct cJSON **answer, lakeError *err);
+
+/* The stage URL a client uses: LAKE_STAGE / stage when configured (always,
+ * in local mode), else the stage the metadata server advertises (whoami,
+ * cached).  78 when there is none.  Caller frees. */
+int catalogStageUrl(const lakeConfig *cfg, char **url, lakeError *err);
+
 #endif
