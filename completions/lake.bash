@@ -21,9 +21,9 @@
 
 _lake_programs='lake-put lake-get lake-catalog'
 
-_lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --stage
-    --progress --no-progress -h --help --version'
-_lake_args_lake_put='--name --content-type --size --sha256 --stage'
+_lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --part-size
+    --jobs --stage --progress --no-progress -h --help --version'
+_lake_args_lake_put='--name --content-type --size --sha256 --part-size --jobs --stage'
 
 _lake_opts_lake_get='-q --quiet -o --output --no-verify --stage
     --progress --no-progress -h --help --version'
@@ -46,8 +46,8 @@ _lake_complete_value() {
         COMPREPLY=($(compgen -d -- "$3"))
         ;;
     *)
-        # --name, --content-type, --size, --sha256, --stage, --max-age,
-        # resolve's --version N: free text
+        # --name, --content-type, --size, --sha256, --part-size, --jobs,
+        # --stage, --max-age, resolve's --version N: free text
         COMPREPLY=()
         ;;
     esac

@@ -2,13 +2,18 @@
  * lake-put - stream bytes into the managed stage, one FILE value per object.
  *
  *   lake-put [-q] [--name NAME] [--content-type TYPE] [--size BYTES]
- *            [--sha256 HEX] [--stage URL] [FILE|-]...
+ *            [--sha256 HEX] [--part-size BYTES] [--jobs N] [--stage URL]
+ *            [FILE|-]...
  *
  * Inputs are put in order; each FILE value is printed (one JSON line) as
  * soon as its object is durable.  The first failure stops the run.
+ * SIGINT, SIGTERM and SIGHUP make the put in progress give up and clean up
+ * (an S3 upload is aborted); then lake-put dies of the same signal.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +27,7 @@
 #include "stage/stage.h"
 
 enum { OPT_NAME = 0x100, OPT_CTYPE, OPT_SIZE, OPT_SHA, OPT_STAGE, OPT_PROGRESS,
-       OPT_NO_PROGRESS };
+       OPT_NO_PROGRESS, OPT_PART_SIZE, OPT_JOBS };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
@@ -30,6 +35,8 @@ static const cliOption options[] = {
     {OPT_CTYPE, 0, "content-type", "TYPE", "content type (default: detected)"},
     {OPT_SIZE, 0, "size", "BYTES", "fail unless the input is exactly BYTES long"},
     {OPT_SHA, 0, "sha256", "HEX", "fail unless the input has this SHA-256"},
+    {OPT_PART_SIZE, 0, "part-size", "BYTES", "S3: bytes per part (default 8MiB, at least 5MiB)"},
+    {OPT_JOBS, 0, "jobs", "N", "S3: parts to send at once (default 1)"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
     {OPT_NO_PROGRESS, 0, "no-progress", NULL, "never draw a progress bar"},
@@ -38,7 +45,7 @@ static const cliOption options[] = {
 
 static const cliSpec spec = {
     "[-q] [--name NAME] [--content-type TYPE] [--size BYTES] [--sha256 HEX]\n"
-    "[--stage URL] [FILE|-]...",
+    "[--part-size BYTES] [--jobs N] [--stage URL] [FILE|-]...",
     "Stream files or stdin into the lake's managed stage; print one FILE value "
     "(JSON) per object.",
     options,
@@ -47,9 +54,50 @@ static const cliSpec spec = {
 
 typedef struct putArgs {
     const char *name, *content_type, *sha256, *stage;
-    long long size;
+    long long size, part_size;
+    int jobs;
     progressMode progress;
 } putArgs;
+
+/* The signal that told the run to stop, or 0. */
+static volatile sig_atomic_t stopSignal;
+
+static void onStopSignal(int sig) { stopSignal = sig; }
+
+/* Catch the signals that end a run, without SA_RESTART, so that a read
+ * blocked on a slow input returns EINTR and the put can clean up.  A
+ * signal ignored from the start (nohup, a background job) stays ignored. */
+static void catchStopSignals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = onStopSignal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+}
+
+/* Read from the fd that ctx points to until len bytes or the end, like
+ * fdRead, but give up (-1, EINTR) once a stop signal has arrived.  (A
+ * signal landing between the check and the read(2) waits for the next
+ * bytes or the end of the input.) */
+static ssize_t inputRead(void *ctx, void *buf, size_t len) {
+    int fd = *(int *)ctx;
+    size_t got = 0;
+    while (got < len) {
+        if (stopSignal) {
+            errno = EINTR;
+            return -1;
+        }
+        ssize_t n = read(fd, (char *)buf + got, len - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
 
 static long long parseSize(const char *s) {
     char *end;
@@ -58,6 +106,40 @@ static long long parseSize(const char *s) {
     if (errno || end == s || *end || v < 0 || v > FILE_SIZE_MAX)
         cliUsageError(&spec, "--size: '%s' is not a number of bytes", s);
     return v;
+}
+
+/* A byte count with an optional binary suffix: 5242880, 5MiB, 5M, 1GiB,
+ * 512KiB.  -1 when malformed. */
+static long long parseBytes(const char *s) {
+    static const struct { const char *suffix; long long unit; } units[] = {
+        {"", 1}, {"K", 1LL << 10}, {"KiB", 1LL << 10}, {"M", 1LL << 20},
+        {"MiB", 1LL << 20}, {"G", 1LL << 30}, {"GiB", 1LL << 30},
+    };
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0 || !(*s >= '0' && *s <= '9')) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].suffix) == 0)
+            return v > LLONG_MAX / units[i].unit ? -1 : v * units[i].unit;
+    return -1;
+}
+
+static long long parsePartSize(const char *s) {
+    long long v = parseBytes(s);
+    if (v < 0) cliUsageError(&spec, "--part-size: '%s' is not a number of bytes", s);
+    if (v < STAGE_PART_MIN || v > STAGE_PART_MAX)
+        cliUsageError(&spec, "--part-size: '%s' is outside 5MiB..5GiB", s);
+    return v;
+}
+
+static int parseJobs(const char *s) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > STAGE_JOBS_MAX)
+        cliUsageError(&spec, "--jobs: '%s' is not a number from 1 to %d", s, STAGE_JOBS_MAX);
+    return (int)v;
 }
 
 /* Put one input ("-" is stdin) and print its FILE value. */
@@ -81,8 +163,9 @@ static int putOne(stage *st, const putArgs *a, const char *input, lakeError *err
     int64_t total = a->size >= 0 ? a->size : S_ISREG(sb.st_mode) ? (int64_t)sb.st_size : -1;
     progress prog;
     progressStart(&prog, a->progress, name ? name : what, total);
-    lakeReader r = {fdRead, &fd, what};
-    stagePutOptions opt = {name, a->content_type, a->size, a->sha256, &prog};
+    lakeReader r = {inputRead, &fd, what};
+    stagePutOptions opt = {name, a->content_type, a->size, a->sha256, &prog,
+                           a->part_size, a->jobs, &stopSignal};
     fileValue fv;
     rc = stagePut(st, &r, &opt, &fv, err);
     progressEnd(&prog);
@@ -113,6 +196,8 @@ int main(int argc, char **argv) {
             if (!sha256IsHex(arg)) cliUsageError(&spec, "--sha256: '%s' is not 64 hex digits", arg);
             a.sha256 = arg;
             break;
+        case OPT_PART_SIZE: a.part_size = parsePartSize(arg); break;
+        case OPT_JOBS: a.jobs = parseJobs(arg); break;
         case OPT_STAGE: a.stage = arg; break;
         case OPT_PROGRESS: if (!logQuiet()) a.progress = PROGRESS_ON; break;
         case OPT_NO_PROGRESS: a.progress = PROGRESS_OFF; break;
@@ -133,10 +218,16 @@ int main(int argc, char **argv) {
                     cfg.metasrv);
     if (!rc && !cfg.stage) rc = errSet(&err, LAKE_ECONFIG, "no stage configured");
     if (!rc) rc = stageOpen(cfg.stage, &st, &err);
-    for (int i = first; !rc && i < argc; i++) rc = putOne(st, &a, argv[i], &err);
-    if (!rc && ninputs == 0) rc = putOne(st, &a, "-", &err);
+    if (!rc) catchStopSignals();
+    for (int i = first; !rc && !stopSignal && i < argc; i++) rc = putOne(st, &a, argv[i], &err);
+    if (!rc && !stopSignal && ninputs == 0) rc = putOne(st, &a, "-", &err);
     if (rc) logError(&err);
     stageClose(st);
     configFree(&cfg);
+    if (stopSignal) { /* cleaned up: now die of the signal, as the caller expects */
+        fflush(stdout);
+        signal(stopSignal, SIG_DFL);
+        raise(stopSignal);
+    }
     return rc;
 }

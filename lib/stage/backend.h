@@ -22,6 +22,7 @@ struct stage {
 };
 
 int localStageOpen(const char *url, stage **out, lakeError *err);
+int s3StageOpen(const char *url, stage **out, lakeError *err);
 
 /* Shared by the backends: the streaming unit and the time stamp format. */
 #define STAGE_BUF_SIZE (1024 * 1024)
@@ -30,8 +31,37 @@ void stageTimestamp(char out[32], long long t);
 /* "files/2026/12/" for t. */
 void stageKeyDir(char out[32], long long t);
 
+/* Decode %XX escapes; NULL on a bad escape, an encoded NUL or an encoded
+ * '/' (which would give one object two spellings), or out of memory.
+ * Caller frees. */
+char *stagePercentDecode(const char *s);
+/* s with every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~) and '/'
+ * percent-encoded, upper-case hex: a well-formed URI path, and AWS's
+ * UriEncode of an S3 key.  Caller frees; NULL when out of memory. */
+char *stagePercentEncode(const char *s);
+/* True when the relative path p has only non-empty components that are
+ * neither "." nor ".." ("a/b" yes; "", "a//b", "a/", "../a" no). */
+int stageCleanRelative(const char *p);
+
+/* True when the put was told to give up (opt->stop is set). */
+int stageStopped(const stagePutOptions *opt);
+/* The error of a put that gave up: "WHAT: interrupted" (1).  The caller
+ * (lake-put) tells the signal apart and exits as killed by it. */
+int stageInterrupted(const lakeReader *r, lakeError *err);
+
+/* 65 when a put has read more than the size it was told (--size). */
+int stageOverStated(const lakeReader *r, const stagePutOptions *opt, int64_t total,
+                    lakeError *err);
+/* 65 unless a whole input of total bytes and digest sha256 (hex) is what
+ * the put was told (--size, --sha256). */
+int stageCheckStated(const lakeReader *r, const stagePutOptions *opt, int64_t total,
+                     const char *sha256, lakeError *err);
+
 /* Detected content type of the first bytes of an object; never NULL (falls
  * back to application/octet-stream).  Caller frees. */
 char *contentTypeDetect(const void *buf, size_t len);
+/* Unload the magic database (about 8 MiB resident) until the next
+ * detection: the S3 backend does, before its part buffers fill. */
+void contentTypeRelease(void);
 
 #endif

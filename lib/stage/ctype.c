@@ -1,8 +1,8 @@
 /*
  * ctype.c - content types from the first bytes, through libmagic.
  *
- * The magic database is loaded once per process, on first use, and only
- * when a put did not state --content-type.
+ * The magic database is loaded on first use, and only when a put did not
+ * state --content-type; it stays loaded until contentTypeRelease.
  */
 #include "stage/backend.h"
 
@@ -22,4 +22,10 @@ char *contentTypeDetect(const void *buf, size_t len) {
     if (loaded > 0 && len > 0) t = magic_buffer(cookie, buf, len);
     if (!t || strcmp(t, "application/x-empty") == 0) t = "application/octet-stream";
     return strdup(t);
+}
+
+void contentTypeRelease(void) {
+    if (loaded > 0) magic_close(cookie);
+    cookie = NULL;
+    loaded = 0;
 }

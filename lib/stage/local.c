@@ -12,7 +12,6 @@
  * walking from the root one component at a time with O_NOFOLLOW, so no
  * symlink inside the stage can lead a read outside it.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -40,65 +39,23 @@ typedef struct localStage {
     char *root; /* absolute, normalised, no trailing slash */
 } localStage;
 
-/* Decode %XX escapes; NULL on a bad escape, an encoded NUL or an encoded
- * '/' (which would give one object two spellings). */
-static char *percentDecode(const char *s) {
-    char *out = malloc(strlen(s) + 1), *o = out;
-    if (!out) return NULL;
-    for (; *s; s++) {
-        if (*s != '%') { *o++ = *s; continue; }
-        if (!isxdigit((unsigned char)s[1]) || !isxdigit((unsigned char)s[2])) {
-            free(out);
-            return NULL;
-        }
-        char hex[3] = {s[1], s[2], '\0'};
-        int c = (int)strtol(hex, NULL, 16);
-        if (c == 0 || c == '/') {
-            free(out);
-            return NULL;
-        }
-        *o++ = (char)c;
-        s += 2;
-    }
-    *o = '\0';
-    return out;
-}
-
-/* Append path to buf with everything but unreserved characters and '/'
- * percent-encoded, so a location is a well-formed URI. */
-static void percentEncode(char *buf, size_t n, const char *path) {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t len = strlen(buf);
-    for (const unsigned char *p = (const unsigned char *)path; *p && len + 4 < n; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-            (*p >= '0' && *p <= '9') || strchr("-._~/", *p)) {
-            buf[len++] = (char)*p;
-        } else {
-            buf[len++] = '%';
-            buf[len++] = hex[*p >> 4];
-            buf[len++] = hex[*p & 15];
-        }
-    }
-    buf[len] = '\0';
-}
-
-/* True when every component of the absolute path p (after the leading '/')
- * is non-empty and neither "." nor "..". */
+/* True when p is absolute and its components are clean (stageCleanRelative). */
 static int cleanPath(const char *p) {
-    if (*p != '/') return 0;
-    for (const char *c = p + 1;;) {
-        size_t n = strcspn(c, "/");
-        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-            return 0;
-        if (!c[n]) return 1;
-        c += n + 1;
-    }
+    return *p == '/' && stageCleanRelative(p + 1);
+}
+
+/* "file://" + the percent-encoded path; caller frees. */
+static char *fileUrl(const char *path) {
+    char *enc = stagePercentEncode(path), *url = NULL;
+    if (enc && asprintf(&url, "file://%s", enc) < 0) url = NULL;
+    free(enc);
+    return url;
 }
 
 /* The decoded absolute path of a file:// URL, or NULL. */
 static char *fileUrlPath(const char *url) {
     if (strncmp(url, "file://", 7) != 0 || url[7] != '/') return NULL;
-    return percentDecode(url + 7);
+    return stagePercentDecode(url + 7);
 }
 
 static char *localRelative(const stage *s, const char *location) {
@@ -191,6 +148,7 @@ static int localPut(stage *s, lakeReader *r, const stagePutOptions *opt,
 
     for (;;) {
         ssize_t n = r->read(r->ctx, buf, STAGE_BUF_SIZE);
+        if (stageStopped(opt)) { rc = stageInterrupted(r, err); goto out; }
         if (n < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", r->what); goto out; }
         if (n == 0) break;
         if (total == 0 && !opt->content_type) ctype = contentTypeDetect(buf, (size_t)n);
@@ -200,11 +158,7 @@ static int localPut(stage *s, lakeReader *r, const stagePutOptions *opt,
             goto out;
         }
         total += n;
-        if (opt->expect_size >= 0 && total > opt->expect_size) {
-            rc = errSet(err, LAKE_EDATA, "%s: more than the stated %lld bytes", r->what,
-                        (long long)opt->expect_size);
-            goto out;
-        }
+        if ((rc = stageOverStated(r, opt, total, err))) goto out;
         if (total - synced >= WRITEBACK_EVERY) {
             sync_file_range(af.fd, synced, total - synced, SYNC_FILE_RANGE_WRITE);
             synced = total;
@@ -212,26 +166,16 @@ static int localPut(stage *s, lakeReader *r, const stagePutOptions *opt,
         if (opt->progress) progressAdd(opt->progress, n);
     }
     if (!ctype && !opt->content_type) ctype = contentTypeDetect(buf, 0); /* empty input */
-    if (opt->expect_size >= 0 && total != opt->expect_size) {
-        rc = errSet(err, LAKE_EDATA, "%s: %lld bytes, not the stated %lld", r->what,
-                    (long long)total, (long long)opt->expect_size);
-        goto out;
-    }
     sha256FinalHex(h, out->sha256);
-    if (opt->expect_sha256 && strcasecmp(opt->expect_sha256, out->sha256) != 0) {
-        rc = errSet(err, LAKE_EDATA, "%s: SHA-256 is %s, not the stated %s", r->what,
-                    out->sha256, opt->expect_sha256);
-        goto out;
-    }
+    if ((rc = stageCheckStated(r, opt, total, out->sha256, err))) goto out;
     /* Best effort: not every filesystem keeps user xattrs. */
     (void)fsetxattr(af.fd, XATTR_SHA256, out->sha256, SHA256_HEX_LEN, 0);
     if ((rc = atomicCommit(&af, err))) goto out;
 
-    char loc[PATH_MAX * 3] = "file://", path[PATH_MAX], ts[32];
+    char path[PATH_MAX], ts[32];
     snprintf(path, sizeof path, "%s/%s%s", ls->root, keydir, id);
-    percentEncode(loc, sizeof loc, path);
     stageTimestamp(ts, (long long)time(NULL));
-    out->location = strdup(loc);
+    out->location = fileUrl(path);
     out->size = total;
     out->content_type = ctype ? ctype : strdup(opt->content_type);
     ctype = NULL;
@@ -327,9 +271,7 @@ int localStageOpen(const char *url, stage **out, lakeError *err) {
                       "%s: stage must be an absolute directory without '.' or '..'", url);
     }
     localStage *ls = calloc(1, sizeof *ls);
-    char buf[PATH_MAX * 3] = "file://";
-    percentEncode(buf, sizeof buf, path);
-    if (!ls || !(ls->base.url = strdup(buf))) {
+    if (!ls || !(ls->base.url = fileUrl(path))) {
         free(ls);
         free(path);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");

@@ -3,10 +3,12 @@
  */
 #include "stage/backend.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,8 +17,7 @@
 int stageOpen(const char *url, stage **out, lakeError *err) {
     *out = NULL;
     if (strncmp(url, "file://", 7) == 0) return localStageOpen(url, out, err);
-    if (strncmp(url, "s3://", 5) == 0)
-        return errSet(err, LAKE_ECONFIG, "%s: S3 stages are not supported yet", url);
+    if (strncmp(url, "s3://", 5) == 0) return s3StageOpen(url, out, err);
     return errSet(err, LAKE_ECONFIG,
                   "%s: stage must be file:///abs/dir or s3://bucket/prefix", url);
 }
@@ -49,6 +50,32 @@ char *stageRelativePath(const stage *s, const char *location) {
     return s->ops->relative(s, location);
 }
 
+int stageStopped(const stagePutOptions *opt) {
+    return opt->stop && *opt->stop;
+}
+
+int stageInterrupted(const lakeReader *r, lakeError *err) {
+    return errSet(err, LAKE_EFAIL, "%s: interrupted", r->what);
+}
+
+int stageOverStated(const lakeReader *r, const stagePutOptions *opt, int64_t total,
+                    lakeError *err) {
+    if (opt->expect_size < 0 || total <= opt->expect_size) return 0;
+    return errSet(err, LAKE_EDATA, "%s: more than the stated %lld bytes", r->what,
+                  (long long)opt->expect_size);
+}
+
+int stageCheckStated(const lakeReader *r, const stagePutOptions *opt, int64_t total,
+                     const char *sha256, lakeError *err) {
+    if (opt->expect_size >= 0 && total != opt->expect_size)
+        return errSet(err, LAKE_EDATA, "%s: %lld bytes, not the stated %lld", r->what,
+                      (long long)total, (long long)opt->expect_size);
+    if (opt->expect_sha256 && strcasecmp(opt->expect_sha256, sha256) != 0)
+        return errSet(err, LAKE_EDATA, "%s: SHA-256 is %s, not the stated %s", r->what, sha256,
+                      opt->expect_sha256);
+    return 0;
+}
+
 ssize_t fdRead(void *ctx, void *buf, size_t len) {
     return readFull(*(int *)ctx, buf, len);
 }
@@ -69,4 +96,54 @@ void stageKeyDir(char out[32], long long t) {
     struct tm tm;
     gmtime_r(&tt, &tm);
     strftime(out, 32, "files/%Y/%m/", &tm);
+}
+
+char *stagePercentDecode(const char *s) {
+    char *out = malloc(strlen(s) + 1), *o = out;
+    if (!out) return NULL;
+    for (; *s; s++) {
+        if (*s != '%') { *o++ = *s; continue; }
+        if (!isxdigit((unsigned char)s[1]) || !isxdigit((unsigned char)s[2])) {
+            free(out);
+            return NULL;
+        }
+        char hex[3] = {s[1], s[2], '\0'};
+        int c = (int)strtol(hex, NULL, 16);
+        if (c == 0 || c == '/') {
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)c;
+        s += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+char *stagePercentEncode(const char *s) {
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = malloc(3 * strlen(s) + 1), *o = out;
+    if (!out) return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+            (*p >= '0' && *p <= '9') || strchr("-._~/", *p)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+int stageCleanRelative(const char *p) {
+    for (const char *c = p;;) {
+        size_t n = strcspn(c, "/");
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return 0;
+        if (!c[n]) return 1;
+        c += n + 1;
+    }
 }

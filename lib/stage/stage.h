@@ -2,7 +2,7 @@
  * stage.h - the managed stage (DESIGN §4): where object bytes live.
  *
  * One interface over backends chosen by the stage URL: file:///abs/dir
- * (local) today, s3://bucket/prefix later.  The stage owns its namespace:
+ * (local) and s3://bucket/prefix (S3, lib/stage/s3*.c).  The stage owns its namespace:
  * keys are generated (files/YYYY/MM/<id>), never derived from user input.
  *
  * Promises:
@@ -19,6 +19,7 @@
 #ifndef LAKE_STAGE_H
 #define LAKE_STAGE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -45,19 +46,38 @@ typedef struct lakeWriter {
 ssize_t fdRead(void *ctx, void *buf, size_t len);
 int fdWrite(void *ctx, const void *buf, size_t len);
 
+/* S3 multipart limits (DESIGN §4): the part size a put may ask for, the
+ * default, and the most parts in flight at once.  S3 itself allows parts of
+ * 5 MiB to 5 GiB and at most 10,000 of them. */
+#define STAGE_PART_MIN (5LL * 1024 * 1024)
+#define STAGE_PART_MAX (5LL * 1024 * 1024 * 1024)
+#define STAGE_PART_DEFAULT (8LL * 1024 * 1024)
+#define STAGE_JOBS_MAX 64
+
 typedef struct stagePutOptions {
     const char *name;          /* the FILE value's name, may be NULL */
     const char *content_type;  /* NULL: detected from the first bytes */
     int64_t expect_size;       /* -1: not stated */
     const char *expect_sha256; /* NULL: not stated */
     progress *progress;        /* may be NULL */
+    /* S3 only (the local backend ignores them): bytes per part, 0 for the
+     * default, else STAGE_PART_MIN..STAGE_PART_MAX; parts in flight, 0 for
+     * 1, at most STAGE_JOBS_MAX.  Memory is bounded by (jobs + 1) parts. */
+    int64_t part_size;
+    int jobs;
+    /* Set (by a signal handler) when the put must give up: the backend
+     * polls it, cleans up (no object, an S3 upload aborted) and fails with
+     * "interrupted".  NULL: never. */
+    const volatile sig_atomic_t *stop;
 } stagePutOptions;
 
 typedef struct stage stage;
 
 /* Open the stage named by url.  Parses and normalises the URL (a trailing
  * slash does not matter); no I/O beyond what the backend needs to be
- * usable.  Bad URL: 78. */
+ * usable.  Bad URL: 78.  An S3 stage whose AWS environment is unusable (no
+ * credentials, a malformed endpoint) still opens, for containment checks;
+ * its puts and gets then fail with 78 before any request. */
 int stageOpen(const char *url, stage **out, lakeError *err);
 void stageClose(stage *s);
 

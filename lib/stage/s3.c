@@ -1,0 +1,369 @@
+/*
+ * s3.c - the s3:// stage backend.
+ *
+ * Objects live at PREFIX/files/YYYY/MM/<id> in the stage's bucket, like the
+ * local backend's files.  A put reads the input into part buffers while
+ * hashing it: an input that fits in one part goes up in one PUT; a larger
+ * one as a multipart upload (s3put.c) whose parts are sent while the next
+ * are read.  Nothing is visible under the key until the single PUT or the
+ * CompleteMultipartUpload succeeds; every failure before that aborts the
+ * upload and returns the error that caused it.
+ *
+ * The object's SHA-256 is recorded as x-amz-meta-sha256 when it is known
+ * before the object is created: always for a single PUT, and for a
+ * multipart upload when the put was told the digest (--sha256).  A get of
+ * a bare location verifies against it when it is there.
+ *
+ * Containment is decided on the location string alone (s3url.c), before
+ * any request, and needs no credentials: a stage whose AWS environment is
+ * unusable still opens, and its puts and gets fail with that configuration
+ * error (78) before they send anything.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/id.h"
+#include "core/log.h"
+#include "stage/backend.h"
+#include "stage/s3.h"
+
+typedef struct s3Stage {
+    stage base;
+    char *bucket;
+    char *prefix;       /* decoded, no slash at either end */
+    s3Client client;
+    lakeError unusable; /* why the AWS environment is unusable, or code 0 */
+} s3Stage;
+
+/* 0 when requests can be made; else the configuration error, in err. */
+static int s3Usable(const s3Stage *ss, lakeError *err) {
+    if (!ss->unusable.code) return 0;
+    *err = ss->unusable;
+    return err->code;
+}
+
+static char *s3StageRelative(const stage *s, const char *location) {
+    const s3Stage *ss = (const s3Stage *)s;
+    return s3Relative(ss->bucket, ss->prefix, location);
+}
+
+/* --- put ------------------------------------------------------------------ */
+
+typedef struct putState {
+    lakeReader *r;
+    const stagePutOptions *opt;
+    sha256Ctx *sha;
+    int64_t total;
+    char *ctype;       /* detected from the first bytes, when not stated */
+    s3Upload *u;       /* the upload once begun: its failure stops reading */
+} putState;
+
+/* Fill buf with up to cap bytes of input, hashing them.  Returns the
+ * number of bytes (less than cap only at the end of the input), or -1
+ * with err set. */
+static int64_t fillPart(putState *ps, char *buf, size_t cap, lakeError *err) {
+    size_t got = 0;
+    while (got < cap) {
+        size_t want = cap - got < STAGE_BUF_SIZE ? cap - got : STAGE_BUF_SIZE;
+        ssize_t n = ps->r->read(ps->r->ctx, buf + got, want);
+        if (stageStopped(ps->opt)) return stageInterrupted(ps->r, err), -1;
+        if (n < 0) return errSetErrno(err, LAKE_EFAIL, errno, "%s", ps->r->what), -1;
+        if (n == 0) break;
+        if (ps->total == 0 && !ps->opt->content_type) {
+            /* the magic database is not kept while the part buffers fill */
+            ps->ctype = contentTypeDetect(buf + got, (size_t)n);
+            contentTypeRelease();
+            if (!ps->ctype) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"), -1;
+        }
+        sha256Update(ps->sha, buf + got, (size_t)n);
+        got += (size_t)n;
+        ps->total += n;
+        if (stageOverStated(ps->r, ps->opt, ps->total, err)) return -1;
+        if (ps->opt->progress) progressAdd(ps->opt->progress, n);
+        if (ps->u && s3UploadError(ps->u, err)) return -1;
+    }
+    return (int64_t)got;
+}
+
+/* One PUT of the whole object: its digest is known, so it goes along as
+ * x-amz-content-sha256 and as x-amz-meta-sha256. */
+static int putObject(s3Stage *ss, const char *key, const char *buf, size_t len,
+                     const char *ctype, const char *sha, const stagePutOptions *opt,
+                     lakeError *err) {
+    s3Xfer x;
+    int rc = s3XferInit(&x, &ss->client, ss->client.easy, "PUT", key, NULL, err);
+    if (!rc) rc = s3XferHeader(&x, err, "Content-Type: %s", ctype);
+    if (!rc) rc = s3XferHeader(&x, err, "x-amz-meta-sha256: %s", sha);
+    if (!rc) {
+        s3XferBody(&x, buf, len, sha);
+        x.stop = opt->stop;
+        rc = s3XferRun(&x, err);
+    }
+    s3XferFree(&x);
+    return rc;
+}
+
+/* The rest of a multipart upload: the first part (slot a, na bytes) is
+ * read, and the first byte of the second (slot b, at buf_b).  Begin the
+ * upload, send every part as it fills, check what was stated, complete. */
+static int putMultipart(putState *ps, size_t part_size, int a, int64_t na, int b, char *buf_b,
+                        char *sha_out, lakeError *err) {
+    s3Upload *u = ps->u;
+    const stagePutOptions *opt = ps->opt;
+    char stated[SHA256_HEX_LEN + 1] = "";
+    for (int i = 0; opt->expect_sha256 && i < SHA256_HEX_LEN; i++)
+        stated[i] = (char)(opt->expect_sha256[i] | 0x20); /* hex digits: lower case */
+    int rc = s3UploadBegin(u, opt->content_type ? opt->content_type : ps->ctype,
+                           stated[0] ? stated : NULL, err);
+    if (!rc) rc = s3UploadSubmit(u, a, (size_t)na, err);
+    int cur = b;
+    int64_t n = rc ? -1 : fillPart(ps, buf_b + 1, part_size - 1, err);
+    if (n < 0 && !rc) rc = err->code;
+    n += 1;
+    while (!rc) {
+        if ((rc = s3UploadSubmit(u, cur, (size_t)n, err)) || n < (int64_t)part_size) break;
+        char *buf = s3UploadBuffer(u, &cur, err);
+        if (!buf) { rc = err->code; break; }
+        if ((n = fillPart(ps, buf, part_size, err)) <= 0) {
+            s3UploadRelease(u, cur);
+            rc = n < 0 ? err->code : 0;
+            break;
+        }
+    }
+    if (!rc) {
+        sha256FinalHex(ps->sha, sha_out);
+        rc = stageCheckStated(ps->r, opt, ps->total, sha_out, err);
+    }
+    if (!rc) rc = s3UploadFinish(u, ps->total, err);
+    return rc;
+}
+
+static int s3Put(stage *s, lakeReader *r, const stagePutOptions *opt, fileValue *out,
+                 lakeError *err) {
+    s3Stage *ss = (s3Stage *)s;
+    memset(out, 0, sizeof *out);
+    out->size = -1;
+    if (s3Usable(ss, err)) return err->code;
+    if (opt->content_type && strpbrk(opt->content_type, "\r\n"))
+        return errSet(err, LAKE_EUSAGE, "--content-type: a content type is one line");
+    if (opt->expect_size > S3_OBJECT_MAX)
+        return errSet(err, LAKE_EFAIL, "%s: %lld bytes is more than S3's largest object (5 TiB)",
+                      r->what, (long long)opt->expect_size);
+    size_t part_size = (size_t)s3PartSize(opt->part_size, opt->expect_size);
+    int jobs = opt->jobs > 0 ? opt->jobs : 1;
+
+    char id[ID_LEN + 1], keydir[32], *key = NULL;
+    long long t0 = (long long)time(NULL);
+    putState ps = {r, opt, sha256New(), 0, NULL, NULL};
+    s3Upload *u = NULL;
+    int rc = 0, a = -1, b = -1;
+    if (!ps.sha) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"); goto out; }
+    if ((rc = idNew(id, err))) goto out;
+    stageKeyDir(keydir, t0);
+    if (asprintf(&key, "%s/%s%s", ss->prefix, keydir, id) < 0) {
+        key = NULL;
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
+        goto out;
+    }
+    if (!(u = s3UploadNew(&ss->client, key, part_size, jobs, opt->stop))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
+        goto out;
+    }
+
+    /* Read the first part and, if it is full, one byte more: only then is
+     * the input known to need more than one part. */
+    char *bufA = s3UploadBuffer(u, &a, err), *bufB = NULL;
+    int64_t na = bufA ? fillPart(&ps, bufA, part_size, err) : -1, nb = 0;
+    if (na < 0) { rc = err->code; goto out; }
+    if (na == (int64_t)part_size) {
+        if (!(bufB = s3UploadBuffer(u, &b, err)) || (nb = fillPart(&ps, bufB, 1, err)) < 0) {
+            rc = err->code;
+            goto out;
+        }
+    }
+    if (!ps.ctype && !opt->content_type && !(ps.ctype = strdup("application/octet-stream"))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
+        goto out;
+    }
+    const char *ctype = opt->content_type ? opt->content_type : ps.ctype;
+    if (nb == 0) {
+        sha256FinalHex(ps.sha, out->sha256);
+        if (!(rc = stageCheckStated(r, opt, ps.total, out->sha256, err)))
+            rc = putObject(ss, key, bufA, (size_t)na, ctype, out->sha256, opt, err);
+    } else {
+        ps.u = u;
+        rc = putMultipart(&ps, part_size, a, na, b, bufB, out->sha256, err);
+    }
+    if (rc && stageStopped(opt)) rc = stageInterrupted(r, err);
+    if (rc && ps.u) { /* the multipart upload was begun, or tried */
+        s3UploadAbort(u, err);
+        u = NULL;
+    }
+    if (rc) goto out;
+
+    char ts[32];
+    stageTimestamp(ts, (long long)time(NULL));
+    out->location = s3Location(ss->bucket, key);
+    out->size = ps.total;
+    out->content_type = strdup(ctype);
+    out->name = opt->name ? strdup(opt->name) : NULL;
+    out->last_modified = strdup(ts);
+    if (!out->location || !out->content_type || !out->last_modified || (opt->name && !out->name))
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
+out:
+    if (rc) fileValueFree(out);
+    s3UploadFree(u);
+    sha256Free(ps.sha);
+    free(ps.ctype);
+    free(key);
+    return rc;
+}
+
+/* --- get ------------------------------------------------------------------ */
+
+typedef struct getState {
+    s3Xfer *x;
+    lakeWriter *w;
+    sha256Ctx *sha;       /* NULL: not verifying */
+    int64_t expect;       /* the FILE value's size, -1 when not checked */
+    int64_t delivered;    /* bytes written to w so far, over all attempts */
+    int checked;          /* the size of the first answer was checked */
+    progress *prog;
+    const char *location;
+    lakeError *err;
+} getState;
+
+static int getSink(void *ctx, const char *buf, size_t len) {
+    getState *g = ctx;
+    if (!g->checked && g->delivered == 0) {
+        g->checked = 1;
+        if (g->expect >= 0 && g->x->length >= 0 && g->x->length != g->expect) {
+            errSet(g->err, LAKE_EDATA, "%s: %lld bytes in the stage, not %lld", g->location,
+                   (long long)g->x->length, (long long)g->expect);
+            return -1;
+        }
+    }
+    if (g->sha) sha256Update(g->sha, buf, len);
+    if (g->w->write(g->w->ctx, buf, len) < 0) {
+        errSetErrno(g->err, LAKE_EFAIL, errno, "%s", g->w->what);
+        return -1;
+    }
+    g->delivered += (int64_t)len;
+    if (g->prog) progressAdd(g->prog, (int64_t)len);
+    return 0;
+}
+
+/* GetObject to w.  A transfer that breaks off after some bytes is resumed
+ * from where it stopped (Range), so nothing is written twice; objects never
+ * change under their key, so the rest is the rest of the same bytes. */
+static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progress *prog,
+                 lakeError *err) {
+    s3Stage *ss = (s3Stage *)s;
+    char *rel = s3StageRelative(s, fv->location), *key = NULL;
+    if (!rel) return errSet(err, LAKE_EDATA, "%s: outside the managed stage", fv->location);
+    if (s3Usable(ss, err)) {
+        free(rel);
+        return err->code;
+    }
+    int rc = 0;
+    if (asprintf(&key, "%s/%s", ss->prefix, rel) < 0) {
+        key = NULL;
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
+    }
+    free(rel);
+    s3Xfer x = {0};
+    getState g = {&x, w, NULL, verify ? fv->size : -1, 0, 0, prog, fv->location, err};
+    char want[SHA256_HEX_LEN + 1] = "";
+    snprintf(want, sizeof want, "%s", fv->sha256);
+    if (!rc && verify && !(g.sha = sha256New())) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
+    for (int attempt = 1; !rc; attempt++) {
+        if ((rc = s3XferInit(&x, &ss->client, ss->client.easy, "GET", key, NULL, err))) break;
+        if (g.delivered > 0) rc = s3XferHeader(&x, err, "Range: bytes=%lld-", (long long)g.delivered);
+        x.sink = getSink;
+        x.sink_ctx = &g;
+        if (!rc) rc = s3XferArm(&x, err);
+        if (!rc) {
+            s3XferRestart(&x);
+            rc = s3XferOutcome(&x, curl_easy_perform(x.h), err);
+        }
+        if (!rc && g.delivered > 0 && attempt > 1 && x.status != 206)
+            rc = errSet(err, LAKE_EFAIL, "%s: the object store ignored a resumed read", fv->location);
+        if (!want[0] && x.meta_sha256[0]) memcpy(want, x.meta_sha256, sizeof want);
+        int retry = rc && x.retryable && attempt < S3_ATTEMPTS;
+        s3XferFree(&x);
+        if (!retry) {
+            if (rc && x.retryable) {
+                size_t n = strlen(err->msg);
+                snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", attempt);
+            }
+            break;
+        }
+        if (s3Sleep(s3BackoffMs(attempt), NULL)) break;
+        rc = 0;
+    }
+    if (!rc && verify) {
+        char got[SHA256_HEX_LEN + 1];
+        sha256FinalHex(g.sha, got);
+        if (fv->size >= 0 && g.delivered != fv->size)
+            rc = errSet(err, LAKE_EDATA, "%s: %lld bytes in the stage, not %lld", fv->location,
+                        (long long)g.delivered, (long long)fv->size);
+        else if (!want[0])
+            logWarn("%s: no recorded SHA-256; not verified", fv->location);
+        else if (strcmp(got, want) != 0)
+            rc = errSet(err, LAKE_EDATA, "%s: SHA-256 mismatch (expected %s, got %s)",
+                        fv->location, want, got);
+    }
+    sha256Free(g.sha);
+    free(key);
+    return rc;
+}
+
+/* --- the stage ------------------------------------------------------------ */
+
+static void s3StageClose(stage *s) {
+    s3Stage *ss = (s3Stage *)s;
+    s3ClientFree(&ss->client);
+    free(ss->bucket);
+    free(ss->prefix);
+    free(ss->base.url);
+    free(ss);
+    curl_global_cleanup();
+}
+
+static const stageOps s3Ops = {s3Put, s3Get, s3StageRelative, s3StageClose};
+
+int s3StageOpen(const char *url, stage **out, lakeError *err) {
+    char *bucket, *prefix;
+    int rc = s3ParseStage(url, &bucket, &prefix, err);
+    if (rc) return rc;
+    s3Stage *ss = calloc(1, sizeof *ss);
+    char *enc = stagePercentEncode(prefix);
+    if (!ss || !enc || asprintf(&ss->base.url, "s3://%s/%s", bucket, enc) < 0) {
+        if (ss) ss->base.url = NULL;
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
+    }
+    free(enc);
+    if (!rc && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        rc = errSet(err, LAKE_EFAIL, "%s: libcurl failed to initialise", url);
+    else if (!rc && s3ClientInit(&ss->client, bucket, ss->base.url, &ss->unusable) &&
+             ss->unusable.code != LAKE_ECONFIG) {
+        *err = ss->unusable; /* out of memory */
+        rc = err->code;
+        curl_global_cleanup();
+    }
+    if (rc) {
+        if (ss) free(ss->base.url);
+        free(ss);
+        free(bucket);
+        free(prefix);
+        return rc;
+    }
+    ss->base.ops = &s3Ops;
+    ss->bucket = bucket;
+    ss->prefix = prefix;
+    *out = &ss->base;
+    return 0;
+}
