@@ -52,6 +52,8 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk
+# The npm test peers (s3rver), pinned by tests/package-lock.json.
+NPM_STAMP  := tests/node_modules/.package-lock.json
 
 .PHONY: all deps check unit-bins lint demo bench install uninstall clean
 
@@ -88,6 +90,13 @@ deps:
 	  $$sudo apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all Debian packages present"; fi
+
+# npm ci runs again only when package.json or the lock file changed.
+deps: $(NPM_STAMP)
+$(NPM_STAMP): tests/package.json tests/package-lock.json
+	@command -v npm >/dev/null || { echo "deps: npm (Node.js) is needed for the test peers" >&2; exit 1; }
+	npm ci --prefix tests --no-audit --no-fund --loglevel=error
+	@touch $@
 
 check: deps
 	@$(MAKE) --no-print-directory all unit-bins

@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+// s3fault.js - a fault-injecting HTTP proxy in front of s3rver, for the
+// retry tests (tests/bats/s3-faults.bats).  Node's http module only.
+//
+//   node s3fault.js UPSTREAM_PORT RULES
+//
+// Listens on an ephemeral loopback port and prints "listening on
+// 127.0.0.1:PORT".  Every request goes to 127.0.0.1:UPSTREAM_PORT unless a
+// rule takes it.  RULES is a comma-separated list of MATCH:FAULT:COUNT,
+// applied to the first COUNT requests that match, in order:
+//   MATCH  a method, optionally with "?TEXT": the query must contain TEXT
+//          (PUT?partNumber=2, GET, POST?uploads)
+//   FAULT  an HTTP status (500, 503, 400, 403...): answered here with an S3
+//          error document, the request body read and dropped;
+//          "cut": forwarded, but the connection is destroyed after half of
+//          the answer's body has been relayed;
+//          "reset": the connection is destroyed at once;
+//          "200error": answered 200 with an S3 error document (as S3 may
+//          answer a CompleteMultipartUpload)
+// Every request is logged to stderr as "METHOD URL -> what [range=R]
+// inflight=N": R its Range header, N the requests in progress at its
+// start, itself included.
+'use strict';
+
+const http = require('http');
+
+const upstream = Number(process.argv[2]);
+const rules = (process.argv[3] || '')
+  .split(',')
+  .filter(Boolean)
+  .map(r => {
+    const [match, fault, count] = r.split(':');
+    const [method, query] = match.split('?');
+    return { method, query: query || '', fault, left: Number(count || 1) };
+  });
+const codes = { 400: 'InvalidArgument', 403: 'AccessDenied', 404: 'NoSuchKey', 429: 'SlowDown',
+                500: 'InternalError', 503: 'SlowDown' };
+
+function ruleFor(req) {
+  const q = req.url.includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : '';
+  for (const r of rules)
+    if (r.left > 0 && r.method === req.method && q.includes(r.query)) {
+      r.left--;
+      return r;
+    }
+  return null;
+}
+
+let inflight = 0;
+
+const server = http.createServer((req, res) => {
+  const rule = ruleFor(req);
+  const what = rule ? rule.fault : 'forwarded';
+  inflight++;
+  res.on('close', () => inflight--);
+  const range = req.headers.range ? ` range=${req.headers.range}` : '';
+  process.stderr.write(`${req.method} ${req.url} -> ${what}${range} inflight=${inflight}\n`);
+  if (rule && rule.fault === 'reset') {
+    req.socket.destroy();
+    return;
+  }
+  if (rule && rule.fault !== 'cut') {
+    req.resume();
+    req.on('end', () => {
+      const status = rule.fault === '200error' ? 200 : Number(rule.fault);
+      const code = codes[status] || 'InternalError';
+      res.writeHead(status, { 'Content-Type': 'application/xml' });
+      res.end(`<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code>` +
+              `<Message>injected by s3fault.js</Message></Error>`);
+    });
+    return;
+  }
+  const up = http.request({ host: '127.0.0.1', port: upstream, method: req.method, path: req.url,
+                            headers: req.headers }, upres => {
+    res.writeHead(upres.statusCode, upres.headers);
+    if (!rule) {
+      upres.pipe(res);
+      return;
+    }
+    const half = Math.floor(Number(upres.headers['content-length'] || 0) / 2);
+    let sent = 0;
+    upres.on('data', chunk => {
+      if (sent >= half) return;
+      const part = chunk.subarray(0, Math.max(0, half - sent));
+      sent += part.length;
+      res.write(part);
+      if (sent >= half) {
+        upres.destroy();
+        res.socket.destroy();
+      }
+    });
+  });
+  up.on('error', () => req.socket.destroy());
+  req.pipe(up);
+});
+
+server.listen(0, '127.0.0.1', () => {
+  console.log(`listening on 127.0.0.1:${server.address().port}`);
+});

@@ -1,0 +1,368 @@
+#!/usr/bin/env bats
+# Bad input and faults with an S3 stage (DESIGN §1, §4): the documented exit
+# status, one line of diagnostics, and no object under the key after any
+# failure; containment decided before any request; retries on 5xx,
+# throttling and broken connections only; bounded memory.  Against s3rver
+# (helpers/s3.bash), with a fault-injecting proxy where S3 must misbehave.
+
+load helpers/common
+load helpers/s3
+
+setup() {
+  common_setup
+  s3_start
+  export LAKE_TRACE=1
+  mkdir -p "$T/in" "$T/out"
+  PUT=
+}
+
+teardown() {
+  if [ -n "$PUT" ]; then
+    kill -9 "$PUT" 2>/dev/null || true
+    wait "$PUT" 2>/dev/null || true
+  fi
+  exec 4>&- 2>/dev/null || true
+  s3_stop
+  common_teardown
+}
+
+# Nothing under the key of the failed put in $stderr, and nothing at all in
+# the bucket, as s3rver itself tells.
+assert_nothing_stored() {
+  local key
+  key=$(traced_key)
+  [ -n "$key" ] || fail "no request in the trace: $stderr"
+  run s3_curl -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/$key"
+  assert_failure
+  assert_output --partial "404"
+  assert_no_s3_objects
+}
+
+# --- configuration and access ---------------------------------------------
+
+@test "s3 faults: no credentials is a configuration error (78) before any request" {
+  unset AWS_ACCESS_KEY_ID
+  printf 'x' >"$T/in/x"
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_error lake-put 78 "s3://$S3_BUCKET/stage: no S3 credentials" AWS_ACCESS_KEY_ID
+  export AWS_ACCESS_KEY_ID=S3RVER
+  unset AWS_SECRET_ACCESS_KEY
+  run_to "$T/out/v" lake-get "s3://$S3_BUCKET/stage/files/2026/12/X"
+  assert_error lake-get 78 "no S3 credentials" AWS_SECRET_ACCESS_KEY
+  export AWS_SECRET_ACCESS_KEY=S3RVER AWS_ENDPOINT_URL=ftp://127.0.0.1/
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_error lake-put 78 "AWS_ENDPOINT_URL 'ftp://127.0.0.1/' is not an http:// or https:// URL"
+  export AWS_ENDPOINT_URL=$S3_ENDPOINT LAKE_STAGE=s3://$S3_BUCKET
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_error lake-put 78 "s3://$S3_BUCKET" "the prefix may not be empty"
+  export LAKE_STAGE=s3://Not_A_Bucket/stage
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_error lake-put 78 "'Not_A_Bucket' is not a valid bucket name"
+  assert_no_s3_objects
+}
+
+@test "s3 faults: an unknown bucket is 66, for put and get" {
+  export LAKE_STAGE=s3://no-such-bucket/stage
+  printf 'x' >"$T/in/x"
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_traced_error lake-put 66 "bucket 'no-such-bucket' does not exist" NoSuchBucket
+  assert_equal "$(trace_count stage)" 1
+  head -c $((6 * MIB)) /dev/urandom >"$T/in/big"
+  run_to "$T/out/v" lake-put --part-size 5MiB "$T/in/big"
+  assert_traced_error lake-put 66 "bucket 'no-such-bucket' does not exist"
+  run_to "$T/out/v" lake-get "s3://no-such-bucket/stage/files/2026/12/X"
+  assert_traced_error lake-get 66 "bucket 'no-such-bucket' does not exist"
+}
+
+@test "s3 faults: a missing object is 66" {
+  run_to "$T/out/v" lake-get "s3://$S3_BUCKET/stage/files/2026/12/01M8VNBFR0NF150KF9VD75661R"
+  assert_traced_error lake-get 66 "s3://$S3_BUCKET/stage/files/2026/12/01M8VNBFR0NF150KF9VD75661R: no such object"
+  assert_equal "$(trace_count stage)" 1
+}
+
+@test "s3 faults: access denied is 77, for put and get, never retried" {
+  printf 'x' >"$T/in/x"
+  run_to "$T/out/v" lake-put "$T/in/x"
+  loc=$(json_field location "$(cat "$T/out/v")")
+  export AWS_ACCESS_KEY_ID=NOT-THE-KEY
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_traced_error lake-put 77 "access denied" "HTTP 403 InvalidAccessKeyId"
+  assert_equal "$(trace_count stage)" 1
+  run_to "$T/out/v" lake-get "$loc"
+  assert_traced_error lake-get 77 "$loc: access denied"
+  assert_equal "$(trace_count stage)" 1
+  assert_equal "$(s3_keys | wc -l)" 1
+}
+
+@test "s3 faults: an unreachable endpoint is 69 after retries" {
+  export AWS_ENDPOINT_URL=http://127.0.0.1:$(closed_port)
+  printf 'x' >"$T/in/x"
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_traced_error lake-put 69 "the object store is unreachable" "after 5 attempts"
+  assert_equal "$(trace_count stage)" 5
+  run_to "$T/out/v" lake-get "s3://$S3_BUCKET/stage/files/2026/12/X"
+  assert_traced_error lake-get 69 "the object store is unreachable"
+  assert_equal "$(trace_count stage)" 5
+}
+
+@test "s3 faults: a location outside the stage is 65 with no request at all" {
+  local loc
+  # nothing listens: a request would show as a trace line and a 69
+  export AWS_ENDPOINT_URL=http://127.0.0.1:$(closed_port)
+  for loc in "s3://$S3_BUCKET/stage2/x" "s3://$S3_BUCKET/stag/x" "s3://other-bucket/stage/x" \
+             "s3://$S3_BUCKET/stage/../x" "s3://$S3_BUCKET/stage/%2e%2e/x" \
+             "s3://$S3_BUCKET/stage/files/%2E%2E/%2e%2e/x" "s3://$S3_BUCKET/stage%2Fx" \
+             "s3://$S3_BUCKET/stage/" "s3://$S3_BUCKET/stage" "s3://$S3_BUCKET/stage//x" \
+             "s3://$S3_BUCKET/stage/x%00" "s3://$S3_BUCKET/stage/x?versionId=1" \
+             "file:///etc/passwd" "https://$S3_BUCKET.s3.amazonaws.com/stage/x"; do
+    run_to "$T/out/v" lake-get "$loc"
+    assert_error lake-get 65 "$loc: outside the managed stage"
+    # a FILE value and a line on stdin are refused the same way
+    file_value='{"location":"'"$loc"'","size":1,"sha256":"'"$(printf x | sha256sum | cut -c1-64)"'"}'
+    run_to "$T/out/v" lake-get "$file_value"
+    assert_error lake-get 65 "outside the managed stage"
+    run_to "$T/out/v" lake-get < <(printf '%s\n' "$file_value")
+    assert_error lake-get 65 "outside the managed stage"
+  done
+  assert_equal "$(ls -A "$T/out")" "v"
+}
+
+@test "s3 faults: a part size below 5 MiB, or a bad --jobs, is a usage error (64)" {
+  local p
+  printf 'x' >"$T/in/x"
+  for p in 5242879 4MiB 1M 0 -5MiB 5XB abc 5.5MiB "" 6GiB 99999999999999999999; do
+    run_to "$T/out/v" lake-put --part-size "$p" "$T/in/x"
+    assert_error lake-put 64 "--part-size"
+  done
+  for p in 0 -1 65 x 1.5 ""; do
+    run_to "$T/out/v" lake-put --jobs "$p" "$T/in/x"
+    assert_error lake-put 64 "--jobs"
+  done
+  assert_equal "$(trace_count stage)" 0
+  assert_no_s3_objects
+}
+
+# --- interrupted uploads ----------------------------------------------------
+
+# Start lake-put on a FIFO with ARGS, write BYTES into it (keeping it open),
+# and wait until the trace shows the first part stored.  Sets PUT.
+put_until_one_part() {
+  local bytes=$1 i
+  shift
+  mkfifo "$T/fifo"
+  lake-put "$@" <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
+  PUT=$!
+  exec 4>"$T/fifo"
+  head -c "$bytes" /dev/urandom >&4
+  for i in $(seq 200); do
+    grep -qE 'partNumber=1&.* -> 200$' "$T/put.err" && return 0
+    sleep 0.05
+  done
+  fail "the first part was never stored: $(cat "$T/put.err")"
+}
+
+# Wait for the put; sets status and stderr.
+wait_put() {
+  status=0
+  wait "$PUT" || status=$?
+  PUT=
+  stderr=$(cat "$T/put.err")
+}
+
+@test "s3 faults: a --size mismatch after one full part is 65 and leaves no object" {
+  # shorter than stated: found at the end of the input
+  put_until_one_part $((6 * MIB)) --part-size 5MiB --size $((12 * MIB))
+  exec 4>&-
+  wait_put
+  assert_traced_error lake-put 65 "stdin: $((6 * MIB)) bytes, not the stated $((12 * MIB))"
+  assert_equal "$(count_requests DELETE '\?uploadId=')" 1
+  assert_equal "$(count_requests POST '\?uploadId=')" 0
+  assert_equal "$(wc -c <"$T/put.out")" 0
+  assert_nothing_stored
+}
+
+@test "s3 faults: more input than --size states is 65 at once, and aborted" {
+  head -c $((11 * MIB)) /dev/urandom >"$T/in/data"
+  run_to "$T/out/v" lake-put --part-size 5MiB --size $((10 * MIB)) "$T/in/data"
+  assert_traced_error lake-put 65 "more than the stated $((10 * MIB)) bytes"
+  assert_equal "$(count_requests DELETE '\?uploadId=')" 1
+  assert_nothing_stored
+}
+
+@test "s3 faults: a --sha256 mismatch is 65 and leaves no object, single PUT or multipart" {
+  local wrong
+  wrong=$(printf 'other' | sha256sum | cut -c1-64)
+  printf 'x' >"$T/in/x"
+  run_to "$T/out/v" lake-put --sha256 "$wrong" "$T/in/x"
+  assert_error lake-put 65 "SHA-256 is" "not the stated $wrong"
+  assert_equal "$(trace_count stage)" 0
+  head -c $((11 * MIB)) /dev/urandom >"$T/in/data"
+  run_to "$T/out/v" lake-put --part-size 5MiB --sha256 "$wrong" "$T/in/data"
+  assert_traced_error lake-put 65 "not the stated $wrong"
+  assert_equal "$(count_requests DELETE '\?uploadId=')" 1
+  assert_equal "$(count_requests POST '\?uploadId=')" 0
+  assert_nothing_stored
+}
+
+@test "s3 faults: SIGTERM after one part aborts the upload; lake-put dies of SIGTERM" {
+  put_until_one_part $((6 * MIB)) --part-size 5MiB
+  kill -TERM "$PUT"
+  wait_put
+  exec 4>&-
+  assert_equal "exit $status" "exit $((128 + 15))"
+  assert_traced_error lake-put 143 "stdin: interrupted"
+  assert_equal "$(count_requests DELETE '\?uploadId=')" 1
+  assert_equal "$(count_requests POST '\?uploadId=')" 0
+  assert_nothing_stored
+}
+
+@test "s3 faults: SIGINT after one part aborts the upload; lake-put dies of SIGINT" {
+  # a background job starts with SIGINT ignored (which lake-put respects):
+  # give it the default disposition, as an interactive shell would
+  mkfifo "$T/fifo"
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die' \
+    lake-put --part-size 5MiB <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
+  PUT=$!
+  exec 4>"$T/fifo"
+  head -c $((6 * MIB)) /dev/urandom >&4
+  for i in $(seq 200); do
+    grep -qE 'partNumber=1&.* -> 200$' "$T/put.err" && break
+    sleep 0.05
+  done
+  grep -qE 'partNumber=1&.* -> 200$' "$T/put.err" || fail "the first part was never stored"
+  kill -INT "$PUT"
+  wait_put
+  exec 4>&-
+  assert_traced_error lake-put 130 "stdin: interrupted"
+  assert_equal "$(count_requests DELETE '\?uploadId=')" 1
+  assert_nothing_stored
+}
+
+@test "s3 faults: a signal ignored at start stays ignored (nohup)" {
+  mkfifo "$T/fifo"
+  nohup lake-put --part-size 5MiB <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
+  PUT=$!
+  exec 4>"$T/fifo"
+  head -c 100 /dev/urandom >&4
+  sleep 0.3
+  kill -HUP "$PUT"
+  sleep 0.3
+  exec 4>&-
+  wait_put
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(s3_keys | wc -l)" 1
+}
+
+@test "s3 faults: the server stopped after one part is 69, and no object appears" {
+  put_until_one_part $((6 * MIB)) --part-size 5MiB
+  s3_kill
+  head -c $((5 * MIB)) /dev/urandom >&4
+  exec 4>&-
+  wait_put
+  assert_traced_error lake-put 69 "the object store is unreachable"
+  # the abort was tried, and failed: the message says so
+  assert_equal "$(count_requests DELETE '\?uploadId=')" 1
+  [[ $(untraced_stderr) == *"aborting the upload failed"* ]] || fail "no word of the failed abort: $stderr"
+  s3_restart
+  assert_nothing_stored
+}
+
+# --- retries ---------------------------------------------------------------
+
+@test "s3 faults: a 503 on a part is retried with backoff, and the put succeeds" {
+  s3_fault "PUT?partNumber=2:503:2,POST?uploads:500:1"
+  head -c $((11 * MIB)) /dev/urandom >"$T/in/data"
+  run_to "$T/out/v" lake-put --part-size 5MiB --jobs 2 "$T/in/data"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_equal "$(count_requests POST '\?uploads= -> 500')" 1
+  assert_equal "$(count_requests POST '\?uploads= -> 200')" 1
+  assert_equal "$(count_requests PUT '\?partNumber=2&[^ ]+ bytes=[0-9]+ -> 503')" 2
+  assert_equal "$(count_requests PUT '\?partNumber=2&[^ ]+ bytes=[0-9]+ -> 200')" 1
+  run_to "$T/got" lake-get <"$T/out/v"
+  assert_equal "exit $status" "exit 0"
+  cmp "$T/in/data" "$T/got"
+}
+
+@test "s3 faults: a 4xx is never retried: the upload is aborted" {
+  s3_fault "PUT?partNumber=2:400:1"
+  head -c $((11 * MIB)) /dev/urandom >"$T/in/data"
+  run_to "$T/out/v" lake-put --part-size 5MiB "$T/in/data"
+  assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 InvalidArgument"
+  assert_equal "$(count_requests PUT '\?partNumber=2&')" 1
+  assert_equal "$(count_requests DELETE '\?uploadId=')" 1
+  assert_nothing_stored
+}
+
+@test "s3 faults: throttling that outlasts the retries is 75" {
+  s3_fault "PUT:503:9"
+  printf 'x' >"$T/in/x"
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_traced_error lake-put 75 "HTTP 503 SlowDown" "retry later" "after 5 attempts"
+  assert_equal "$(trace_count stage)" 5
+  assert_no_s3_objects
+}
+
+# Put 6 MiB in two parts through the fault proxy with RULES; it must
+# succeed (its trace is then in $stderr) and read back the same bytes.
+put_despite() {
+  s3_fault "$1"
+  head -c $((6 * MIB)) /dev/urandom >"$T/in/data"
+  run_to "$T/out/v" lake-put --part-size 5MiB "$T/in/data"
+  assert_equal "exit $status" "exit 0"
+  local trace=$stderr
+  run_to "$T/got" lake-get <"$T/out/v"
+  cmp "$T/in/data" "$T/got"
+  stderr=$trace
+}
+
+@test "s3 faults: a broken connection on a part is retried" {
+  put_despite "PUT?partNumber=1:reset:1"
+  assert_equal "$(count_requests PUT '\?partNumber=1&[^ ]+ bytes=[0-9]+ -> curl')" 1
+  assert_equal "$(count_requests PUT '\?partNumber=1&[^ ]+ bytes=[0-9]+ -> 200')" 1
+}
+
+@test "s3 faults: CompleteMultipartUpload answered 200 with an error is retried" {
+  put_despite "POST?uploadId:200error:1"
+  assert_equal "$(count_requests POST '\?uploadId=[^ ]+ bytes=[0-9]+ -> 200')" 2
+}
+
+@test "s3 faults: a read cut off midway resumes where it stopped, verified" {
+  head -c $((3 * MIB)) /dev/urandom >"$T/in/data"
+  run_to "$T/out/v" lake-put "$T/in/data"
+  s3_fault "GET:cut:1"
+  run_to "$T/got" lake-get <"$T/out/v"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_equal "$(trace_count stage)" 2
+  # the second read asked for the rest only: at most half the object
+  # was relayed before the cut, and lake-get had some of it
+  from=$(sed -nE 's/^GET .* -> forwarded range=bytes=([0-9]+)- .*/\1/p' "$T/fault.err")
+  [ -n "$from" ] && [ "$from" -gt 0 ] && [ "$from" -le $((3 * MIB / 2)) ] ||
+    fail "no resumed read: $(cat "$T/fault.err")"
+  cmp "$T/in/data" "$T/got"
+}
+
+# --- memory -----------------------------------------------------------------
+
+# Peak RSS (KiB) of lake-put ARGS reading $T/in/big.
+peak_rss() {
+  /usr/bin/time -f '%M' -o "$T/rss" lake-put -q "$@" <"$T/in/big" >"$T/out/v" 2>/dev/null
+  cat "$T/rss"
+}
+
+@test "s3 faults: peak memory of a 200 MiB put stays within (jobs + 1) x part size + 16 MiB" {
+  ldd "$LAKE_BIN/lake-put" | grep -q libasan && skip "a sanitizer build's memory is not lake's"
+  head -c $((200 * MIB)) /dev/urandom >"$T/in/big"
+  unset LAKE_TRACE
+  local jobs part rss bound
+  for jobs in 1 4; do
+    for part in 5 8; do
+      rss=$(peak_rss --jobs "$jobs" --part-size "${part}MiB")
+      bound=$(( ((jobs + 1) * part + 16) * 1024 ))
+      echo "# jobs $jobs, part $part MiB: peak RSS $rss KiB (bound $bound KiB)" >&3
+      [ "$rss" -le "$bound" ] || fail "jobs $jobs, part $part MiB: peak RSS $rss KiB > $bound KiB"
+    done
+  done
+  assert_equal "$(json_field size "$(cat "$T/out/v")")" $((200 * MIB))
+}
