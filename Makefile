@@ -51,7 +51,7 @@ MANALL     := $(wildcard man/*.[1-9])
 DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
-              openssl sqlite3 jq xxd zsh time hyperfine wrk
+              openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server
 # The npm test peers (s3rver), pinned by tests/package-lock.json.
 NPM_STAMP  := tests/node_modules/.package-lock.json
 
@@ -114,15 +114,16 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@for b in bench/put-get bench/catalog; do echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
+	@for b in bench/put-get bench/catalog bench/metasrv bench/s3; do [ -f $$b ] || continue; echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(wildcard man/*.5) $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(MANDIR)/man7/
+	$(if $(wildcard man/*.8),install -m 644 $(wildcard man/*.8) $(DESTDIR)$(MANDIR)/man8/)
 	for p in $(PROGRAMS); do install -m 644 completions/lake.bash $(DESTDIR)$(BASHCOMPDIR)/$$p; done
 	install -m 644 completions/_lake $(DESTDIR)$(ZSHCOMPDIR)/_lake
 
@@ -131,7 +132,8 @@ uninstall:
 	  $(DESTDIR)$(ZSHCOMPDIR)/_lake
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1)) \
 	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man5/%,$(wildcard man/*.5)) \
-	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7))
+	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7)) \
+	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man8/%,$(wildcard man/*.8))
 
 clean:
 	rm -rf build build-san

@@ -8,7 +8,7 @@
 # turned into '_':
 #   _lake_opts_<prog>      every option --help prints
 #   _lake_args_<prog>      the options among them that take an argument
-# and a program with commands (lake-catalog) also by
+# and a program with commands (lake-catalog, lake-metasrv) also by
 #   _lake_commands_<prog>  its commands, as --help lists them
 #   _lake_opts_<prog>_<command>, _lake_args_<prog>_<command>
 #                          the command's own options ('prog command --help'
@@ -19,7 +19,7 @@
 # tests/bats/completions.bats checks the lists against each program's and
 # each command's --help, so they cannot drift.
 
-_lake_programs='lake-put lake-get lake-catalog'
+_lake_programs='lake-put lake-get lake-catalog lake-metasrv'
 
 _lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --part-size
     --jobs --stage --progress --no-progress -h --help --version'
@@ -38,6 +38,17 @@ _lake_opts_lake_catalog_resolve='--version'
 _lake_args_lake_catalog_resolve='--version'
 _lake_opts_lake_catalog_refresh='--force'
 
+# lake-metasrv takes every option before or after its command, so all of
+# them are global; "token" takes create, list or revoke as its operand.
+_lake_opts_lake_metasrv='-q --quiet --db --stage --listen --tls-cert --tls-key
+    --insecure-listen --threads --max-connections --timeout --max-body
+    --snapshot-permits --max-entries --max-bytes --max-schema-bytes --role
+    --name --json -h --help --version'
+_lake_args_lake_metasrv='--db --stage --listen --tls-cert --tls-key --threads
+    --max-connections --timeout --max-body --snapshot-permits --max-entries
+    --max-bytes --max-schema-bytes --role --name'
+_lake_commands_lake_metasrv='init serve token'
+
 # Complete the argument of option $2 of program $1 from the word $3.
 _lake_complete_value() {
     case $2 in
@@ -45,9 +56,18 @@ _lake_complete_value() {
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -d -- "$3"))
         ;;
+    --db | --tls-cert | --tls-key)
+        # lake-metasrv's registry, certificate and key files
+        compopt -o filenames 2>/dev/null
+        COMPREPLY=($(compgen -f -- "$3"))
+        ;;
+    --role)
+        COMPREPLY=($(compgen -W 'admin query-service metadata-peer user' -- "$3"))
+        ;;
     *)
         # --name, --content-type, --size, --sha256, --part-size, --jobs,
-        # --stage, --max-age, resolve's --version N: free text
+        # --stage, --max-age, resolve's --version N, lake-metasrv's
+        # --listen, --name and numbers: free text
         COMPREPLY=()
         ;;
     esac
@@ -87,6 +107,12 @@ _lake_complete_operand() {
             # create-namespace NS and create's schema are new text
             COMPREPLY=()
             ;;
+        esac
+        ;;
+    lake-metasrv)
+        case $3:$4 in
+        token:1) COMPREPLY=($(compgen -W 'create list revoke' -- "$2")) ;;
+        *) COMPREPLY=() ;; # init and serve take no operands
         esac
         ;;
     *)

@@ -59,6 +59,7 @@ static const cliSpec spec = {
     "  actions                       the actions this principal may run",
     globalOptions,
     1,
+    1,
 };
 
 typedef struct command {
@@ -178,9 +179,23 @@ static int findTable(run *r, const char *q, const cacheEntry **out, lakeError *e
 
 static int cmdShow(run *r, char **args, lakeError *err) {
     const cacheEntry *e;
+    cJSON *schema = NULL, *c;
     int rc = findTable(r, args[0], &e, err);
+    if (rc && err->status && strcmp(err->status, "permission_denied") == 0) {
+        /* denied the directory (role user): the registration has the schema */
+        char *ns, *name;
+        cJSON *reg = NULL;
+        if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+        errClear(err);
+        rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
+        free(ns);
+        free(name);
+        if (!rc) schema = cJSON_DetachItemFromObjectCaseSensitive(reg, "schema");
+        cJSON_Delete(reg);
+    } else if (!rc) {
+        schema = cJSON_Parse(e->schema);
+    }
     if (rc) return rc;
-    cJSON *schema = cJSON_Parse(e->schema), *c;
     if (!cJSON_IsArray(schema)) {
         cJSON_Delete(schema);
         return errSet(err, LAKE_EFAIL, "%s: malformed schema in the catalog", args[0]);
@@ -299,7 +314,7 @@ int main(int argc, char **argv) {
     if (!cmd) cliUsageError(&spec, "unknown command '%s'", argv[first]);
 
     /* the command's own options, with the global ones allowed after it */
-    cliSpec sub = {cmd->usage, cmd->summary, cmd->opts, 0};
+    cliSpec sub = {cmd->usage, cmd->summary, cmd->opts, 0, 1};
     int subc = argc - first, subfirst;
     char **subv = argv + first;
     while ((c = cliNext(&sub, subc, subv, &arg, &subfirst)) != -1) parseOption(&r, c, arg);

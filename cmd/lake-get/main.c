@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "catalog/cache.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/fsutil.h"
@@ -45,6 +46,7 @@ static const cliSpec spec = {
     "locations, FILE values or JSON rows, as arguments or one per line on stdin.",
     options,
     0,
+    1,
 };
 
 typedef struct getRun {
@@ -179,11 +181,11 @@ int main(int argc, char **argv) {
     if (run.outdir && (stat(run.outdir, &sb) < 0 || !S_ISDIR(sb.st_mode)))
         rc = errSet(&err, LAKE_ENOINPUT, "%s: no such directory", run.outdir);
     if (!rc) rc = configLoad(&cfg, ov, 1, &err);
-    if (!rc && !configIsLocal(&cfg))
-        rc = errSet(&err, LAKE_ECONFIG, "remote mode (metasrv = %s) is not supported yet",
-                    cfg.metasrv);
-    if (!rc && !cfg.stage) rc = errSet(&err, LAKE_ECONFIG, "no stage configured");
-    if (!rc) rc = stageOpen(cfg.stage, &run.st, &err);
+    /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
+    char *stageUrl = NULL;
+    if (!rc) rc = catalogStageUrl(&cfg, &stageUrl, &err);
+    if (!rc) rc = stageOpen(stageUrl, &run.st, &err);
+    free(stageUrl);
     for (int i = first; !rc && i < argc; i++) rc = getRef(&run, argv[i], NULL, &err);
     if (!rc && first == argc) rc = getStdin(&run, &err);
     if (rc) logError(&err);

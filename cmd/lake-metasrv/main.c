@@ -60,6 +60,7 @@ static const cliSpec spec = {
     "The lake's metadata authority: create a registry, serve it over HTTPS, manage tokens.",
     options,
     0,
+    8,
 };
 
 typedef struct args {

@@ -232,9 +232,11 @@ static enum MHD_Result serveMetrics(struct MHD_Connection *c, request *rq, regis
           "# TYPE lake_requests_total counter\n", f);
     for (size_t a = 0; a < NMA; a++)
         for (size_t s = 0; s <= NMS; s++)
-            if (counts[a][s])
-                fprintf(f, "lake_requests_total{action=\"%s\",status=\"%s%d\"} %llu\n", metricActions[a],
-                        s == NMS ? "other" : "", s == NMS ? 0 : metricStatuses[s],
+            if (counts[a][s] && s < NMS)
+                fprintf(f, "lake_requests_total{action=\"%s\",status=\"%d\"} %llu\n", metricActions[a],
+                        metricStatuses[s], (unsigned long long)counts[a][s]);
+            else if (counts[a][s]) /* no answer was sent: the connection ended first */
+                fprintf(f, "lake_requests_total{action=\"%s\",status=\"none\"} %llu\n", metricActions[a],
                         (unsigned long long)counts[a][s]);
     fputs("# HELP lake_request_duration_seconds Request latency.\n"
           "# TYPE lake_request_duration_seconds histogram\n", f);
@@ -273,7 +275,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         clock_gettime(CLOCK_MONOTONIC, &rq->start);
         if (idNew(rq->id, NULL)) snprintf(rq->id, sizeof rq->id, "-");
         snprintf(rq->principal, sizeof rq->principal, "-");
-        snprintf(rq->action, sizeof rq->action, "other");
+        /* only a known name reaches the log and the metrics: the URL is the
+         * client's, and may hold anything, newlines included */
+        const char *named = strncmp(url, "/v1/actions/", 12) == 0 && actionsKnown(url + 12) ? url + 12
+                            : strcmp(url, "/v1/actions") == 0                                 ? "actions"
+                            : strcmp(url, "/v1/metrics") == 0                                 ? "metrics"
+                            : strcmp(url, "/v1/health") == 0                                  ? "health"
+                                                                                               : "other";
+        snprintf(rq->action, sizeof rq->action, "%s", named);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > conf->max_body) {
             rq->too_large = 1;
@@ -299,17 +308,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (rq->too_large) return respondStatus(c, rq, "payload_too_large", "request body too large");
 
     if (strcmp(url, "/v1/health") == 0 && strcmp(method, "GET") == 0) {
-        snprintf(rq->action, sizeof rq->action, "health");
         return respond(c, rq, 200, strdup("{\"status\":\"ok\"}"), "application/json");
     }
     lakeError err = {0};
     registry *reg = threadRegistry(&err);
-    if (!reg) return respondError(c, rq, &err);
+    if (!reg) { /* the server's own fault: redacted, detailed in the log */
+        err.status = "internal";
+        return respondError(c, rq, &err);
+    }
     registryPrincipal p;
     int isAction = strncmp(url, "/v1/actions/", 12) == 0 && strcmp(method, "POST") == 0;
-    if (isAction) snprintf(rq->action, sizeof rq->action, "%.40s", url + 12);
-    else if (strcmp(url, "/v1/actions") == 0) snprintf(rq->action, sizeof rq->action, "actions");
-    else if (strcmp(url, "/v1/metrics") == 0) snprintf(rq->action, sizeof rq->action, "metrics");
     if (authenticate(c, reg, &p, &err)) return respondError(c, rq, &err);
     snprintf(rq->principal, sizeof rq->principal, "%s", p.name);
 
@@ -456,12 +464,12 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     if (fault && *fault) {
         atomic_store(&fenceMutations, atoi(fault));
         fenceFault = 1;
-        logWarn("TEST FAULT: LAKE_TEST_SNAPSHOT_MUTATIONS=%s mutates the registry during snapshots", fault);
+        logErrorf("TEST FAULT: LAKE_TEST_SNAPSHOT_MUTATIONS=%s mutates the registry during snapshots", fault);
     }
     fault = getenv("LAKE_TEST_KILL_AFTER_APPEND");
     if (fault && *fault && strcmp(fault, "0") != 0) {
         killAfterAppend = 1;
-        logWarn("TEST FAULT: LAKE_TEST_KILL_AFTER_APPEND kills the server after an append commits");
+        logErrorf("TEST FAULT: LAKE_TEST_KILL_AFTER_APPEND kills the server after an append commits");
     }
     atomic_store(&permitsFree, (int)cfg->permits);
     pthread_key_create(&regKey, closeRegistry);

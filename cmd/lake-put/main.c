@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "catalog/cache.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -50,6 +51,7 @@ static const cliSpec spec = {
     "(JSON) per object.",
     options,
     0,
+    1,
 };
 
 typedef struct putArgs {
@@ -213,11 +215,11 @@ int main(int argc, char **argv) {
     configOverride ov[] = {{"stage", a.stage}};
     stage *st = NULL;
     int rc = configLoad(&cfg, ov, 1, &err);
-    if (!rc && !configIsLocal(&cfg))
-        rc = errSet(&err, LAKE_ECONFIG, "remote mode (metasrv = %s) is not supported yet",
-                    cfg.metasrv);
-    if (!rc && !cfg.stage) rc = errSet(&err, LAKE_ECONFIG, "no stage configured");
-    if (!rc) rc = stageOpen(cfg.stage, &st, &err);
+    /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
+    char *stageUrl = NULL;
+    if (!rc) rc = catalogStageUrl(&cfg, &stageUrl, &err);
+    if (!rc) rc = stageOpen(stageUrl, &st, &err);
+    free(stageUrl);
     if (!rc) catchStopSignals();
     for (int i = first; !rc && !stopSignal && i < argc; i++) rc = putOne(st, &a, argv[i], &err);
     if (!rc && !stopSignal && ninputs == 0) rc = putOne(st, &a, "-", &err);

@@ -133,8 +133,16 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
             return rc;
         return registryResolve(ctx->reg, ns, name, a, answer, err);
     }
+    /* an authority without a marker answers no snapshot; it takes no
+     * change either (the local development path excepted) */
+    if (!ctx->allow_unmarked && strcmp(action, "resolve") && strcmp(action, "whoami") &&
+        !registryHasMarker(ctx->reg))
+        return errSetStatus(err, "failed_precondition", "registry has no directory marker; not authoritative");
     if (strcmp(action, "append") == 0) {
         if ((rc = names(req, 1, &ns, &name, err))) return rc;
+        /* containment needs a stage: without one every location is outside */
+        if (!ctx->stage)
+            return errSetStatus(err, "failed_precondition", "the registry has no stage; appends are refused");
         if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version"))
             return errSetStatus(err, "invalid_argument", "append: expected_version is required");
         if ((rc = integer(req, "expected_version", 0, 0, &a, err))) return rc;
@@ -160,6 +168,13 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         if (rc) {
             err->status = "invalid_argument"; /* a bad schema is the request's fault */
             return err->code;
+        }
+        /* a schema no snapshot could carry is refused now, not at every
+         * later snapshot */
+        if ((int64_t)strlen(canon) > ctx->bounds.max_schema_bytes) {
+            cJSON_free(canon);
+            return errSetStatus(err, "payload_too_large", "the schema exceeds %lld bytes",
+                                (long long)ctx->bounds.max_schema_bytes);
         }
         rc = registryCreateTable(ctx->reg, ns, name, canon, &a, err);
         cJSON_free(canon);

@@ -680,6 +680,14 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
                  lakeError *err) {
     *reg = NULL;
     int rc = load(c, err);
+    if (rc && err->status && strcmp(err->status, "permission_denied") == 0 && !c->opt.offline) {
+        /* a principal that may resolve but not read the directory (role
+         * user): ask for the table by name */
+        errClear(err);
+        if ((rc = sourceResolve(c->src, ns, name, version, reg, err))) return rc;
+        regStore(c, *reg);
+        return 0;
+    }
     if (rc) return rc;
     const cacheEntry *e = cacheFindTable(c, ns, name);
     if (!e && !c->refreshed && !c->opt.offline) { /* created elsewhere since? ask once */

@@ -92,7 +92,8 @@ int cacheRefresh(catalogCache *c, int force, lakeError *err);
 int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err);
 
 /* The registration of ns.name at version (current when < 0); caller frees.
- * 66 for an unknown table or version. */
+ * 66 for an unknown table or version.  A principal denied the directory
+ * (role user) is answered by a resolve call by name. */
 int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version,
                  struct cJSON **reg, lakeError *err);
 

@@ -458,6 +458,30 @@ static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
     return 0;
 }
 
+/* 0 when version of table id added exactly segments (by location, in
+ * order); invalid_argument otherwise. */
+static int sameSegments(registry *r, const char *id, int64_t version, const cJSON *segments,
+                        lakeError *err) {
+    char vbuf[32];
+    snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
+    sqlite3_stmt *st = prep(r, err, "SELECT location FROM segments WHERE table_id = ? AND "
+                            "version = CAST(? AS INTEGER) ORDER BY seq", id, vbuf, NULL);
+    if (!st) return err->code;
+    const cJSON *g = segments->child;
+    int same = 1, s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
+        if (!g || strcmp(loc->valuestring, (const char *)sqlite3_column_text(st, 0)) != 0) same = 0;
+        if (g) g = g->next;
+    }
+    int rc = s != SQLITE_DONE ? sqlErr(r, err, "read segments") : 0;
+    sqlite3_finalize(st);
+    if (!rc && (!same || g))
+        rc = errSetStatus(err, "invalid_argument", "a segment of this append is already committed in version %lld",
+                          (long long)version);
+    return rc;
+}
+
 static int bumpGeneration(registry *r, int64_t *generation, lakeError *err) {
     int rc = exec(r, "UPDATE directory_marker SET generation = generation + 1 WHERE singleton = 1", err);
     if (!rc) rc = readGeneration(r, generation, err);
@@ -492,8 +516,10 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     rc = queryInt(r, &committed, err,
                   "SELECT version FROM segments WHERE location = ? AND table_id = ?", first, id, NULL);
     if (rc > 0) goto fail;
-    if (rc == 0) { /* a retry of an append that already committed */
+    if (rc == 0) { /* a retry of an append that already committed? */
+        rc = sameSegments(r, id, committed, segments, err);
         rollback(r);
+        if (rc) return rc;
         goto answer;
     }
     rc = 0;
@@ -627,14 +653,21 @@ int registryAddPrincipal(registry *r, const char *name, const char *role, const 
                          lakeError *err) {
     char now[32];
     nowText(now);
+    /* a new name, or a revoked one issued again (rotation) */
     sqlite3_stmt *st = prep(r, err, "INSERT INTO principals(name, role, token_sha256, created_at) "
-                            "VALUES (?, ?, ?, ?)", name, role, token_sha256, now, NULL);
+                            "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET role = excluded.role, "
+                            "token_sha256 = excluded.token_sha256, created_at = excluded.created_at, "
+                            "revoked_at = NULL WHERE revoked_at IS NOT NULL",
+                            name, role, token_sha256, now, NULL);
     if (!st) return err->code;
     int s = sqlite3_step(st), rc = 0;
     if (s == SQLITE_CONSTRAINT || (sqlite3_extended_errcode(r->db) & 0xff) == SQLITE_CONSTRAINT)
-        rc = errSetStatus(err, "failed_precondition", "principal %s exists or role %s is unknown", name, role);
+        rc = errSetStatus(err, "failed_precondition", "role %s is unknown", role);
     else if (s != SQLITE_DONE)
         rc = sqlErr(r, err, "add principal");
+    else if (sqlite3_changes(r->db) == 0)
+        rc = errSetStatus(err, "failed_precondition", "principal %s exists; revoke it first to issue a new token",
+                          name);
     sqlite3_finalize(st);
     return rc;
 }
@@ -699,3 +732,5 @@ int registryRevokePrincipal(registry *r, const char *name, lakeError *err) {
 int registryGeneration(registry *r, int64_t *generation, lakeError *err) {
     return readGeneration(r, generation, err);
 }
+
+int registryHasMarker(const registry *r) { return r->authority != NULL; }

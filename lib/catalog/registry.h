@@ -72,8 +72,9 @@ int registryResolve(registry *r, const char *ns, const char *name, int64_t versi
 /* append: segments [{"location","size","sha256","rows"}…] (at least one)
  * and files [location…] become version expected_version + 1, in one
  * transaction.  `conflict` when the table is no longer at expected_version;
- * an append whose first segment is already committed to this table answers
- * {"version":V} of that commit (idempotent retry).  Every location must lie
+ * an append whose segments are exactly those version V added answers
+ * {"version":V} (idempotent retry); one that reuses a committed segment
+ * otherwise is invalid_argument.  Every location must lie
  * inside st (invalid_argument otherwise).  Answer: {"version":V}. */
 int registryAppend(registry *r, const stage *st, const char *ns, const char *name,
                    int64_t expected_version, const struct cJSON *segments,
@@ -89,7 +90,9 @@ int registryCreateTable(registry *r, const char *ns, const char *name, const cha
 int registryDropTable(registry *r, const char *ns, const char *name, int64_t *generation,
                       lakeError *err);
 
-/* Principals: tokens are stored only as their SHA-256 (hex). */
+/* Principals: tokens are stored only as their SHA-256 (hex).  A revoked
+ * principal's name may be issued again (its row is replaced): that is how
+ * a token is rotated; an active one's is failed_precondition. */
 int registryAddPrincipal(registry *r, const char *name, const char *role,
                          const char *token_sha256, lakeError *err);
 
@@ -107,6 +110,9 @@ int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, l
 int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err);
 /* Revoke at once; not_found when no active principal has that name. */
 int registryRevokePrincipal(registry *r, const char *name, lakeError *err);
+
+/* 1 when the registry has its directory marker. */
+int registryHasMarker(const registry *r);
 
 /* The current generation (-1 without a marker). */
 int registryGeneration(registry *r, int64_t *generation, lakeError *err);

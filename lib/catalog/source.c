@@ -72,7 +72,7 @@ int sourceCall(catalogSource *s, const char *action, const cJSON *req, cJSON **a
     if (traceEnabled()) {
         char facts[256], outcome[128];
         requestFacts(action, req, facts, sizeof facts);
-        if (rc) snprintf(outcome, sizeof outcome, "error %s", errStatus(err));
+        if (rc) snprintf(outcome, sizeof outcome, "error %s", rc == LAKE_EUNAVAIL ? "unreachable" : errStatus(err));
         else answerOutcome(*answer, outcome, sizeof outcome);
         traceLine("source", "%s%s -> %s", action, facts, outcome);
     }

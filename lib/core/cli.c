@@ -38,14 +38,16 @@ static void printSynopsis(FILE *f, const char *synopsis) {
 }
 
 static void printOption(const cliOption *o) {
-    char left[64];
+    char left[80];
     if (o->shortname)
         snprintf(left, sizeof left, "-%c, --%s%s%s", o->shortname, o->name,
                  o->arg ? " " : "", o->arg ? o->arg : "");
     else
         snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "",
                  o->arg ? o->arg : "");
-    printf("  %-26s %s\n", left, o->help);
+    /* the help column starts after the longest option, or on its own line */
+    if (strlen(left) > 32) printf("  %s\n  %-32s %s\n", left, "", o->help);
+    else printf("  %-32s %s\n", left, o->help);
 }
 
 static void help(const cliSpec *spec) {
@@ -54,7 +56,8 @@ static void help(const cliSpec *spec) {
     for (const cliOption *o = spec->opts; o->id; o++) printOption(o);
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (!ownOption(spec, builtins[i].name)) printOption(&builtins[i]);
-    printf("\nSee %s(1) for details and exit statuses.\n", logProgname());
+    printf("\nSee %s(%d) for details and exit statuses.\n", logProgname(),
+           spec->man_section ? spec->man_section : 1);
     exit(0);
 }
 

@@ -25,6 +25,7 @@ typedef struct cliSpec {
     const char *summary;    /* one line: what the program does */
     const cliOption *opts;  /* terminated by an entry with id 0 */
     int stop_at_operand;    /* options end at the first operand (a command) */
+    int man_section;        /* where --help points: prog(N); 0 means 1 */
 } cliSpec;
 
 /* Parse the next option.  Returns its id, or -1 when options are done

@@ -7,6 +7,7 @@
  */
 #include "core/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -43,6 +44,8 @@ static const keySpec keys[] = {
 typedef struct layerState {
     char *ttl;     /* catalog_ttl as text until validated */
     char *maxresp; /* max_response likewise */
+    int layer;     /* 1 options, 2 environment, 3 file */
+    int layer_of_token;
 } layerState;
 
 static const keySpec *findKey(const char *key) {
@@ -54,6 +57,12 @@ static const keySpec *findKey(const char *key) {
 /* Set key to value unless a higher layer already did.  Returns -1 on OOM. */
 static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
                       const char *value) {
+    /* token and token_file are one setting: a higher layer's either one
+     * hides both of a lower layer */
+    if ((strcmp(k->key, "token") == 0 || strcmp(k->key, "token_file") == 0) &&
+        (cfg->token || cfg->token_file) && st->layer_of_token != st->layer)
+        return 0;
+    if (strcmp(k->key, "token") == 0 || strcmp(k->key, "token_file") == 0) st->layer_of_token = st->layer;
     char **slot = k->offset == TTL_SLOT       ? &st->ttl
                   : k->offset == MAXRESP_SLOT ? &st->maxresp
                                               : (char **)((char *)cfg + k->offset);
@@ -202,6 +211,7 @@ int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err)
     layerState st = {0};
     int rc = 0;
 
+    st.layer = 1;
     for (int i = 0; i < n; i++) {
         const keySpec *k = findKey(ov[i].key);
         if (!k || !ov[i].value) continue;
@@ -210,6 +220,7 @@ int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err)
             goto out;
         }
     }
+    st.layer = 2;
     for (size_t i = 0; i < NKEYS; i++) {
         const char *v = getenv(keys[i].env);
         if (v && *v && setIfUnset(cfg, &st, &keys[i], v) < 0) {
@@ -217,6 +228,7 @@ int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err)
             goto out;
         }
     }
+    st.layer = 3;
     const char *explicit = getenv("LAKE_CONFIG");
     if (explicit && *explicit) {
         rc = readFile(cfg, &st, explicit, 1, err);
@@ -248,9 +260,33 @@ static int endpointOk(const char *url, int *https, int *loopback) {
     else if (strncmp(url, "http://", 7) == 0) { *https = 0; host = url + 7; }
     else return 0;
     size_t n = strcspn(host, "/?#");
-    if (n == 0 || (host[n] && strcmp(host + n, "/") != 0) || strchr(host, '@')) return 0;
-    *loopback = strncmp(host, "127.", 4) == 0 || strncmp(host, "localhost", 9) == 0 ||
-                strncmp(host, "[::1]", 5) == 0;
+    if (n == 0 || (host[n] && strcmp(host + n, "/") != 0) || memchr(host, '@', n)) return 0;
+    /* the host alone, without the port: [v6] or up to the colon */
+    char name[256];
+    size_t hl = host[0] == '[' ? strcspn(host, "]") + 1 : strcspn(host, ":/");
+    if (hl >= sizeof name || hl > n) return 0;
+    memcpy(name, host, hl);
+    name[hl] = '\0';
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (name[0] == '[') { /* [v6 literal] */
+        char inner[256];
+        snprintf(inner, sizeof inner, "%.*s", (int)(hl - 2), name + 1);
+        if (hl < 3 || name[hl - 1] != ']' || inet_pton(AF_INET6, inner, &v6) != 1) return 0;
+    } else if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != hl) {
+        return 0;
+    }
+    /* an optional :port of 1 to 65535 */
+    const char *rest = host + hl;
+    if (*rest == ':') {
+        size_t digits = strspn(rest + 1, "0123456789");
+        long port = digits && digits <= 5 ? strtol(rest + 1, NULL, 10) : 0;
+        if (port < 1 || port > 65535 || (rest[1 + digits] && rest[1 + digits] != '/')) return 0;
+    } else if (*rest && *rest != '/') {
+        return 0;
+    }
+    *loopback = strcmp(name, "localhost") == 0 || strcmp(name, "[::1]") == 0 ||
+                (inet_pton(AF_INET, name, &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
     return 1;
 }
 

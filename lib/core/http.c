@@ -108,6 +108,9 @@ static int transferError(httpClient *h, CURLcode cc, const sink *s, lakeError *e
     case CURLE_PARTIAL_FILE:
         rc = errSet(err, LAKE_EUNAVAIL, "%s unreachable", h->base);
         break;
+    case CURLE_URL_MALFORMAT:
+        rc = errSet(err, LAKE_ECONFIG, "%s: not a usable URL", h->base);
+        break;
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
@@ -116,7 +119,7 @@ static int transferError(httpClient *h, CURLcode cc, const sink *s, lakeError *e
         break;
     case CURLE_WRITE_ERROR:
         if (s->overflow) {
-            rc = errSet(err, LAKE_EFAIL, "%s: answer larger than %zu bytes", h->base, s->max);
+            rc = errSetStatus(err, "payload_too_large", "%s: answer larger than %zu bytes", h->base, s->max);
             break;
         }
         /* fall through */

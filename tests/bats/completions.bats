@@ -33,17 +33,26 @@ option_lines() {
   sed -nE 's/^ +(-[^ ].*)$/\1/p'
 }
 
+# The left column of option lines on stdin: the names and the argument
+# ("-o, --output DIR", "--listen HOST:PORT"), without the description, even
+# where a long left column leaves a single space before it
+# ("--max-schema-bytes BYTES serve: ...").  An argument is one upper-case
+# word, so a description that starts after one space is not taken for one.
+option_left() {
+  sed -E 's/^((-[A-Za-z0-9], )?--?[A-Za-z0-9][A-Za-z0-9-]*( [A-Z][A-Z_:]*)?)( .*)?$/\1/'
+}
+
 # The option names of option lines on stdin, one per line, sorted: the
 # left column of each line.
 option_names() {
-  sed -E 's/   .*//' |
+  option_left |
     { grep -oE '(^|[ ,])-{1,2}[A-Za-z0-9][A-Za-z0-9-]*' || true; } | tr -d ' ,' | sort -u
 }
 
 # The names among option lines on stdin that take an argument: every name
 # on a line whose left column ends in an upper-case word ("-o, --output DIR").
 option_arg_names() {
-  sed -E 's/   .*//' | { grep -E ' [A-Z][A-Z_]*$' || true; } |
+  option_left | { grep -E ' [A-Z][A-Z_:]*$' || true; } |
     { grep -oE '(^|[ ,])-{1,2}[A-Za-z0-9][A-Za-z0-9-]*' || true; } | tr -d ' ,' | sort -u
 }
 
@@ -57,12 +66,19 @@ help_arg_options() {
   "$LAKE_BIN/$1" --help | option_lines | option_arg_names
 }
 
-# The commands a program's --help lists under "Commands:" (lake-catalog's
-# "  list [NS]   tables as ..."), one per line; none for a program
-# without commands.
+# The commands a program's --help lists, one per line: under "Commands:"
+# (lake-catalog's "  list [NS]   tables as ..."), or as the first word after
+# the program's name on its usage lines (lake-metasrv's "usage: lake-metasrv
+# init --db PATH ..."); none for a program without commands.
 help_commands() {
   "$LAKE_BIN/$1" --help |
-    awk '/Commands:$/ { inc = 1; next } inc && /^$/ { exit } inc && /^  [a-z]/ { print $1 }'
+    awk -v prog="$1" '
+      /^(usage:|      ) / && $0 ~ ("^(usage:)? +" prog " ") {
+        w = $0; sub("^(usage:)? +" prog " +", "", w); sub(/ .*/, "", w)
+        if (w ~ /^[a-z][a-z-]*$/) print w
+      }
+      /Commands:$/ { inc = 1; next } inc && /^$/ { inc = 0 } inc && /^  [a-z]/ { print $1 }' |
+    awk '!seen[$0]++'
 }
 
 # The option lines that command $2 of program $1 adds to the program's own:
@@ -289,14 +305,17 @@ assert_subset() {
 }
 
 @test "completions: _lake names every command and each command's own options" {
-  local c
+  local p c
   [ -x "$LAKE_BIN/lake-catalog" ] || skip "no lake-catalog in LAKE_BIN"
-  for c in $(help_commands lake-catalog); do
-    grep -qF "'$c:" "$ZSH_COMP" || { echo "_lake does not describe command $c" >&2; return 1; }
-    command_own_lines lake-catalog "$c" | option_names >"$T/help"
-    zsh_command_options "$c" >"$T/comp"
-    assert_subset "$T/comp" "$T/help" "lake-catalog $c: in --help, not in _lake"
-    assert_subset "$T/help" "$T/comp" "lake-catalog $c: in _lake, not in --help"
+  for p in $(programs); do
+    for c in $(help_commands "$p"); do
+      grep -qF "'$c:" "$ZSH_COMP" || { echo "_lake does not describe $p command $c" >&2; return 1; }
+      [ "$p" = lake-catalog ] || continue # own_<command> arrays are lake-catalog's
+      command_own_lines "$p" "$c" | option_names >"$T/help"
+      zsh_command_options "$c" >"$T/comp"
+      assert_subset "$T/comp" "$T/help" "$p $c: in --help, not in _lake"
+      assert_subset "$T/help" "$T/comp" "$p $c: in _lake, not in --help"
+    done
   done
 }
 
@@ -462,6 +481,62 @@ catalog_fixture() {
   assert_file_not_exists "$LAKE_HOME/registry.db"
 }
 
+@test "completions: lake-metasrv --help lists its commands and the options that take an argument" {
+  [ -x "$LAKE_BIN/lake-metasrv" ] || skip "no lake-metasrv in LAKE_BIN"
+  run help_commands lake-metasrv
+  assert_success
+  assert_output "$(printf '%s\n' init serve token)"
+  # a long left column leaves one space before the description, and an
+  # argument may hold a colon: both still count as taking an argument
+  run help_arg_options lake-metasrv
+  assert_line --max-schema-bytes
+  assert_line --listen
+  refute_line --insecure-listen
+  refute_line --json
+}
+
+@test "completions: bash completes lake-metasrv commands, token commands and roles" {
+  run bash_complete lake-metasrv ''
+  assert_success
+  assert_output "$(printf '%s\n' init serve token)"
+  run bash_complete lake-metasrv --db = reg.db se
+  assert_output serve
+  run bash_complete lake-metasrv -q --db reg.db token ''
+  assert_output "$(printf '%s\n' create list revoke)"
+  run bash_complete lake-metasrv token create --role q
+  assert_output query-service
+  run bash_complete lake-metasrv token create --role=m
+  assert_output --role=metadata-peer
+  run bash_complete lake-metasrv token list ''
+  assert_output ""
+  run bash_complete lake-metasrv init ''
+  assert_output ""
+  run bash_complete lake-metasrv serve --max-b
+  assert_line --max-body
+  assert_line --max-bytes
+  assert_equal "${#lines[@]}" 2
+  # free text: the address, the names, the numbers
+  run bash_complete lake-metasrv serve --listen ''
+  assert_output ""
+  run bash_complete lake-metasrv token create --name ''
+  assert_output ""
+}
+
+@test "completions: bash completes files after lake-metasrv --db, --tls-cert and --tls-key" {
+  mkdir -p "$T/w"
+  : >"$T/w/registry.db"
+  : >"$T/w/cert.pem"
+  : >"$T/w/key.pem"
+  cd "$T/w"
+  run bash_complete lake-metasrv init --db reg
+  assert_success
+  assert_output registry.db
+  run bash_complete lake-metasrv serve --tls-cert ce
+  assert_output cert.pem
+  run bash_complete lake-metasrv serve --tls-key=k
+  assert_output --tls-key=key.pem
+}
+
 @test "completions: zsh -n accepts _lake" {
   command -v zsh >/dev/null || skip "zsh is not installed"
   run zsh -n "$ZSH_COMP"
@@ -486,16 +561,39 @@ catalog_fixture() {
   [ "$n" -ge 4 ] || { echo "only $n man pages in $LAKE_SRC/man" >&2; return 1; }
 }
 
-@test "man: every program has a section-1 page documenting its --help options" {
+# The man page of a program: section 8 for the server, 1 for the rest.
+man_page() {
+  case $1 in
+    lake-metasrv) echo "$LAKE_SRC/man/$1.8" ;;
+    *) echo "$LAKE_SRC/man/$1.1" ;;
+  esac
+}
+
+@test "man: every program has a page documenting its --help options" {
   # and its commands' options (lake-catalog resolve --version N, refresh --force)
   command -v mandoc >/dev/null || fail "mandoc is not installed (make deps)"
-  local p o
+  local p o page
   for p in $(programs); do
-    assert_file_exists "$LAKE_SRC/man/$p.1"
-    mandoc -Tascii "$LAKE_SRC/man/$p.1" | col -b >"$T/page"
+    page=$(man_page "$p")
+    assert_file_exists "$page"
+    mandoc -Tascii "$page" | col -b >"$T/page"
     while read -r o; do
       grep -qE -- "(^|[^A-Za-z0-9-])$o([^A-Za-z0-9-]|\$)" "$T/page" ||
-        { echo "$p.1 does not mention $o" >&2; return 1; }
+        { echo "${page##*/} does not mention $o" >&2; return 1; }
     done < <(help_all_options "$p")
+  done
+}
+
+@test "man: lake-metasrv.8 documents every action, error code and metric" {
+  [ -x "$LAKE_BIN/lake-metasrv" ] || skip "no lake-metasrv in LAKE_BIN"
+  local w
+  mandoc -Tascii "$LAKE_SRC/man/lake-metasrv.8" | col -b >"$T/page"
+  for w in catalog_snapshot resolve append create_namespace create_table drop_table whoami \
+           invalid_argument unauthenticated permission_denied not_found conflict \
+           failed_precondition payload_too_large unavailable internal \
+           lake_requests_total lake_request_duration_seconds lake_snapshot_permits_in_use \
+           lake_registry_generation LAKE_TEST_SNAPSHOT_MUTATIONS LAKE_TEST_KILL_AFTER_APPEND \
+           /v1/health /v1/actions /v1/metrics Retry-After KillSignal=SIGTERM; do
+    grep -qF -- "$w" "$T/page" || { echo "lake-metasrv.8 does not mention $w" >&2; return 1; }
   done
 }

@@ -162,3 +162,27 @@ put_lands_in() {
   assert_output ""
   assert_no_objects "$STAGE"
 }
+
+@test "token and token_file are one setting: the environment's token_file beats the file's token" {
+  mkdir -p "$XDG_CONFIG_HOME/lake"
+  printf 'metasrv = https://127.0.0.1:9\ntoken = lk_fromfile_00\n' >"$XDG_CONFIG_HOME/lake/config"
+  printf 'lk_fromenv_11\n' >"$T/tok"
+  # the trace shows no token; the error names what was used: a missing
+  # token file would say so, proving the file's token was not taken
+  run --separate-stderr env LAKE_TOKEN_FILE="$T/missing" lake-catalog list
+  assert_failure 78
+  [[ $stderr == *"token_file: $T/missing"* ]] || fail "the file's token won: $stderr"
+}
+
+@test "plain http is allowed only to a loopback host, matched exactly" {
+  for url in http://localhost.example.com:7700 http://127.0.0.1.example.com:7700 http://example.com:80; do
+    run --separate-stderr env LAKE_METASRV="$url" LAKE_TOKEN=lk_x_00 lake-catalog list
+    assert_failure 78
+    [[ $stderr == "lake-catalog: metasrv: '$url': plain http is allowed only to a loopback host" ]] ||
+      fail "$url: $stderr"
+  done
+  for url in http://127.0.0.1:9 http://localhost:9 'http://[::1]:9'; do
+    run --separate-stderr env LAKE_METASRV="$url" LAKE_TOKEN=lk_x_00 lake-catalog --max-age 0 list
+    assert_failure 69
+  done
+}

@@ -90,3 +90,130 @@ metasrv_count() {
     awk -v a="action=\"$action\"" -v s="status=\"$status\"" \
       '$1 ~ /^lake_requests_total/ && index($1, a) && (s == "status=\"\"" || index($1, s)) { n += $2 } END { print n + 0 }'
 }
+
+# --- for the metasrv suites (tests/bats/metasrv-*.bats) ---------------------
+#
+#   metasrv_req TOKENFILE|- METHOD PATH [BODY [CURL ARGS…]]
+#                                      one request: HTTP_CODE, HTTP_BODY, HTTP_HEAD
+#   metasrv_post TOKENFILE|- ACTION [BODY]     POST /v1/actions/ACTION (BODY: {})
+#   metasrv_assert_error HTTP CODE     the last answer is DESIGN §5's error object
+#   metasrv_assert_redacted TEXT       no path, SQL or token material in TEXT
+#   metasrv_expect_error HTTP CODE, then metasrv_check_errors: the same, batched
+#   metasrv_log_wait N [DIR]           wait until DIR/serve.log holds N request lines
+#   metasrv_log_lines [DIR]            the request lines of DIR/serve.log
+#   metasrv_tables NS PREFIX COUNT [TOKENFILE]  NS and COUNT tables, one curl
+#   metasrv_segment LOCATION           one append segment (JSON) at LOCATION
+
+metasrv_req() {
+  local tok=$1 method=$2 path=$3 body=${4-} dir=${METASRV_DIR:-$T/srv} secret=
+  shift 3
+  [ $# -gt 0 ] && shift
+  # no command substitutions here: the role matrix makes many of these
+  local args=(-sS --cacert "$dir/cert.pem" -X "$method" -o "$dir/.answer" -D "$dir/.head"
+              -w '%{http_code}')
+  if [ "$tok" != - ]; then
+    IFS= read -r secret <"$tok" || true
+    args+=(-H "Authorization: Bearer $secret")
+  fi
+  [ "$method" = POST ] && args+=(--data-binary "$body")
+  : >"$dir/.answer"
+  : >"$dir/.head"
+  curl "${args[@]}" "$@" "$METASRV_URL$path" >"$dir/.code" 2>"$dir/.curl.err" || true
+  HTTP_CODE='' HTTP_BODY='' HTTP_HEAD=''
+  IFS= read -r HTTP_CODE <"$dir/.code" || true
+  IFS= read -r -d '' HTTP_BODY <"$dir/.answer" || true
+  IFS= read -r -d '' HTTP_HEAD <"$dir/.head" || true
+  HTTP_HEAD=${HTTP_HEAD//$'\r'/}
+}
+
+metasrv_post() {
+  metasrv_req "$1" POST "/v1/actions/$2" "${3:-{\}}"
+}
+
+# Paths, SQL and token material never reach a client (DESIGN §5).
+metasrv_assert_redacted() {
+  local text=$1 word
+  for word in /tmp "$T" "${BATS_TMPDIR:-/tmp}" registry.db SELECT INSERT UPDATE lk_ Bearer; do
+    [[ $text != *"$word"* ]] || fail "an answer contains '$word': $text"
+  done
+  [[ ${text,,} != *sqlite* ]] || fail "an answer mentions sqlite: $text"
+}
+
+# Exactly one JSON object {"error":{"code","message","request_id"}} with
+# the HTTP status and code asked for, and nothing a client must not see.
+metasrv_assert_error() {
+  local http=$1 code=$2 got
+  assert_equal "HTTP $HTTP_CODE" "HTTP $http"
+  got=$(jq -rs 'if length == 1 and (.[0] | type == "object" and keys == ["error"]
+           and (.error | type == "object" and keys == ["code", "message", "request_id"]
+                and ([.code, .message, .request_id] | all(type == "string" and . != ""))))
+         then .[0].error.code else "(not an error object of DESIGN §5)" end' <<<"$HTTP_BODY" 2>&1) ||
+    got="(not JSON)"
+  assert_equal "code $got: $HTTP_BODY" "code $code: $HTTP_BODY"
+  metasrv_assert_redacted "$HTTP_BODY"
+}
+
+# The same for many answers (the role matrix makes dozens), with one jq in
+# all: metasrv_expect_error HTTP CODE checks the status and redaction of the
+# last answer now and queues its body; metasrv_check_errors checks the queue.
+metasrv_expect_error() {
+  local body=${HTTP_BODY%$'\n'}
+  assert_equal "HTTP $HTTP_CODE: $body" "HTTP $1: $body"
+  [[ $body != *$'\n'* ]] || fail "an answer of more than one line: $body"
+  metasrv_assert_redacted "$body"
+  printf '%s\t%s\n' "$2" "$body" >>"${METASRV_DIR:-$T/srv}/.errors"
+}
+
+metasrv_check_errors() {
+  local f=${METASRV_DIR:-$T/srv}/.errors bad
+  [ -s "$f" ] || fail "metasrv_check_errors: nothing queued"
+  bad=$(jq -rR 'index("\t") as $i | .[:$i] as $code | .[$i + 1:] as $body
+    | ($body | try fromjson catch null) as $j
+    | if ($j | type == "object" and keys == ["error"]
+           and (.error | type == "object" and keys == ["code", "message", "request_id"]
+                and ([.code, .message, .request_id] | all(type == "string" and . != ""))))
+         and $j.error.code == $code
+      then empty else "expected \($code): \($body)" end' "$f") || bad="jq failed on $f"
+  rm -f "$f"
+  [ -z "$bad" ] || fail "not the error objects of DESIGN §5 expected: $bad"
+}
+
+metasrv_log_lines() {
+  grep ' request_id=' "${1:-$T/srv}/serve.log" || true
+}
+
+# The log line is written when the response has been sent, which the
+# client may see first: wait for it, at most 2 s.
+metasrv_log_wait() {
+  local n=$1 dir=${2:-$T/srv} i
+  for i in $(seq 100); do
+    [ "$(metasrv_log_lines "$dir" | wc -l)" -ge "$n" ] && return 0
+    sleep 0.02
+  done
+  fail "expected $n request lines in $dir/serve.log, found $(metasrv_log_lines "$dir" | wc -l)"
+}
+
+# NS and COUNT tables PREFIX1..PREFIXCOUNT (three columns each) made over one
+# curl process (one connection), fast enough for hundreds.
+metasrv_tables() {
+  local ns=$1 prefix=$2 count=$3 tok=${4:-${METASRV_DIR:-$T/srv}/admin.token} dir=${METASRV_DIR:-$T/srv} i secret
+  metasrv_post "$tok" create_namespace "{\"namespace\":\"$ns\"}"
+  [ "$HTTP_CODE" = 200 ] || fail "create_namespace $ns: $HTTP_CODE $HTTP_BODY"
+  secret=$(cat "$tok")
+  for i in $(seq "$count"); do
+    [ "$i" -gt 1 ] && echo next
+    printf 'url = "%s/v1/actions/create_table"\ncacert = "%s"\noutput = "/dev/null"\n' \
+      "$METASRV_URL" "$dir/cert.pem"
+    printf 'header = "Authorization: Bearer %s"\nfail\n' "$secret"
+    printf 'data = "{\\"namespace\\":\\"%s\\",\\"name\\":\\"%s%d\\",\\"schema\\":[' "$ns" "$prefix" "$i"
+    printf '{\\"name\\":\\"title\\",\\"type\\":\\"TEXT\\"},{\\"name\\":\\"year\\",\\"type\\":\\"INTEGER\\"},'
+    printf '{\\"name\\":\\"document\\",\\"type\\":\\"FILE\\"}]}"\n'
+  done >"$dir/.tables.curl"
+  curl -sS -K "$dir/.tables.curl" || fail "create_table over curl failed"
+  rm -f "$dir/.tables.curl"
+}
+
+metasrv_segment() { # (test locations need no JSON escaping)
+  printf '{"location":"%s","size":1,"sha256":"%s","rows":1}\n' "$1" \
+    2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881
+}
