@@ -422,7 +422,9 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(ans, "status");
     const cJSON *gen = cJSON_GetObjectItemCaseSensitive(ans, "generation");
     const cJSON *auth = cJSON_GetObjectItemCaseSensitive(ans, "authority");
-    const char *authority = cJSON_IsString(auth) && idIsValid(auth->valuestring) ? auth->valuestring : "-";
+    char authority[64]; /* a copy: ans may be replaced below */
+    snprintf(authority, sizeof authority, "%s",
+             cJSON_IsString(auth) && idIsValid(auth->valuestring) ? auth->valuestring : "-");
     int sameAuthority = c->snap.valid && strcmp(c->snap.authority, authority) == 0;
     if (c->snap.valid && !sameAuthority) {
         /* a replaced registry may reuse our generation number: only a
@@ -451,7 +453,7 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
          * table ids are never reused) */
         snapshot next = c->snap;
         next.generation = (int64_t)gen->valuedouble;
-        next.authority = (char *)authority;
+        next.authority = authority;
         next.fetched_ms = now;
         next.failed_ms = 0;
         next.last_error = NULL;
