@@ -30,12 +30,13 @@ OPT        := -O2 -g
 endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libcurl is loaded at run time (lib/core/curl.h): its headers, not its library
+PKG_LIBS   := $(filter-out -lcurl,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
 CFLAGS     ?= $(OPT)
 ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
               -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(SANFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS := -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
-LIBS       := $(PKG_LIBS) -lpthread
+LIBS       := $(PKG_LIBS) -lpthread -ldl
 
 LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)

@@ -4,7 +4,7 @@
 #include "core/http.h"
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
+#include "core/curl.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

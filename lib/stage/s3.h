@@ -22,7 +22,7 @@
 #ifndef LAKE_STAGE_S3_H
 #define LAKE_STAGE_S3_H
 
-#include <curl/curl.h>
+#include "core/curl.h"
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>

@@ -25,7 +25,7 @@
  *    https://examplebucket.s3.amazonaws.com for this bucket in us-east-1.
  */
 #include <arpa/inet.h>
-#include <curl/curl.h>
+#include "core/curl.h"
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
