@@ -90,33 +90,48 @@ static int exec(registry *r, const char *sql, lakeError *err) {
 
 static void rollback(registry *r) { sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL); }
 
-/* Prepare sql and bind the text arguments (NULL-terminated list). */
-static sqlite3_stmt *prep(registry *r, lakeError *err, const char *sql, ...) {
+/* Prepare sql and bind the text arguments ap (NULL-terminated list). */
+static sqlite3_stmt *vprep(registry *r, lakeError *err, const char *sql, va_list ap) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
         sqlErr(r, err, "prepare");
         return NULL;
     }
-    va_list ap;
-    va_start(ap, sql);
     const char *a;
     for (int i = 1; (a = va_arg(ap, const char *)); i++)
         sqlite3_bind_text(st, i, a, -1, SQLITE_TRANSIENT);
+    return st;
+}
+
+static sqlite3_stmt *prep(registry *r, lakeError *err, const char *sql, ...) {
+    va_list ap;
+    va_start(ap, sql);
+    sqlite3_stmt *st = vprep(r, err, sql, ap);
     va_end(ap);
     return st;
+}
+
+/* Run a statement that returns no rows, with text arguments (NULL-
+ * terminated); what names it in an error. */
+static int run(registry *r, lakeError *err, const char *what, const char *sql, ...) {
+    va_list ap;
+    va_start(ap, sql);
+    sqlite3_stmt *st = vprep(r, err, sql, ap);
+    va_end(ap);
+    if (!st) return err->code;
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, what);
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* A one-value query: *out gets column 0 as integer.  Returns 0 found,
  * -1 no row, or an error code. */
 static int queryInt(registry *r, int64_t *out, lakeError *err, const char *sql, ...) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) return sqlErr(r, err, "prepare");
     va_list ap;
     va_start(ap, sql);
-    const char *a;
-    for (int i = 1; (a = va_arg(ap, const char *)); i++)
-        sqlite3_bind_text(st, i, a, -1, SQLITE_TRANSIENT);
+    sqlite3_stmt *st = vprep(r, err, sql, ap);
     va_end(ap);
+    if (!st) return err->code;
     int s = sqlite3_step(st), rc;
     if (s == SQLITE_ROW) {
         *out = sqlite3_column_int64(st, 0);
@@ -146,11 +161,7 @@ static int metaGet(registry *r, const char *key, char **value, lakeError *err) {
 }
 
 static int metaSet(registry *r, const char *key, const char *value, lakeError *err) {
-    sqlite3_stmt *st = prep(r, err, "INSERT OR REPLACE INTO lake_meta VALUES (?, ?)", key, value, NULL);
-    if (!st) return err->code;
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, "write lake_meta");
-    sqlite3_finalize(st);
-    return rc;
+    return run(r, err, "write lake_meta", "INSERT OR REPLACE INTO lake_meta VALUES (?, ?)", key, value, NULL);
 }
 
 /* Refuse anything but a lake registry this code can read; migrate forward.
@@ -197,10 +208,7 @@ static int checkAndMigrate(registry *r, int create, const char *stage_url, lakeE
         char id[ID_LEN + 1], now[32];
         nowText(now);
         if ((rc = idNew(id, err))) goto fail;
-        sqlite3_stmt *st = prep(r, err, "INSERT INTO directory_marker VALUES (1, ?, 0)", id, NULL);
-        if (!st) { rc = err->code; goto fail; }
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, "create marker");
-        sqlite3_finalize(st);
+        rc = run(r, err, "create marker", "INSERT INTO directory_marker VALUES (1, ?, 0)", id, NULL);
         if (!rc) rc = metaSet(r, "created_at", now, err);
         if (!rc && stage_url) rc = metaSet(r, "stage", stage_url, err);
         if (rc) goto fail;
@@ -532,16 +540,13 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     char vbuf[32], now[32], seq[32];
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)committed);
     nowText(now);
-    sqlite3_stmt *st = prep(r, err, "INSERT INTO versions VALUES (?, CAST(? AS INTEGER), ?, ?)", id,
-                            vbuf, now, principal ? principal : "", NULL);
-    if (!st) { rc = err->code; goto fail; }
-    if (sqlite3_step(st) != SQLITE_DONE) rc = sqlErr(r, err, "insert version");
-    sqlite3_finalize(st);
-    if (rc) goto fail;
+    if ((rc = run(r, err, "insert version", "INSERT INTO versions VALUES (?, CAST(? AS INTEGER), ?, ?)", id,
+                  vbuf, now, principal ? principal : "", NULL)))
+        goto fail;
     int n = 0;
     cJSON_ArrayForEach(g, segments) {
         snprintf(seq, sizeof seq, "%d", n++);
-        st = prep(r, err, "INSERT INTO segments VALUES (?, CAST(? AS INTEGER), CAST(? AS INTEGER), ?, ?, ?, ?)",
+        sqlite3_stmt *st = prep(r, err, "INSERT INTO segments VALUES (?, CAST(? AS INTEGER), CAST(? AS INTEGER), ?, ?, ?, ?)",
                   id, vbuf, seq, cJSON_GetObjectItemCaseSensitive(g, "location")->valuestring, NULL);
         if (!st) { rc = err->code; goto fail; }
         sqlite3_bind_int64(st, 5, (sqlite3_int64)cJSON_GetObjectItemCaseSensitive(g, "size")->valuedouble);
@@ -553,17 +558,11 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
         if (rc) goto fail;
     }
     cJSON_ArrayForEach(f, files) {
-        st = prep(r, err, "INSERT OR IGNORE INTO version_files VALUES (?, CAST(? AS INTEGER), ?)", id,
-                  vbuf, f->valuestring, NULL);
-        if (!st) { rc = err->code; goto fail; }
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sqlErr(r, err, "insert file");
-        sqlite3_finalize(st);
-        if (rc) goto fail;
+        if ((rc = run(r, err, "insert file", "INSERT OR IGNORE INTO version_files VALUES (?, CAST(? AS INTEGER), ?)",
+                      id, vbuf, f->valuestring, NULL)))
+            goto fail;
     }
-    st = prep(r, err, "UPDATE tables SET version = CAST(? AS INTEGER) WHERE id = ?", vbuf, id, NULL);
-    if (!st) { rc = err->code; goto fail; }
-    if (sqlite3_step(st) != SQLITE_DONE) rc = sqlErr(r, err, "update version");
-    sqlite3_finalize(st);
+    rc = run(r, err, "update version", "UPDATE tables SET version = CAST(? AS INTEGER) WHERE id = ?", vbuf, id, NULL);
     if (rc || (rc = exec(r, "COMMIT", err))) goto fail;
 answer:
     *answer = cJSON_CreateObject();
@@ -586,10 +585,7 @@ int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, la
         goto fail;
     }
     if (rc > 0) goto fail;
-    sqlite3_stmt *st = prep(r, err, "INSERT INTO namespaces VALUES (?, ?)", ns, now, NULL);
-    if (!st) { rc = err->code; goto fail; }
-    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, "create namespace");
-    sqlite3_finalize(st);
+    rc = run(r, err, "create namespace", "INSERT INTO namespaces VALUES (?, ?)", ns, now, NULL);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
     return 0;
 fail:
@@ -614,16 +610,9 @@ int registryCreateTable(registry *r, const char *ns, const char *name, const cha
         goto fail;
     }
     if (rc > 0) goto fail;
-    sqlite3_stmt *st = prep(r, err, "INSERT INTO tables(id, namespace, name, schema, created_at) "
-                            "VALUES (?, ?, ?, ?, ?)", id, ns, name, schema, now, NULL);
-    if (!st) { rc = err->code; goto fail; }
-    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, "create table");
-    sqlite3_finalize(st);
-    if (rc) goto fail;
-    st = prep(r, err, "INSERT INTO versions VALUES (?, 0, ?, NULL)", id, now, NULL);
-    if (!st) { rc = err->code; goto fail; }
-    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, "create version 0");
-    sqlite3_finalize(st);
+    rc = run(r, err, "create table", "INSERT INTO tables(id, namespace, name, schema, created_at) "
+             "VALUES (?, ?, ?, ?, ?)", id, ns, name, schema, now, NULL);
+    if (!rc) rc = run(r, err, "create version 0", "INSERT INTO versions VALUES (?, 0, ?, NULL)", id, now, NULL);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
     return 0;
 fail:
@@ -635,11 +624,8 @@ int registryDropTable(registry *r, const char *ns, const char *name, int64_t *ge
                       lakeError *err) {
     int rc = exec(r, "BEGIN IMMEDIATE", err);
     if (rc) return rc;
-    sqlite3_stmt *st = prep(r, err, "UPDATE tables SET dropped = 1 "
-                            "WHERE namespace = ? AND name = ? AND dropped = 0", ns, name, NULL);
-    if (!st) { rc = err->code; goto fail; }
-    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, "drop table");
-    sqlite3_finalize(st);
+    rc = run(r, err, "drop table", "UPDATE tables SET dropped = 1 WHERE namespace = ? AND name = ? AND dropped = 0",
+             ns, name, NULL);
     if (!rc && sqlite3_changes(r->db) == 0)
         rc = errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
@@ -719,11 +705,8 @@ int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err) {
 int registryRevokePrincipal(registry *r, const char *name, lakeError *err) {
     char now[32];
     nowText(now);
-    sqlite3_stmt *st = prep(r, err, "UPDATE principals SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL",
-                            now, name, NULL);
-    if (!st) return err->code;
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, "revoke principal");
-    sqlite3_finalize(st);
+    int rc = run(r, err, "revoke principal",
+                 "UPDATE principals SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", now, name, NULL);
     if (!rc && sqlite3_changes(r->db) == 0)
         rc = errSetStatus(err, "not_found", "no active principal %s", name);
     return rc;
