@@ -38,7 +38,7 @@ ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
 ALL_LDFLAGS := -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
 LIBS       := $(PKG_LIBS) -lpthread -ldl
 
-LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c)
+LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c lib/query/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIBLAKE    := $(BUILD)/liblake.a
 PROGRAMS   := lake-put lake-get lake-catalog lake-metasrv

@@ -1,0 +1,165 @@
+/*
+ * filefn.c - the FILE functions of SQL, over filevalue.h and stage.h.
+ *
+ * Each call parses its argument's JSON text afresh with cJSON: a FILE value
+ * is a few hundred bytes, and parsing keeps the functions free of state.
+ */
+#include "query/filefn.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stage/filevalue.h"
+
+/* Parse text as a FILE value into fv (caller frees fv whatever happens).
+ * 65 on malformed JSON or a bad field. */
+static int parseFileValue(const char *text, fileValue *fv, lakeError *err) {
+    memset(fv, 0, sizeof *fv);
+    fv->size = -1;
+    cJSON *j = cJSON_Parse(text);
+    if (!j) return errSet(err, LAKE_EDATA, "not a FILE value: malformed JSON");
+    int rc = fileValueFromJson(j, fv, err);
+    cJSON_Delete(j);
+    return rc;
+}
+
+int fileColumnCheck(const stage *st, const char *text, char **canonical, lakeError *err) {
+    fileValue fv;
+    *canonical = NULL;
+    int rc = parseFileValue(text, &fv, err);
+    if (!rc) rc = stageContains(st, fv.location, err);
+    if (!rc && !(*canonical = fileValueToJson(&fv)))
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "FILE value");
+    fileValueFree(&fv);
+    return rc;
+}
+
+/* Raise err as the SQL error of the function being called: one line,
+ * "<function>: <message>". */
+static void resultError(sqlite3_context *ctx, const char *fn, const lakeError *err) {
+    char msg[640];
+    snprintf(msg, sizeof msg, "%s: %s", fn, err->msg);
+    if (err->code == LAKE_EFAIL) /* the only plain failure here is ENOMEM */
+        sqlite3_result_error_nomem(ctx);
+    else
+        sqlite3_result_error(ctx, msg, -1);
+}
+
+/* Which field an accessor returns; the names index fnNames. */
+enum field { F_SIZE, F_CTYPE, F_ETAG, F_MODIFIED, F_RELPATH, F_STAGE, F_NAME, F_COUNT };
+static const char *const fnNames[F_COUNT] = {
+    "fl_get_size", "fl_get_content_type", "fl_get_etag", "fl_get_last_modified",
+    "fl_get_relative_path", "fl_get_stage", "fl_get_file_name",
+};
+
+/* Optional text: NULL when absent. */
+static void resultText(sqlite3_context *ctx, const char *s) {
+    if (s) sqlite3_result_text(ctx, s, -1, SQLITE_TRANSIENT);
+    else sqlite3_result_null(ctx);
+}
+
+/* The body of every accessor: sqlite3_user_data is the stage, f the field
+ * (one thin wrapper per SQL function below passes it). */
+static void accessor(sqlite3_context *ctx, enum field f, int argc, sqlite3_value **argv) {
+    const stage *st = sqlite3_user_data(ctx);
+    lakeError err = {0};
+    fileValue fv;
+    (void)argc;
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    if (sqlite3_value_type(argv[0]) != SQLITE_TEXT) {
+        errSet(&err, LAKE_EDATA, "not a FILE value: not text");
+        resultError(ctx, fnNames[f], &err);
+        return;
+    }
+    if (parseFileValue((const char *)sqlite3_value_text(argv[0]), &fv, &err)) {
+        resultError(ctx, fnNames[f], &err);
+        fileValueFree(&fv);
+        return;
+    }
+    char *rel = NULL;
+    switch (f) {
+    case F_SIZE: sqlite3_result_int64(ctx, fv.size); break;
+    case F_CTYPE: resultText(ctx, fv.content_type); break;
+    case F_ETAG: resultText(ctx, fv.sha256); break;
+    case F_MODIFIED: resultText(ctx, fv.last_modified); break;
+    case F_NAME: resultText(ctx, fv.name); break;
+    case F_RELPATH:
+    case F_STAGE:
+        if (stageContains(st, fv.location, &err)) {
+            resultError(ctx, fnNames[f], &err);
+        } else if (f == F_STAGE) {
+            resultText(ctx, stageUrl(st));
+        } else if (!(rel = stageRelativePath(st, fv.location))) {
+            sqlite3_result_error_nomem(ctx);
+        } else {
+            resultText(ctx, rel);
+        }
+        break;
+    case F_COUNT: break;
+    }
+    free(rel);
+    fileValueFree(&fv);
+}
+
+#define ACCESSOR(fn, f) \
+    static void fn(sqlite3_context *c, int n, sqlite3_value **v) { accessor(c, f, n, v); }
+ACCESSOR(flSize, F_SIZE)
+ACCESSOR(flContentType, F_CTYPE)
+ACCESSOR(flEtag, F_ETAG)
+ACCESSOR(flLastModified, F_MODIFIED)
+ACCESSOR(flRelativePath, F_RELPATH)
+ACCESSOR(flStage, F_STAGE)
+ACCESSOR(flFileName, F_NAME)
+
+/* to_file(json): NULL in, NULL out; else fileColumnCheck's verdict. */
+static void toFile(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    const stage *st = sqlite3_user_data(ctx);
+    lakeError err = {0};
+    char *canonical = NULL;
+    (void)argc;
+    int type = sqlite3_value_type(argv[0]);
+    if (type == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+    } else if (type != SQLITE_TEXT) {
+        errSet(&err, LAKE_EDATA, "not a FILE value: not text");
+        resultError(ctx, "to_file", &err);
+    } else if (fileColumnCheck(st, (const char *)sqlite3_value_text(argv[0]), &canonical,
+                               &err)) {
+        resultError(ctx, "to_file", &err);
+    } else {
+        sqlite3_result_text(ctx, canonical, -1, free);
+    }
+}
+
+int fileFunctionsRegister(sqlite3 *db, const stage *st, lakeError *err) {
+    static const struct {
+        const char *name;
+        void (*fn)(sqlite3_context *, int, sqlite3_value **);
+    } fns[] = {
+        {"fl_get_size", flSize},
+        {"fl_get_content_type", flContentType},
+        {"fl_get_etag", flEtag},
+        {"fl_get_last_modified", flLastModified},
+        {"fl_get_relative_path", flRelativePath},
+        {"fl_get_stage", flStage},
+        {"fl_get_file_name", flFileName},
+        {"to_file", toFile},
+    };
+    const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        int rc = sqlite3_create_function_v2(db, fns[i].name, 1, flags, (void *)st, fns[i].fn,
+                                            NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            errSet(err, LAKE_EFAIL, "register %s: %s", fns[i].name, sqlite3_errmsg(db));
+            snprintf(err->cause, sizeof err->cause, "sqlite %d", rc);
+            return err->code;
+        }
+    }
+    return 0;
+}
