@@ -7,7 +7,8 @@
 #include "stage/stage.h"
 
 typedef struct stageOps {
-    int (*put)(stage *s, lakeReader *r, const stagePutOptions *opt,
+    /* key_dir: as for stagePutInto, already checked (NULL: files/YYYY/MM) */
+    int (*put)(stage *s, const char *key_dir, lakeReader *r, const stagePutOptions *opt,
                fileValue *out, lakeError *err);
     int (*get)(stage *s, const fileValue *fv, lakeWriter *w, int verify,
                progress *prog, lakeError *err);
@@ -30,6 +31,10 @@ int s3StageOpen(const char *url, stage **out, lakeError *err);
 void stageTimestamp(char out[32], long long t);
 /* "files/2026/12/" for t. */
 void stageKeyDir(char out[32], long long t);
+/* The directory of a new key, with its trailing '/': key_dir + "/" when
+ * key_dir is set (checked by stagePutInto), else stageKeyDir(t). */
+#define STAGE_KEY_DIR_BUF (STAGE_KEY_DIR_MAX + 2)
+void stagePutKeyDir(const char *key_dir, long long t, char out[STAGE_KEY_DIR_BUF]);
 
 /* Decode %XX escapes; NULL on a bad escape, an encoded NUL or an encoded
  * '/' (which would give one object two spellings), or out of memory.

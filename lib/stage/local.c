@@ -1,7 +1,8 @@
 /*
  * local.c - the file:// stage backend.
  *
- * Objects live under the stage root as files/YYYY/MM/<id>.  A put writes an
+ * Objects live under the stage root as files/YYYY/MM/<id>, or <key_dir>/<id>
+ * for stagePutInto.  A put writes an
  * unnamed (or ".tmp-") file in the destination directory, fsyncs it, links
  * it under its final name and fsyncs the directory (core/fsutil).  The
  * digest is also recorded in the user.lake.sha256 extended attribute where
@@ -125,7 +126,7 @@ static int openBeneath(const localStage *ls, const char *location, const char *r
     }
 }
 
-static int localPut(stage *s, lakeReader *r, const stagePutOptions *opt,
+static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePutOptions *opt,
                     fileValue *out, lakeError *err) {
     localStage *ls = (localStage *)s;
     atomicFile af = {.fd = -1, .dirfd = -1};
@@ -138,10 +139,10 @@ static int localPut(stage *s, lakeReader *r, const stagePutOptions *opt,
     out->size = -1;
     if (!h || !buf) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"); goto out; }
 
-    char id[ID_LEN + 1], keydir[32], dir[PATH_MAX];
+    char id[ID_LEN + 1], keydir[STAGE_KEY_DIR_BUF], dir[PATH_MAX];
     if (idNew(id, err)) { rc = err->code; goto out; }
     long long t0 = (long long)time(NULL);
-    stageKeyDir(keydir, t0);
+    stagePutKeyDir(key_dir, t0, keydir);
     snprintf(dir, sizeof dir, "%s/%s", ls->root, keydir);
     if ((rc = mkdirs(dir, 0755, err))) goto out;
     if ((rc = atomicOpen(&af, dir, id, 0, 0644, err))) goto out;

@@ -141,7 +141,7 @@ static int putMultipart(putState *ps, size_t part_size, int a, int64_t na, int b
     return rc;
 }
 
-static int s3Put(stage *s, lakeReader *r, const stagePutOptions *opt, fileValue *out,
+static int s3Put(stage *s, const char *key_dir, lakeReader *r, const stagePutOptions *opt, fileValue *out,
                  lakeError *err) {
     s3Stage *ss = (s3Stage *)s;
     memset(out, 0, sizeof *out);
@@ -155,14 +155,14 @@ static int s3Put(stage *s, lakeReader *r, const stagePutOptions *opt, fileValue 
     size_t part_size = (size_t)s3PartSize(opt->part_size, opt->expect_size);
     int jobs = opt->jobs > 0 ? opt->jobs : 1;
 
-    char id[ID_LEN + 1], keydir[32], *key = NULL;
+    char id[ID_LEN + 1], keydir[STAGE_KEY_DIR_BUF], *key = NULL;
     long long t0 = (long long)time(NULL);
     putState ps = {r, opt, sha256New(), 0, NULL, NULL};
     s3Upload *u = NULL;
     int rc = 0, a = -1, b = -1;
     if (!ps.sha) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"); goto out; }
     if ((rc = idNew(id, err))) goto out;
-    stageKeyDir(keydir, t0);
+    stagePutKeyDir(key_dir, t0, keydir);
     if (asprintf(&key, "%s/%s%s", ss->prefix, keydir, id) < 0) {
         key = NULL;
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");

@@ -30,7 +30,17 @@ const char *stageUrl(const stage *s) { return s->url; }
 
 int stagePut(stage *s, lakeReader *r, const stagePutOptions *opt, fileValue *out,
              lakeError *err) {
-    return s->ops->put(s, r, opt, out, err);
+    return stagePutInto(s, NULL, r, opt, out, err);
+}
+
+int stagePutInto(stage *s, const char *key_dir, lakeReader *r, const stagePutOptions *opt,
+                 fileValue *out, lakeError *err) {
+    memset(out, 0, sizeof *out);
+    out->size = -1;
+    if (key_dir && (strlen(key_dir) > STAGE_KEY_DIR_MAX || !stageCleanRelative(key_dir)))
+        return errSet(err, LAKE_EUSAGE, "%s: not a clean key directory below the stage",
+                      key_dir);
+    return s->ops->put(s, key_dir, r, opt, out, err);
 }
 
 int stageGet(stage *s, const fileValue *fv, lakeWriter *w, int verify,
@@ -96,6 +106,11 @@ void stageKeyDir(char out[32], long long t) {
     struct tm tm;
     gmtime_r(&tt, &tm);
     strftime(out, 32, "files/%Y/%m/", &tm);
+}
+
+void stagePutKeyDir(const char *key_dir, long long t, char out[STAGE_KEY_DIR_BUF]) {
+    if (key_dir) snprintf(out, STAGE_KEY_DIR_BUF, "%s/", key_dir);
+    else stageKeyDir(out, t);
 }
 
 char *stagePercentDecode(const char *s) {

@@ -3,7 +3,9 @@
  *
  * One interface over backends chosen by the stage URL: file:///abs/dir
  * (local) and s3://bucket/prefix (S3, lib/stage/s3*.c).  The stage owns its namespace:
- * keys are generated (files/YYYY/MM/<id>), never derived from user input.
+ * keys are generated (files/YYYY/MM/<id>, or <key_dir>/<id> for a put that
+ * names its directory, e.g. a table's segments), never derived from user
+ * input.
  *
  * Promises:
  *  - stagePut streams from a reader through SHA-256 into the stage and
@@ -87,6 +89,18 @@ const char *stageUrl(const stage *s);
 /* Stream r into a new object; fill out (caller frees with fileValueFree). */
 int stagePut(stage *s, lakeReader *r, const stagePutOptions *opt, fileValue *out,
              lakeError *err);
+
+/* Like stagePut, with the object's key in key_dir below the stage root in
+ * place of the dated "files/YYYY/MM": e.g. "tables/<table-id>" for
+ * segments (DESIGN §6).  NULL key_dir is stagePut.  key_dir must be a clean
+ * relative path (no empty, "." or ".." component, no leading or trailing
+ * '/') of at most STAGE_KEY_DIR_MAX bytes, else 64 before any I/O; the id
+ * below it is still generated, so two puts never collide.  (A separate
+ * entry point rather than a stagePutOptions field, so that callers which
+ * fill the options positionally keep compiling warning-free.) */
+#define STAGE_KEY_DIR_MAX 256
+int stagePutInto(stage *s, const char *key_dir, lakeReader *r, const stagePutOptions *opt,
+                 fileValue *out, lakeError *err);
 
 /* Stream the object fv names to w.  verify=0 skips the digest check.  A
  * value without a known digest (a bare location) is verified against the
