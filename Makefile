@@ -41,7 +41,7 @@ LIBS       := $(PKG_LIBS) -lpthread -ldl
 LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c lib/query/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIBLAKE    := $(BUILD)/liblake.a
-PROGRAMS   := lake-put lake-get lake-catalog lake-metasrv
+PROGRAMS   := lake-put lake-get lake-catalog lake-metasrv lake-query
 BINS       := $(PROGRAMS:%=$(BUILD)/bin/%)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)

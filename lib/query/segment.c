@@ -1,0 +1,773 @@
+/*
+ * segment.c - writing and reading table segments (see segment.h).
+ *
+ * A writer owns a private temporary directory and at most one open segment
+ * file in it.  Values are converted into a per-row scratch buffer before
+ * anything is bound, so a row that fails its types leaves the segment
+ * unchanged.
+ */
+#include "query/segment.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stage/filevalue.h"
+
+static const char *typeNames[] = {"INTEGER", "REAL", "TEXT", "BLOB",
+                                  "BOOLEAN", "TIMESTAMP", "FILE"};
+static const char *typeDecls[] = {"INTEGER", "REAL", "TEXT", "BLOB",
+                                  "BOOLEAN INTEGER", "TIMESTAMP TEXT", "FILE TEXT"};
+#define NTYPES (int)(sizeof typeNames / sizeof typeNames[0])
+
+const char *lakeTypeName(lakeType t) { return typeNames[t]; }
+const char *lakeTypeDecl(lakeType t) { return typeDecls[t]; }
+
+/* --- schema -------------------------------------------------------------- */
+
+int segmentSchemaParse(const char *schema_json, segmentSchema **out, lakeError *err) {
+    *out = NULL;
+    cJSON *arr = cJSON_Parse(schema_json);
+    segmentSchema *s = calloc(1, sizeof *s);
+    int rc = 0, n = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : 0;
+    if (!s || (n > 0 && !(s->cols = calloc((size_t)n, sizeof *s->cols)))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
+        goto out;
+    }
+    if (n == 0) { rc = errSet(err, LAKE_EDATA, "schema: not a non-empty JSON array"); goto out; }
+    const cJSON *c;
+    cJSON_ArrayForEach(c, arr) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "name"));
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "type"));
+        int t = 0;
+        while (type && t < NTYPES && strcmp(type, typeNames[t]) != 0) t++;
+        if (!name || !*name || !type || t == NTYPES) {
+            rc = errSet(err, LAKE_EDATA, "schema: column %d is not {\"name\",\"type\"}",
+                        s->ncols + 1);
+            goto out;
+        }
+        for (const char *p = name; *p; p++)
+            if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                  (p > name && *p >= '0' && *p <= '9'))) {
+                rc = errSet(err, LAKE_EDATA, "schema: bad column name");
+                goto out;
+            }
+        if (segmentSchemaFind(s, name) >= 0) {
+            rc = errSet(err, LAKE_EDATA, "schema: column %s twice", name);
+            goto out;
+        }
+        if (!(s->cols[s->ncols].name = strdup(name))) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
+            goto out;
+        }
+        s->cols[s->ncols++].type = (lakeType)t;
+    }
+out:
+    cJSON_Delete(arr);
+    if (rc) segmentSchemaFree(s);
+    else *out = s;
+    return rc;
+}
+
+void segmentSchemaFree(segmentSchema *s) {
+    if (!s) return;
+    for (int i = 0; i < s->ncols; i++) free(s->cols[i].name);
+    free(s->cols);
+    free(s);
+}
+
+int segmentSchemaFind(const segmentSchema *s, const char *name) {
+    for (int i = 0; i < s->ncols; i++)
+        if (strcasecmp(s->cols[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* --- value conversion ---------------------------------------------------- */
+
+/* 1 when p[0..n) is valid UTF-8 without NUL, overlongs or surrogates. */
+static int utf8Valid(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        if (c == 0) return 0;
+        if (c < 0x80) { i++; continue; }
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+        if (!len || c > 0xF4 || i + len > n) return 0;
+        for (size_t k = 1; k < len; k++)
+            if ((p[i + k] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && p[i + 1] < 0xA0) return 0;
+        if (c == 0xED && p[i + 1] >= 0xA0) return 0;
+        if (c == 0xF0 && p[i + 1] < 0x90) return 0;
+        if (c == 0xF4 && p[i + 1] >= 0x90) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* A NUL-terminated copy of text bytes in *tmp (grown as needed). */
+static const char *cstr(const lakeValue *v, char **tmp, size_t *cap) {
+    if (v->n + 1 > *cap) {
+        char *t = realloc(*tmp, v->n + 1);
+        if (!t) return NULL;
+        *tmp = t;
+        *cap = v->n + 1;
+    }
+    memcpy(*tmp, v->p, v->n);
+    (*tmp)[v->n] = '\0';
+    return *tmp;
+}
+
+static int digits(const char *s, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+/* Parse RFC 3339 text s into out as UTC "YYYY-MM-DDTHH:MM:SS[.frac]Z".
+ * 0 on success, -1 when s is not a timestamp. */
+static int timestampNormalise(const char *s, char out[64]) {
+    int Y, M, D, h, m, sec, oh = 0, om = 0, sign = 0;
+    size_t n = strlen(s);
+    if (n < 20 || !digits(s, 4, &Y) || s[4] != '-' || !digits(s + 5, 2, &M) || s[7] != '-' ||
+        !digits(s + 8, 2, &D) || !strchr("Tt ", s[10]) || !digits(s + 11, 2, &h) ||
+        s[13] != ':' || !digits(s + 14, 2, &m) || s[16] != ':' || !digits(s + 17, 2, &sec))
+        return -1;
+    const char *p = s + 19, *frac = NULL;
+    size_t nfrac = 0;
+    if (*p == '.') {
+        frac = ++p;
+        while (*p >= '0' && *p <= '9') p++;
+        nfrac = (size_t)(p - frac);
+        if (nfrac == 0 || nfrac > 9) return -1;
+    }
+    if ((*p == 'Z' || *p == 'z') && !p[1]) {
+        sign = 0;
+    } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && digits(p + 1, 2, &oh) &&
+               p[3] == ':' && digits(p + 4, 2, &om) && oh < 24 && om < 60) {
+        sign = *p == '+' ? 1 : -1;
+    } else {
+        return -1;
+    }
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
+    if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || (M == 2 && D == 29 && !leap) ||
+        h > 23 || m > 59 || sec > 59)
+        return -1;
+    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
+                    .tm_hour = h, .tm_min = m, .tm_sec = sec};
+    time_t t = timegm(&tm) - (time_t)sign * (oh * 3600 + om * 60);
+    struct tm u;
+    if (!gmtime_r(&t, &u) || u.tm_year + 1900 < 0 || u.tm_year + 1900 > 9999) return -1;
+    size_t k = strftime(out, 64, "%Y-%m-%dT%H:%M:%S", &u);
+    if (frac) {
+        out[k++] = '.';
+        memcpy(out + k, frac, nfrac);
+        k += nfrac;
+    }
+    out[k++] = 'Z';
+    out[k] = '\0';
+    return 0;
+}
+
+/* A converted value ready to bind.  Text lives in the writer's scratch. */
+typedef struct boundValue {
+    int kind; /* SQLITE_NULL, SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, SQLITE_BLOB */
+    int64_t i;
+    double r;
+    size_t off, n; /* into the scratch buffer (text, blob) */
+} boundValue;
+
+struct segmentWriter {
+    stage *st;
+    char *key_dir;       /* tables/<table-id> */
+    segmentSchema *schema;
+    segmentWriterOptions opt;
+    char *tmpdir;
+    char *path;          /* the open segment's file, NULL when none */
+    sqlite3 *db;
+    sqlite3_stmt *ins;
+    int64_t seg_rows, rows, since_check, est_since_check;
+    int nseg;
+    cJSON *segments;         /* records of the uploaded segments */
+    char **files;            /* referenced FILE locations, sorted and deduped at finish */
+    size_t nfiles, files_cap;
+    char **pending;          /* per column: this row's FILE location, until it is stored */
+    boundValue *bound;
+    char *scratch;           /* converted text and blob bytes of the row */
+    size_t scratch_len, scratch_cap;
+    char *tmp;               /* NUL-terminated copies for parsing */
+    size_t tmp_cap;
+};
+
+/* Append n bytes to the scratch buffer; its offset, or -1 when out of
+ * memory. */
+static long long scratchPut(segmentWriter *w, const void *p, size_t n) {
+    if (w->scratch_len + n > w->scratch_cap) {
+        size_t cap = w->scratch_cap ? w->scratch_cap : 4096;
+        while (cap < w->scratch_len + n) cap *= 2;
+        char *s = realloc(w->scratch, cap);
+        if (!s) return -1;
+        w->scratch = s;
+        w->scratch_cap = cap;
+    }
+    if (n) memcpy(w->scratch + w->scratch_len, p, n);
+    w->scratch_len += n;
+    return (long long)(w->scratch_len - n);
+}
+
+static int putText(segmentWriter *w, boundValue *b, int kind, const void *p, size_t n,
+                   lakeError *err) {
+    long long off = scratchPut(w, p, n);
+    if (off < 0) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    b->kind = kind;
+    b->off = (size_t)off;
+    b->n = n;
+    return 0;
+}
+
+/* Short printable excerpt of a text value for messages. */
+static void excerpt(const lakeValue *v, char out[48]) {
+    size_t n = v->n < 40 ? v->n : 40;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v->p[i];
+        out[k++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    if (n < v->n) { memcpy(out + k, "...", 3); k += 3; }
+    out[k] = '\0';
+}
+
+static int mismatch(const segmentColumn *c, const lakeValue *v, lakeError *err) {
+    static const char *kinds[] = {"null", "an integer", "a real", "text", "a blob", "a boolean"};
+    if (v->kind == LAKE_VALUE_TEXT) {
+        char ex[48];
+        excerpt(v, ex);
+        return errSet(err, LAKE_EDATA, "column %s: '%s' is not %s %s", c->name, ex,
+                      c->type == LAKE_TYPE_INTEGER ? "an" : "a", typeNames[c->type]);
+    }
+    return errSet(err, LAKE_EDATA, "column %s: %s is not %s %s", c->name, kinds[v->kind],
+                  c->type == LAKE_TYPE_INTEGER ? "an" : "a", typeNames[c->type]);
+}
+
+#define EXACT_INT_MAX 9007199254740992.0 /* 2^53 */
+
+/* Convert v for column c into b.  65 when it does not fit. */
+static int convert(segmentWriter *w, const segmentColumn *c, const lakeValue *v, boundValue *b,
+                   lakeError *err) {
+    memset(b, 0, sizeof *b);
+    b->kind = SQLITE_NULL;
+    if (v->kind == LAKE_VALUE_NULL) return 0;
+    const char *s = NULL;
+    if (v->kind == LAKE_VALUE_TEXT && c->type != LAKE_TYPE_BLOB) {
+        if (!utf8Valid((const unsigned char *)v->p, v->n))
+            return errSet(err, LAKE_EDATA, "column %s: invalid UTF-8 (or a NUL byte)", c->name);
+        if (c->type != LAKE_TYPE_TEXT && !(s = cstr(v, &w->tmp, &w->tmp_cap)))
+            return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    }
+    switch (c->type) {
+    case LAKE_TYPE_INTEGER:
+        b->kind = SQLITE_INTEGER;
+        if (v->kind == LAKE_VALUE_INT || v->kind == LAKE_VALUE_BOOL) { b->i = v->i; return 0; }
+        if (v->kind == LAKE_VALUE_REAL && v->r == floor(v->r) && fabs(v->r) <= EXACT_INT_MAX) {
+            b->i = (int64_t)v->r;
+            return 0;
+        }
+        if (s) {
+            const char *p = s + (*s == '-' || *s == '+');
+            char *end;
+            errno = 0;
+            long long x = strtoll(s, &end, 10);
+            if (*p >= '0' && *p <= '9' && !*end && errno == 0 && strspn(p, "0123456789") == strlen(p)) {
+                b->i = x;
+                return 0;
+            }
+        }
+        return mismatch(c, v, err);
+    case LAKE_TYPE_REAL:
+        b->kind = SQLITE_FLOAT;
+        if (v->kind == LAKE_VALUE_INT) { b->r = (double)v->i; return 0; }
+        if (v->kind == LAKE_VALUE_REAL && isfinite(v->r)) { b->r = v->r; return 0; }
+        if (s && *s && !strchr(" \t\r\n", *s)) {
+            char *end;
+            errno = 0;
+            double x = strtod(s, &end);
+            if (!*end && isfinite(x) && errno != ERANGE) { b->r = x; return 0; }
+        }
+        return mismatch(c, v, err);
+    case LAKE_TYPE_TEXT: {
+        char num[40];
+        if (v->kind == LAKE_VALUE_TEXT) return putText(w, b, SQLITE_TEXT, v->p, v->n, err);
+        if (v->kind == LAKE_VALUE_INT) snprintf(num, sizeof num, "%lld", (long long)v->i);
+        else if (v->kind == LAKE_VALUE_REAL && isfinite(v->r)) snprintf(num, sizeof num, "%.17g", v->r);
+        else if (v->kind == LAKE_VALUE_BOOL) snprintf(num, sizeof num, "%s", v->i ? "true" : "false");
+        else return mismatch(c, v, err);
+        return putText(w, b, SQLITE_TEXT, num, strlen(num), err);
+    }
+    case LAKE_TYPE_BLOB:
+        if (v->kind == LAKE_VALUE_BLOB || v->kind == LAKE_VALUE_TEXT)
+            return putText(w, b, SQLITE_BLOB, v->p, v->n, err);
+        return mismatch(c, v, err);
+    case LAKE_TYPE_BOOLEAN:
+        b->kind = SQLITE_INTEGER;
+        if ((v->kind == LAKE_VALUE_BOOL || v->kind == LAKE_VALUE_INT) && (v->i == 0 || v->i == 1)) {
+            b->i = v->i;
+            return 0;
+        }
+        if (s && (strcasecmp(s, "true") == 0 || strcmp(s, "1") == 0)) { b->i = 1; return 0; }
+        if (s && (strcasecmp(s, "false") == 0 || strcmp(s, "0") == 0)) { b->i = 0; return 0; }
+        return mismatch(c, v, err);
+    case LAKE_TYPE_TIMESTAMP: {
+        char ts[64];
+        if (s && timestampNormalise(s, ts) == 0) return putText(w, b, SQLITE_TEXT, ts, strlen(ts), err);
+        return mismatch(c, v, err);
+    }
+    case LAKE_TYPE_FILE: {
+        if (!s) return mismatch(c, v, err);
+        cJSON *j = cJSON_Parse(s);
+        fileValue fv = {.size = -1};
+        lakeError e = {0};
+        int rc = j ? fileValueFromJson(j, &fv, &e) : errSet(&e, LAKE_EDATA, "not a FILE value");
+        cJSON_Delete(j);
+        if (!rc) rc = stageContains(w->st, fv.location, &e);
+        char *canon = rc ? NULL : fileValueToJson(&fv);
+        if (!rc && !canon) rc = errSetErrno(&e, LAKE_EFAIL, ENOMEM, "segment");
+        if (!rc) rc = putText(w, b, SQLITE_TEXT, canon, strlen(canon), &e);
+        /* remembered for append's "files" once the row is stored */
+        if (!rc) {
+            w->pending[c - w->schema->cols] = fv.location;
+            fv.location = NULL;
+        }
+        free(canon);
+        fileValueFree(&fv);
+        if (rc) {
+            *err = e;
+            errPrefix(err, "column %s", c->name);
+        }
+        return rc;
+    }
+    }
+    return mismatch(c, v, err);
+}
+
+/* --- writer -------------------------------------------------------------- */
+
+static int sqlErr(sqlite3 *db, lakeError *err, const char *what) {
+    int rc = errSet(err, LAKE_EFAIL, "%s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
+    snprintf(err->cause, sizeof err->cause, "sqlite %d", db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM);
+    return rc;
+}
+
+/* Open a new empty segment file in the temporary directory. */
+static int segmentBegin(segmentWriter *w, lakeError *err) {
+    int rc = 0;
+    char *sql = NULL;
+    size_t len = 0;
+    FILE *f = NULL;
+    if (asprintf(&w->path, "%s/segment-%d", w->tmpdir, ++w->nseg) < 0) {
+        w->path = NULL;
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    }
+    if (sqlite3_open_v2(w->path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK)
+        return sqlErr(w->db, err, w->path);
+    if (!(f = open_memstream(&sql, &len))) return errSetErrno(err, LAKE_EFAIL, errno, "segment");
+    fprintf(f, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+               "PRAGMA cache_size=-%d; CREATE TABLE rows(", SEGMENT_CACHE_KIB);
+    for (int i = 0; i < w->schema->ncols; i++)
+        fprintf(f, "%s\"%s\" %s", i ? ", " : "", w->schema->cols[i].name,
+                typeDecls[w->schema->cols[i].type]);
+    fprintf(f, "); BEGIN;");
+    if (fclose(f) != 0) { free(sql); return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment"); }
+    if (sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK) rc = sqlErr(w->db, err, w->path);
+    free(sql);
+    if (rc) return rc;
+
+    sql = NULL;
+    if (!(f = open_memstream(&sql, &len))) return errSetErrno(err, LAKE_EFAIL, errno, "segment");
+    fprintf(f, "INSERT INTO rows VALUES(");
+    for (int i = 0; i < w->schema->ncols; i++) fprintf(f, "%s?", i ? "," : "");
+    fprintf(f, ")");
+    if (fclose(f) != 0) { free(sql); return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment"); }
+    if (sqlite3_prepare_v2(w->db, sql, -1, &w->ins, NULL) != SQLITE_OK)
+        rc = sqlErr(w->db, err, w->path);
+    free(sql);
+    w->seg_rows = w->since_check = w->est_since_check = 0;
+    return rc;
+}
+
+/* Close the open segment without keeping it. */
+static void segmentDiscard(segmentWriter *w) {
+    sqlite3_finalize(w->ins);
+    w->ins = NULL;
+    sqlite3_close(w->db);
+    w->db = NULL;
+    if (w->path) unlink(w->path);
+    free(w->path);
+    w->path = NULL;
+}
+
+/* Commit the open segment, upload it, record it and delete the file.  An
+ * empty segment is just discarded. */
+static int segmentEnd(segmentWriter *w, lakeError *err) {
+    int rc = 0, fd = -1;
+    fileValue fv = {0};
+    if (!w->db) return 0;
+    if (w->seg_rows == 0) { segmentDiscard(w); return 0; }
+    sqlite3_finalize(w->ins);
+    w->ins = NULL;
+    if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = sqlErr(w->db, err, w->path);
+        goto out;
+    }
+    if (sqlite3_close(w->db) != SQLITE_OK) { rc = sqlErr(w->db, err, w->path); goto out; }
+    w->db = NULL;
+    if ((fd = open(w->path, O_RDONLY | O_CLOEXEC)) < 0) {
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", w->path);
+        goto out;
+    }
+    lakeReader r = {fdRead, &fd, "segment"};
+    stagePutOptions po = {NULL, "application/vnd.sqlite3", -1, NULL, w->opt.progress, 0, 0, NULL};
+    if ((rc = stagePutInto(w->st, w->key_dir, &r, &po, &fv, err))) goto out;
+    cJSON *rec = cJSON_CreateObject();
+    if (!rec || !cJSON_AddItemToArray(w->segments, rec) ||
+        !cJSON_AddStringToObject(rec, "location", fv.location) ||
+        !cJSON_AddNumberToObject(rec, "size", (double)fv.size) ||
+        !cJSON_AddStringToObject(rec, "sha256", fv.sha256) ||
+        !cJSON_AddNumberToObject(rec, "rows", (double)w->seg_rows))
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+out:
+    if (fd >= 0) close(fd);
+    fileValueFree(&fv);
+    segmentDiscard(w);
+    return rc;
+}
+
+/* Remove the writer's temporary directory and the segment-N files in it
+ * (the only names it creates). */
+static void removeTree(const char *dir, int nseg) {
+    for (int i = 1; i <= nseg; i++) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/segment-%d", dir, i) >= 0) unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
+int segmentWriterOpen(stage *st, const char *table_id, const char *schema_json,
+                      const segmentWriterOptions *opt, segmentWriter **out,
+                      lakeError *err) {
+    *out = NULL;
+    if (!table_id || !*table_id || strchr(table_id, '/') || strcmp(table_id, ".") == 0 ||
+        strcmp(table_id, "..") == 0)
+        return errSet(err, LAKE_EUSAGE, "%s: not a table id", table_id ? table_id : "(null)");
+    segmentWriter *w = calloc(1, sizeof *w);
+    if (!w) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    int rc = 0;
+    if (opt) w->opt = *opt;
+    if (w->opt.max_bytes <= 0) w->opt.max_bytes = SEGMENT_MAX_BYTES;
+    if (w->opt.max_rows <= 0) w->opt.max_rows = SEGMENT_MAX_ROWS;
+    w->st = st;
+    if ((rc = segmentSchemaParse(schema_json, &w->schema, err))) goto out;
+    const char *parent = w->opt.tmp_dir;
+    if (!parent) parent = getenv("TMPDIR");
+    if (!parent || !*parent) parent = "/tmp";
+    w->opt.tmp_dir = NULL; /* not kept: the caller's string */
+    if (asprintf(&w->key_dir, "tables/%s", table_id) < 0) w->key_dir = NULL;
+    if (asprintf(&w->tmpdir, "%s/lake-segments-XXXXXX", parent) < 0) w->tmpdir = NULL;
+    w->segments = cJSON_CreateArray();
+    w->pending = calloc((size_t)w->schema->ncols, sizeof *w->pending);
+    w->bound = calloc((size_t)w->schema->ncols, sizeof *w->bound);
+    if (!w->key_dir || !w->tmpdir || !w->segments || !w->pending || !w->bound) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+        goto out;
+    }
+    if (!mkdtemp(w->tmpdir)) {
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", w->tmpdir);
+        free(w->tmpdir);
+        w->tmpdir = NULL;
+        goto out;
+    }
+out:
+    if (rc) segmentWriterFree(w);
+    else *out = w;
+    return rc;
+}
+
+const segmentSchema *segmentWriterSchema(const segmentWriter *w) { return w->schema; }
+
+int64_t segmentWriterRows(const segmentWriter *w) { return w->rows; }
+
+/* Close the segment when it has reached its bounds. */
+static int maybeRoll(segmentWriter *w, lakeError *err) {
+    if (w->seg_rows >= w->opt.max_rows) return segmentEnd(w, err);
+    int64_t step = w->opt.max_bytes / 32;
+    if (w->est_since_check < (step > 0 ? step : 1) && w->since_check < 4096) return 0;
+    w->since_check = w->est_since_check = 0;
+    int pages = 0, psize = 0;
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(w->db, "SELECT * FROM pragma_page_count, pragma_page_size", -1, &q,
+                           NULL) != SQLITE_OK)
+        return sqlErr(w->db, err, w->path);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        pages = sqlite3_column_int(q, 0);
+        psize = sqlite3_column_int(q, 1);
+    }
+    sqlite3_finalize(q);
+    if ((int64_t)pages * psize >= w->opt.max_bytes) return segmentEnd(w, err);
+    return 0;
+}
+
+/* Drop the FILE locations of a row that was not stored. */
+static void pendingClear(segmentWriter *w) {
+    for (int i = 0; i < w->schema->ncols; i++) {
+        free(w->pending[i]);
+        w->pending[i] = NULL;
+    }
+}
+
+/* Keep the FILE locations of a row that was stored. */
+static int pendingKeep(segmentWriter *w, lakeError *err) {
+    for (int i = 0; i < w->schema->ncols; i++) {
+        if (!w->pending[i]) continue;
+        if (w->nfiles == w->files_cap) {
+            size_t cap = w->files_cap ? w->files_cap * 2 : 64;
+            char **f = realloc(w->files, cap * sizeof *f);
+            if (!f) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+            w->files = f;
+            w->files_cap = cap;
+        }
+        /* a run of rows naming the same object is common (lake-put) */
+        if (w->nfiles && strcmp(w->files[w->nfiles - 1], w->pending[i]) == 0) free(w->pending[i]);
+        else w->files[w->nfiles++] = w->pending[i];
+        w->pending[i] = NULL;
+    }
+    return 0;
+}
+
+static int rowAdd(segmentWriter *w, const lakeValue *vals, int n, lakeError *err);
+
+int segmentWriterAddRow(segmentWriter *w, const lakeValue *vals, int n, lakeError *err) {
+    int rc = rowAdd(w, vals, n, err);
+    if (rc) pendingClear(w);
+    return rc;
+}
+
+/* Convert, store and count one row; the segment may roll over. */
+static int rowAdd(segmentWriter *w, const lakeValue *vals, int n, lakeError *err) {
+    const segmentSchema *s = w->schema;
+    if (n != s->ncols)
+        return errSet(err, LAKE_EDATA, "%d values for %d columns", n, s->ncols);
+    w->scratch_len = 0;
+    int rc;
+    for (int i = 0; i < n; i++)
+        if ((rc = convert(w, &s->cols[i], &vals[i], &w->bound[i], err))) return rc;
+    if (!w->db && (rc = segmentBegin(w, err))) return rc;
+    int64_t est = 8;
+    for (int i = 0; i < n; i++) {
+        const boundValue *b = &w->bound[i];
+        const char *p = w->scratch + b->off;
+        int r;
+        switch (b->kind) {
+        case SQLITE_INTEGER: r = sqlite3_bind_int64(w->ins, i + 1, b->i); est += 8; break;
+        case SQLITE_FLOAT: r = sqlite3_bind_double(w->ins, i + 1, b->r); est += 8; break;
+        case SQLITE_TEXT: r = sqlite3_bind_text64(w->ins, i + 1, p, b->n, SQLITE_STATIC, SQLITE_UTF8); est += (int64_t)b->n + 2; break;
+        case SQLITE_BLOB: r = sqlite3_bind_blob64(w->ins, i + 1, p, b->n, SQLITE_STATIC); est += (int64_t)b->n + 2; break;
+        default: r = sqlite3_bind_null(w->ins, i + 1); est += 1; break;
+        }
+        if (r != SQLITE_OK) return sqlErr(w->db, err, w->path);
+    }
+    if (sqlite3_step(w->ins) != SQLITE_DONE) {
+        rc = sqlErr(w->db, err, w->path);
+        sqlite3_reset(w->ins);
+        return rc;
+    }
+    sqlite3_reset(w->ins);
+    sqlite3_clear_bindings(w->ins);
+    if ((rc = pendingKeep(w, err))) return rc;
+    w->rows++;
+    w->seg_rows++;
+    w->since_check++;
+    w->est_since_check += est;
+    return maybeRoll(w, err);
+}
+
+int segmentWriterAddSqlRow(segmentWriter *w, sqlite3_value **vals, int n, lakeError *err) {
+    lakeValue stackv[16], *v = stackv;
+    memset(stackv, 0, sizeof stackv);
+    if (n > 16) v = calloc((size_t)n, sizeof *v);
+    if (!v) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    for (int i = 0; i < n; i++) {
+        memset(&v[i], 0, sizeof v[i]);
+        switch (sqlite3_value_type(vals[i])) {
+        case SQLITE_INTEGER: v[i].kind = LAKE_VALUE_INT; v[i].i = sqlite3_value_int64(vals[i]); break;
+        case SQLITE_FLOAT: v[i].kind = LAKE_VALUE_REAL; v[i].r = sqlite3_value_double(vals[i]); break;
+        case SQLITE_TEXT:
+            v[i].kind = LAKE_VALUE_TEXT;
+            v[i].p = (const char *)sqlite3_value_text(vals[i]);
+            v[i].n = (size_t)sqlite3_value_bytes(vals[i]);
+            break;
+        case SQLITE_BLOB:
+            v[i].kind = LAKE_VALUE_BLOB;
+            v[i].p = sqlite3_value_blob(vals[i]);
+            v[i].n = (size_t)sqlite3_value_bytes(vals[i]);
+            break;
+        default: v[i].kind = LAKE_VALUE_NULL; break;
+        }
+    }
+    int rc = segmentWriterAddRow(w, v, n, err);
+    if (v != stackv) free(v);
+    return rc;
+}
+
+static int strcmpp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int segmentWriterFinish(segmentWriter *w, cJSON **segments, cJSON **files, lakeError *err) {
+    if (segments) *segments = NULL;
+    if (files) *files = NULL;
+    int rc = segmentEnd(w, err);
+    if (rc) return rc;
+    cJSON *f = files ? cJSON_CreateArray() : NULL;
+    if (files && !f) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    if (f && w->nfiles) qsort(w->files, w->nfiles, sizeof *w->files, strcmpp);
+    for (size_t i = 0; f && i < w->nfiles; i++) {
+        if (i && strcmp(w->files[i], w->files[i - 1]) == 0) continue;
+        if (!cJSON_AddItemToArray(f, cJSON_CreateString(w->files[i]))) {
+            cJSON_Delete(f);
+            return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+        }
+    }
+    if (files) *files = f;
+    if (segments) {
+        *segments = w->segments;
+        w->segments = cJSON_CreateArray();
+    }
+    return 0;
+}
+
+void segmentWriterFree(segmentWriter *w) {
+    if (!w) return;
+    segmentDiscard(w);
+    if (w->tmpdir) removeTree(w->tmpdir, w->nseg);
+    free(w->tmpdir);
+    free(w->key_dir);
+    if (w->pending && w->schema) pendingClear(w);
+    free(w->pending);
+    segmentSchemaFree(w->schema);
+    cJSON_Delete(w->segments);
+    for (size_t i = 0; i < w->nfiles; i++) free(w->files[i]);
+    free(w->files);
+    free(w->bound);
+    free(w->scratch);
+    free(w->tmp);
+    free(w);
+}
+
+/* --- reader -------------------------------------------------------------- */
+
+struct segmentReader {
+    sqlite3 *db;
+};
+
+int segmentReaderOpen(const char *path, const char *schema_json, segmentReader **out,
+                      lakeError *err) {
+    *out = NULL;
+    segmentSchema *s = NULL;
+    segmentReader *r = NULL;
+    sqlite3_stmt *q = NULL;
+    char *uri = NULL;
+    int rc = 0;
+    struct stat st;
+    if (stat(path, &st) < 0) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", path);
+    if ((rc = segmentSchemaParse(schema_json, &s, err))) return rc;
+    if (!(r = calloc(1, sizeof *r))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+        goto out;
+    }
+    /* A URI path: escape what a URI would read as syntax. */
+    {
+        char *esc = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&esc, &len);
+        if (!f) { rc = errSetErrno(err, LAKE_EFAIL, errno, "segment"); goto out; }
+        fputs("file:", f);
+        for (const char *p = path; *p; p++)
+            if (strchr("%?#", *p)) fprintf(f, "%%%02X", (unsigned char)*p);
+            else fputc(*p, f);
+        fputs("?immutable=1", f);
+        fclose(f);
+        uri = sqlite3_mprintf("%s", esc);
+        free(esc);
+        if (!uri) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment"); goto out; }
+    }
+    if (sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+        rc = sqlErr(r->db, err, path);
+        err->code = LAKE_EDATA;
+        goto out;
+    }
+    if (sqlite3_prepare_v2(r->db, "SELECT name, type FROM pragma_table_info('rows')", -1, &q,
+                           NULL) != SQLITE_OK) {
+        rc = errSet(err, LAKE_EDATA, "%s: not a segment: %s", path, sqlite3_errmsg(r->db));
+        goto out;
+    }
+    int i = 0, step;
+    while ((step = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q, 0);
+        const char *type = (const char *)sqlite3_column_text(q, 1);
+        if (i >= s->ncols || !name || !type || strcmp(name, s->cols[i].name) != 0 ||
+            strcasecmp(type, typeDecls[s->cols[i].type]) != 0) {
+            rc = errSet(err, LAKE_EDATA, "%s: column %d of the segment is not %s %s", path,
+                        i + 1, i < s->ncols ? s->cols[i].name : "(none)",
+                        i < s->ncols ? typeNames[s->cols[i].type] : "");
+            goto out;
+        }
+        i++;
+    }
+    if (step != SQLITE_DONE) {
+        rc = errSet(err, LAKE_EDATA, "%s: not a segment: %s", path, sqlite3_errmsg(r->db));
+        goto out;
+    }
+    if (i != s->ncols) {
+        rc = errSet(err, LAKE_EDATA, "%s: not a segment of this table (%d of %d columns)", path,
+                    i, s->ncols);
+        goto out;
+    }
+out:
+    sqlite3_finalize(q);
+    sqlite3_free(uri);
+    segmentSchemaFree(s);
+    if (rc) segmentReaderClose(r);
+    else *out = r;
+    return rc;
+}
+
+sqlite3 *segmentReaderDb(segmentReader *r) { return r->db; }
+
+int segmentReaderCount(segmentReader *r, int64_t *rows, lakeError *err) {
+    sqlite3_stmt *q;
+    *rows = 0;
+    if (sqlite3_prepare_v2(r->db, "SELECT count(*) FROM rows", -1, &q, NULL) != SQLITE_OK)
+        return sqlErr(r->db, err, "segment");
+    int rc = sqlite3_step(q) == SQLITE_ROW ? 0 : sqlErr(r->db, err, "segment");
+    if (!rc) *rows = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return rc;
+}
+
+void segmentReaderClose(segmentReader *r) {
+    if (!r) return;
+    sqlite3_close(r->db);
+    free(r);
+}

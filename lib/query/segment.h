@@ -1,0 +1,191 @@
+/*
+ * segment.h - table segments (DESIGN §6): immutable SQLite files with one
+ * table `rows` typed from the lake schema, written locally, uploaded
+ * through the stage under tables/<table-id>/, recorded by size, SHA-256
+ * and row count.
+ *
+ * Promises:
+ *  - A segmentWriter streams: rows go into a temporary SQLite file (one
+ *    transaction per segment, journal off, a bounded page cache) and the
+ *    file is closed, uploaded and deleted once it holds SEGMENT_MAX_ROWS
+ *    rows or about SEGMENT_MAX_BYTES bytes, so an input of any size needs
+ *    bounded memory and at most one segment of temporary disk.
+ *  - Every value is checked against its column's lake type before it is
+ *    stored (65 naming the column); FILE values must be valid and inside
+ *    the managed stage, and are stored as canonical FILE JSON.
+ *  - What was uploaded is described by records of exactly the shape
+ *    registryAppend takes: [{"location","size","sha256","rows"}…], plus the
+ *    FILE locations the rows reference (append's "files").
+ *  - A failed or abandoned writer removes its temporary files.  Segments
+ *    it already uploaded stay in the stage unreferenced (gc's to remove).
+ *
+ * Column mapping (lake type -> declared type in `rows` -> stored value):
+ *   INTEGER   -> INTEGER            64-bit integer
+ *   REAL      -> REAL               double
+ *   TEXT      -> TEXT               valid UTF-8, no NUL
+ *   BLOB      -> BLOB               bytes
+ *   BOOLEAN   -> "BOOLEAN INTEGER"  0 or 1 (integer affinity)
+ *   TIMESTAMP -> "TIMESTAMP TEXT"   RFC 3339 text normalised to UTC,
+ *                                   "2026-12-02T13:08:02[.fff]Z" (sorts as text)
+ *   FILE      -> "FILE TEXT"        canonical FILE JSON (stage/filevalue.h)
+ * The declared type names both the lake type (the reader checks it) and,
+ * by SQLite's affinity rules, the storage class.  NULL is allowed in every
+ * column.
+ */
+#ifndef LAKE_SEGMENT_H
+#define LAKE_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "core/error.h"
+#include "stage/stage.h"
+
+struct cJSON;
+
+/* A segment is closed once its file reaches this many bytes (checked as
+ * rows are added, so it may run over by what was added since the last
+ * check, at most SEGMENT_MAX_BYTES / 32 plus one row) or holds this many
+ * rows.  64 MiB keeps a cold fetch short and a segment cache useful while
+ * a 10-million-row table is still a handful of segments. */
+#define SEGMENT_MAX_BYTES (64LL * 1024 * 1024)
+#define SEGMENT_MAX_ROWS (4LL * 1024 * 1024)
+/* The SQLite page cache of a segment being written (KiB). */
+#define SEGMENT_CACHE_KIB 8192
+
+typedef enum {
+    LAKE_TYPE_INTEGER,
+    LAKE_TYPE_REAL,
+    LAKE_TYPE_TEXT,
+    LAKE_TYPE_BLOB,
+    LAKE_TYPE_BOOLEAN,
+    LAKE_TYPE_TIMESTAMP,
+    LAKE_TYPE_FILE
+} lakeType;
+
+/* "INTEGER", … for a type; the declared type of its column in `rows`. */
+const char *lakeTypeName(lakeType t);
+const char *lakeTypeDecl(lakeType t);
+
+/* A parsed schema: the columns of a table in order. */
+typedef struct segmentColumn {
+    char *name;
+    lakeType type;
+} segmentColumn;
+
+typedef struct segmentSchema {
+    int ncols;
+    segmentColumn *cols;
+} segmentSchema;
+
+/* Parse canonical schema JSON ([{"name","type"}…], catalog/names.h) into
+ * *out (caller frees with segmentSchemaFree).  65 when it is not a valid
+ * schema. */
+int segmentSchemaParse(const char *schema_json, segmentSchema **out, lakeError *err);
+void segmentSchemaFree(segmentSchema *s);
+/* The index of the column named name (ignoring case, as SQLite does), or
+ * -1. */
+int segmentSchemaFind(const segmentSchema *s, const char *name);
+
+/* One value of a row, as an input gives it; the writer converts it to the
+ * column's type.  Text and blob bytes are borrowed (p, n) for the call. */
+typedef enum {
+    LAKE_VALUE_NULL,
+    LAKE_VALUE_INT,
+    LAKE_VALUE_REAL,
+    LAKE_VALUE_TEXT,
+    LAKE_VALUE_BLOB,
+    LAKE_VALUE_BOOL
+} lakeValueKind;
+
+typedef struct lakeValue {
+    lakeValueKind kind;
+    int64_t i;     /* INT, BOOL (0 or 1) */
+    double r;      /* REAL */
+    const char *p; /* TEXT, BLOB: n bytes, not necessarily NUL-terminated */
+    size_t n;
+} lakeValue;
+
+/* Converting a value to a column's type (what is accepted):
+ *   INTEGER:   INT; BOOL as 0/1; REAL when integral and within ±2^53;
+ *              TEXT that is exactly an optional sign and decimal digits in
+ *              range.
+ *   REAL:      INT, REAL; TEXT that strtod reads whole (finite).
+ *   TEXT:      TEXT (valid UTF-8, no NUL); INT and REAL as their decimal
+ *              text; BOOL as "true"/"false".
+ *   BLOB:      BLOB; TEXT as its bytes.
+ *   BOOLEAN:   BOOL; INT 0 or 1; TEXT true/false/1/0 (any case).
+ *   TIMESTAMP: TEXT in RFC 3339 (YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM); a
+ *              space for the T is accepted), stored normalised to UTC.
+ *   FILE:      TEXT holding a FILE value (stage/filevalue.h) inside the
+ *              writer's stage.
+ * Anything else is 65 "column NAME: …". */
+
+typedef struct segmentWriter segmentWriter;
+
+typedef struct segmentWriterOptions {
+    const char *tmp_dir; /* parent of the temporary directory; NULL: $TMPDIR, else /tmp */
+    int64_t max_bytes;   /* 0: SEGMENT_MAX_BYTES (tests set a tiny figure) */
+    int64_t max_rows;    /* 0: SEGMENT_MAX_ROWS */
+    progress *progress;  /* upload progress, may be NULL */
+} segmentWriterOptions;
+
+/* Start writing segments of table table_id (a lake id: it becomes the key
+ * directory tables/<table_id>) with schema schema_json through st (kept,
+ * not owned).  opt may be NULL.  Creates a private temporary directory
+ * (mode 0700) below tmp_dir.  64 for a table id that is not one clean key
+ * component, 65 for a bad schema, 1 when the temporary directory cannot be
+ * made. */
+int segmentWriterOpen(stage *st, const char *table_id, const char *schema_json,
+                      const segmentWriterOptions *opt, segmentWriter **out,
+                      lakeError *err);
+
+/* The writer's parsed schema (owned by w). */
+const segmentSchema *segmentWriterSchema(const segmentWriter *w);
+
+/* Add one row: n must be the schema's column count, vals[i] the value of
+ * column i.  Converts and checks every value first (65 "column NAME: …",
+ * and the row is not added), then stores it; may close and upload the
+ * current segment (any stage error).  After a failure other than 65 the
+ * writer is unusable: abandon it with segmentWriterFree. */
+int segmentWriterAddRow(segmentWriter *w, const lakeValue *vals, int n, lakeError *err);
+
+/* The same for SQL values (an INSERT through the virtual table): NULL,
+ * INTEGER, FLOAT, TEXT and BLOB become the lakeValue kinds of those
+ * names. */
+int segmentWriterAddSqlRow(segmentWriter *w, sqlite3_value **vals, int n, lakeError *err);
+
+/* Rows added so far, over all segments. */
+int64_t segmentWriterRows(const segmentWriter *w);
+
+/* Close and upload the last segment (none when it is empty) and hand over
+ * what was written: *segments, the records [{"location","size","sha256",
+ * "rows"}…] in write order (empty when no row was added), and *files, the
+ * distinct FILE locations the rows reference, sorted (kept in memory
+ * until now: one string per referenced location).  The caller owns both
+ * (cJSON_Delete).  Either pointer may be NULL when not wanted.  The writer
+ * must still be freed. */
+int segmentWriterFinish(segmentWriter *w, struct cJSON **segments, struct cJSON **files,
+                        lakeError *err);
+
+/* Release the writer and remove its temporary directory.  NULL is fine. */
+void segmentWriterFree(segmentWriter *w);
+
+/* A local segment file opened read-only. */
+typedef struct segmentReader segmentReader;
+
+/* Open path (a local file, e.g. from the segment cache) as an immutable
+ * read-only database and check that its `rows` table has exactly the
+ * schema's columns, names and declared types, in order.  66 when the file
+ * does not exist, 65 when it is not a segment of that schema. */
+int segmentReaderOpen(const char *path, const char *schema_json, segmentReader **out,
+                      lakeError *err);
+/* The open database (owned by r): SELECT … FROM rows. */
+sqlite3 *segmentReaderDb(segmentReader *r);
+/* COUNT(*) of rows. */
+int segmentReaderCount(segmentReader *r, int64_t *rows, lakeError *err);
+void segmentReaderClose(segmentReader *r);
+
+#endif
