@@ -19,7 +19,7 @@
 # tests/bats/completions.bats checks the lists against each program's and
 # each command's --help, so they cannot drift.
 
-_lake_programs='lake-put lake-get lake-catalog lake-metasrv'
+_lake_programs='lake-put lake-get lake-catalog lake-query lake-metasrv'
 
 _lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --part-size
     --jobs --stage --progress --no-progress -h --help --version'
@@ -37,6 +37,10 @@ _lake_commands_lake_catalog='list show resolve refresh status create-namespace
 _lake_opts_lake_catalog_resolve='--version'
 _lake_args_lake_catalog_resolve='--version'
 _lake_opts_lake_catalog_refresh='--force'
+
+_lake_opts_lake_query='-q --quiet -f --format -H --header -c --command --import
+    --csv --jsonl -h --help --version'
+_lake_args_lake_query='-f --format -c --command --import'
 
 # lake-metasrv takes every option before or after its command, so all of
 # them are global; "token" takes create, list or revoke as its operand.
@@ -64,10 +68,17 @@ _lake_complete_value() {
     --role)
         COMPREPLY=($(compgen -W 'admin query-service metadata-peer user' -- "$3"))
         ;;
+    -f | --format)
+        COMPREPLY=($(compgen -W 'tsv csv json jsonl table' -- "$3"))
+        ;;
+    --import)
+        # lake-query: an existing table, from the snapshot cache alone
+        COMPREPLY=($(compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$3"))
+        ;;
     *)
         # --name, --content-type, --size, --sha256, --part-size, --jobs,
         # --stage, --max-age, resolve's --version N, lake-metasrv's
-        # --listen, --name and numbers: free text
+        # --listen, --name and numbers, lake-query's -c SQL: free text
         COMPREPLY=()
         ;;
     esac
@@ -78,6 +89,8 @@ _lake_complete_value() {
 # calls the metadata source: pressing TAB costs no request.
 _lake_catalog_cached() {
     local exe=${COMP_WORDS[0]}
+    # lake-query's --import: the lake-catalog next to it
+    [[ $exe == */lake-query ]] && exe=${exe%/*}/lake-catalog
     [[ $exe == */* && -x $exe ]] || exe=lake-catalog
     "$exe" --offline list 2>/dev/null
 }
@@ -113,6 +126,20 @@ _lake_complete_operand() {
         case $3:$4 in
         token:1) COMPREPLY=($(compgen -W 'create list revoke' -- "$2")) ;;
         *) COMPREPLY=() ;; # init and serve take no operands
+        esac
+        ;;
+    lake-query)
+        # one SQL-FILE (or -); with --import, or after -c, none
+        case " ${COMP_WORDS[*]} " in
+        *" --import "* | *" --import="* | *" -c "* | *" --command "* | *" --command="*)
+            COMPREPLY=()
+            ;;
+        *)
+            if [ "$4" = 1 ]; then
+                compopt -o filenames 2>/dev/null
+                COMPREPLY=($(compgen -f -- "$2"))
+            fi
+            ;;
         esac
         ;;
     *)

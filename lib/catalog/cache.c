@@ -743,6 +743,31 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
     return 0;
 }
 
+int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int64_t expected,
+                         const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+    for (int attempt = 1;; attempt++) {
+        int rc = cacheAppend(c, ns, name, expected, segments, files, version, err);
+        if (!rc || !err->status || strcmp(err->status, "conflict") != 0 || attempt == CACHE_APPEND_ATTEMPTS)
+            return rc;
+        /* the table moved on: the next resolve must ask, not use the
+         * version this host lost to */
+        if ((rc = load(c, err))) return rc;
+        const cacheEntry *e = cacheFindTable(c, ns, name);
+        if (e) {
+            char id[64];
+            snprintf(id, sizeof id, "%s", e->id);
+            updateState(c, id, expected + 1, 0, -1, NULL);
+        }
+        struct timespec pause = {0, (long)(1 + rand() % 20) * attempt * 1000000L};
+        nanosleep(&pause, NULL);
+        cJSON *reg = NULL;
+        errClear(err);
+        if ((rc = cacheResolve(c, ns, name, -1, &reg, err))) return rc;
+        expected = (int64_t)cJSON_GetObjectItemCaseSensitive(reg, "version")->valuedouble;
+        cJSON_Delete(reg);
+    }
+}
+
 int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expected,
                 const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
     int rc = sourceAppend(c->src, ns, name, expected, segments, files, version, err);

@@ -102,6 +102,15 @@ int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expec
                 const struct cJSON *segments, const struct cJSON *files, int64_t *version,
                 lakeError *err);
 
+/* cacheAppend for appends that commute (new rows on top of whatever
+ * version is current): a conflict resolves the table afresh and appends on
+ * top of the new version, up to CACHE_APPEND_ATTEMPTS times with a short
+ * jittered pause, then fails 75. */
+#define CACHE_APPEND_ATTEMPTS 20
+int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int64_t expected_version,
+                         const struct cJSON *segments, const struct cJSON *files, int64_t *version,
+                         lakeError *err);
+
 /* After this host's DDL: refresh so that the change is visible at once. */
 int cacheAfterChange(catalogCache *c, lakeError *err);
 

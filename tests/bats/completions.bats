@@ -37,9 +37,10 @@ option_lines() {
 # ("-o, --output DIR", "--listen HOST:PORT"), without the description, even
 # where a long left column leaves a single space before it
 # ("--max-schema-bytes BYTES serve: ...").  An argument is one upper-case
-# word, so a description that starts after one space is not taken for one.
+# word, which may hold a colon or a dot ("HOST:PORT", lake-query's "NS.T"),
+# so a description that starts after one space is not taken for one.
 option_left() {
-  sed -E 's/^((-[A-Za-z0-9], )?--?[A-Za-z0-9][A-Za-z0-9-]*( [A-Z][A-Z_:]*)?)( .*)?$/\1/'
+  sed -E 's/^((-[A-Za-z0-9], )?--?[A-Za-z0-9][A-Za-z0-9-]*( [A-Z][A-Z_:.]*)?)( .*)?$/\1/'
 }
 
 # The option names of option lines on stdin, one per line, sorted: the
@@ -52,7 +53,7 @@ option_names() {
 # The names among option lines on stdin that take an argument: every name
 # on a line whose left column ends in an upper-case word ("-o, --output DIR").
 option_arg_names() {
-  option_left | { grep -E ' [A-Z][A-Z_:]*$' || true; } |
+  option_left | { grep -E ' [A-Z][A-Z_:.]*$' || true; } |
     { grep -oE '(^|[ ,])-{1,2}[A-Za-z0-9][A-Za-z0-9-]*' || true; } | tr -d ' ,' | sort -u
 }
 
@@ -535,6 +536,37 @@ catalog_fixture() {
   assert_output cert.pem
   run bash_complete lake-metasrv serve --tls-key=k
   assert_output --tls-key=key.pem
+}
+
+@test "completions: bash completes lake-query formats, SQL files and --import tables from the cache" {
+  [ -x "$LAKE_BIN/lake-query" ] || skip "no lake-query in LAKE_BIN"
+  catalog_fixture
+  export LAKE_CATALOG_TTL=0
+  run bash_complete lake-query -f j
+  assert_success
+  assert_output "$(printf '%s\n' json jsonl)"
+  run bash_complete lake-query --format=t
+  assert_output "$(printf '%s\n' --format=tsv --format=table)"
+  run bash_complete lake-query --import d
+  assert_output "$(printf '%s\n' docs.notes docs.papers)"
+  run bash_complete lake-query --import = w
+  assert_output web.pages
+  run cat "$T/trace"
+  refute_output --partial "trace: source"
+  # one SQL file; none with -c or --import, and -c SQL is free text
+  mkdir -p "$T/w"
+  : >"$T/w/report.sql"
+  cd "$T/w"
+  run bash_complete lake-query rep
+  assert_output report.sql
+  run bash_complete lake-query report.sql ''
+  assert_output ""
+  run bash_complete lake-query -c ''
+  assert_output ""
+  run bash_complete lake-query -c 'SELECT 1' rep
+  assert_output ""
+  run bash_complete lake-query --import docs.papers rep
+  assert_output ""
 }
 
 @test "completions: zsh -n accepts _lake" {

@@ -1,0 +1,395 @@
+/*
+ * vtab.c - the "lake" virtual-table module (see vtab.h).
+ */
+#include "query/vtab.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/names.h"
+#include "query/segment.h"
+
+
+typedef struct queryTable {
+    sqlite3_vtab base;
+    queryContext *ctx;
+    char *ns, *name, *id, *schema;
+    cJSON *pinned;          /* the registration this statement reads */
+    segmentWriter *writer;  /* rows this statement inserts */
+    struct queryTable *next;
+} queryTable;
+
+typedef struct queryCursor {
+    sqlite3_vtab_cursor base;
+    int seg;                /* index of the open segment */
+    segmentReader *rd;
+    sqlite3_stmt *st;
+    char sha[SHA256_HEX_LEN + 1]; /* the open segment, pinned in the cache */
+    sqlite3_int64 rowid;
+    int eof;
+} queryCursor;
+
+/* Record a lake error as the statement's error message. */
+static int fail(queryTable *t, const lakeError *err) {
+    if (&t->ctx->err != err) t->ctx->err = *err;
+    sqlite3_free(t->base.zErrMsg);
+    t->base.zErrMsg = sqlite3_mprintf("%s", err->msg);
+    return SQLITE_ERROR;
+}
+
+static int failf(queryTable *t, lakeCode code, const char *msg) {
+    lakeError e = {0};
+    errSet(&e, code, "%s.%s: %s", t->ns, t->name, msg);
+    return fail(t, &e);
+}
+
+/* Resolve the table once per statement; keep that version. */
+static int pin(queryTable *t) {
+    if (t->pinned) return SQLITE_OK;
+    lakeError *err = &t->ctx->err;
+    if (cacheResolve(t->ctx->cache, t->ns, t->name, -1, &t->pinned, err)) return fail(t, err);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(t->pinned, "id");
+    if (!cJSON_IsString(id) || strcmp(id->valuestring, t->id) != 0) {
+        cJSON_Delete(t->pinned);
+        t->pinned = NULL;
+        return failf(t, LAKE_ETEMP, "the table was dropped and created again; run the statement again");
+    }
+    return SQLITE_OK;
+}
+
+static void freeTable(queryTable *t) {
+    cJSON_Delete(t->pinned);
+    segmentWriterFree(t->writer);
+    free(t->ns);
+    free(t->name);
+    free(t->id);
+    free(t->schema);
+    sqlite3_free(t);
+}
+
+static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+                    char **pzErr) {
+    queryContext *ctx = aux;
+    (void)argc;
+    const char *ns = argv[1], *name = argv[2];
+    const cacheEntry *e = cacheFindTable(ctx->cache, ns, name);
+    if (!e) {
+        *pzErr = sqlite3_mprintf("%s.%s: no such table", ns, name);
+        return SQLITE_ERROR;
+    }
+    segmentSchema *cols = NULL;
+    lakeError err = {0};
+    if (segmentSchemaParse(e->schema, &cols, &err)) {
+        *pzErr = sqlite3_mprintf("%s.%s: %s", ns, name, err.msg);
+        return SQLITE_ERROR;
+    }
+    sqlite3_str *decl = sqlite3_str_new(db);
+    sqlite3_str_appendall(decl, "CREATE TABLE x(");
+    for (int i = 0; i < cols->ncols; i++)
+        sqlite3_str_appendf(decl, "%s\"%w\" %s", i ? ", " : "", cols->cols[i].name,
+                            lakeTypeDecl(cols->cols[i].type));
+    sqlite3_str_appendall(decl, ")");
+    segmentSchemaFree(cols);
+    char *sql = sqlite3_str_finish(decl);
+    int rc = sql ? sqlite3_declare_vtab(db, sql) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK) return rc;
+
+    queryTable *t = sqlite3_malloc(sizeof *t);
+    if (!t) return SQLITE_NOMEM;
+    memset(t, 0, sizeof *t);
+    t->ctx = ctx;
+    t->ns = strdup(ns);
+    t->name = strdup(name);
+    t->id = strdup(e->id);
+    t->schema = strdup(e->schema);
+    if (!t->ns || !t->name || !t->id || !t->schema) {
+        freeTable(t);
+        return SQLITE_NOMEM;
+    }
+    t->next = ctx->tables;
+    ctx->tables = t;
+    *out = &t->base;
+    return SQLITE_OK;
+}
+
+static int xDisconnect(sqlite3_vtab *v) {
+    queryTable *t = (queryTable *)v;
+    for (queryTable **p = &t->ctx->tables; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    freeTable(t);
+    return SQLITE_OK;
+}
+
+static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
+    (void)v;
+    /* a full scan: no constraint is consumed, SQLite applies them all */
+    info->estimatedCost = 1e6;
+    info->estimatedRows = 1000000;
+    return SQLITE_OK;
+}
+
+static int xOpen(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
+    (void)v;
+    queryCursor *c = sqlite3_malloc(sizeof *c);
+    if (!c) return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static void closeSegment(queryTable *t, queryCursor *c) {
+    sqlite3_finalize(c->st);
+    c->st = NULL;
+    segmentReaderClose(c->rd);
+    c->rd = NULL;
+    if (c->sha[0]) segcacheRelease(t->ctx->segs, c->sha);
+    c->sha[0] = '\0';
+}
+
+static int xClose(sqlite3_vtab_cursor *cur) {
+    closeSegment((queryTable *)cur->pVtab, (queryCursor *)cur);
+    sqlite3_free(cur);
+    return SQLITE_OK;
+}
+
+/* Open segment c->seg of the pinned version. */
+static int openSegment(queryTable *t, queryCursor *c) {
+    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t->pinned, "segments"), c->seg);
+    const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(g, "size");
+    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
+    if (!cJSON_IsString(loc) || !cJSON_IsNumber(size) || !cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
+        return failf(t, LAKE_EDATA, "a malformed segment in the registration");
+    fileValue fv = {.location = loc->valuestring, .size = (int64_t)size->valuedouble};
+    snprintf(fv.sha256, sizeof fv.sha256, "%s", sha->valuestring);
+    char *path = NULL;
+    lakeError *err = &t->ctx->err;
+    if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
+    snprintf(c->sha, sizeof c->sha, "%s", sha->valuestring);
+    int rc = segmentReaderOpen(path, t->schema, &c->rd, err);
+    free(path);
+    if (rc) return fail(t, err);
+    if (sqlite3_prepare_v2(segmentReaderDb(c->rd), "SELECT * FROM rows", -1, &c->st, NULL) != SQLITE_OK)
+        return failf(t, LAKE_EDATA, "a segment cannot be read");
+    return SQLITE_OK;
+}
+
+/* Move to the next row, across segments. */
+static int advance(queryTable *t, queryCursor *c) {
+    int nseg = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t->pinned, "segments"));
+    for (;;) {
+        if (c->st) {
+            int s = sqlite3_step(c->st);
+            if (s == SQLITE_ROW) {
+                c->rowid++;
+                return SQLITE_OK;
+            }
+            if (s != SQLITE_DONE) return failf(t, LAKE_EDATA, "a segment cannot be read");
+            closeSegment(t, c);
+            c->seg++;
+        }
+        if (c->seg >= nseg) {
+            c->eof = 1;
+            return SQLITE_OK;
+        }
+        int rc = openSegment(t, c);
+        if (rc != SQLITE_OK) return rc;
+    }
+}
+
+static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
+    (void)idxNum;
+    (void)idxStr;
+    (void)argc;
+    (void)argv;
+    queryTable *t = (queryTable *)cur->pVtab;
+    queryCursor *c = (queryCursor *)cur;
+    closeSegment(t, c);
+    c->seg = 0;
+    c->rowid = 0;
+    c->eof = 0;
+    int rc = pin(t);
+    return rc != SQLITE_OK ? rc : advance(t, c);
+}
+
+static int xNext(sqlite3_vtab_cursor *cur) {
+    return advance((queryTable *)cur->pVtab, (queryCursor *)cur);
+}
+
+static int xEof(sqlite3_vtab_cursor *cur) { return ((queryCursor *)cur)->eof; }
+
+static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
+    sqlite3_result_value(ctx, sqlite3_column_value(((queryCursor *)cur)->st, i));
+    return SQLITE_OK;
+}
+
+static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+    *rowid = ((queryCursor *)cur)->rowid;
+    return SQLITE_OK;
+}
+
+static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 *rowid) {
+    queryTable *t = (queryTable *)v;
+    if (argc == 1 || sqlite3_value_type(argv[0]) != SQLITE_NULL)
+        return failf(t, LAKE_EUSAGE, "lake tables are append-only: UPDATE and DELETE are refused");
+    int rc = pin(t);
+    if (rc != SQLITE_OK) return rc;
+    lakeError *err = &t->ctx->err;
+    if (!t->writer) {
+        segmentWriterOptions opt = {.tmp_dir = t->ctx->tmp_dir};
+        if (segmentWriterOpen(t->ctx->stage, t->id, t->schema, &opt, &t->writer, err)) return fail(t, err);
+    }
+    if (segmentWriterAddSqlRow(t->writer, argv + 2, argc - 2, err)) return fail(t, err);
+    *rowid = segmentWriterRows(t->writer);
+    return SQLITE_OK;
+}
+
+static int xBegin(sqlite3_vtab *v) {
+    (void)v;
+    return SQLITE_OK;
+}
+
+/* The statement is about to commit: upload the new segments and append
+ * them as one version.  A conflict means another writer appended first;
+ * appends commute, so this one goes on top of theirs. */
+static int xSync(sqlite3_vtab *v) {
+    queryTable *t = (queryTable *)v;
+    if (!t->writer || segmentWriterRows(t->writer) == 0) return SQLITE_OK;
+    lakeError *err = &t->ctx->err;
+    cJSON *segs = NULL, *files = NULL;
+    int rc = SQLITE_OK;
+    /* a COMMIT of an explicit transaction comes after its statements ended */
+    if ((rc = pin(t)) != SQLITE_OK) return rc;
+    if (segmentWriterFinish(t->writer, &segs, &files, err)) return fail(t, err);
+    int64_t expected = (int64_t)cJSON_GetObjectItemCaseSensitive(t->pinned, "version")->valuedouble, v2;
+    if (cacheAppendCommuting(t->ctx->cache, t->ns, t->name, expected, segs, files, &v2, err)) rc = fail(t, err);
+    cJSON_Delete(segs);
+    cJSON_Delete(files);
+    return rc;
+}
+
+static int xEnd(sqlite3_vtab *v) {
+    queryTable *t = (queryTable *)v;
+    segmentWriterFree(t->writer);
+    t->writer = NULL;
+    return SQLITE_OK;
+}
+
+static sqlite3_module lakeModule = {
+    .iVersion = 1,
+    .xCreate = xConnect,
+    .xConnect = xConnect,
+    .xBestIndex = xBestIndex,
+    .xDisconnect = xDisconnect,
+    .xDestroy = xDisconnect,
+    .xOpen = xOpen,
+    .xClose = xClose,
+    .xFilter = xFilter,
+    .xNext = xNext,
+    .xEof = xEof,
+    .xColumn = xColumn,
+    .xRowid = xRowid,
+    .xUpdate = xUpdate,
+    .xBegin = xBegin,
+    .xSync = xSync,
+    .xCommit = xEnd,
+    .xRollback = xEnd,
+};
+
+int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err) {
+    if (sqlite3_create_module(db, "lake", &lakeModule, ctx) != SQLITE_OK)
+        return errSet(err, LAKE_EFAIL, "cannot register the lake module: %s", sqlite3_errmsg(db));
+    return 0;
+}
+
+void queryUnpin(queryContext *ctx) {
+    for (queryTable *t = ctx->tables; t; t = t->next) {
+        if (t->writer) continue; /* rows wait for their transaction's COMMIT */
+        cJSON_Delete(t->pinned);
+        t->pinned = NULL;
+    }
+}
+
+/* Is ns attached already? (sqlite's own list of schemas) */
+static int attached(sqlite3 *db, const char *ns) {
+    return sqlite3_db_filename(db, ns) != NULL;
+}
+
+static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char *name, int *nattached,
+                      lakeError *err) {
+    if (!cacheFindTable(ctx->cache, ns, name)) return 0; /* not a lake table: SQLite will say */
+    char *sql;
+    if (!attached(db, ns)) {
+        if (++*nattached > QUERY_MAX_NAMESPACES)
+            return errSet(err, LAKE_EUSAGE, "a statement may name tables of at most %d namespaces",
+                          QUERY_MAX_NAMESPACES);
+        sql = sqlite3_mprintf("ATTACH ':memory:' AS \"%w\"", ns);
+        int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        sqlite3_free(sql);
+        if (rc != SQLITE_OK) return errSet(err, LAKE_EFAIL, "%s: %s", ns, sqlite3_errmsg(db));
+    }
+    sqlite3_stmt *st;
+    sql = sqlite3_mprintf("SELECT 1 FROM \"%w\".sqlite_master WHERE name = %Q", ns, name);
+    int exists = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    sqlite3_free(sql);
+    if (exists) return 0;
+    sql = sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\".\"%w\" USING lake", ns, name);
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK) return errSet(err, LAKE_EFAIL, "%s.%s: %s", ns, name, sqlite3_errmsg(db));
+    return 0;
+}
+
+int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err) {
+    const cacheEntry *entries;
+    size_t n;
+    int rc = cacheDirectory(ctx->cache, &entries, &n, err);
+    if (rc) return rc;
+    int nattached = 0; /* namespaces attached already: all but main and temp */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        nattached = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    /* a small scanner: identifiers outside strings and comments, and the
+     * pairs "a.b" among them */
+    char prev[NAME_MAX_LEN + 1] = "", id[NAME_MAX_LEN + 1];
+    int prevDot = 0; /* prev is followed by a '.' */
+    for (const char *p = sql; *p && !rc;) {
+        if (*p == '\'') { /* string literal, '' escapes */
+            for (p++; *p && !(*p == '\'' && p[1] != '\''); p += (*p == '\'' ? 2 : 1)) {}
+            if (*p) p++;
+            prev[0] = '\0';
+        } else if (p[0] == '-' && p[1] == '-') {
+            p += strcspn(p, "\n");
+        } else if (p[0] == '/' && p[1] == '*') {
+            const char *e = strstr(p + 2, "*/");
+            p = e ? e + 2 : p + strlen(p);
+        } else if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_') {
+            size_t k = 0;
+            while ((p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= 'a' && p[k] <= 'z') || (p[k] >= '0' && p[k] <= '9') ||
+                   p[k] == '_')
+                k++;
+            snprintf(id, sizeof id, "%.*s", (int)(k < NAME_MAX_LEN ? k : NAME_MAX_LEN), p);
+            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, err);
+            memcpy(prev, id, sizeof prev);
+            p += k;
+            prevDot = *p == '.';
+            if (prevDot) p++;
+            continue;
+        } else {
+            p++;
+            prev[0] = '\0';
+        }
+        prevDot = 0;
+    }
+    return rc;
+}

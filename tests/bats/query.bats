@@ -1,0 +1,144 @@
+#!/usr/bin/env bats
+# lake-query over real lake tables: imports, SELECT in every format, INSERT
+# with FILE values, the FILE functions, pinning and the segment cache.  The
+# source is a parameter (tests/run runs this against the embedded registry
+# and against a real lake-metasrv).
+
+load helpers/common
+load helpers/source
+
+setup() {
+  source_setup
+  lake-catalog create-namespace docs
+  lake-catalog create docs.papers 'title TEXT, year INTEGER, pdf FILE'
+}
+
+teardown() {
+  source_teardown
+}
+
+@test "--import CSV, then SELECT in tsv, csv, json, jsonl and table" {
+  printf 'title,year\nA lake,2026\n"B, with ""quotes""",2025\n' >"$T/in.csv"
+  run --separate-stderr lake-query --import docs.papers <"$T/in.csv"
+  assert_success
+  [[ $stderr == *"2 rows appended"* ]]
+  run --separate-stderr lake-query -c "SELECT title, year FROM docs.papers ORDER BY year"
+  assert_success
+  assert_output $'B, with "quotes"\t2025\nA lake\t2026'
+  run lake-query -H -f csv -c "SELECT title, year FROM docs.papers ORDER BY year"
+  assert_output $'title,year\n"B, with ""quotes""",2025\nA lake,2026'
+  run lake-query -f jsonl -c "SELECT title, year, pdf FROM docs.papers ORDER BY year"
+  assert_line --index 0 '{"title":"B, with \"quotes\"","year":2025,"pdf":null}'
+  run lake-query -f json -c "SELECT count(*) AS n FROM docs.papers"
+  assert_output $'[\n{"n":2}\n]'
+  run lake-query -f table -c "SELECT title, year FROM docs.papers ORDER BY year"
+  assert_line --index 0 --regexp '^title +year$'
+  assert_line --index 2 --regexp '^B, with "quotes"  2025$'
+}
+
+@test "--import JSON Lines is detected by its first byte; a bad line is 65 naming it, nothing appended" {
+  printf '{"title":"x","year":1}\n{"title":"y","year":2}\n' | lake-query -q --import docs.papers
+  run lake-query -c "SELECT sum(year) FROM docs.papers"
+  assert_output 3
+  local v0
+  v0=$(lake-catalog resolve docs.papers | jq .version)
+  run --separate-stderr lake-query --import docs.papers <<<$'{"title":"z","year":3}\n{"title":"w","year":"abc"}'
+  assert_failure 65
+  [[ $stderr == *"line 2"* ]] || fail "no line number: $stderr"
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" "$v0"
+  run lake-query -c "SELECT sum(year) FROM docs.papers"
+  assert_output 3
+}
+
+@test "INSERT with a FILE value; the FILE functions; rows piped to lake-get" {
+  printf 'hello\n' >"$T/a.txt"
+  f=$(lake-put "$T/a.txt")
+  run --separate-stderr lake-query -c "INSERT INTO docs.papers VALUES ('doc', 2026, '$f')"
+  assert_success
+  run lake-query -c "SELECT fl_get_size(pdf), fl_get_file_name(pdf), fl_get_etag(pdf) = '$(json_field sha256 "$f")' FROM docs.papers"
+  assert_output $'6\ta.txt\t1'
+  run lake-query -f jsonl -c "SELECT pdf FROM docs.papers"
+  [[ $output == '{"pdf":{"location":'* ]] || fail "FILE not an object: $output"
+  run bash -c "lake-query -f jsonl -c 'SELECT pdf FROM docs.papers' | lake-get"
+  assert_success
+  assert_output hello
+}
+
+@test "a FILE column refuses a value outside the stage or malformed; nothing appended" {
+  local v0
+  v0=$(lake-catalog resolve docs.papers | jq .version)
+  bad='{"location":"file:///etc/passwd","size":1,"sha256":"'$(printf '%064d' 0)'"}'
+  run --separate-stderr lake-query -c "INSERT INTO docs.papers VALUES ('x', 1, '$bad')"
+  assert_failure
+  [[ $stderr == *"outside the managed stage"* ]] || fail "$stderr"
+  run --separate-stderr lake-query -c "INSERT INTO docs.papers VALUES ('x', 1, 'not json')"
+  assert_failure
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" "$v0"
+}
+
+@test "INSERT ... SELECT appends one version; UPDATE and DELETE are refused (64)" {
+  printf 'title,year\na,2025\nb,2025\n' | lake-query -q --import docs.papers
+  v1=$(lake-catalog resolve docs.papers | jq .version)
+  run lake-query -c "INSERT INTO docs.papers SELECT title, year + 1, pdf FROM docs.papers WHERE year = 2025"
+  assert_success
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" $((v1 + 1))
+  run lake-query -c "SELECT year, count(*) FROM docs.papers GROUP BY year"
+  assert_output $'2025\t2\n2026\t2'
+  run --separate-stderr lake-query -c "DELETE FROM docs.papers"
+  assert_failure 64
+  run --separate-stderr lake-query -c "UPDATE docs.papers SET year = 1"
+  assert_failure 64
+  run lake-query -c "SELECT count(*) FROM docs.papers"
+  assert_output 4
+}
+
+@test "concurrent INSERTs all land: a conflict is retried against the new version" {
+  local pids=() i
+  for i in $(seq 6); do
+    lake-query -c "INSERT INTO docs.papers VALUES ('t$i', $i, NULL)" 2>"$T/err.$i" &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || fail "insert $i failed: $(cat "$T/err.$((i + 1))")"; done
+  run lake-query -c "SELECT count(*), sum(year) FROM docs.papers"
+  assert_output $'6\t21'
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" 6
+}
+
+@test "segments are fetched once: a second query makes no stage request" {
+  printf 'title,year\na,1\n' | lake-query -q --import docs.papers
+  run --separate-stderr env LAKE_TRACE=1 lake-query -c "SELECT count(*) FROM docs.papers"
+  assert_output 1
+  [ "$(grep -c '^trace: stage GET' <<<"$stderr")" -eq 1 ]
+  run --separate-stderr env LAKE_TRACE=1 lake-query -c "SELECT count(*) FROM docs.papers"
+  assert_output 1
+  [ "$(grep -c '^trace: stage GET' <<<"$stderr")" -eq 0 ]
+}
+
+@test "a statement that names no lake table reads no directory or table; unknown tables 66, bad SQL 65" {
+  lake-query -c "SELECT 0" >/dev/null # a fresh cache (and, remote, the stage from whoami)
+  run --separate-stderr env LAKE_TRACE=1 lake-query -c "SELECT 1 + 1"
+  assert_output 2
+  [ "$(grep -c '^trace: source' <<<"$stderr")" -eq 0 ]
+  run --separate-stderr lake-query -c "SELECT * FROM docs.nope"
+  assert_failure 66
+  assert_equal "$stderr" "lake-query: no such table: docs.nope"
+  run --separate-stderr lake-query -c "SELEC 1"
+  assert_failure 65
+  [[ $stderr == "lake-query: "*"syntax error"* ]] || fail "$stderr"
+}
+
+@test "read-your-writes: the INSERT's version is what the next query sees, even with a long TTL" {
+  export LAKE_CATALOG_TTL=3600
+  lake-query -c "SELECT count(*) FROM docs.papers" >/dev/null # resolves and caches version 0
+  lake-query -c "INSERT INTO docs.papers VALUES ('x', 1, NULL)"
+  run lake-query -c "SELECT count(*) FROM docs.papers"
+  assert_output 1
+}
+
+@test "INSERTs inside BEGIN ... COMMIT append once, at COMMIT" {
+  run --separate-stderr lake-query -c "BEGIN; INSERT INTO docs.papers(title) VALUES ('x'); INSERT INTO docs.papers(title) VALUES ('y'); COMMIT"
+  assert_success
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" 1
+  run lake-query -c "SELECT group_concat(title) FROM docs.papers"
+  assert_output "x,y"
+}
