@@ -22,8 +22,8 @@
 _lake_programs='lake-put lake-get lake-catalog lake-query lake-metasrv'
 
 _lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --part-size
-    --jobs --stage --progress --no-progress -h --help --version'
-_lake_args_lake_put='--name --content-type --size --sha256 --part-size --jobs --stage'
+    --jobs --table --column --set --stage --progress --no-progress -h --help --version'
+_lake_args_lake_put='--name --content-type --size --sha256 --part-size --jobs --table --column --set --stage'
 
 _lake_opts_lake_get='-q --quiet -o --output --no-verify --stage
     --progress --no-progress -h --help --version'
@@ -71,8 +71,9 @@ _lake_complete_value() {
     -f | --format)
         COMPREPLY=($(compgen -W 'tsv csv json jsonl table' -- "$3"))
         ;;
-    --import)
-        # lake-query: an existing table, from the snapshot cache alone
+    --import | --table)
+        # lake-query --import, lake-put --table: an existing table, from the
+        # snapshot cache alone
         COMPREPLY=($(compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$3"))
         ;;
     *)
@@ -90,7 +91,7 @@ _lake_complete_value() {
 _lake_catalog_cached() {
     local exe=${COMP_WORDS[0]}
     # lake-query's --import: the lake-catalog next to it
-    [[ $exe == */lake-query ]] && exe=${exe%/*}/lake-catalog
+    [[ $exe == */lake-query || $exe == */lake-put ]] && exe=${exe%/*}/lake-catalog
     [[ $exe == */* && -x $exe ]] || exe=lake-catalog
     "$exe" --offline list 2>/dev/null
 }

@@ -21,6 +21,10 @@
 #include <unistd.h>
 
 #include "catalog/cache.h"
+#include "catalog/names.h"
+#include "catalog/source.h"
+#include "query/segment.h"
+#include <cjson/cJSON.h>
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -28,7 +32,10 @@
 #include "stage/stage.h"
 
 enum { OPT_NAME = 0x100, OPT_CTYPE, OPT_SIZE, OPT_SHA, OPT_STAGE, OPT_PROGRESS,
-       OPT_NO_PROGRESS, OPT_PART_SIZE, OPT_JOBS };
+       OPT_NO_PROGRESS, OPT_PART_SIZE, OPT_JOBS, OPT_TABLE, OPT_COLUMN, OPT_SET };
+
+/* --set may be given this many times. */
+#define MAX_SETS 64
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
@@ -38,6 +45,9 @@ static const cliOption options[] = {
     {OPT_SHA, 0, "sha256", "HEX", "fail unless the input has this SHA-256"},
     {OPT_PART_SIZE, 0, "part-size", "BYTES", "S3: bytes per part (default 8MiB, at least 5MiB)"},
     {OPT_JOBS, 0, "jobs", "N", "S3: parts to send at once (default 1)"},
+    {OPT_TABLE, 0, "table", "NS.T", "also add one row per object to this table, in one append"},
+    {OPT_COLUMN, 0, "column", "COL", "with --table: the FILE column (default: the table's first FILE column)"},
+    {OPT_SET, 0, "set", "COL=VALUE", "with --table: a value for another column of every row (repeatable)"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
     {OPT_NO_PROGRESS, 0, "no-progress", NULL, "never draw a progress bar"},
@@ -59,7 +69,17 @@ typedef struct putArgs {
     long long size, part_size;
     int jobs;
     progressMode progress;
+    const char *table, *column;
+    const char *sets[MAX_SETS];
+    int nsets;
 } putArgs;
+
+/* --table: the rows being written, one per object put. */
+typedef struct rowPlan {
+    segmentWriter *w;
+    int ncols, filecol;
+    lakeValue *vals; /* the --set values; the FILE column filled per row */
+} rowPlan;
 
 /* The signal that told the run to stop, or 0. */
 static volatile sig_atomic_t stopSignal;
@@ -144,8 +164,9 @@ static int parseJobs(const char *s) {
     return (int)v;
 }
 
-/* Put one input ("-" is stdin) and print its FILE value. */
-static int putOne(stage *st, const putArgs *a, const char *input, lakeError *err) {
+/* Put one input ("-" is stdin) and print its FILE value; with a plan, add
+ * its row. */
+static int putOne(stage *st, const putArgs *a, rowPlan *plan, const char *input, lakeError *err) {
     int fd = STDIN_FILENO, rc;
     const char *what = "stdin", *name = a->name;
     struct stat sb;
@@ -176,10 +197,60 @@ static int putOne(stage *st, const putArgs *a, const char *input, lakeError *err
     if (!json) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
     else if (printf("%s\n", json) < 0 || fflush(stdout) == EOF)
         rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    if (!rc && plan) {
+        plan->vals[plan->filecol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = json, .n = strlen(json)};
+        rc = segmentWriterAddRow(plan->w, plan->vals, plan->ncols, err);
+        if (rc) errPrefix(err, "%s", what);
+    }
     free(json);
     fileValueFree(&fv);
 out:
     if (fd != STDIN_FILENO) close(fd);
+    return rc;
+}
+
+/* --table: resolve the table, check --column and --set against its
+ * schema, and open the writer, all before any object is put. */
+static int planRows(const putArgs *a, const lakeConfig *cfg, stage *st, catalogCache **cache, catalogSource **src,
+                    rowPlan *plan, cJSON **reg, lakeError *err) {
+    char *ns, *name, *schema = NULL;
+    if (nameSplitTable(a->table, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    cacheOptions copt = {cfg->catalog_ttl, 0, 0};
+    int rc = sourceOpen(cfg, src, err);
+    if (!rc) rc = cacheOpen(cfg, *src, &copt, cache, err);
+    if (!rc) rc = cacheResolve(*cache, ns, name, -1, reg, err);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(*reg, "id");
+    if (!rc && !(schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(*reg, "schema"))))
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", a->table);
+    segmentWriterOptions wopt = {0};
+    if (!rc) rc = segmentWriterOpen(st, id->valuestring, schema, &wopt, &plan->w, err);
+    const segmentSchema *cols = rc ? NULL : segmentWriterSchema(plan->w);
+    if (!rc) {
+        plan->ncols = cols->ncols;
+        plan->filecol = -1;
+        for (int i = 0; a->column == NULL && i < cols->ncols && plan->filecol < 0; i++)
+            if (cols->cols[i].type == LAKE_TYPE_FILE) plan->filecol = i;
+        if (a->column) plan->filecol = segmentSchemaFind(cols, a->column);
+        if (plan->filecol < 0 || cols->cols[plan->filecol].type != LAKE_TYPE_FILE)
+            rc = errSet(err, LAKE_EUSAGE, "%s: %s%s is not a FILE column", a->table, a->column ? a->column : "",
+                        a->column ? "" : "the table has no FILE column: it");
+    }
+    if (!rc && !(plan->vals = calloc((size_t)plan->ncols, sizeof *plan->vals)))
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", a->table);
+    for (int i = 0; !rc && i < a->nsets; i++) {
+        const char *eq = strchr(a->sets[i], '=');
+        char col[NAME_MAX_LEN + 1];
+        snprintf(col, sizeof col, "%.*s", eq ? (int)(eq - a->sets[i]) : 0, a->sets[i]);
+        int k = eq ? segmentSchemaFind(cols, col) : -1;
+        if (k < 0 || k == plan->filecol)
+            rc = errSet(err, LAKE_EUSAGE, "--set %s: not COL=VALUE for a column of %s other than its FILE column",
+                        a->sets[i], a->table);
+        else
+            plan->vals[k] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = eq + 1, .n = strlen(eq + 1)};
+    }
+    cJSON_free(schema);
+    free(ns);
+    free(name);
     return rc;
 }
 
@@ -203,8 +274,15 @@ int main(int argc, char **argv) {
         case OPT_STAGE: a.stage = arg; break;
         case OPT_PROGRESS: if (!logQuiet()) a.progress = PROGRESS_ON; break;
         case OPT_NO_PROGRESS: a.progress = PROGRESS_OFF; break;
+        case OPT_TABLE: a.table = arg; break;
+        case OPT_COLUMN: a.column = arg; break;
+        case OPT_SET:
+            if (a.nsets == MAX_SETS) cliUsageError(&spec, "--set at most %d times", MAX_SETS);
+            a.sets[a.nsets++] = arg;
+            break;
         }
     }
+    if (!a.table && (a.column || a.nsets)) cliUsageError(&spec, "--column and --set go with --table");
     int ninputs = argc - first;
     if (ninputs > 1 && (a.name || a.size >= 0 || a.sha256))
         cliUsageError(&spec, "--name, --size and --sha256 describe one input, not %d", ninputs);
@@ -220,10 +298,35 @@ int main(int argc, char **argv) {
     if (!rc) rc = catalogStageUrl(&cfg, &stageUrl, &err);
     if (!rc) rc = stageOpen(stageUrl, &st, &err);
     free(stageUrl);
+    rowPlan plan = {0}, *rows = a.table ? &plan : NULL;
+    catalogCache *cache = NULL;
+    catalogSource *src = NULL;
+    cJSON *reg = NULL, *segs = NULL, *files = NULL;
+    if (!rc && rows) rc = planRows(&a, &cfg, st, &cache, &src, &plan, &reg, &err);
     if (!rc) catchStopSignals();
-    for (int i = first; !rc && !stopSignal && i < argc; i++) rc = putOne(st, &a, argv[i], &err);
-    if (!rc && !stopSignal && ninputs == 0) rc = putOne(st, &a, "-", &err);
+    for (int i = first; !rc && !stopSignal && i < argc; i++) rc = putOne(st, &a, rows, argv[i], &err);
+    if (!rc && !stopSignal && ninputs == 0) rc = putOne(st, &a, rows, "-", &err);
+    /* the rows of every object, in one append: all or none */
+    if (!rc && !stopSignal && rows) {
+        int64_t version;
+        char *ns, *name;
+        nameSplitTable(a.table, &ns, &name, NULL);
+        rc = segmentWriterFinish(plan.w, &segs, &files, &err);
+        if (!rc)
+            rc = cacheAppendCommuting(cache, ns, name,
+                                      (int64_t)cJSON_GetObjectItemCaseSensitive(reg, "version")->valuedouble, segs,
+                                      files, &version, &err);
+        free(ns);
+        free(name);
+    }
     if (rc) logError(&err);
+    segmentWriterFree(plan.w);
+    free(plan.vals);
+    cJSON_Delete(reg);
+    cJSON_Delete(segs);
+    cJSON_Delete(files);
+    cacheClose(cache);
+    sourceClose(src);
     stageClose(st);
     configFree(&cfg);
     if (stopSignal) { /* cleaned up: now die of the signal, as the caller expects */

@@ -40,7 +40,7 @@ option_lines() {
 # word, which may hold a colon or a dot ("HOST:PORT", lake-query's "NS.T"),
 # so a description that starts after one space is not taken for one.
 option_left() {
-  sed -E 's/^((-[A-Za-z0-9], )?--?[A-Za-z0-9][A-Za-z0-9-]*( [A-Z][A-Z_:.]*)?)( .*)?$/\1/'
+  sed -E 's/^((-[A-Za-z0-9], )?--?[A-Za-z0-9][A-Za-z0-9-]*( [A-Z][A-Z_:.=]*)?)( .*)?$/\1/'
 }
 
 # The option names of option lines on stdin, one per line, sorted: the
@@ -53,7 +53,7 @@ option_names() {
 # The names among option lines on stdin that take an argument: every name
 # on a line whose left column ends in an upper-case word ("-o, --output DIR").
 option_arg_names() {
-  option_left | { grep -E ' [A-Z][A-Z_:.]*$' || true; } |
+  option_left | { grep -E ' [A-Z][A-Z_:.=]*$' || true; } |
     { grep -oE '(^|[ ,])-{1,2}[A-Za-z0-9][A-Za-z0-9-]*' || true; } | tr -d ' ,' | sort -u
 }
 

@@ -142,3 +142,23 @@ teardown() {
   run lake-query -c "SELECT group_concat(title) FROM docs.papers"
   assert_output "x,y"
 }
+
+@test "lake-put --table adds one row per object in one append; bad --set or --column changes nothing" {
+  printf a >"$T/a.pdf"; printf bb >"$T/b.pdf"
+  run --separate-stderr lake-put --table docs.papers --set year=2026 --set title=scan "$T/a.pdf" "$T/b.pdf"
+  assert_success
+  assert_equal "${#lines[@]}" 2
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" 1
+  run lake-query -c "SELECT title, year, fl_get_file_name(pdf), fl_get_size(pdf) FROM docs.papers ORDER BY 4"
+  assert_output $'scan\t2026\ta.pdf\t1\nscan\t2026\tb.pdf\t2'
+  run --separate-stderr lake-put --table docs.papers --set year=abc "$T/a.pdf"
+  assert_failure 65
+  [[ $stderr == *"column year"* ]] || fail "$stderr"
+  run --separate-stderr lake-put --table docs.papers --set nope=1 "$T/a.pdf"
+  assert_failure 64
+  run --separate-stderr lake-put --table docs.papers --column title "$T/a.pdf"
+  assert_failure 64
+  run --separate-stderr lake-put --table docs.nope "$T/a.pdf"
+  assert_failure 66
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" 1
+}
