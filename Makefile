@@ -115,7 +115,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@for b in bench/put-get bench/catalog bench/metasrv bench/s3; do [ -f $$b ] || continue; echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
+	@for b in bench/put-get bench/catalog bench/metasrv bench/s3 bench/query; do [ -f $$b ] || continue; echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
