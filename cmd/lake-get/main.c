@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
     if (!rc) rc = configLoad(&cfg, ov, 1, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
     char *stageUrl = NULL;
-    if (!rc) rc = catalogStageUrl(&cfg, &stageUrl, &err);
+    if (!rc) rc = catalogStageUrl(&cfg, NULL, &stageUrl, &err);
     if (!rc) rc = stageOpen(stageUrl, &run.st, &err);
     free(stageUrl);
     for (int i = first; !rc && i < argc; i++) rc = getRef(&run, argv[i], NULL, &err);

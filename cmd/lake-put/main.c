@@ -211,14 +211,11 @@ out:
 
 /* --table: resolve the table, check --column and --set against its
  * schema, and open the writer, all before any object is put. */
-static int planRows(const putArgs *a, const lakeConfig *cfg, stage *st, catalogCache **cache, catalogSource **src,
-                    rowPlan *plan, cJSON **reg, lakeError *err) {
+static int planRows(const putArgs *a, stage *st, catalogCache *cache, rowPlan *plan, cJSON **reg,
+                    lakeError *err) {
     char *ns, *name, *schema = NULL;
     if (nameSplitTable(a->table, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    cacheOptions copt = {cfg->catalog_ttl, 0, 0};
-    int rc = sourceOpen(cfg, src, err);
-    if (!rc) rc = cacheOpen(cfg, *src, &copt, cache, err);
-    if (!rc) rc = cacheResolve(*cache, ns, name, -1, reg, err);
+    int rc = cacheResolve(cache, ns, name, -1, reg, err);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(*reg, "id");
     if (!rc && !(schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(*reg, "schema"))))
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", a->table);
@@ -293,16 +290,19 @@ int main(int argc, char **argv) {
     configOverride ov[] = {{"stage", a.stage}};
     stage *st = NULL;
     int rc = configLoad(&cfg, ov, 1, &err);
-    /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
-    char *stageUrl = NULL;
-    if (!rc) rc = catalogStageUrl(&cfg, &stageUrl, &err);
-    if (!rc) rc = stageOpen(stageUrl, &st, &err);
-    free(stageUrl);
     rowPlan plan = {0}, *rows = a.table ? &plan : NULL;
     catalogCache *cache = NULL;
     catalogSource *src = NULL;
     cJSON *reg = NULL, *segs = NULL, *files = NULL;
-    if (!rc && rows) rc = planRows(&a, &cfg, st, &cache, &src, &plan, &reg, &err);
+    cacheOptions copt = {cfg.catalog_ttl, 0, 0};
+    /* the catalog only when rows are added (or, below, for a remote stage) */
+    if (!rc && rows && !(rc = sourceOpen(&cfg, &src, &err))) rc = cacheOpen(&cfg, src, &copt, &cache, &err);
+    /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
+    char *stageUrl = NULL;
+    if (!rc) rc = catalogStageUrl(&cfg, cache, &stageUrl, &err);
+    if (!rc) rc = stageOpen(stageUrl, &st, &err);
+    free(stageUrl);
+    if (!rc && rows) rc = planRows(&a, st, cache, &plan, &reg, &err);
     if (!rc) catchStopSignals();
     for (int i = first; !rc && !stopSignal && i < argc; i++) rc = putOne(st, &a, rows, argv[i], &err);
     if (!rc && !stopSignal && ninputs == 0) rc = putOne(st, &a, rows, "-", &err);

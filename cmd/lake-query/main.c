@@ -369,9 +369,9 @@ int main(int argc, char **argv) {
     int rc = configLoad(&r.cfg, NULL, 0, &err);
     cacheOptions copt = {r.cfg.catalog_ttl, 0, 0};
     if (!rc) rc = sourceOpen(&r.cfg, &r.src, &err);
-    if (!rc) rc = catalogStageUrl(&r.cfg, &stageUrl, &err);
-    if (!rc) rc = stageOpen(stageUrl, &r.stage, &err);
     if (!rc) rc = cacheOpen(&r.cfg, r.src, &copt, &r.cache, &err);
+    if (!rc) rc = catalogStageUrl(&r.cfg, r.cache, &stageUrl, &err);
+    if (!rc) rc = stageOpen(stageUrl, &r.stage, &err);
     if (!rc) rc = segcacheMaxFromEnv(&segMax, &err);
     if (!rc) rc = segcacheOpen(r.cfg.cache_dir, segMax, &r.segs, &err);
     if (!rc && !r.import) {

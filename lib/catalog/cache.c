@@ -813,7 +813,7 @@ int cacheWhoami(catalogCache *c, cJSON **answer, lakeError *err) {
     return 0;
 }
 
-int catalogStageUrl(const lakeConfig *cfg, char **url, lakeError *err) {
+int catalogStageUrl(const lakeConfig *cfg, catalogCache *given, char **url, lakeError *err) {
     *url = NULL;
     char *token = NULL;
     /* remote mode is checked before any work, even with LAKE_STAGE set */
@@ -824,21 +824,21 @@ int catalogStageUrl(const lakeConfig *cfg, char **url, lakeError *err) {
         return *url ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
     }
     catalogSource *src = NULL;
-    catalogCache *c = NULL;
+    catalogCache *c = given;
     cacheOptions opt = {cfg->catalog_ttl, 0, 0};
     cJSON *who = NULL;
-    int rc = sourceOpen(cfg, &src, err);
-    if (!rc) rc = cacheOpen(cfg, src, &opt, &c, err);
+    int rc = 0;
+    if (!c && !(rc = sourceOpen(cfg, &src, err))) rc = cacheOpen(cfg, src, &opt, &c, err);
     if (!rc) rc = cacheWhoami(c, &who, err);
     if (!rc) {
         const cJSON *stage = cJSON_GetObjectItemCaseSensitive(who, "stage");
         if (!cJSON_IsString(stage) || !*stage->valuestring)
-            rc = errSet(err, LAKE_ECONFIG, "%s advertises no stage; set LAKE_STAGE", sourceName(src));
+            rc = errSet(err, LAKE_ECONFIG, "%s advertises no stage; set LAKE_STAGE", sourceName(c->src));
         else if (!(*url = strdup(stage->valuestring)))
             rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
     }
     cJSON_Delete(who);
-    cacheClose(c);
+    if (c != given) cacheClose(c);
     sourceClose(src);
     return rc;
 }

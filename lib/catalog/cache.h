@@ -120,7 +120,8 @@ int cacheWhoami(catalogCache *c, struct cJSON **answer, lakeError *err);
 
 /* The stage URL a client uses: LAKE_STAGE / stage when configured (always,
  * in local mode), else the stage the metadata server advertises (whoami,
- * cached).  78 when there is none.  Caller frees. */
-int catalogStageUrl(const lakeConfig *cfg, char **url, lakeError *err);
+ * cached).  78 when there is none.  c is the caller's cache of cfg's
+ * source, or NULL to open one only if whoami is needed.  Caller frees. */
+int catalogStageUrl(const lakeConfig *cfg, catalogCache *c, char **url, lakeError *err);
 
 #endif

@@ -261,7 +261,6 @@ void registryClose(registry *r) {
     free(r);
 }
 
-const char *registryPath(const registry *r) { return r->path; }
 const char *registryStage(const registry *r) { return r->stage; }
 
 void registrySetScanHook(registry *r, void (*hook)(void *, int), void *ctx) {

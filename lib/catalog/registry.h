@@ -37,7 +37,6 @@ typedef struct registry registry;
 int registryOpen(const char *path, int create, const char *stage_url, registry **out,
                  lakeError *err);
 void registryClose(registry *r);
-const char *registryPath(const registry *r);
 /* The stage recorded at creation (NULL if none); owned by r. */
 const char *registryStage(const registry *r);
 

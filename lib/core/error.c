@@ -58,7 +58,6 @@ static int statusIndex(const char *status) {
     return NSTATUSES - 1; /* internal */
 }
 
-lakeCode statusExitCode(const char *status) { return statuses[statusIndex(status)].exit; }
 int statusHttp(const char *status) { return statuses[statusIndex(status)].http; }
 
 int errSetStatus(lakeError *e, const char *status, const char *fmt, ...) {

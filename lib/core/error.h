@@ -47,13 +47,13 @@ int errSetErrno(lakeError *e, lakeCode code, int errnum, const char *fmt, ...)
 /* Record an action error (DESIGN §5): status is one of invalid_argument,
  * unauthenticated, permission_denied, not_found, conflict,
  * failed_precondition, payload_too_large, unavailable, internal; the exit
- * code follows from it (statusExitCode). */
+ * code follows from it (DESIGN §1: 400 -> 65, 401/403 -> 77, 404 -> 66,
+ * 409/503 -> 75, the rest -> 1). */
 int errSetStatus(lakeError *e, const char *status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The exit code and HTTP status of an action error code; unknown codes are
- * treated as internal (1, 500). */
-lakeCode statusExitCode(const char *status);
+/* The HTTP status of an action error code; an unknown code is treated as
+ * internal (500). */
 int statusHttp(const char *status);
 /* The action error code for an error: its status if set, else derived from
  * its exit code. */

@@ -128,14 +128,6 @@ int mkdirs(const char *path, mode_t mode, lakeError *err) {
     return 0;
 }
 
-int fsyncDir(const char *path, lakeError *err) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return errSetErrno(err, LAKE_EFAIL, errno, "%s", path);
-    int rc = fsync(fd) < 0 ? errSetErrno(err, LAKE_EFAIL, errno, "fsync %s", path) : 0;
-    close(fd);
-    return rc;
-}
-
 int writeAll(int fd, const void *buf, size_t len) {
     const char *p = buf;
     while (len) {

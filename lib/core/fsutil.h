@@ -40,8 +40,6 @@ void atomicAbort(atomicFile *af);
 
 /* mkdir -p with mode 0755 (or 0700 for private trees); ok if it exists. */
 int mkdirs(const char *path, mode_t mode, lakeError *err);
-/* fsync a directory by path. */
-int fsyncDir(const char *path, lakeError *err);
 
 /* write(2) until done, retrying EINTR; -1 with errno on failure. */
 int writeAll(int fd, const void *buf, size_t len);

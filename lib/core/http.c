@@ -174,13 +174,9 @@ static int perform(httpClient *h, const char *path, const char *body, cJSON **an
     CURL *c = h->curl;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-    if (body) {
-        curl_easy_setopt(c, CURLOPT_POST, 1L);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    } else {
-        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-    }
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     CURLcode cc = curl_easy_perform(c);
     long status = 0;
     int rc;
@@ -202,8 +198,4 @@ int httpPostJson(httpClient *h, const char *path, const cJSON *body, cJSON **ans
     int rc = perform(h, path, text, answer, err);
     cJSON_free(text);
     return rc;
-}
-
-int httpGetJson(httpClient *h, const char *path, cJSON **answer, lakeError *err) {
-    return perform(h, path, NULL, answer, err);
 }

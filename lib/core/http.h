@@ -42,7 +42,5 @@ void httpClose(httpClient *h);
  * answer.  *answer is a new object on success. */
 int httpPostJson(httpClient *h, const char *path, const struct cJSON *body,
                  struct cJSON **answer, lakeError *err);
-/* GET base + path and decode a JSON answer. */
-int httpGetJson(httpClient *h, const char *path, struct cJSON **answer, lakeError *err);
 
 #endif

@@ -62,13 +62,6 @@ int fileValueFromJson(const cJSON *obj, fileValue *fv, lakeError *err) {
     return rc;
 }
 
-int fileValueFromLocation(const char *location, fileValue *fv, lakeError *err) {
-    memset(fv, 0, sizeof *fv);
-    fv->size = -1;
-    fv->location = strdup(location);
-    return fv->location ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "location");
-}
-
 char *fileValueToJson(const fileValue *fv) {
     cJSON *o = cJSON_CreateObject();
     char num[32];

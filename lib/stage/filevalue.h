@@ -39,9 +39,6 @@ int fileValueLooksLike(const struct cJSON *obj);
 /* Canonical one-line JSON text; caller frees.  NULL when out of memory. */
 char *fileValueToJson(const fileValue *fv);
 
-/* A value that knows only its location (size -1, no digest). */
-int fileValueFromLocation(const char *location, fileValue *fv, lakeError *err);
-
 void fileValueFree(fileValue *fv);
 
 /* Parse one REF (DESIGN §9): a location, a FILE value, or a JSON object with

@@ -10,13 +10,7 @@ load helpers/common
 load helpers/metasrv
 
 setup() {
-  common_setup
-  metasrv_init
-  metasrv_start
-  metasrv_use
-  SRV=$T/srv
-  STAGE_URL=file://$SRV/stage
-  ADMIN=$SRV/admin.token
+  metasrv_setup
   ETL=$(metasrv_token query-service etl)
   PEER=$(metasrv_token metadata-peer peer)
   ALICE=$(metasrv_token user alice)

@@ -12,13 +12,7 @@ load helpers/common
 load helpers/metasrv
 
 setup() {
-  common_setup
-  metasrv_init
-  metasrv_start
-  metasrv_use
-  SRV=$T/srv
-  ADMIN=$SRV/admin.token
-  STAGE_URL=file://$SRV/stage
+  metasrv_setup
 }
 
 teardown() {

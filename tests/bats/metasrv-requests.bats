@@ -11,11 +11,7 @@ load helpers/common
 load helpers/metasrv
 
 setup() {
-  common_setup
-  metasrv_init
-  metasrv_start
-  SRV=$T/srv
-  ADMIN=$SRV/admin.token
+  metasrv_setup nouse
 }
 
 teardown() {

@@ -11,20 +11,9 @@
 #include "core/fsutil.h"
 #include "query/filefn.h"
 #include "stage/stage.h"
+#include "memreader.h"
 #include "tap.h"
 
-typedef struct memReader {
-    const char *data;
-    size_t len, off;
-} memReader;
-
-static ssize_t memRead(void *ctx, void *buf, size_t len) {
-    memReader *m = ctx;
-    size_t n = m->len - m->off < len ? m->len - m->off : len;
-    memcpy(buf, m->data + m->off, n);
-    m->off += n;
-    return (ssize_t)n;
-}
 
 /* Run sql (one row, one column) and copy its text into out; returns the
  * SQLite result code of the step and leaves the error message in errmsg. */

@@ -18,22 +18,11 @@
 #include "core/fsutil.h"
 #include "query/segcache.h"
 #include "stage/stage.h"
+#include "memreader.h"
 #include "tap.h"
 
 static char traceFile[300];
 
-typedef struct memReader {
-    const char *data;
-    size_t len, off;
-} memReader;
-
-static ssize_t memRead(void *ctx, void *buf, size_t len) {
-    memReader *m = ctx;
-    size_t n = m->len - m->off < len ? m->len - m->off : len;
-    memcpy(buf, m->data + m->off, n);
-    m->off += n;
-    return (ssize_t)n;
-}
 
 /* "trace: stage GET" lines written so far. */
 static int stageGets(void) {

@@ -217,3 +217,17 @@ metasrv_segment() { # (test locations need no JSON escaping)
   printf '{"location":"%s","size":1,"sha256":"%s","rows":1}\n' "$1" \
     2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881
 }
+
+# The common set-up of a metasrv suite: a private lake (common_setup), a
+# registry with an admin token, a server started, and, unless given
+# "nouse", the client environment pointed at it.  Sets SRV (the server's
+# directory), ADMIN (the admin token file) and STAGE_URL.
+metasrv_setup() {
+  common_setup
+  metasrv_init
+  metasrv_start
+  [ "${1:-}" = nouse ] || metasrv_use
+  SRV=$T/srv
+  ADMIN=$SRV/admin.token
+  STAGE_URL=file://$SRV/stage
+}
