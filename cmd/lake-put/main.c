@@ -219,7 +219,7 @@ static int planRows(const putArgs *a, stage *st, catalogCache *cache, rowPlan *p
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(*reg, "id");
     if (!rc && !(schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(*reg, "schema"))))
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", a->table);
-    segmentWriterOptions wopt = {0};
+    segmentWriterOptions wopt = {.hex_blobs = 1}; /* --set gives text */
     if (!rc) rc = segmentWriterOpen(st, id->valuestring, schema, &wopt, &plan->w, err);
     const segmentSchema *cols = rc ? NULL : segmentWriterSchema(plan->w);
     if (!rc) {

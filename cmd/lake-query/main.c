@@ -89,10 +89,12 @@ static void tsvField(const char *s) {
     }
 }
 
-/* CSV (RFC 4180): quoted when it holds a comma, quote or line break. */
+/* CSV (RFC 4180): quoted when it holds a comma, quote or line break, or
+ * is empty (so "" is the empty string and an empty field NULL, as
+ * --import reads them). */
 static void csvField(const char *s) {
     if (!s) return;
-    if (!strpbrk(s, ",\"\r\n")) {
+    if (*s && !strpbrk(s, ",\"\r\n")) {
         fputs(s, stdout);
         return;
     }
@@ -104,6 +106,30 @@ static void csvField(const char *s) {
     putchar('"');
 }
 
+/* A BLOB as lowercase hex, like SQLite's hex() (malloc'd). */
+static char *blobHex(sqlite3_stmt *st, int i) {
+    const unsigned char *b = sqlite3_column_blob(st, i);
+    int n = sqlite3_column_bytes(st, i);
+    char *hex = malloc((size_t)n * 2 + 1);
+    if (!hex) return NULL;
+    static const char digit[] = "0123456789abcdef";
+    for (int k = 0; k < n; k++) {
+        hex[2 * k] = digit[b[k] >> 4];
+        hex[2 * k + 1] = digit[b[k] & 15];
+    }
+    hex[2 * n] = '\0';
+    return hex;
+}
+
+/* A value as text for tsv, csv and table: SQLite's text of it, a BLOB in
+ * hex (so NUL bytes and binary never reach the terminal or the next
+ * program raw).  *own is what to free. */
+static const char *cellText(sqlite3_stmt *st, int i, char **own) {
+    *own = NULL;
+    if (sqlite3_column_type(st, i) == SQLITE_BLOB) return *own = blobHex(st, i);
+    return (const char *)sqlite3_column_text(st, i);
+}
+
 static cJSON *jsonValue(sqlite3_stmt *st, int i) {
     switch (sqlite3_column_type(st, i)) {
     case SQLITE_NULL: return cJSON_CreateNull();
@@ -113,14 +139,9 @@ static cJSON *jsonValue(sqlite3_stmt *st, int i) {
         return cJSON_CreateRaw(num);
     }
     case SQLITE_FLOAT: return cJSON_CreateNumber(sqlite3_column_double(st, i));
-    case SQLITE_BLOB: { /* as lowercase hex, like SQLite's hex() */
-        const unsigned char *b = sqlite3_column_blob(st, i);
-        int n = sqlite3_column_bytes(st, i);
-        char *hex = malloc((size_t)n * 2 + 1);
-        if (!hex) return NULL;
-        for (int k = 0; k < n; k++) sprintf(hex + 2 * k, "%02x", b[k]);
-        hex[2 * n] = '\0';
-        cJSON *j = cJSON_CreateString(hex);
+    case SQLITE_BLOB: {
+        char *hex = blobHex(st, i);
+        cJSON *j = hex ? cJSON_CreateString(hex) : NULL;
         free(hex);
         return j;
     }
@@ -201,9 +222,11 @@ static int emit(run *r, sqlite3_stmt *st, int *printedHeader) {
         case FMT_CSV:
             for (int i = 0; i < cols; i++) {
                 if (i) putchar(r->fmt == FMT_TSV ? '\t' : ',');
-                const char *v = (const char *)sqlite3_column_text(st, i);
+                char *own;
+                const char *v = cellText(st, i, &own);
                 if (r->fmt == FMT_TSV) tsvField(v);
                 else csvField(v);
+                free(own);
             }
             putchar('\n');
             break;
@@ -217,8 +240,9 @@ static int emit(run *r, sqlite3_stmt *st, int *printedHeader) {
             char **cells = row ? row : (cols <= 64 ? tmp : NULL);
             if (!cells) return SQLITE_NOMEM;
             for (int i = 0; i < cols; i++) {
-                const char *v = (const char *)sqlite3_column_text(st, i);
-                cells[i] = v ? strdup(v) : NULL;
+                char *own;
+                const char *v = cellText(st, i, &own);
+                cells[i] = own ? own : v ? strdup(v) : NULL;
                 int w = v ? (int)strlen(v) : 0;
                 if (row && w > t.width[i]) t.width[i] = w;
             }
@@ -290,7 +314,7 @@ static int runImport(run *r, lakeError *err) {
     int64_t rows = 0, version;
     int fd = STDIN_FILENO;
     lakeReader in = {fdRead, &fd, "stdin"};
-    segmentWriterOptions opt = {0};
+    segmentWriterOptions opt = {.hex_blobs = 1};
     int rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
@@ -381,7 +405,7 @@ int main(int argc, char **argv) {
     }
     if (!rc) {
         r.q = (queryContext){.cache = r.cache, .stage = r.stage, .segs = r.segs};
-        if (sqlite3_open(":memory:", &r.db) != SQLITE_OK) rc = errSet(&err, LAKE_EFAIL, "sqlite: cannot open");
+        if (sqlite3_open_v2(":memory:", &r.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) rc = errSet(&err, LAKE_EFAIL, "sqlite: cannot open");
         if (!rc) rc = queryRegister(r.db, &r.q, &err);
         if (!rc) rc = fileFunctionsRegister(r.db, r.stage, &err);
     }

@@ -1,6 +1,6 @@
 /*
  * segcache.c - the segment cache: digest-named files, flock coalescing,
- * mtime-ordered eviction.  The protocol is in segcache.h.
+ * atime-ordered eviction.  The protocol is in segcache.h.
  *
  * Lock order: <digest>.lock, then .lock, then a segment file.  A hit takes
  * no lock but the shared one on the file itself.  Locks on files that may
@@ -140,10 +140,19 @@ out:
     return rc;
 }
 
+/* The modification time of a verified segment: one nanosecond past the
+ * epoch, a time no write gives a file (a write sets now). */
+static const struct timespec verifiedMtime = {0, 1};
+
+static int stamped(const struct stat *st) {
+    return st->st_mtim.tv_sec == verifiedMtime.tv_sec && st->st_mtim.tv_nsec == verifiedMtime.tv_nsec;
+}
+
 /* Look for a verified copy of seg.  LOOK_HIT: *fd holds it, shared-locked,
- * its mtime set to now.  LOOK_MISS: no file.  LOOK_BAD: a file is there but
- * fails its size or digest (nothing is held).  -1 (err set) on an I/O
- * error.  verify=0 trusts the digest (the caller just verified it). */
+ * its atime (the LRU stamp) set to now.  LOOK_MISS: no file.  LOOK_BAD: a
+ * file is there but fails its size or digest (nothing is held).  -1 (err
+ * set) on an I/O error.  A file not stamped verified is hashed in full
+ * (verify=0: the caller just hashed it) and then stamped. */
 static int look(segcache *c, const fileValue *seg, int verify, int *fd, lakeError *err) {
     *fd = -1;
     for (;;) {
@@ -160,13 +169,17 @@ static int look(segcache *c, const fileValue *seg, int verify, int *fd, lakeErro
         }
         struct stat st;
         lakeError verr = {0};
-        if (fstat(f, &st) < 0 || st.st_size != seg->size ||
-            (verify && verifyFd(f, seg->size, seg->sha256, seg->sha256, &verr))) {
+        int ok = fstat(f, &st) == 0 && st.st_size == seg->size;
+        if (ok && verify && !stamped(&st))
+            ok = verifyFd(f, seg->size, seg->sha256, seg->sha256, &verr) == 0;
+        if (!ok) {
             close(f);
             if (verr.code && verr.code != LAKE_EDATA) { *err = verr; return -1; }
             return LOOK_BAD;
         }
-        futimens(f, NULL); /* the LRU stamp; a failure only ages the entry */
+        /* a failure here only ages the entry, or costs a hash next time */
+        struct timespec times[2] = {{0, UTIME_NOW}, stamped(&st) ? (struct timespec){0, UTIME_OMIT} : verifiedMtime};
+        futimens(f, times);
         *fd = f;
         return LOOK_HIT;
     }
@@ -237,7 +250,7 @@ static void evictLocked(segcache *c, int64_t need) {
         }
         memcpy(es[n].name, de->d_name, SHA256_HEX_LEN + 1);
         es[n].size = st.st_size;
-        es[n].used = st.st_mtim;
+        es[n].used = st.st_atim;
         total += st.st_size;
         n++;
     }

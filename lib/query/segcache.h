@@ -17,14 +17,20 @@
  *  - Concurrent fetchers of one segment coalesce: one downloads (under
  *    <digest>.lock), the others wait on that lock and then reuse its file.
  *    Fetches of different segments run in parallel.
- *  - Every hit is verified (size and full SHA-256) before its path is
- *    returned.  A file that fails is removed and fetched again; a fetch
- *    whose bytes fail their digest is 65 and publishes nothing.
+ *  - Every segment is verified (size and full SHA-256) as it is fetched,
+ *    and then stamped: its modification time is set to one nanosecond
+ *    past the epoch, a time no write produces.  A hit checks the size and
+ *    the stamp; a file whose bytes were changed since (so its mtime is
+ *    now), or one left by an older version, is hashed in full again before
+ *    use.  A file that fails is removed and fetched again; a fetch whose
+ *    bytes fail their digest is 65 and publishes nothing.  (What the stamp
+ *    cannot see is a disk that changes bytes without a write; SQLite's own
+ *    checks catch most such damage as an unreadable segment, 65.)
  *  - Least-recently-used eviction bounds the total size of the segment
- *    files: the use stamp is the file's mtime, set to now on every fetch
- *    and hit (atime is unreliable under noatime/relatime).  Before a new
- *    segment is published, the oldest files are evicted until the total,
- *    new segment included, fits in max_bytes.
+ *    files: the use stamp is the file's atime, set explicitly to now on
+ *    every fetch and hit (so noatime and relatime do not matter).  Before a
+ *    new segment is published, the oldest files are evicted until the
+ *    total, new segment included, fits in max_bytes.
  *  - A segment returned by segcacheGet is pinned: this handle holds a
  *    shared flock on it until segcacheRelease or segcacheClose, and
  *    eviction skips any file it cannot lock exclusively.  So a file a

@@ -221,7 +221,7 @@ static long long scratchPut(segmentWriter *w, const void *p, size_t n) {
         w->scratch = s;
         w->scratch_cap = cap;
     }
-    if (n) memcpy(w->scratch + w->scratch_len, p, n);
+    if (n && p) memcpy(w->scratch + w->scratch_len, p, n);
     w->scratch_len += n;
     return (long long)(w->scratch_len - n);
 }
@@ -233,6 +233,29 @@ static int putText(segmentWriter *w, boundValue *b, int kind, const void *p, siz
     b->kind = kind;
     b->off = (size_t)off;
     b->n = n;
+    return 0;
+}
+
+static int hexDigit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static int mismatch(const segmentColumn *c, const lakeValue *v, lakeError *err);
+
+/* Text of hexadecimal digit pairs as the bytes they spell. */
+static int putHex(segmentWriter *w, const segmentColumn *c, const lakeValue *v, boundValue *b, lakeError *err) {
+    if (v->n % 2) return mismatch(c, v, err);
+    long long off = scratchPut(w, NULL, v->n / 2);
+    if (off < 0) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    unsigned char *out = (unsigned char *)w->scratch + off;
+    for (size_t i = 0; i < v->n; i += 2) {
+        int hi = hexDigit(v->p[i]), lo = hexDigit(v->p[i + 1]);
+        if (hi < 0 || lo < 0) return mismatch(c, v, err);
+        out[i / 2] = (unsigned char)(hi << 4 | lo);
+    }
+    b->kind = SQLITE_BLOB;
+    b->off = (size_t)off;
+    b->n = v->n / 2;
     return 0;
 }
 
@@ -315,6 +338,7 @@ static int convert(segmentWriter *w, const segmentColumn *c, const lakeValue *v,
         return putText(w, b, SQLITE_TEXT, num, strlen(num), err);
     }
     case LAKE_TYPE_BLOB:
+        if (v->kind == LAKE_VALUE_TEXT && w->opt.hex_blobs) return putHex(w, c, v, b, err);
         if (v->kind == LAKE_VALUE_BLOB || v->kind == LAKE_VALUE_TEXT)
             return putText(w, b, SQLITE_BLOB, v->p, v->n, err);
         return mismatch(c, v, err);
@@ -712,11 +736,14 @@ int segmentReaderOpen(const char *path, const char *schema_json, segmentReader *
         free(esc);
         if (!uri) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment"); goto out; }
     }
-    if (sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(uri, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         rc = sqlErr(r->db, err, path);
         err->code = LAKE_EDATA;
         goto out;
     }
+    /* a segment is immutable and pinned while read: map it rather than
+     * copy it page by page (SQLite caps the map at its own limit) */
+    sqlite3_exec(r->db, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
     if (sqlite3_prepare_v2(r->db, "SELECT name, type FROM pragma_table_info('rows')", -1, &q,
                            NULL) != SQLITE_OK) {
         rc = errSet(err, LAKE_EDATA, "%s: not a segment: %s", path, sqlite3_errmsg(r->db));

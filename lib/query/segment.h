@@ -48,10 +48,11 @@ struct cJSON;
 /* A segment is closed once its file reaches this many bytes (checked as
  * rows are added, so it may run over by what was added since the last
  * check, at most SEGMENT_MAX_BYTES / 32 plus one row) or holds this many
- * rows.  64 MiB keeps a cold fetch short and a segment cache useful while
- * a 10-million-row table is still a handful of segments. */
+ * rows.  A segment of 1 Mi narrow rows is some 35 MB: a cold fetch stays
+ * short, a segment cache holds many, and a 10-million-row table is ten
+ * segments. */
 #define SEGMENT_MAX_BYTES (64LL * 1024 * 1024)
-#define SEGMENT_MAX_ROWS (4LL * 1024 * 1024)
+#define SEGMENT_MAX_ROWS (1024LL * 1024)
 /* The SQLite page cache of a segment being written (KiB). */
 #define SEGMENT_CACHE_KIB 8192
 
@@ -115,7 +116,10 @@ typedef struct lakeValue {
  *   REAL:      INT, REAL; TEXT that strtod reads whole (finite).
  *   TEXT:      TEXT (valid UTF-8, no NUL); INT and REAL as their decimal
  *              text; BOOL as "true"/"false".
- *   BLOB:      BLOB; TEXT as its bytes.
+ *   BLOB:      BLOB; TEXT as its bytes, or, with the hex_blobs option
+ *              (text inputs: imports, lake-put --set), TEXT of hexadecimal
+ *              digit pairs as the bytes they spell (lake-query's output
+ *              form, so exported rows import back unchanged).
  *   BOOLEAN:   BOOL; INT 0 or 1; TEXT true/false/1/0 (any case).
  *   TIMESTAMP: TEXT in RFC 3339 (YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM); a
  *              space for the T is accepted), stored normalised to UTC.
@@ -130,6 +134,7 @@ typedef struct segmentWriterOptions {
     int64_t max_bytes;   /* 0: SEGMENT_MAX_BYTES (tests set a tiny figure) */
     int64_t max_rows;    /* 0: SEGMENT_MAX_ROWS */
     progress *progress;  /* upload progress, may be NULL */
+    int hex_blobs;       /* text for a BLOB column is hexadecimal digits */
 } segmentWriterOptions;
 
 /* Start writing segments of table table_id (a lake id: it becomes the key

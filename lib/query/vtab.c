@@ -17,6 +17,7 @@ typedef struct queryTable {
     sqlite3_vtab base;
     queryContext *ctx;
     char *ns, *name, *id, *schema;
+    int ncols;
     cJSON *pinned;          /* the registration this statement reads */
     segmentWriter *writer;  /* rows this statement inserts */
     struct queryTable *next;
@@ -24,6 +25,11 @@ typedef struct queryTable {
 
 typedef struct queryCursor {
     sqlite3_vtab_cursor base;
+    const char *sql;        /* the statement run on each segment (idxStr) */
+    int *map;               /* outer column -> inner result column, or -1 */
+    sqlite3_value **args;   /* its parameters, from xFilter */
+    int nargs;
+    int nseg;               /* segments in the pinned version */
     int seg;                /* index of the open segment */
     segmentReader *rd;
     sqlite3_stmt *st;
@@ -92,6 +98,7 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
         sqlite3_str_appendf(decl, "%s\"%w\" %s", i ? ", " : "", cols->cols[i].name,
                             lakeTypeDecl(cols->cols[i].type));
     sqlite3_str_appendall(decl, ")");
+    int ncols = cols->ncols;
     segmentSchemaFree(cols);
     char *sql = sqlite3_str_finish(decl);
     int rc = sql ? sqlite3_declare_vtab(db, sql) : SQLITE_NOMEM;
@@ -102,6 +109,7 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
     if (!t) return SQLITE_NOMEM;
     memset(t, 0, sizeof *t);
     t->ctx = ctx;
+    t->ncols = ncols;
     t->ns = strdup(ns);
     t->name = strdup(name);
     t->id = strdup(e->id);
@@ -127,11 +135,56 @@ static int xDisconnect(sqlite3_vtab *v) {
     return SQLITE_OK;
 }
 
+/* The plan of a scan, in idxStr: the outer columns read, in order, then a
+ * newline, then the statement each segment runs, e.g.
+ *   "0 2\nSELECT "k","s" FROM rows WHERE "x" > ?1"
+ * The ?N are bound to xFilter's argv in order. */
 static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
-    (void)v;
-    /* a full scan: no constraint is consumed, SQLite applies them all */
-    info->estimatedCost = 1e6;
-    info->estimatedRows = 1000000;
+    queryTable *t = (queryTable *)v;
+    segmentSchema *cols = NULL;
+    lakeError err = {0};
+    if (segmentSchemaParse(t->schema, &cols, &err)) return fail(t, &err);
+    sqlite3_str *plan = sqlite3_str_new(NULL), *sel = sqlite3_str_new(NULL);
+    int nsel = 0, narg = 0;
+    for (int i = 0; i < cols->ncols; i++) {
+        if (!(info->colUsed & ((sqlite3_uint64)1 << (i < 63 ? i : 63)))) continue;
+        sqlite3_str_appendf(plan, "%s%d", nsel ? " " : "", i);
+        sqlite3_str_appendf(sel, "%s\"%w\"", nsel++ ? ", " : "", cols->cols[i].name);
+    }
+    if (!nsel) sqlite3_str_appendall(sel, "NULL"); /* e.g. count(*) */
+    sqlite3_str_appendf(plan, "\nSELECT %s FROM rows", sqlite3_str_value(sel) ? sqlite3_str_value(sel) : "NULL");
+    static const struct { unsigned char op; const char *sql; } ops[] = {
+        {SQLITE_INDEX_CONSTRAINT_EQ, "="}, {SQLITE_INDEX_CONSTRAINT_LT, "<"},
+        {SQLITE_INDEX_CONSTRAINT_LE, "<="}, {SQLITE_INDEX_CONSTRAINT_GT, ">"},
+        {SQLITE_INDEX_CONSTRAINT_GE, ">="},
+    };
+    for (int i = 0; i < info->nConstraint; i++) {
+        const struct sqlite3_index_constraint *k = &info->aConstraint[i];
+        if (!k->usable || k->iColumn < 0 || k->iColumn >= cols->ncols) continue;
+        const char *coll = sqlite3_vtab_collation(info, i);
+        if (coll && sqlite3_stricmp(coll, "BINARY") != 0) continue;
+        /* only constants: an IN list or another table's column would make
+         * SQLite run one full scan per value */
+        sqlite3_value *rhs = NULL;
+        if (sqlite3_vtab_in(info, i, -1) || sqlite3_vtab_rhs_value(info, i, &rhs) != SQLITE_OK) continue;
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            if (ops[o].op != k->op) continue;
+            sqlite3_str_appendf(plan, " %s \"%w\" %s ?%d", narg ? "AND" : "WHERE",
+                                cols->cols[k->iColumn].name, ops[o].sql, narg + 1);
+            info->aConstraintUsage[i].argvIndex = ++narg;
+            info->aConstraintUsage[i].omit = 0; /* SQLite checks again */
+        }
+    }
+    segmentSchemaFree(cols);
+    sqlite3_free(sqlite3_str_finish(sel));
+    char *idx = sqlite3_str_finish(plan);
+    if (!idx) return SQLITE_NOMEM;
+    info->idxStr = idx;
+    info->needToFreeIdxStr = 1;
+    /* every scan reads every segment; a constraint only saves the rows it
+     * rejects crossing over, so it lowers the cost a little */
+    info->estimatedCost = 1e6 * (narg ? 0.9 : 1.0);
+    info->estimatedRows = narg ? 100000 : 1000000;
     return SQLITE_OK;
 }
 
@@ -153,8 +206,19 @@ static void closeSegment(queryTable *t, queryCursor *c) {
     c->sha[0] = '\0';
 }
 
+static void freePlan(queryCursor *c) {
+    sqlite3_free(c->map);
+    c->map = NULL;
+    for (int i = 0; i < c->nargs; i++) sqlite3_value_free(c->args[i]);
+    sqlite3_free(c->args);
+    c->args = NULL;
+    c->nargs = 0;
+    c->sql = NULL;
+}
+
 static int xClose(sqlite3_vtab_cursor *cur) {
     closeSegment((queryTable *)cur->pVtab, (queryCursor *)cur);
+    freePlan((queryCursor *)cur);
     sqlite3_free(cur);
     return SQLITE_OK;
 }
@@ -176,14 +240,16 @@ static int openSegment(queryTable *t, queryCursor *c) {
     int rc = segmentReaderOpen(path, t->schema, &c->rd, err);
     free(path);
     if (rc) return fail(t, err);
-    if (sqlite3_prepare_v2(segmentReaderDb(c->rd), "SELECT * FROM rows", -1, &c->st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(segmentReaderDb(c->rd), c->sql, -1, &c->st, NULL) != SQLITE_OK)
         return failf(t, LAKE_EDATA, "a segment cannot be read");
+    for (int i = 0; i < c->nargs; i++)
+        if (sqlite3_bind_value(c->st, i + 1, c->args[i]) != SQLITE_OK)
+            return failf(t, LAKE_EFAIL, "a segment cannot be read");
     return SQLITE_OK;
 }
 
 /* Move to the next row, across segments. */
 static int advance(queryTable *t, queryCursor *c) {
-    int nseg = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t->pinned, "segments"));
     for (;;) {
         if (c->st) {
             int s = sqlite3_step(c->st);
@@ -195,7 +261,7 @@ static int advance(queryTable *t, queryCursor *c) {
             closeSegment(t, c);
             c->seg++;
         }
-        if (c->seg >= nseg) {
+        if (c->seg >= c->nseg) {
             c->eof = 1;
             return SQLITE_OK;
         }
@@ -204,19 +270,45 @@ static int advance(queryTable *t, queryCursor *c) {
     }
 }
 
+/* Take the plan xBestIndex wrote (see there) and the values of its
+ * parameters. */
+static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc, sqlite3_value **argv) {
+    freePlan(c);
+    const char *nl = idxStr ? strchr(idxStr, '\n') : NULL;
+    if (!nl) return failf(t, LAKE_EFAIL, "no scan plan");
+    if (!(c->map = sqlite3_malloc64(sizeof *c->map * (size_t)(t->ncols ? t->ncols : 1))))
+        return SQLITE_NOMEM;
+    for (int i = 0; i < t->ncols; i++) c->map[i] = -1;
+    int j = 0;
+    for (const char *p = idxStr; p < nl;) {
+        char *end;
+        long col = strtol(p, &end, 10);
+        if (end == p || col < 0 || col >= t->ncols) return failf(t, LAKE_EFAIL, "a bad scan plan");
+        c->map[col] = j++;
+        p = end + (*end == ' ');
+    }
+    c->sql = nl + 1;
+    if (argc > 0) {
+        if (!(c->args = sqlite3_malloc64(sizeof *c->args * (size_t)argc))) return SQLITE_NOMEM;
+        for (; c->nargs < argc; c->nargs++)
+            if (!(c->args[c->nargs] = sqlite3_value_dup(argv[c->nargs]))) return SQLITE_NOMEM;
+    }
+    return SQLITE_OK;
+}
+
 static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
     (void)idxNum;
-    (void)idxStr;
-    (void)argc;
-    (void)argv;
     queryTable *t = (queryTable *)cur->pVtab;
     queryCursor *c = (queryCursor *)cur;
     closeSegment(t, c);
     c->seg = 0;
     c->rowid = 0;
     c->eof = 0;
-    int rc = pin(t);
-    return rc != SQLITE_OK ? rc : advance(t, c);
+    int rc = takePlan(t, c, idxStr, argc, argv);
+    if (rc == SQLITE_OK) rc = pin(t);
+    if (rc != SQLITE_OK) return rc;
+    c->nseg = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t->pinned, "segments"));
+    return advance(t, c);
 }
 
 static int xNext(sqlite3_vtab_cursor *cur) {
@@ -226,7 +318,26 @@ static int xNext(sqlite3_vtab_cursor *cur) {
 static int xEof(sqlite3_vtab_cursor *cur) { return ((queryCursor *)cur)->eof; }
 
 static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
-    sqlite3_result_value(ctx, sqlite3_column_value(((queryCursor *)cur)->st, i));
+    queryCursor *c = (queryCursor *)cur;
+    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->ncols ? c->map[i] : -1;
+    if (j < 0) {
+        sqlite3_result_error(ctx, "lake: a column the scan plan did not read", -1);
+        return SQLITE_ERROR;
+    }
+    /* by type rather than sqlite3_result_value: no Mem copy, and text
+     * reuses the result's buffer instead of a malloc per value */
+    switch (sqlite3_column_type(c->st, j)) {
+    case SQLITE_INTEGER: sqlite3_result_int64(ctx, sqlite3_column_int64(c->st, j)); break;
+    case SQLITE_FLOAT: sqlite3_result_double(ctx, sqlite3_column_double(c->st, j)); break;
+    case SQLITE_TEXT:
+        sqlite3_result_text(ctx, (const char *)sqlite3_column_text(c->st, j), sqlite3_column_bytes(c->st, j),
+                            SQLITE_TRANSIENT);
+        break;
+    case SQLITE_BLOB:
+        sqlite3_result_blob(ctx, sqlite3_column_blob(c->st, j), sqlite3_column_bytes(c->st, j), SQLITE_TRANSIENT);
+        break;
+    default: sqlite3_result_null(ctx); break;
+    }
     return SQLITE_OK;
 }
 
@@ -359,11 +470,13 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
         sqlite3_step(st) == SQLITE_ROW)
         nattached = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    /* a small scanner: identifiers outside strings and comments, and the
-     * pairs "a.b" among them */
+    /* a small scanner: identifiers (bare, "quoted", `quoted` or
+     * [quoted]) outside strings and comments, and the pairs "a.b" among
+     * them */
     char prev[NAME_MAX_LEN + 1] = "", id[NAME_MAX_LEN + 1];
     int prevDot = 0; /* prev is followed by a '.' */
     for (const char *p = sql; *p && !rc;) {
+        size_t k = 0, n = 0;
         if (*p == '\'') { /* string literal, '' escapes */
             for (p++; *p && !(*p == '\'' && p[1] != '\''); p += (*p == '\'' ? 2 : 1)) {}
             if (*p) p++;
@@ -373,21 +486,34 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
         } else if (p[0] == '/' && p[1] == '*') {
             const char *e = strstr(p + 2, "*/");
             p = e ? e + 2 : p + strlen(p);
+        } else if (*p == '"' || *p == '`' || *p == '[') {
+            char close = *p == '[' ? ']' : *p;
+            for (k = 1; p[k] && !(p[k] == close && (close == ']' || p[k + 1] != close)); k++) {
+                if (p[k] == close) k++; /* a doubled quote */
+                if (n < NAME_MAX_LEN) id[n++] = p[k];
+            }
+            id[n] = '\0';
+            k += p[k] != '\0';
         } else if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_') {
-            size_t k = 0;
             while ((p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= 'a' && p[k] <= 'z') || (p[k] >= '0' && p[k] <= '9') ||
                    p[k] == '_')
                 k++;
             snprintf(id, sizeof id, "%.*s", (int)(k < NAME_MAX_LEN ? k : NAME_MAX_LEN), p);
-            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, err);
-            memcpy(prev, id, sizeof prev);
-            p += k;
-            prevDot = *p == '.';
-            if (prevDot) p++;
-            continue;
         } else {
             p++;
             prev[0] = '\0';
+        }
+        if (k) { /* an identifier: id */
+            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, err);
+            memcpy(prev, id, sizeof prev);
+            p += k;
+            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+            prevDot = *p == '.';
+            if (prevDot) {
+                p++;
+                while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+            }
+            continue;
         }
         prevDot = 0;
     }

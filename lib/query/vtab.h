@@ -14,10 +14,17 @@
  * against the new version (appends commute).  UPDATE and DELETE are
  * refused: lake tables are append-only.
  *
- * Pushdown: none.  Every read scans the pinned version's segments in full
- * and SQLite applies WHERE and LIMIT; the segment cache makes repeated
- * scans local reads.  (Equality and range pushdown would need per-segment
- * statistics that segments do not record yet.)
+ * Pushdown: a scan reads only the columns the statement uses (colUsed),
+ * and simple comparisons (=, <, <=, >, >=, with the BINARY collation)
+ * between a column and a constant (not an IN list, not another table's
+ * column: those would cost one full scan per value) are evaluated
+ * inside each segment's own SQLite statement, so rows that fail them never
+ * cross into the outer statement.  SQLite checks them again (the
+ * constraints are not omitted), so the answer never depends on the
+ * pushdown.  Segments still have to be read in full: they record no
+ * statistics, so no segment is skipped.  LIMIT needs no pushdown: segments
+ * are opened one by one as the scan reaches them, so a scan that stops
+ * early never fetches the rest.
  */
 #ifndef LAKE_QUERY_VTAB_H
 #define LAKE_QUERY_VTAB_H
