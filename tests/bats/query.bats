@@ -62,6 +62,10 @@ teardown() {
   run bash -c "lake-query -f jsonl -c 'SELECT pdf FROM docs.papers' | lake-get"
   assert_success
   assert_output hello
+  mkdir "$T/out"
+  run bash -c "lake-query -f jsonl -c 'SELECT pdf FROM docs.papers WHERE title LIKE \"d%\"' | lake-get -o '$T/out'"
+  assert_success
+  cmp "$T/a.txt" "$T/out/a.txt"
 }
 
 @test "a FILE column refuses a value outside the stage or malformed; nothing appended" {
@@ -124,6 +128,10 @@ teardown() {
   assert_equal "$stderr" "lake-query: no such table: docs.nope"
   run --separate-stderr lake-query -c "SELEC 1"
   assert_failure 65
+  lake-catalog create docs.all 'n INTEGER' # a keyword: only quoted in SQL
+  run lake-query -c 'INSERT INTO "docs"."all" VALUES (1); SELECT count(*) FROM [docs] . `all`, "docs".papers'
+  assert_success
+  assert_output 0
   [[ $stderr == "lake-query: "*"syntax error"* ]] || fail "$stderr"
 }
 

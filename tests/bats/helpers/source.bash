@@ -1,6 +1,9 @@
 # The catalog suites' parameter: which CatalogSource they run against.
 #   LAKE_TEST_SOURCE=local   (the default) the embedded registry under LAKE_HOME
 #   LAKE_TEST_SOURCE=remote  a real lake-metasrv over TLS on a loopback port
+#   LAKE_TEST_SOURCE=remote-s3  the same, advertising an S3 stage on a real
+#                            s3rver (the query suites: segments and FILEs
+#                            go to S3, the catalog to metasrv)
 # Every catalog test runs the same way against either; what differs lives
 # here: the set-up, the source's name in `status`, the registry file, and
 # how to make the source fail.  Load after helpers/common.
@@ -24,6 +27,18 @@ source_setup() {
       REGISTRY="$T/srv/registry.db"
       SOURCE_NAME="$METASRV_URL"
       ;;
+    remote-s3)
+      load_metasrv
+      # shellcheck source=s3.bash
+      source "${BATS_TEST_DIRNAME}/helpers/s3.bash"
+      s3_start
+      metasrv_init "$T/srv" "$LAKE_STAGE"
+      unset LAKE_STAGE # the clients learn the stage from whoami
+      metasrv_start "$T/srv"
+      metasrv_use "$T/srv"
+      REGISTRY="$T/srv/registry.db"
+      SOURCE_NAME="$METASRV_URL"
+      ;;
     *)
       skip "unknown LAKE_TEST_SOURCE=$LAKE_TEST_SOURCE"
       ;;
@@ -37,7 +52,10 @@ load_metasrv() {
 
 source_teardown() {
   source_heal 2>/dev/null || true
-  [ "${LAKE_TEST_SOURCE:-local}" = remote ] && metasrv_stop
+  case ${LAKE_TEST_SOURCE:-local} in
+    remote) metasrv_stop ;;
+    remote-s3) metasrv_stop; s3_stop ;;
+  esac
   common_teardown
 }
 
@@ -61,7 +79,7 @@ source_break() {
       [ ! -e "$REGISTRY-wal" ] || fail "source_break: $REGISTRY-wal exists (a command still open?)"
       mkdir "$REGISTRY-wal"
       ;;
-    remote)
+    remote*)
       metasrv_stop
       ;;
   esac
@@ -70,7 +88,7 @@ source_break() {
 source_heal() {
   case $LAKE_TEST_SOURCE in
     local) [ ! -d "$REGISTRY-wal" ] || rmdir "$REGISTRY-wal" ;;
-    remote) [ -n "${METASRV_PID:-}" ] || metasrv_start "$T/srv" "$METASRV_PORT" ;;
+    remote*) [ -n "${METASRV_PID:-}" ] || metasrv_start "$T/srv" "$METASRV_PORT" ;;
   esac
 }
 
@@ -94,6 +112,25 @@ snapshot_file() {
   f=("$XDG_CACHE_HOME"/lake/*/snapshot)
   [ "${#f[@]}" -eq 1 ] && [ -f "${f[0]}" ] || fail "expected one snapshot file, found: ${f[*]}"
   printf '%s\n' "${f[0]}"
+}
+
+# stage_corrupt LOCATION: replace the object at a stage location with
+# other bytes of the same size, whichever stage the source advertises.
+stage_corrupt() {
+  local loc=$1 tmp=$T/corrupt.$$
+  case $loc in
+    file://*)
+      local f=${loc#file://}
+      printf 'X' | dd of="$f" bs=1 seek=100 conv=notrunc status=none || fail "cannot corrupt $f"
+      ;;
+    s3://*)
+      s3_curl -o "$tmp" "$S3_ENDPOINT$(s3_path "$loc")" || fail "cannot read $loc"
+      printf 'X' | dd of="$tmp" bs=1 seek=100 conv=notrunc status=none
+      s3_curl -X PUT --data-binary @"$tmp" "$S3_ENDPOINT$(s3_path "$loc")" -o /dev/null ||
+        fail "cannot overwrite $loc"
+      ;;
+    *) fail "stage_corrupt: $loc" ;;
+  esac
 }
 
 # The id of a table, from its registration.
