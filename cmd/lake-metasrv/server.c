@@ -54,7 +54,7 @@ static int killAfterAppend;        /* test-only fault */
 
 static const char *const metricActions[] = {"catalog_snapshot", "resolve", "append",
                                             "create_namespace", "create_table", "drop_table",
-                                            "whoami", "actions", "health", "metrics", "other"};
+                                            "whoami", "references", "actions", "health", "metrics", "other"};
 #define NMA (sizeof metricActions / sizeof metricActions[0])
 static const int metricStatuses[] = {200, 400, 401, 403, 404, 409, 412, 413, 500, 503};
 #define NMS (sizeof metricStatuses / sizeof metricStatuses[0])
@@ -324,7 +324,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (strcmp(url, "/v1/actions") == 0 && strcmp(method, "GET") == 0) {
         cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "actions");
         static const char *const all[] = {"catalog_snapshot", "resolve", "append", "create_namespace",
-                                          "create_table", "drop_table", "whoami"};
+                                          "create_table", "drop_table", "whoami", "references"};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (actionsAllowed(p.role, all[i])) cJSON_AddItemToArray(list, cJSON_CreateString(all[i]));
         return respondJson(c, rq, 200, j);

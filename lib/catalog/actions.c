@@ -9,6 +9,10 @@
 
 #include "catalog/names.h"
 
+/* One page of `references` at most: locations, and bytes of their text. */
+#define REFERENCES_MAX_LIMIT 10000
+#define REFERENCES_MAX_BYTES (4LL * 1024 * 1024)
+
 enum { R_ADMIN = 1, R_QUERY = 2, R_PEER = 4, R_USER = 8, R_ALL = 15 };
 
 static const struct {
@@ -23,6 +27,7 @@ static const struct {
     {"create_table", R_ADMIN, "namespace name schema"},
     {"drop_table", R_ADMIN, "namespace name"},
     {"whoami", R_ALL, ""},
+    {"references", R_ADMIN, "after limit"},
 };
 #define NACTIONS (sizeof actions / sizeof actions[0])
 
@@ -151,6 +156,15 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
                             cJSON_GetObjectItemCaseSensitive(req, "files"), ctx->principal, answer, err);
         if (!rc && ctx->after_append) ctx->after_append();
         return rc;
+    }
+    if (strcmp(action, "references") == 0) {
+        const cJSON *after = cJSON_GetObjectItemCaseSensitive(req, "after");
+        if (after && !cJSON_IsNull(after) && !cJSON_IsString(after))
+            return errSetStatus(err, "invalid_argument", "after: expected a location");
+        if ((rc = integer(req, "limit", REFERENCES_MAX_LIMIT, 1, &a, err))) return rc;
+        if (a > REFERENCES_MAX_LIMIT) a = REFERENCES_MAX_LIMIT; /* the server's limit caps the client's */
+        return registryReferences(ctx->reg, cJSON_IsString(after) ? after->valuestring : NULL, a,
+                                  REFERENCES_MAX_BYTES, answer, err);
     }
     if (strcmp(action, "create_namespace") == 0) {
         if ((rc = names(req, 0, &ns, &name, err)) ||

@@ -449,6 +449,46 @@ out:
     return rc;
 }
 
+int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes,
+                       cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    char lbuf[32];
+    snprintf(lbuf, sizeof lbuf, "%lld", (long long)limit + 1);
+    sqlite3_stmt *st = prep(r, err,
+                            "SELECT location FROM ("
+                            " SELECT s.location FROM segments s JOIN tables t ON t.id = s.table_id"
+                            "  WHERE t.dropped = 0"
+                            " UNION"
+                            " SELECT f.location FROM version_files f JOIN tables t ON t.id = f.table_id"
+                            "  WHERE t.dropped = 0)"
+                            " WHERE location > ? ORDER BY location LIMIT CAST(? AS INTEGER)",
+                            after ? after : "", lbuf, NULL);
+    if (!st) return err->code;
+    cJSON *a = cJSON_CreateObject(), *locs = cJSON_AddArrayToObject(a, "locations");
+    int64_t n = 0, bytes = 0;
+    int s, more = 0, rc = 0;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *loc = (const char *)sqlite3_column_text(st, 0);
+        int64_t len = (int64_t)strlen(loc) + 3; /* quotes and a comma */
+        if (n == limit || (n > 0 && bytes + len > max_bytes)) {
+            more = 1;
+            break;
+        }
+        cJSON_AddItemToArray(locs, cJSON_CreateString(loc));
+        n++;
+        bytes += len;
+    }
+    if (s != SQLITE_ROW && s != SQLITE_DONE) rc = sqlErr(r, err, "read references");
+    sqlite3_finalize(st);
+    cJSON_AddBoolToObject(a, "more", more);
+    if (rc || !locs) {
+        cJSON_Delete(a);
+        return rc ? rc : errSetErrno(err, LAKE_EFAIL, ENOMEM, "references");
+    }
+    *answer = a;
+    return 0;
+}
+
 /* Validate one segment object. */
 static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
     const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");

@@ -80,6 +80,17 @@ int registryAppend(registry *r, const stage *st, const char *ns, const char *nam
                    const struct cJSON *files, const char *principal,
                    struct cJSON **answer, lakeError *err);
 
+/* references: the locations that some version of a table not dropped
+ * refers to (its segments and the FILE locations its appends recorded),
+ * sorted bytewise and distinct, those after `after` (exclusive; NULL or ""
+ * from the start), at most limit of them and at most max_bytes of their
+ * text (one location always fits).  Answer:
+ * {"locations":[…],"more":true|false}; more says whether a later page
+ * has any.  gc reads the whole set page by page; pages need not be one
+ * snapshot, because references only grow (but for drops). */
+int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes,
+                       struct cJSON **answer, lakeError *err);
+
 /* DDL.  Each raises the generation by one and stores it in *generation.
  * create: failed_precondition when the name exists, not_found for a
  * missing namespace; drop: not_found for an unknown table. */

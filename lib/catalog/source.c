@@ -58,6 +58,10 @@ static void answerOutcome(const cJSON *ans, char *buf, size_t n) {
     else if (cJSON_IsString(status))
         snprintf(buf, n, "%s generation=%lld", status->valuestring,
                  gen ? (long long)gen->valuedouble : -1LL);
+    else if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(ans, "locations")))
+        snprintf(buf, n, "locations=%d more=%s",
+                 cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ans, "locations")),
+                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "more")) ? "yes" : "no");
     else if (cJSON_IsNumber(ver))
         snprintf(buf, n, "version=%lld", (long long)ver->valuedouble);
     else if (cJSON_IsNumber(gen))
@@ -146,4 +150,26 @@ int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const 
 int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t *generation,
                     lakeError *err) {
     return callForInt(s, "drop_table", namesRequest(ns, name), "generation", generation, err);
+}
+
+int sourceReferences(catalogSource *s, const char *after, int64_t limit, cJSON **answer,
+                     lakeError *err) {
+    cJSON *req = cJSON_CreateObject();
+    if (req && after && *after && !cJSON_AddStringToObject(req, "after", after)) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    if (req && !cJSON_AddNumberToObject(req, "limit", (double)limit)) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    int rc = req ? sourceCall(s, "references", req, answer, err)
+                 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    cJSON_Delete(req);
+    if (!rc && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(*answer, "locations"))) {
+        cJSON_Delete(*answer);
+        *answer = NULL;
+        rc = errSetStatus(err, "internal", "references: the answer has no locations");
+    }
+    return rc;
 }

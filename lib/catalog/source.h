@@ -58,4 +58,11 @@ int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const 
 int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t *generation,
                     lakeError *err);
 
+/* references (admin): one page of the locations the catalog's live tables
+ * refer to, sorted, after `after` (NULL or "": from the start), at most
+ * limit (the server may cap it lower).  *answer is {"locations":[…],
+ * "more":bool}; the caller frees it.  Never answered from a cache. */
+int sourceReferences(catalogSource *s, const char *after, int64_t limit, struct cJSON **answer,
+                     lakeError *err);
+
 #endif

@@ -30,7 +30,7 @@ teardown() {
   common_teardown
 }
 
-ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami"
+ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami references"
 
 # name:tokenfile:role for every kind of caller; no role: not authenticated.
 callers() {
@@ -47,6 +47,7 @@ allowed() {
     append:admin | append:query-service | append:user) return 0 ;;
     create_namespace:admin | create_table:admin | drop_table:admin) return 0 ;;
     whoami:*) return 0 ;;
+    references:admin) return 0 ;;
   esac
   return 1
 }
@@ -71,6 +72,7 @@ body_for() {
     create_table) echo "{\"namespace\":\"m\",\"name\":\"t_$2\",\"schema\":[{\"name\":\"a\",\"type\":\"TEXT\"}]}" ;;
     drop_table) echo "{\"namespace\":\"m\",\"name\":\"d_$2\"}" ;;
     whoami) echo '{}' ;;
+    references) echo '{"limit":5}' ;;
   esac
 }
 
@@ -83,6 +85,7 @@ assert_answer() {
     append) check=".version == $VERSION" ;;
     create_namespace | create_table | drop_table) check='.generation | type == "number"' ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
+    references) check='(.locations | type == "array") and (.more | type == "boolean")' ;;
   esac
   jq -se "length == 1 and (.[0] | type == \"object\" and (has(\"error\") | not) and ($check))" \
     <<<"$HTTP_BODY" >/dev/null ||
@@ -142,6 +145,7 @@ make_matrix_tables() {
   assert_equal "$(metasrv_count create_table 403)" 3
   assert_equal "$(metasrv_count drop_table 403)" 3
   assert_equal "$(metasrv_count whoami 403)" 0
+  assert_equal "$(metasrv_count references 403)" 3
 }
 
 @test "GET /v1/actions lists exactly what the role may run; lake-catalog actions agrees" {
