@@ -15,6 +15,12 @@ typedef struct stageOps {
     /* The key below the root, or NULL when outside; no I/O. */
     char *(*relative)(const stage *s, const char *location);
     void (*close)(stage *s);
+    /* gc: prefix already checked; location already contained */
+    int (*list)(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err);
+    int (*del)(stage *s, const char *location, lakeError *err);
+    /* NULL: the backend has no multipart uploads */
+    int (*abort_uploads)(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
+                         int *supported, lakeError *err);
 } stageOps;
 
 struct stage {

@@ -12,7 +12,12 @@
  * "." or ".." component; under the root), then enforced at open time by
  * walking from the root one component at a time with O_NOFOLLOW, so no
  * symlink inside the stage can lead a read outside it.
+ *
+ * For gc, a listing walks the directories below the root the same way (no
+ * symlink followed or listed) and reports ".tmp-<id>" files, which only an
+ * interrupted put on a filesystem without O_TMPFILE leaves, as partial.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -252,6 +257,144 @@ out:
     return rc;
 }
 
+/* --- gc: listing and deleting --------------------------------------------- */
+
+/* The deepest directory nesting a listing enters; lake makes three. */
+#define LIST_DEPTH_MAX 32
+
+/* Open the directory rel ("a/b", or "" for the root) below the root, one
+ * component at a time without following symlinks.  -1 with errno set. */
+static int openDirBeneath(const localStage *ls, const char *rel, size_t len) {
+    int dfd = open(ls->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const char *c = rel, *end = rel + len;
+    while (dfd >= 0 && c < end) {
+        size_t n = strcspn(c, "/");
+        if (c + n > end) n = (size_t)(end - c);
+        char comp[NAME_MAX + 1];
+        if (n > NAME_MAX) {
+            close(dfd);
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy(comp, c, n);
+        comp[n] = '\0';
+        int fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(dfd);
+        errno = e;
+        dfd = fd;
+        c += n + (c[n] == '/');
+    }
+    return dfd;
+}
+
+typedef struct listWalk {
+    localStage *ls;
+    stageListFn fn;
+    void *ctx;
+    char key[PATH_MAX];
+} listWalk;
+
+/* List the directory dfd (closed here), whose key prefix is w->key[0..len). */
+static int listDir(listWalk *w, int dfd, size_t len, int depth, lakeError *err) {
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        close(dfd);
+        return errSetErrno(err, LAKE_EFAIL, e, "%s/%.*s", w->ls->root, (int)len, w->key);
+    }
+    int rc = 0;
+    struct dirent *de;
+    errno = 0;
+    while (!rc && (de = readdir(d))) {
+        const char *name = de->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT) continue; /* removed meanwhile */
+            rc = errSetErrno(err, LAKE_EFAIL, errno, "%s/%.*s%s", w->ls->root, (int)len, w->key, name);
+            break;
+        }
+        size_t nl = strlen(name);
+        if (len + nl + 2 > sizeof w->key) continue; /* no put makes such a key */
+        memcpy(w->key + len, name, nl + 1);
+        if (S_ISDIR(st.st_mode)) {
+            if (depth >= LIST_DEPTH_MAX) continue;
+            int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) {
+                if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) continue;
+                rc = errSetErrno(err, LAKE_EFAIL, errno, "%s/%s", w->ls->root, w->key);
+                break;
+            }
+            w->key[len + nl] = '/';
+            w->key[len + nl + 1] = '\0';
+            rc = listDir(w, sub, len + nl + 1, depth + 1, err);
+        } else if (S_ISREG(st.st_mode)) {
+            char *path = NULL, *loc = NULL;
+            if (asprintf(&path, "%s/%s", w->ls->root, w->key) < 0) path = NULL;
+            if (path) loc = fileUrl(path);
+            free(path);
+            if (!loc) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list"); break; }
+            stageObject o = {w->key, loc, (int64_t)st.st_size, (long long)st.st_mtime,
+                             strncmp(name, ".tmp-", 5) == 0};
+            rc = w->fn(w->ctx, &o, err);
+            free(loc);
+        }
+        errno = 0;
+    }
+    if (!rc && errno) rc = errSetErrno(err, LAKE_EFAIL, errno, "%s/%.*s", w->ls->root, (int)len, w->key);
+    closedir(d);
+    return rc;
+}
+
+static int localList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err) {
+    localStage *ls = (localStage *)s;
+    listWalk *w = calloc(1, sizeof *w);
+    if (!w) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "list");
+    w->ls = ls;
+    w->fn = fn;
+    w->ctx = ctx;
+    size_t len = strlen(prefix); /* checked by stageList: clean, ends in '/' */
+    int rc = 0, dfd = openDirBeneath(ls, prefix, len - 1);
+    if (dfd < 0) {
+        /* nothing there, or a symlink where a directory should be: no objects */
+        if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
+            rc = errSetErrno(err, LAKE_EFAIL, errno, "%s/%s", ls->root, prefix);
+    } else {
+        memcpy(w->key, prefix, len + 1);
+        traceLine("stage", "LIST %s/%s", s->url, prefix);
+        rc = listDir(w, dfd, len, 1, err);
+    }
+    free(w);
+    return rc;
+}
+
+static int localDelete(stage *s, const char *location, lakeError *err) {
+    localStage *ls = (localStage *)s;
+    char *rel = localRelative(s, location);
+    if (!rel) return errSet(err, LAKE_EDATA, "%s: outside the managed stage", location);
+    const char *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+    int rc = 0, dfd = openDirBeneath(ls, rel, slash ? (size_t)(slash - rel) : 0);
+    struct stat st;
+    if (dfd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR)
+            rc = errSet(err, LAKE_EDATA, "%s: outside the managed stage (symbolic link)", location);
+        else if (errno != ENOENT)
+            rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", location);
+    } else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT) rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", location);
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = errSet(err, LAKE_EDATA, "%s: not a stage object", location);
+    } else if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT) {
+        rc = errSetErrno(err, errCodeForErrno(errno), errno, "%s", location);
+    } else {
+        traceLine("stage", "DELETE %s", location);
+    }
+    if (dfd >= 0) close(dfd);
+    free(rel);
+    return rc;
+}
+
 static void localClose(stage *s) {
     localStage *ls = (localStage *)s;
     free(ls->root);
@@ -259,7 +402,8 @@ static void localClose(stage *s) {
     free(ls);
 }
 
-static const stageOps localOps = {localPut, localGet, localRelative, localClose};
+static const stageOps localOps = {localPut,  localGet,    localRelative, localClose,
+                                  localList, localDelete, NULL};
 
 int localStageOpen(const char *url, stage **out, lakeError *err) {
     char *path = fileUrlPath(url);

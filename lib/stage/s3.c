@@ -18,6 +18,11 @@
  * any request, and needs no credentials: a stage whose AWS environment is
  * unusable still opens, and its puts and gets fail with that configuration
  * error (78) before they send anything.
+ *
+ * For gc: a listing pages through ListObjectsV2 (continuation tokens),
+ * a delete is DeleteObject, and unfinished multipart uploads are found
+ * with ListMultipartUploads and ended with AbortMultipartUpload; a store
+ * that answers those two with 405 or 501 (s3rver) does not support them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -321,6 +326,306 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
     return rc;
 }
 
+/* --- gc: listing, deleting, aborting uploads ------------------------------ */
+
+/* The most of one listing answer kept in memory: a page of 1000 keys is
+ * a few hundred KiB. */
+#define LIST_BODY_MAX (8 * 1024 * 1024)
+
+typedef struct bodyBuf {
+    char *buf;
+    size_t len, cap;
+    lakeError *err;
+    const char *what;
+} bodyBuf;
+
+static int bodySink(void *ctx, const char *buf, size_t len) {
+    bodyBuf *b = ctx;
+    if (b->len + len > LIST_BODY_MAX) {
+        errSet(b->err, LAKE_EFAIL, "%s: the listing answer is larger than %d bytes", b->what,
+               LIST_BODY_MAX);
+        return -1;
+    }
+    if (b->len + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64 * 1024;
+        while (cap < b->len + len + 1) cap *= 2;
+        char *nb = realloc(b->buf, cap);
+        if (!nb) {
+            errSetErrno(b->err, LAKE_EFAIL, ENOMEM, "%s", b->what);
+            return -1;
+        }
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, buf, len);
+    b->len += len;
+    b->buf[b->len] = '\0';
+    return 0;
+}
+
+/* A query parameter value, AWS-encoded ('/' too); caller frees. */
+static char *queryValue(const char *v) {
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = malloc(3 * strlen(v) + 1), *o = out;
+    if (!out) return NULL;
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~", *p)) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* GET on the bucket with query; the answer's body into *b (reset first).
+ * *status gets the HTTP status, also of a refusal. */
+static int bucketGet(s3Stage *ss, const char *query, bodyBuf *b, long *status, lakeError *err) {
+    s3Xfer x;
+    b->len = 0;
+    if (b->buf) b->buf[0] = '\0';
+    b->err = err;
+    b->what = ss->base.url;
+    int rc = s3XferInit(&x, &ss->client, ss->client.easy, "GET", "", query, err);
+    if (!rc) {
+        x.sink = bodySink;
+        x.sink_ctx = b;
+        rc = s3XferRun(&x, err);
+        if (rc && x.sink_failed) b->len = 0;
+    }
+    *status = x.status;
+    s3XferFree(&x);
+    return rc;
+}
+
+/* "2026-12-02T13:08:02.000Z" as seconds since the epoch; -1 if malformed. */
+static long long isoTime(const char *t) {
+    struct tm tm = {0};
+    if (!t || sscanf(t, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                     &tm.tm_min, &tm.tm_sec) != 6)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (long long)timegm(&tm);
+}
+
+/* The next <name>…</name> block of xml at or after *pos: its start and
+ * length, *pos moved past it.  0 when there is none. */
+static int nextBlock(const char *xml, size_t len, size_t *pos, const char *name, const char **blk,
+                     size_t *blen) {
+    char open[64], close[64];
+    snprintf(open, sizeof open, "<%s>", name);
+    snprintf(close, sizeof close, "</%s>", name);
+    const char *p = memmem(xml + *pos, len - *pos, open, strlen(open));
+    if (!p) return 0;
+    const char *e = memmem(p, (size_t)(xml + len - p), close, strlen(close));
+    if (!e) return 0;
+    *blk = p;
+    *blen = (size_t)(e - p) + strlen(close);
+    *pos = (size_t)(e - xml) + strlen(close);
+    return 1;
+}
+
+static int s3List(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err) {
+    s3Stage *ss = (s3Stage *)s;
+    if (s3Usable(ss, err)) return err->code;
+    bodyBuf b = {0};
+    char *full = NULL, *pfx = NULL, *token = NULL, *query = NULL;
+    int rc = 0;
+    if (asprintf(&full, "%s/%s", ss->prefix, prefix) < 0) full = NULL;
+    if (!full || !(pfx = queryValue(full))) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list"); goto out; }
+    size_t plen = strlen(ss->prefix) + 1;
+    for (;;) {
+        char *tok = token ? queryValue(token) : NULL;
+        free(query);
+        query = NULL;
+        if ((token && !tok) ||
+            asprintf(&query, "%s%s%slist-type=2&prefix=%s", tok ? "continuation-token=" : "",
+                     tok ? tok : "", tok ? "&" : "", pfx) < 0) {
+            query = NULL;
+            free(tok);
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list");
+            goto out;
+        }
+        free(tok);
+        long status;
+        if ((rc = bucketGet(ss, query, &b, &status, err))) goto out;
+        if (!s3XmlRootIs(b.buf, b.len, "ListBucketResult")) {
+            rc = errSet(err, LAKE_EFAIL, "%s: the object store's listing is not a ListBucketResult",
+                        s->url);
+            goto out;
+        }
+        size_t pos = 0, blen;
+        const char *blk;
+        while (!rc && nextBlock(b.buf, b.len, &pos, "Contents", &blk, &blen)) {
+            char *key = s3XmlText(blk, blen, "Key"), *size = s3XmlText(blk, blen, "Size");
+            char *mod = s3XmlText(blk, blen, "LastModified"), *loc = NULL;
+            long long mtime = isoTime(mod);
+            if (!key || !size || mtime < 0 || strncmp(key, full, strlen(full)) != 0) {
+                rc = errSet(err, LAKE_EFAIL, "%s: malformed entry in the object store's listing", s->url);
+            } else if (!(loc = s3Location(ss->bucket, key))) {
+                rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list");
+            } else {
+                stageObject o = {key + plen, loc, strtoll(size, NULL, 10), mtime, 0};
+                rc = fn(ctx, &o, err);
+            }
+            free(key);
+            free(size);
+            free(mod);
+            free(loc);
+        }
+        if (rc) goto out;
+        char *trunc = s3XmlText(b.buf, b.len, "IsTruncated");
+        int more = trunc && strcmp(trunc, "true") == 0;
+        free(trunc);
+        free(token);
+        token = more ? s3XmlText(b.buf, b.len, "NextContinuationToken") : NULL;
+        if (!more) break;
+        if (!token) {
+            rc = errSet(err, LAKE_EFAIL, "%s: a truncated listing without a continuation token", s->url);
+            goto out;
+        }
+    }
+out:
+    free(b.buf);
+    free(full);
+    free(pfx);
+    free(token);
+    free(query);
+    return rc;
+}
+
+static int s3Delete(stage *s, const char *location, lakeError *err) {
+    s3Stage *ss = (s3Stage *)s;
+    char *rel = s3StageRelative(s, location), *key = NULL;
+    if (!rel) return errSet(err, LAKE_EDATA, "%s: outside the managed stage", location);
+    if (s3Usable(ss, err)) {
+        free(rel);
+        return err->code;
+    }
+    int rc = asprintf(&key, "%s/%s", ss->prefix, rel) < 0 ? errSetErrno(err, LAKE_EFAIL, ENOMEM, "delete") : 0;
+    free(rel);
+    if (rc) return rc;
+    s3Xfer x;
+    if (!(rc = s3XferInit(&x, &ss->client, ss->client.easy, "DELETE", key, NULL, err))) {
+        rc = s3XferRun(&x, err);
+        if (rc == LAKE_ENOINPUT && x.status == 404) { /* already gone */
+            errClear(err);
+            rc = 0;
+        }
+        s3XferFree(&x);
+    }
+    free(key);
+    return rc;
+}
+
+/* True when an answer's status says the store does not implement it. */
+static int notImplemented(long status) { return status == 405 || status == 501; }
+
+static int s3AbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
+                          int *supported, lakeError *err) {
+    s3Stage *ss = (s3Stage *)s;
+    *supported = 0;
+    if (s3Usable(ss, err)) return err->code;
+    bodyBuf b = {0};
+    char *full = NULL, *pfx = NULL, *query = NULL, *kmark = NULL, *umark = NULL;
+    int rc = 0;
+    if (asprintf(&full, "%s/", ss->prefix) < 0) full = NULL;
+    if (!full || !(pfx = queryValue(full))) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "uploads"); goto out; }
+    for (;;) {
+        char *k = kmark ? queryValue(kmark) : NULL, *u = umark ? queryValue(umark) : NULL;
+        free(query);
+        query = NULL;
+        int bad = (kmark && !k) || (umark && !u);
+        if (bad || asprintf(&query, "%s%s%sprefix=%s%s%s%suploads=", k ? "key-marker=" : "", k ? k : "",
+                            k ? "&" : "", pfx, u ? "&upload-id-marker=" : "", u ? u : "",
+                            "&") < 0) {
+            query = NULL;
+            free(k);
+            free(u);
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "uploads");
+            goto out;
+        }
+        free(k);
+        free(u);
+        long status = 0;
+        rc = bucketGet(ss, query, &b, &status, err);
+        if ((rc && notImplemented(status)) ||
+            (!rc && !s3XmlRootIs(b.buf, b.len, "ListMultipartUploadsResult"))) {
+            errClear(err);
+            rc = 0; /* not supported: a store that ignores ?uploads lists objects */
+            goto out;
+        }
+        if (rc) goto out;
+        *supported = 1;
+        size_t pos = 0, blen;
+        const char *blk;
+        while (!rc && nextBlock(b.buf, b.len, &pos, "Upload", &blk, &blen)) {
+            char *key = s3XmlText(blk, blen, "Key"), *id = s3XmlText(blk, blen, "UploadId");
+            char *init = s3XmlText(blk, blen, "Initiated"), *loc = NULL;
+            long long t = isoTime(init);
+            if (!key || !id || t < 0) {
+                rc = errSet(err, LAKE_EFAIL, "%s: malformed entry in the object store's upload listing", s->url);
+            } else if (t <= before && strncmp(key, full, strlen(full)) == 0) {
+                char *qid = queryValue(id), *q = NULL;
+                loc = s3Location(ss->bucket, key);
+                if (!qid || !loc || asprintf(&q, "uploadId=%s", qid) < 0) {
+                    q = NULL;
+                    rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "uploads");
+                } else if (!dry_run) {
+                    s3Xfer x;
+                    if (!(rc = s3XferInit(&x, &ss->client, ss->client.easy, "DELETE", key, q, err))) {
+                        rc = s3XferRun(&x, err);
+                        if (rc && notImplemented(x.status)) {
+                            errClear(err);
+                            *supported = 0;
+                            rc = 0;
+                            s3XferFree(&x);
+                            free(qid);
+                            free(q);
+                            free(key);
+                            free(id);
+                            free(init);
+                            free(loc);
+                            goto out;
+                        }
+                        if (rc == LAKE_EFAIL && x.status == 404) { errClear(err); rc = 0; } /* gone */
+                        s3XferFree(&x);
+                    }
+                }
+                if (!rc && fn) fn(ctx, loc, t);
+                free(qid);
+                free(q);
+            }
+            free(key);
+            free(id);
+            free(init);
+            free(loc);
+        }
+        if (rc) goto out;
+        char *trunc = s3XmlText(b.buf, b.len, "IsTruncated");
+        int more = trunc && strcmp(trunc, "true") == 0;
+        free(trunc);
+        free(kmark);
+        free(umark);
+        kmark = more ? s3XmlText(b.buf, b.len, "NextKeyMarker") : NULL;
+        umark = more ? s3XmlText(b.buf, b.len, "NextUploadIdMarker") : NULL;
+        if (!more || !kmark) break;
+    }
+out:
+    free(b.buf);
+    free(full);
+    free(pfx);
+    free(query);
+    free(kmark);
+    free(umark);
+    return rc;
+}
+
 /* --- the stage ------------------------------------------------------------ */
 
 static void s3StageClose(stage *s) {
@@ -333,7 +638,8 @@ static void s3StageClose(stage *s) {
     curl_global_cleanup();
 }
 
-static const stageOps s3Ops = {s3Put, s3Get, s3StageRelative, s3StageClose};
+static const stageOps s3Ops = {s3Put,  s3Get,    s3StageRelative, s3StageClose,
+                               s3List, s3Delete, s3AbortUploads};
 
 int s3StageOpen(const char *url, stage **out, lakeError *err) {
     char *bucket, *prefix;

@@ -60,6 +60,30 @@ char *stageRelativePath(const stage *s, const char *location) {
     return s->ops->relative(s, location);
 }
 
+int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err) {
+    size_t n = strlen(prefix);
+    if (n < 2 || prefix[n - 1] != '/' || n > STAGE_KEY_DIR_MAX + 1)
+        return errSet(err, LAKE_EUSAGE, "%s: not a clean key prefix below the stage", prefix);
+    char *dir = strndup(prefix, n - 1);
+    if (!dir) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "list");
+    int clean = stageCleanRelative(dir);
+    free(dir);
+    if (!clean) return errSet(err, LAKE_EUSAGE, "%s: not a clean key prefix below the stage", prefix);
+    return s->ops->list(s, prefix, fn, ctx, err);
+}
+
+int stageDelete(stage *s, const char *location, lakeError *err) {
+    if (stageContains(s, location, err)) return err->code;
+    return s->ops->del(s, location, err);
+}
+
+int stageAbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
+                      int *supported, lakeError *err) {
+    *supported = 0;
+    if (!s->ops->abort_uploads) return 0;
+    return s->ops->abort_uploads(s, before, dry_run, fn, ctx, supported, err);
+}
+
 int stageStopped(const stagePutOptions *opt) {
     return opt->stop && *opt->stop;
 }

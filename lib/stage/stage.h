@@ -116,4 +116,42 @@ int stageContains(const stage *s, const char *location, lakeError *err);
  * frees.  NULL when outside the stage. */
 char *stageRelativePath(const stage *s, const char *location);
 
+/* --- garbage collection (lake-catalog gc) --------------------------------- */
+
+/* One object met by stageList.  Strings are valid during the callback. */
+typedef struct stageObject {
+    const char *key;      /* below the stage root: "files/2026/12/<id>" */
+    const char *location; /* as a put would name it */
+    int64_t size;
+    long long mtime;      /* last modification, seconds since the epoch */
+    int partial;          /* the leftover of an interrupted put (a local
+                             ".tmp-<id>" file): never a finished object */
+} stageObject;
+
+/* Called per object; non-zero stops the listing with that code (err set). */
+typedef int (*stageListFn)(void *ctx, const stageObject *o, lakeError *err);
+
+/* Stream every object whose key starts with prefix (e.g. "files/"; a clean
+ * relative path with a trailing '/') to fn, in no particular order.  The
+ * local backend walks the directory without following symbolic links (a
+ * symlink is neither listed nor entered); S3 pages through ListObjectsV2.
+ * A missing prefix lists nothing. */
+int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err);
+
+/* Delete the object at location: containment first (65), before any I/O;
+ * an object already gone is not an error.  Never follows a symlink. */
+int stageDelete(stage *s, const char *location, lakeError *err);
+
+/* Called per unfinished multipart upload that stageAbortUploads aborts
+ * (or, with dry_run, would abort). */
+typedef void (*stageUploadFn)(void *ctx, const char *location, long long initiated);
+
+/* Abort the unfinished multipart uploads under the stage that were
+ * started at or before `before` (seconds since the epoch); dry_run only
+ * reports them.  *supported is 0 when the stage has no such uploads to
+ * speak of (local) or its object store does not implement listing or
+ * aborting them (HTTP 405 or 501): that is not an error. */
+int stageAbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
+                      int *supported, lakeError *err);
+
 #endif
