@@ -4,7 +4,7 @@
  *   lake-catalog [--json] [-H] [--max-age S] [--offline] [--strict] COMMAND
  *     list [NS] | show NS.T | resolve NS.T [--version N] | refresh [--force]
  *     | status | create-namespace NS | create NS.T 'COL TYPE, ...'
- *     | drop NS.T | whoami | actions
+ *     | drop NS.T | whoami | actions | gc [--dry-run] [--grace S]
  *
  * Reads are answered from the snapshot cache (lib/catalog/cache): zero
  * source calls while it is fresh.  Changes go to the source, then refresh
@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "catalog/cache.h"
+#include "catalog/gc.h"
 #include "catalog/names.h"
 #include "catalog/source.h"
 #include "core/cli.h"
@@ -24,7 +26,7 @@
 #include "core/log.h"
 
 enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT_STRICT,
-       OPT_VERSION, OPT_FORCE };
+       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE };
 
 #define GLOBAL_OPTIONS                                                                        \
     {'q', 'q', "quiet", NULL, "print no warnings"},                                           \
@@ -44,6 +46,12 @@ static const cliOption refreshOptions[] = {
     {OPT_FORCE, 0, "force", NULL, "fetch the whole directory, not a conditional check"},
     {0, 0, NULL, NULL, NULL}};
 
+static const cliOption gcOptions_[] = {
+    GLOBAL_OPTIONS,
+    {OPT_DRY_RUN, 0, "dry-run", NULL, "list what would be removed; remove nothing"},
+    {OPT_GRACE, 0, "grace", "S", "keep objects younger than S seconds (default 86400)"},
+    {0, 0, NULL, NULL, NULL}};
+
 static const cliSpec spec = {
     "[--json] [-H] [--max-age S] [--offline] [--strict] COMMAND [ARG...]",
     "Read and change the lake's catalog.  Commands:\n"
@@ -56,7 +64,8 @@ static const cliSpec spec = {
     "  create NS.T 'COL TYPE, ...'   create a table (INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE)\n"
     "  drop NS.T                     drop a table\n"
     "  whoami                        the principal, its role and the stage\n"
-    "  actions                       the actions this principal may run",
+    "  actions                       the actions this principal may run\n"
+    "  gc [--dry-run] [--grace S]    remove unreferenced stage objects older than S s (admin)",
     globalOptions,
     1,
     1,
@@ -85,11 +94,15 @@ static const command commands[] = {
     {"drop", 1, 1, globalOptions, "drop NS.T", "Drop a table."},
     {"whoami", 0, 0, globalOptions, "whoami", "Print the principal, its role and the stage."},
     {"actions", 0, 0, globalOptions, "actions", "List the actions this principal may run."},
+    {"gc", 0, 0, gcOptions_, "gc [--dry-run] [--grace S]",
+     "Remove (--dry-run: list) the stage objects no table version references and older than "
+     "the grace (default 86400 s), as location<TAB>size; abort multipart uploads older than it. "
+     "Needs the admin role and the live source."},
 };
 
 typedef struct run {
-    int json, header, force, strict, offline;
-    int64_t max_age, version;
+    int json, header, force, strict, offline, dry_run;
+    int64_t max_age, version, grace;
     lakeConfig cfg;
     catalogSource *src;
     catalogCache *cache;
@@ -113,6 +126,8 @@ static void parseOption(run *r, int c, const char *arg) {
     case OPT_STRICT: r->strict = 1; break;
     case OPT_VERSION: r->version = parseCount("--version", arg); break;
     case OPT_FORCE: r->force = 1; break;
+    case OPT_DRY_RUN: r->dry_run = 1; break;
+    case OPT_GRACE: r->grace = parseCount("--grace", arg); break;
     }
 }
 
@@ -301,9 +316,76 @@ static int cmdWhoami(run *r, int actionsOnly, lakeError *err) {
     return rc;
 }
 
+typedef struct gcOut {
+    run *r;
+    int64_t n;
+} gcOut;
+
+static int gcPrint(void *ctx, const char *location, int64_t size, lakeError *err) {
+    gcOut *o = ctx;
+    int bad;
+    if (o->r->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "location", location);
+        cJSON_AddNumberToObject(j, "size", (double)size);
+        char *text = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        if (!text) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "output");
+        bad = printf("%s%s", o->n ? ",\n" : "", text) < 0;
+        cJSON_free(text);
+    } else {
+        bad = printf("%s\t%lld\n", location, (long long)size) < 0;
+    }
+    o->n++;
+    return bad ? errSetErrno(err, LAKE_EFAIL, errno, "stdout") : 0;
+}
+
+static void gcUpload(void *ctx, const char *location, long long initiated) {
+    gcOut *o = ctx;
+    char ts[32];
+    time_t t = (time_t)initiated;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    logWarn("gc: %s multipart upload of %s (started %s)",
+            o->r->dry_run ? "would abort the" : "aborted the", location, ts);
+}
+
+/* gc: the live source only (no cache), the stage it advertises. */
+static int cmdGc(run *r, lakeError *err) {
+    if (r->offline) return errSet(err, LAKE_EUSAGE, "gc needs the live catalog; not --offline");
+    char *url = NULL;
+    stage *st = NULL;
+    gcStats stats;
+    gcOut out = {r, 0};
+    int rc = catalogStageUrl(&r->cfg, r->cache, &url, err);
+    if (!rc) rc = stageOpen(url, &st, err);
+    if (rc) goto done;
+    if (r->json) fputs("[", stdout);
+    else if (r->header) fputs("location\tsize\n", stdout);
+    gcOptions opt = {r->grace >= 0 ? r->grace : GC_GRACE_DEFAULT, r->dry_run, 0};
+    rc = catalogGc(r->src, st, &opt, gcPrint, gcUpload, &out, &stats, err);
+    if (r->json) fputs(out.n ? "\n]\n" : "]\n", stdout);
+    if (rc) goto done;
+    if (!stats.uploads_supported && strncmp(url, "s3://", 5) == 0)
+        logWarn("gc: the object store does not list or abort multipart uploads; none aborted");
+    char uploads[64] = "";
+    if (stats.uploads)
+        snprintf(uploads, sizeof uploads, "; %lld multipart uploads %s", (long long)stats.uploads,
+                 r->dry_run ? "would be aborted" : "aborted");
+    logWarn("gc: %lld objects, %lld bytes %s; %lld kept (referenced), %lld kept (younger than the grace)%s",
+            (long long)stats.removed, (long long)stats.removed_bytes,
+            r->dry_run ? "would be removed" : "removed", (long long)stats.kept_referenced,
+            (long long)stats.kept_young, uploads);
+done:
+    stageClose(st);
+    free(url);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     logInit(argv[0]);
-    run r = {.max_age = -1, .version = -1};
+    run r = {.max_age = -1, .version = -1, .grace = -1};
     const char *arg;
     int c, first;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) parseOption(&r, c, arg);
@@ -340,6 +422,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "status") == 0) rc = cmdStatus(&r, &err);
     else if (strcmp(name, "whoami") == 0) rc = cmdWhoami(&r, 0, &err);
     else if (strcmp(name, "actions") == 0) rc = cmdWhoami(&r, 1, &err);
+    else if (strcmp(name, "gc") == 0) rc = cmdGc(&r, &err);
     else rc = cmdDdl(&r, name, args, &err);
     if (!rc && (fflush(stdout) == EOF || ferror(stdout)))
         rc = errSetErrno(&err, LAKE_EFAIL, errno, "stdout");

@@ -1,0 +1,52 @@
+/*
+ * gc.h - garbage collection of the managed stage (lake-catalog gc).
+ *
+ * Removes the stage objects under files/ and tables/ that no version of a
+ * table that is not dropped refers to and that are older than a grace
+ * period, and aborts multipart uploads older than it where the stage has
+ * them.  Safe beside concurrent writers: the stage is listed FIRST, then
+ * the live reference set is read from the source (so every reference
+ * committed before the listing ended is seen), and only objects that are
+ * unreferenced AND last modified at or before now - grace are removed; a
+ * put's object is referenced by its append within the grace period or is
+ * garbage.  Memory is bounded: the listing and the references go to a
+ * temporary on-disk SQLite database, never into RAM as a whole.
+ *
+ * Objects and references are compared by their key below the stage root
+ * (stageRelativePath), so two spellings of one location are one object;
+ * a reference outside the stage is ignored.
+ */
+#ifndef LAKE_GC_H
+#define LAKE_GC_H
+
+#include <stdint.h>
+
+#include "catalog/source.h"
+#include "core/error.h"
+#include "stage/stage.h"
+
+#define GC_GRACE_DEFAULT 86400
+
+typedef struct gcOptions {
+    long long grace; /* seconds, >= 0 */
+    int dry_run;     /* report, remove nothing */
+    long long now;   /* 0: the current time */
+} gcOptions;
+
+typedef struct gcStats {
+    int64_t removed, removed_bytes; /* (or, dry run, would be) */
+    int64_t kept_referenced, kept_young;
+    int64_t uploads;                /* multipart uploads aborted (would be) */
+    int uploads_supported;          /* the stage can list and abort them */
+} gcStats;
+
+/* Called per object removed (with dry_run: that would be), after its
+ * removal; non-zero stops gc with that code (err set). */
+typedef int (*gcObjectFn)(void *ctx, const char *location, int64_t size, lakeError *err);
+
+/* Run gc over st with the references of src (which must be the live
+ * source: an outage is 69 and removes nothing).  upload may be NULL. */
+int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn object,
+              stageUploadFn upload, void *ctx, gcStats *stats, lakeError *err);
+
+#endif
