@@ -1,0 +1,236 @@
+#!/usr/bin/env bats
+# lake-catalog gc, run against the source LAKE_TEST_SOURCE names
+# (helpers/source.bash): what is unreferenced (a put without --table, the
+# segments and files of a dropped table) is listed by --dry-run and removed
+# without it, everything referenced stays readable; the grace period keeps
+# young objects; leftovers of interrupted puts go too, symlinks are never
+# followed; a user-role token gets 77 and a source that is down 69, and
+# neither removes anything.  One case runs the stage on S3 (s3rver).
+
+load helpers/common
+load helpers/source
+
+setup() {
+  source_setup
+}
+
+teardown() {
+  source_teardown
+}
+
+# The stage directory the source advertises (file:// stages only).
+gc_stage_dir() {
+  local url
+  url=$(lake-catalog whoami | sed -n 's/^stage=//p')
+  [[ $url == file://* ]] || fail "not a file:// stage: $url"
+  printf '%s\n' "${url#file://}"
+}
+
+# Every regular file below the stage, sorted, as file:// locations.
+stage_locations() {
+  find "$GC_STAGE" -type f 2>/dev/null | sort | sed 's|^|file://|'
+}
+
+# A lake with referenced and unreferenced objects:
+#   LOOSE     a put without --table (unreferenced)
+#   KEPT_FILE a FILE in docs.papers (referenced), KEPT_SEGS its segments
+#   DROPPED   the FILE and segments of docs.gone, dropped afterwards
+make_garbage() {
+  GC_STAGE=$(gc_stage_dir)
+  LOOSE=$(echo loose | lake-put | json_field location)
+  lake-catalog create-namespace docs
+  lake-catalog create docs.papers 'title TEXT, pdf FILE'
+  lake-catalog create docs.gone 'title TEXT, pdf FILE'
+  echo "kept bytes" >"$T/kept.txt"
+  KEPT_FILE=$(lake-put --table docs.papers --column pdf --set title=kept "$T/kept.txt" | json_field location)
+  lake-query -c "insert into docs.papers values ('second', NULL)"
+  echo "gone bytes" >"$T/gone.txt"
+  local gone_file
+  gone_file=$(lake-put --table docs.gone --column pdf --set title=gone "$T/gone.txt" | json_field location)
+  local gone_segs
+  gone_segs=$(lake-catalog resolve docs.gone | jq -r '.segments[].location')
+  KEPT_SEGS=$(lake-catalog resolve docs.papers | jq -r '.segments[].location' | sort)
+  [ "$(wc -l <<<"$KEPT_SEGS")" -eq 2 ] || fail "expected two segments after the append: $KEPT_SEGS"
+  lake-catalog drop docs.gone
+  DROPPED=$(printf '%s\n' "$gone_file" "$gone_segs" | sort)
+  GARBAGE=$(printf '%s\n' "$LOOSE" "$DROPPED" | sort)
+  REFERENCED=$(printf '%s\n' "$KEPT_FILE" "$KEPT_SEGS" | sort)
+}
+
+# stdout of gc as location<TAB>size: the locations, sorted.
+gc_locations() {
+  cut -f1 <<<"$output" | sort
+}
+
+@test "gc --dry-run --grace 0 lists exactly the unreferenced objects with their sizes and removes nothing" {
+  make_garbage
+  local before
+  before=$(stage_locations)
+  assert_equal "$before" "$(printf '%s\n' "$GARBAGE" "$REFERENCED" | sort)"
+
+  run --separate-stderr lake-catalog gc --dry-run --grace 0
+  assert_success
+  assert_equal "$(gc_locations)" "$GARBAGE"
+  # the size column is the object's size
+  assert_line "$(printf '%s\t%s' "$LOOSE" 6)"
+  assert_equal "$stderr" "lake-catalog: gc: 3 objects, $(cut -f2 <<<"$output" | paste -sd+ | bc) bytes would be removed; 3 kept (referenced), 0 kept (younger than the grace)"
+  assert_equal "$(stage_locations)" "$before"
+
+  # -H adds a header; --json prints an array of objects; -q drops the summary
+  run --separate-stderr lake-catalog -H -q gc --dry-run --grace 0
+  assert_clean_success
+  assert_line --index 0 $'location\tsize'
+  run --separate-stderr lake-catalog --json -q gc --dry-run --grace 0
+  assert_clean_success
+  assert_equal "$(jq -r '.[].location' <<<"$output" | sort)" "$GARBAGE"
+  assert_equal "$(jq -r --arg l "$LOOSE" '.[] | select(.location == $l) | .size' <<<"$output")" 6
+  assert_equal "$(stage_locations)" "$before"
+}
+
+@test "gc --grace 0 removes exactly the unreferenced objects; the tables stay readable" {
+  make_garbage
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_equal "$(gc_locations)" "$GARBAGE"
+  [[ $stderr == "lake-catalog: gc: 3 objects, "*" bytes removed; 3 kept (referenced), 0 kept (younger than the grace)" ]] ||
+    fail "summary: $stderr"
+  assert_equal "$(stage_locations)" "$REFERENCED"
+
+  # everything referenced is still readable
+  run --separate-stderr lake-get "$KEPT_FILE"
+  assert_success
+  assert_output "kept bytes"
+  run --separate-stderr lake-query -f csv -c "select title, fl_get_size(pdf) from docs.papers order by title"
+  assert_success
+  assert_output $'kept,11\nsecond,'
+  run --separate-stderr lake-get "$LOOSE"
+  assert_failure 66
+
+  # a second run finds nothing more
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_output ""
+  assert_equal "$stderr" "lake-catalog: gc: 0 objects, 0 bytes removed; 3 kept (referenced), 0 kept (younger than the grace)"
+}
+
+@test "gc keeps unreferenced objects younger than the grace (default 86400 s)" {
+  make_garbage
+  local old
+  old=$(echo old | lake-put | json_field location)
+  touch -d '2 days ago' "${old#file://}"
+  run --separate-stderr lake-catalog gc
+  assert_success
+  assert_output "$(printf '%s\t4' "$old")"
+  assert_equal "$stderr" "lake-catalog: gc: 1 objects, 4 bytes removed; 3 kept (referenced), 3 kept (younger than the grace)"
+  assert_equal "$(stage_locations)" "$(printf '%s\n' "$GARBAGE" "$REFERENCED" | sort)"
+
+  # a referenced object is kept however old it is
+  touch -d '2 days ago' "${KEPT_FILE#file://}"
+  run --separate-stderr lake-catalog -q gc --grace 3600
+  assert_clean_success
+  assert_output ""
+  [ -f "${KEPT_FILE#file://}" ]
+}
+
+@test "gc --grace takes whole seconds: negative or garbage is a usage error (64)" {
+  local bad
+  for bad in -1 abc 1.5 ''; do
+    run --separate-stderr lake-catalog gc --grace "$bad"
+    assert_error lake-catalog 64 "--grace"
+  done
+  run --separate-stderr lake-catalog gc extra
+  assert_failure 64
+}
+
+@test "gc removes leftovers of interrupted puts past the grace and never follows a symlink" {
+  make_garbage
+  mkdir -p "$GC_STAGE/files/2026/12" "$T/outside"
+  echo partial >"$GC_STAGE/files/2026/12/.tmp-01OLD"
+  touch -d '2 days ago' "$GC_STAGE/files/2026/12/.tmp-01OLD"
+  echo partial >"$GC_STAGE/files/2026/12/.tmp-01NEW"
+  echo precious >"$T/outside/secret"
+  touch -d '2 days ago' "$T/outside/secret"
+  ln -s "$T/outside/secret" "$GC_STAGE/files/2026/12/link"
+  ln -s "$T/outside" "$GC_STAGE/tables/linkdir"
+
+  run --separate-stderr lake-catalog gc
+  assert_success
+  assert_output "$(printf 'file://%s\t8' "$GC_STAGE/files/2026/12/.tmp-01OLD")"
+  [ ! -e "$GC_STAGE/files/2026/12/.tmp-01OLD" ]
+  [ -f "$GC_STAGE/files/2026/12/.tmp-01NEW" ]
+  [ -L "$GC_STAGE/files/2026/12/link" ]
+  [ -L "$GC_STAGE/tables/linkdir" ]
+  assert_equal "$(cat "$T/outside/secret")" precious
+
+  run --separate-stderr lake-catalog -q gc --grace 0
+  assert_clean_success
+  refute_output --partial secret
+  refute_output --partial link
+  assert_equal "$(cat "$T/outside/secret")" precious
+}
+
+@test "gc needs the admin role: a user-role token gets 77 and nothing is removed" {
+  [ "$LAKE_TEST_SOURCE" != local ] || skip "the embedded source's caller is admin"
+  make_garbage
+  local before user
+  before=$(stage_locations)
+  user=$(metasrv_token user alice)
+  LAKE_TOKEN_FILE=$user run --separate-stderr lake-catalog gc --grace 0
+  assert_error lake-catalog 77
+  assert_output ""
+  assert_equal "$(stage_locations)" "$before"
+}
+
+@test "with the source down gc fails (69) and removes nothing, even with a cached catalog" {
+  make_garbage
+  lake-catalog list >/dev/null # a cached snapshot and whoami
+  local before
+  before=$(stage_locations)
+  source_break
+  run --separate-stderr lake-catalog --max-age 100000 gc --grace 0
+  assert_error lake-catalog 69 "gc needs the live catalog and removed nothing"
+  assert_output ""
+  assert_equal "$(stage_locations)" "$before"
+  source_heal
+}
+
+@test "gc on an S3 stage removes the unreferenced objects from the bucket and keeps the referenced" {
+  local_only "the embedded source with LAKE_STAGE on s3rver"
+  # shellcheck source=helpers/s3.bash
+  source "${BATS_TEST_DIRNAME}/helpers/s3.bash"
+  s3_start
+  local loose kept keys
+  loose=$(echo loose | lake-put | json_field location)
+  lake-catalog create-namespace docs
+  lake-catalog create docs.papers 'title TEXT, pdf FILE'
+  lake-catalog create docs.gone 'title TEXT'
+  echo kept >"$T/kept.txt"
+  kept=$(lake-put --table docs.papers --column pdf --set title=kept "$T/kept.txt" | json_field location)
+  lake-query -c "insert into docs.gone values ('x')"
+  local gone_seg
+  gone_seg=$(lake-catalog resolve docs.gone | jq -r '.segments[0].location')
+  lake-catalog drop docs.gone
+  assert_equal "$(s3_keys | wc -l)" 4
+
+  run --separate-stderr lake-catalog gc --dry-run --grace 0
+  assert_success
+  assert_equal "$(gc_locations)" "$(printf '%s\n' "$loose" "$gone_seg" | sort)"
+  assert_equal "$(s3_keys | wc -l)" 4
+
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_equal "$(gc_locations)" "$(printf '%s\n' "$loose" "$gone_seg" | sort)"
+  [[ $stderr == *"gc: 2 objects, "*" bytes removed; 2 kept (referenced), 0 kept (younger than the grace)"* ]] ||
+    fail "summary: $stderr"
+  keys=$(s3_keys)
+  assert_equal "$(wc -l <<<"$keys")" 2
+  [[ $keys != *"${loose##*/}"* ]] || fail "loose object still there: $keys"
+  [[ $keys == *"${kept##*/}"* ]] || fail "referenced object gone: $keys"
+  run --separate-stderr lake-get "$kept"
+  assert_success
+  assert_output kept
+  run --separate-stderr lake-query -c "select title from docs.papers"
+  assert_success
+  assert_output kept
+  s3_stop
+}
