@@ -46,7 +46,7 @@ static const cliOption refreshOptions[] = {
     {OPT_FORCE, 0, "force", NULL, "fetch the whole directory, not a conditional check"},
     {0, 0, NULL, NULL, NULL}};
 
-static const cliOption gcOptions_[] = {
+static const cliOption gcCmdOptions[] = {
     GLOBAL_OPTIONS,
     {OPT_DRY_RUN, 0, "dry-run", NULL, "list what would be removed; remove nothing"},
     {OPT_GRACE, 0, "grace", "S", "keep objects younger than S seconds (default 86400)"},
@@ -94,7 +94,7 @@ static const command commands[] = {
     {"drop", 1, 1, globalOptions, "drop NS.T", "Drop a table."},
     {"whoami", 0, 0, globalOptions, "whoami", "Print the principal, its role and the stage."},
     {"actions", 0, 0, globalOptions, "actions", "List the actions this principal may run."},
-    {"gc", 0, 0, gcOptions_, "gc [--dry-run] [--grace S]",
+    {"gc", 0, 0, gcCmdOptions, "gc [--dry-run] [--grace S]",
      "Remove (--dry-run: list) the stage objects no table version references and older than "
      "the grace (default 86400 s), as location<TAB>size; abort multipart uploads older than it. "
      "Needs the admin role and the live source."},
