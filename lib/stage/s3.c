@@ -382,23 +382,33 @@ static char *queryValue(const char *v) {
     return out;
 }
 
-/* GET on the bucket with query; the answer's body into *b (reset first).
- * *status gets the HTTP status, also of a refusal. */
+/* GET on the bucket with query; the answer's body into *b.  Retried like
+ * s3XferRun, but the body starts afresh at each attempt (a sink would
+ * otherwise keep the bytes of a broken one).  *status gets the HTTP
+ * status, also of a refusal. */
 static int bucketGet(s3Stage *ss, const char *query, bodyBuf *b, long *status, lakeError *err) {
-    s3Xfer x;
-    b->len = 0;
-    if (b->buf) b->buf[0] = '\0';
     b->err = err;
     b->what = ss->base.url;
-    int rc = s3XferInit(&x, &ss->client, ss->client.easy, "GET", "", query, err);
-    if (!rc) {
+    int rc = 0;
+    *status = 0;
+    for (int attempt = 1;; attempt++) {
+        s3Xfer x;
+        b->len = 0;
+        if (b->buf) b->buf[0] = '\0';
+        if ((rc = s3XferInit(&x, &ss->client, ss->client.easy, "GET", "", query, err))) return rc;
         x.sink = bodySink;
         x.sink_ctx = b;
-        rc = s3XferRun(&x, err);
-        if (rc && x.sink_failed) b->len = 0;
+        if (!(rc = s3XferArm(&x, err))) {
+            s3XferRestart(&x);
+            rc = s3XferOutcome(&x, curl_easy_perform(x.h), err);
+        }
+        *status = x.status;
+        int retry = rc && x.retryable && attempt < S3_ATTEMPTS;
+        s3XferFree(&x);
+        if (!retry) break;
+        if (s3Sleep(s3BackoffMs(attempt), NULL)) break;
     }
-    *status = x.status;
-    s3XferFree(&x);
+    if (rc) b->len = 0;
     return rc;
 }
 
