@@ -1,13 +1,14 @@
 /*
  * lake-get - stream FILE values back out of the managed stage, verified.
  *
- *   lake-get [-q] [-o DIR] [--no-verify] [--stage URL] [REF...]
+ *   lake-get [-q] [-o DIR | --archive] [--no-verify] [--stage URL] [REF...]
  *
  * A REF is a location, a FILE value, or a JSON row with exactly one FILE
  * value; without REF arguments they are read one per line from stdin.
  * Containment is checked before any I/O on a location.  The first failure
  * stops the run (a concatenated stdout stream with a hole in it would be
- * worse than none).
+ * worse than none).  --archive writes one pax tar stream instead
+ * (archive.c), which a failure leaves visibly truncated.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,15 +25,19 @@
 #include "core/log.h"
 #include "stage/stage.h"
 
+#include "archive.h"
+
 /* The longest REF line read from stdin (a FILE value is well under 4 KiB;
  * a JSON row may carry other columns). */
 #define REF_LINE_MAX (1024 * 1024)
 
-enum { OPT_OUT = 'o', OPT_NO_VERIFY = 0x100, OPT_STAGE, OPT_PROGRESS, OPT_NO_PROGRESS };
+enum { OPT_OUT = 'o', OPT_NO_VERIFY = 0x100, OPT_STAGE, OPT_PROGRESS, OPT_NO_PROGRESS,
+       OPT_ARCHIVE };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
     {OPT_OUT, 'o', "output", "DIR", "write each object to a file in DIR, named by the FILE value"},
+    {OPT_ARCHIVE, 0, "archive", NULL, "write one pax tar stream of the objects to stdout"},
     {OPT_NO_VERIFY, 0, "no-verify", NULL, "do not check sizes and SHA-256 digests"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
@@ -41,7 +46,7 @@ static const cliOption options[] = {
 };
 
 static const cliSpec spec = {
-    "[-q] [-o DIR] [--no-verify] [--stage URL] [REF...]",
+    "[-q] [-o DIR | --archive] [--no-verify] [--stage URL] [REF...]",
     "Stream objects out of the lake's managed stage, verifying SHA-256; REFs are "
     "locations, FILE values or JSON rows, as arguments or one per line on stdin.",
     options,
@@ -52,6 +57,7 @@ static const cliSpec spec = {
 typedef struct getRun {
     stage *st;
     const char *outdir;
+    tarOut *tar;      /* --archive: the stream, else NULL */
     int verify;
     progressMode progress;
     char **used;      /* output names taken in this run */
@@ -102,7 +108,9 @@ static int getOne(getRun *run, const fileValue *fv, lakeError *err) {
     if ((rc = stageContains(run->st, fv->location, err))) return rc;
     progress prog;
     progressStart(&prog, run->progress, fv->name ? fv->name : baseName(fv), fv->size);
-    if (!run->outdir) {
+    if (run->tar) {
+        rc = tarAdd(run->tar, run->st, fv, run->verify, &prog, err);
+    } else if (!run->outdir) {
         int fd = STDOUT_FILENO;
         lakeWriter w = {fdWrite, &fd, "stdout"};
         rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
@@ -161,11 +169,12 @@ int main(int argc, char **argv) {
     logInit(argv[0]);
     getRun run = {.verify = 1, .progress = PROGRESS_AUTO};
     const char *arg, *stageUrlOpt = NULL;
-    int c, first;
+    int c, first, archive = 0;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
         switch (c) {
         case 'q': logSetQuiet(1); run.progress = PROGRESS_OFF; break;
         case OPT_OUT: run.outdir = arg; break;
+        case OPT_ARCHIVE: archive = 1; break;
         case OPT_NO_VERIFY: run.verify = 0; break;
         case OPT_STAGE: stageUrlOpt = arg; break;
         case OPT_PROGRESS: if (!logQuiet()) run.progress = PROGRESS_ON; break;
@@ -178,7 +187,10 @@ int main(int argc, char **argv) {
     configOverride ov[] = {{"stage", stageUrlOpt}};
     struct stat sb;
     int rc = 0;
-    if (run.outdir && (stat(run.outdir, &sb) < 0 || !S_ISDIR(sb.st_mode)))
+    if (archive && run.outdir) cliUsageError(&spec, "-o and --archive cannot be used together");
+    if (archive && isatty(STDOUT_FILENO))
+        rc = errSet(&err, LAKE_EUSAGE, "refusing to write a tar stream to a terminal");
+    if (!rc && run.outdir && (stat(run.outdir, &sb) < 0 || !S_ISDIR(sb.st_mode)))
         rc = errSet(&err, LAKE_ENOINPUT, "%s: no such directory", run.outdir);
     if (!rc) rc = configLoad(&cfg, ov, 1, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
@@ -186,8 +198,13 @@ int main(int argc, char **argv) {
     if (!rc) rc = catalogStageUrl(&cfg, NULL, &stageUrl, &err);
     if (!rc) rc = stageOpen(stageUrl, &run.st, &err);
     free(stageUrl);
+    if (!rc && archive) rc = tarOpen(&run.tar, STDOUT_FILENO, &err);
     for (int i = first; !rc && i < argc; i++) rc = getRef(&run, argv[i], NULL, &err);
     if (!rc && first == argc) rc = getStdin(&run, &err);
+    if (run.tar) {
+        if (!rc) rc = tarClose(run.tar, &err);
+        else tarAbort(run.tar);
+    }
     if (rc) logError(&err);
     stageClose(run.st);
     configFree(&cfg);

@@ -1,0 +1,347 @@
+/*
+ * archive.c - lake-get --archive: a pax tar stream written by libarchive.
+ *
+ * libarchive does every byte of tar; this file chooses the entries (names,
+ * sizes, times), feeds them from the stage, and makes sure that a stream
+ * that fails cannot pass for a complete archive.
+ */
+#include "archive.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <ctype.h>
+#include <errno.h>
+#include <locale.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/fsutil.h"
+#include "core/log.h"
+
+/* --- the set of names taken ------------------------------------------------
+ * Keys are "f" + an entry name or "d" + a directory that entries imply. */
+
+typedef struct nameSet {
+    char **slot;
+    size_t cap, n; /* cap a power of two, n <= cap / 2 */
+} nameSet;
+
+/* FNV-1a of kind followed by the len bytes of name. */
+static uint64_t nameHash(char kind, const char *name, size_t len) {
+    uint64_t h = (1469598103934665603ULL ^ (unsigned char)kind) * 1099511628211ULL;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int nameHas(const nameSet *ns, char kind, const char *name, size_t len) {
+    if (!ns->cap) return 0;
+    for (size_t i = nameHash(kind, name, len) & (ns->cap - 1); ns->slot[i];
+         i = (i + 1) & (ns->cap - 1)) {
+        const char *k = ns->slot[i];
+        if (k[0] == kind && strncmp(k + 1, name, len) == 0 && k[len + 1] == '\0') return 1;
+    }
+    return 0;
+}
+
+static int nameInsert(nameSet *ns, char *key) {
+    if (2 * (ns->n + 1) > ns->cap) {
+        size_t cap = ns->cap ? 2 * ns->cap : 64;
+        char **slot = calloc(cap, sizeof *slot);
+        if (!slot) return -1;
+        for (size_t j = 0; j < ns->cap; j++) {
+            if (!ns->slot[j]) continue;
+            size_t i = nameHash(ns->slot[j][0], ns->slot[j] + 1, strlen(ns->slot[j] + 1)) & (cap - 1);
+            while (slot[i]) i = (i + 1) & (cap - 1);
+            slot[i] = ns->slot[j];
+        }
+        free(ns->slot);
+        ns->slot = slot;
+        ns->cap = cap;
+    }
+    size_t i = nameHash(key[0], key + 1, strlen(key + 1)) & (ns->cap - 1);
+    while (ns->slot[i]) {
+        if (strcmp(ns->slot[i], key) == 0) { free(key); return 0; }
+        i = (i + 1) & (ns->cap - 1);
+    }
+    ns->slot[i] = key;
+    ns->n++;
+    return 0;
+}
+
+static int nameAdd(nameSet *ns, char kind, const char *name, size_t len) {
+    char *key = malloc(len + 2);
+    if (!key) return -1;
+    key[0] = kind;
+    memcpy(key + 1, name, len);
+    key[len + 1] = '\0';
+    return nameInsert(ns, key);
+}
+
+static void nameSetFree(nameSet *ns) {
+    for (size_t i = 0; i < ns->cap; i++) free(ns->slot[i]);
+    free(ns->slot);
+}
+
+/* True when name cannot be an entry: it is taken, is a directory of a
+ * taken name, or one of its directories is a taken name. */
+static int nameClashes(const nameSet *ns, const char *name) {
+    size_t len = strlen(name);
+    if (nameHas(ns, 'f', name, len) || nameHas(ns, 'd', name, len)) return 1;
+    for (const char *p = name; (p = strchr(p, '/')); p++)
+        if (nameHas(ns, 'f', name, (size_t)(p - name))) return 1;
+    return 0;
+}
+
+static int nameClaim(nameSet *ns, const char *name) {
+    for (const char *p = name; (p = strchr(p, '/')); p++)
+        if (nameAdd(ns, 'd', name, (size_t)(p - name))) return -1;
+    return nameAdd(ns, 'f', name, strlen(name));
+}
+
+/* --- the stream ------------------------------------------------------------ */
+
+struct tarOut {
+    struct archive *a;
+    int fd;
+    int held;              /* last holds the last byte given to us, unwritten */
+    unsigned char last;
+    int werrno;            /* errno of a failed write to fd, 0 if none */
+    nameSet names;
+};
+
+/* libarchive's write callback.  Blocking is off (bytes_per_block 0), so
+ * this sees every byte as soon as libarchive produces it; it writes all but
+ * the last, which waits for the next call or tarClose. */
+static la_ssize_t tarWrite(struct archive *a, void *ctx, const void *buf, size_t len) {
+    tarOut *t = ctx;
+    if (len == 0) return 0;
+    if ((t->held && writeAll(t->fd, &t->last, 1) < 0) ||
+        (len > 1 && writeAll(t->fd, buf, len - 1) < 0)) {
+        t->werrno = errno;
+        archive_set_error(a, errno, "write");
+        return -1;
+    }
+    t->last = ((const unsigned char *)buf)[len - 1];
+    t->held = 1;
+    return (la_ssize_t)len;
+}
+
+/* The error of a failed libarchive call: a failed write to the descriptor
+ * names stdout; anything else is libarchive's message. */
+static int tarError(tarOut *t, lakeError *err) {
+    if (t->werrno) return errSetErrno(err, LAKE_EFAIL, t->werrno, "stdout");
+    return errSet(err, LAKE_EFAIL, "tar: %s",
+                  archive_error_string(t->a) ? archive_error_string(t->a) : "failed");
+}
+
+int tarOpen(tarOut **out, int fd, lakeError *err) {
+    tarOut *t = calloc(1, sizeof *t);
+    *out = NULL;
+    if (!t || !(t->a = archive_write_new())) {
+        free(t);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "tar");
+    }
+    t->fd = fd;
+    /* FILE names are UTF-8 (JSON); with a UTF-8 LC_CTYPE libarchive takes
+     * them as they are and writes them as pax "path" records.  Without one
+     * it would convert them from ASCII and fail on the first non-ASCII
+     * name (libarchive 3.6 even crashes on a UTF-8-only path name). */
+    if (!setlocale(LC_CTYPE, "C.UTF-8")) setlocale(LC_CTYPE, "");
+    if (archive_write_set_format_pax_restricted(t->a) != ARCHIVE_OK ||
+        archive_write_set_bytes_per_block(t->a, 0) != ARCHIVE_OK ||
+        archive_write_open(t->a, t, NULL, tarWrite, NULL) != ARCHIVE_OK) {
+        int rc = tarError(t, err);
+        tarAbort(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+int tarClose(tarOut *t, lakeError *err) {
+    int rc = 0;
+    if (archive_write_close(t->a) != ARCHIVE_OK) rc = tarError(t, err);
+    else if (t->held && writeAll(t->fd, &t->last, 1) < 0)
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    t->held = 0;
+    archive_write_free(t->a);
+    nameSetFree(&t->names);
+    free(t);
+    return rc;
+}
+
+void tarAbort(tarOut *t) {
+    if (!t) return;
+    archive_write_fail(t->a); /* so that free writes no end-of-archive blocks */
+    archive_write_free(t->a);
+    nameSetFree(&t->names);
+    free(t);
+}
+
+/* --- one entry ------------------------------------------------------------- */
+
+/* Seconds since the epoch of an RFC 3339 time
+ * (YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)); -1 when malformed. */
+static int parseTime(const char *s, time_t *out) {
+    int Y, M, D, h, m, sec, oh = 0, om = 0, sign = 0, n = 0;
+    if (sscanf(s, "%4d-%2d-%2d%*1[Tt]%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 ||
+        n != 19)
+        return -1;
+    const char *p = s + n;
+    if (*p == '.') {
+        const char *f = ++p;
+        while (isdigit((unsigned char)*p)) p++;
+        if (p == f) return -1;
+    }
+    if ((*p == 'Z' || *p == 'z') && !p[1]) {
+        sign = 0;
+    } else if ((*p == '+' || *p == '-') && strlen(p) == 6 &&
+               sscanf(p + 1, "%2d:%2d", &oh, &om) == 2 && p[3] == ':' && oh < 24 && om < 60) {
+        sign = *p == '+' ? 1 : -1;
+    } else {
+        return -1;
+    }
+    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return -1;
+    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
+                    .tm_hour = h, .tm_min = m, .tm_sec = sec};
+    *out = timegm(&tm) - (time_t)sign * (oh * 3600 + om * 60);
+    return 0;
+}
+
+/* The last component of fv's key (its identifier). */
+static const char *keyBase(const fileValue *fv) {
+    const char *slash = strrchr(fv->location, '/');
+    return slash ? slash + 1 : fv->location;
+}
+
+/* The entry name of fv before uniqueness: its FILE name without a leading
+ * '/' and without empty, "." and ".." components, else its key's last
+ * component.  Warns when a name given is changed.  Caller frees. */
+static char *safeName(const fileValue *fv) {
+    const char *src = fv->name && *fv->name ? fv->name : NULL;
+    if (!src) return strdup(keyBase(fv));
+    char *out = malloc(strlen(src) + 1), *o = out;
+    if (!out) return NULL;
+    for (const char *c = src; *c;) {
+        size_t n = strcspn(c, "/");
+        int drop = n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.');
+        if (!drop) {
+            if (o != out) *o++ = '/';
+            memcpy(o, c, n);
+            o += n;
+        }
+        c += n;
+        if (*c == '/') c++;
+    }
+    *o = '\0';
+    if (!*out) {
+        free(out);
+        out = strdup(keyBase(fv));
+    }
+    if (out && strcmp(out, src) != 0)
+        logWarn("%s: unsafe name in the archive; writing %s", src, out);
+    return out;
+}
+
+/* Make name unique in t: "a.txt", then "a.1.txt", "a.2.txt"… (the number
+ * goes before the last extension of the last component; a name without
+ * one, or a dot file, gets ".N" at the end).  Takes name, returns the name
+ * to use (caller frees) or NULL when out of memory. */
+static char *uniqueName(tarOut *t, char *name) {
+    if (!nameClashes(&t->names, name)) return name;
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strrchr(base, '.');
+    size_t stem = dot && dot != base && dot[1] ? (size_t)(dot - name) : strlen(name);
+    size_t len = strlen(name) + 24;
+    char *cand = malloc(len);
+    if (!cand) { free(name); return NULL; }
+    for (unsigned long k = 1;; k++) {
+        snprintf(cand, len, "%.*s.%lu%s", (int)stem, name, k, name + stem);
+        if (!nameClashes(&t->names, cand)) break;
+    }
+    logWarn("%s: name already in the archive; writing %s", name, cand);
+    free(name);
+    return cand;
+}
+
+/* Feeds one entry's bytes from stageGet into libarchive, counting them
+ * against the size its header states. */
+typedef struct entryFeed {
+    tarOut *t;
+    int64_t size, fed;
+    int over;       /* the object had more bytes than its header states */
+    int archfail;   /* libarchive failed */
+} entryFeed;
+
+static int feedWrite(void *ctx, const void *buf, size_t len) {
+    entryFeed *f = ctx;
+    const char *p = buf;
+    if ((int64_t)len > f->size - f->fed) {
+        f->over = 1;
+        errno = EFBIG;
+        return -1;
+    }
+    while (len > 0) {
+        la_ssize_t n = archive_write_data(f->t->a, p, len);
+        if (n <= 0) {
+            f->archfail = 1;
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+        f->fed += n;
+    }
+    return 0;
+}
+
+int tarAdd(tarOut *t, stage *st, const fileValue *fv, int verify, progress *prog,
+           lakeError *err) {
+    int rc;
+    time_t mtime;
+    char *name = NULL;
+    struct archive_entry *e = NULL;
+    if ((rc = stageContains(st, fv->location, err))) return rc;
+    if (fv->size < 0)
+        return errSet(err, LAKE_EDATA,
+                      "%s: a bare location has no size; --archive needs a FILE value",
+                      fv->location);
+    if (!fv->last_modified) mtime = time(NULL);
+    else if (parseTime(fv->last_modified, &mtime) < 0)
+        return errSet(err, LAKE_EDATA, "%s: last_modified is not an RFC 3339 time: %s",
+                      fv->location, fv->last_modified);
+    if (!(name = safeName(fv)) || !(name = uniqueName(t, name)) ||
+        nameClaim(&t->names, name) || !(e = archive_entry_new())) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "tar");
+        goto out;
+    }
+    archive_entry_copy_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, fv->size);
+    archive_entry_set_mtime(e, mtime, 0);
+    if (archive_write_header(t->a, e) < ARCHIVE_WARN) {
+        rc = tarError(t, err);
+        goto out;
+    }
+    entryFeed f = {t, fv->size, 0, 0, 0};
+    lakeWriter w = {feedWrite, &f, "stdout"};
+    rc = stageGet(st, fv, &w, verify, prog, err);
+    if (f.over)
+        rc = errSet(err, LAKE_EDATA, "%s: more than the stated %lld bytes in the stage",
+                    fv->location, (long long)fv->size);
+    else if (f.archfail)
+        rc = tarError(t, err);
+    else if (!rc && f.fed != fv->size)
+        rc = errSet(err, LAKE_EDATA, "%s: %lld bytes in the stage, not %lld", fv->location,
+                    (long long)f.fed, (long long)fv->size);
+    if (!rc && archive_write_finish_entry(t->a) != ARCHIVE_OK) rc = tarError(t, err);
+out:
+    archive_entry_free(e);
+    free(name);
+    return rc;
+}
