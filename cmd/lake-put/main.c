@@ -3,9 +3,11 @@
  *
  *   lake-put [-q] [--name NAME] [--content-type TYPE] [--size BYTES]
  *            [--sha256 HEX] [--part-size BYTES] [--jobs N] [--stage URL]
+ *            [--table NS.T [--column COL] [--set COL=VALUE]...] [--archive]
  *            [FILE|-]...
  *
- * Inputs are put in order; each FILE value is printed (one JSON line) as
+ * Inputs are put in order (with --archive, every regular entry of every
+ * archive, in archive order); each FILE value is printed (one JSON line) as
  * soon as its object is durable.  The first failure stops the run.
  * SIGINT, SIGTERM and SIGHUP make the put in progress give up and clean up
  * (an S3 upload is aborted); then lake-put dies of the same signal.
@@ -29,10 +31,12 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "entries.h"
 #include "stage/stage.h"
 
 enum { OPT_NAME = 0x100, OPT_CTYPE, OPT_SIZE, OPT_SHA, OPT_STAGE, OPT_PROGRESS,
-       OPT_NO_PROGRESS, OPT_PART_SIZE, OPT_JOBS, OPT_TABLE, OPT_COLUMN, OPT_SET };
+       OPT_NO_PROGRESS, OPT_PART_SIZE, OPT_JOBS, OPT_TABLE, OPT_COLUMN, OPT_SET,
+       OPT_ARCHIVE };
 
 /* --set may be given this many times. */
 #define MAX_SETS 64
@@ -48,6 +52,7 @@ static const cliOption options[] = {
     {OPT_TABLE, 0, "table", "NS.T", "also add one row per object to this table, in one append"},
     {OPT_COLUMN, 0, "column", "COL", "with --table: the FILE column (default: the table's first FILE column)"},
     {OPT_SET, 0, "set", "COL=VALUE", "with --table: a value for another column of every row (repeatable)"},
+    {OPT_ARCHIVE, 0, "archive", NULL, "the inputs are archives (tar, zip, cpio, 7z...): put each regular entry"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
     {OPT_NO_PROGRESS, 0, "no-progress", NULL, "never draw a progress bar"},
@@ -56,6 +61,7 @@ static const cliOption options[] = {
 
 static const cliSpec spec = {
     "[-q] [--name NAME] [--content-type TYPE] [--size BYTES] [--sha256 HEX]\n"
+    "[--table NS.T [--column COL] [--set COL=VALUE]...] [--archive]\n"
     "[--part-size BYTES] [--jobs N] [--stage URL] [FILE|-]...",
     "Stream files or stdin into the lake's managed stage; print one FILE value "
     "(JSON) per object.",
@@ -72,13 +78,16 @@ typedef struct putArgs {
     const char *table, *column;
     const char *sets[MAX_SETS];
     int nsets;
+    int archive;
 } putArgs;
 
 /* --table: the rows being written, one per object put. */
 typedef struct rowPlan {
     segmentWriter *w;
     int ncols, filecol;
+    int pathcol;     /* --archive: the TEXT column "path" no --set fills, or -1 */
     lakeValue *vals; /* the --set values; the FILE column filled per row */
+    int stored;      /* objects put so far, none of them referenced yet */
 } rowPlan;
 
 /* The signal that told the run to stop, or 0. */
@@ -164,47 +173,90 @@ static int parseJobs(const char *s) {
     return (int)v;
 }
 
-/* Put one input ("-" is stdin) and print its FILE value; with a plan, add
- * its row. */
-static int putOne(stage *st, const putArgs *a, rowPlan *plan, const char *input, lakeError *err) {
-    int fd = STDIN_FILENO, rc;
-    const char *what = "stdin", *name = a->name;
-    struct stat sb;
-    if (strcmp(input, "-") != 0) {
-        fd = open(input, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", input);
-        what = input;
-        if (!name) {
-            const char *slash = strrchr(input, '/');
-            name = slash ? slash + 1 : input;
-        }
-    }
-    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        rc = errSet(err, LAKE_ENOINPUT, "%s: is a directory", what);
-        goto out;
-    }
-    int64_t total = a->size >= 0 ? a->size : S_ISREG(sb.st_mode) ? (int64_t)sb.st_size : -1;
+/* Put what r reads as one object named name (may be NULL) and print its
+ * FILE value; with a plan, add its row, with path (may be NULL) in the
+ * plan's path column.  total is the expected size for the progress bar,
+ * -1 when unknown. */
+static int putStream(stage *st, const putArgs *a, rowPlan *plan, lakeReader *r, const char *name,
+                     int64_t total, const char *path, lakeError *err) {
     progress prog;
-    progressStart(&prog, a->progress, name ? name : what, total);
-    lakeReader r = {inputRead, &fd, what};
+    progressStart(&prog, a->progress, name ? name : r->what, total);
     stagePutOptions opt = {name, a->content_type, a->size, a->sha256, &prog,
                            a->part_size, a->jobs, &stopSignal};
     fileValue fv;
-    rc = stagePut(st, &r, &opt, &fv, err);
+    int rc = stagePut(st, r, &opt, &fv, err);
     progressEnd(&prog);
-    if (rc) goto out;
+    if (rc) return rc;
+    if (plan) plan->stored++;
     char *json = fileValueToJson(&fv);
-    if (!json) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
+    if (!json) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", r->what);
     else if (printf("%s\n", json) < 0 || fflush(stdout) == EOF)
         rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
     if (!rc && plan) {
         plan->vals[plan->filecol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = json, .n = strlen(json)};
+        if (plan->pathcol >= 0 && path)
+            plan->vals[plan->pathcol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = path, .n = strlen(path)};
         rc = segmentWriterAddRow(plan->w, plan->vals, plan->ncols, err);
-        if (rc) errPrefix(err, "%s", what);
+        if (rc) errPrefix(err, "%s", r->what);
     }
     free(json);
     fileValueFree(&fv);
-out:
+    return rc;
+}
+
+/* Open an input ("-" is stdin): the descriptor, or -1 with err set (66 for
+ * a missing file or a directory). */
+static int openInput(const char *input, lakeError *err) {
+    struct stat sb;
+    int fd = STDIN_FILENO;
+    const char *what = "stdin";
+    if (strcmp(input, "-") != 0) {
+        fd = open(input, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", input), -1;
+        what = input;
+    }
+    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        errSet(err, LAKE_ENOINPUT, "%s: is a directory", what);
+        if (fd != STDIN_FILENO) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Put one input ("-" is stdin) and print its FILE value; with a plan, add
+ * its row. */
+static int putOne(stage *st, const putArgs *a, rowPlan *plan, const char *input, lakeError *err) {
+    int fd = openInput(input, err);
+    if (fd < 0) return err->code;
+    const char *what = fd == STDIN_FILENO ? "stdin" : input, *name = a->name;
+    if (!name && fd != STDIN_FILENO) {
+        const char *slash = strrchr(input, '/');
+        name = slash ? slash + 1 : input;
+    }
+    struct stat sb;
+    int64_t total = a->size >= 0                                   ? a->size
+                    : fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (int64_t)sb.st_size
+                                                                   : -1;
+    lakeReader r = {inputRead, &fd, what};
+    int rc = putStream(st, a, plan, &r, name, total, NULL, err);
+    if (fd != STDIN_FILENO) close(fd);
+    return rc;
+}
+
+/* --archive: put every regular entry of one archive ("-" is stdin), named
+ * by its safe path, in archive order.  A damaged archive is 65 after the
+ * entries before the damage were put. */
+static int putArchive(stage *st, const putArgs *a, rowPlan *plan, const char *input, lakeError *err) {
+    int fd = openInput(input, err);
+    if (fd < 0) return err->code;
+    archiveIn *in = NULL;
+    archiveEntryInfo e;
+    int rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, &stopSignal, &in, err);
+    while (!rc && !stopSignal && !(rc = archiveInNext(in, &e, err)) && e.path) {
+        rc = putStream(st, a, plan, &e.reader, e.path, e.size, e.path, err);
+        if (rc && archiveInDataError(in, err)) rc = err->code; /* the archive's fault: 65 */
+    }
+    archiveInClose(in);
     if (fd != STDIN_FILENO) close(fd);
     return rc;
 }
@@ -245,6 +297,10 @@ static int planRows(const putArgs *a, stage *st, catalogCache *cache, rowPlan *p
         else
             plan->vals[k] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = eq + 1, .n = strlen(eq + 1)};
     }
+    /* --archive: a TEXT column "path" that --set leaves alone gets each entry's path */
+    int k = rc || !a->archive ? -1 : segmentSchemaFind(cols, "path");
+    if (k >= 0 && cols->cols[k].type == LAKE_TYPE_TEXT && plan->vals[k].kind == LAKE_VALUE_NULL)
+        plan->pathcol = k;
     cJSON_free(schema);
     free(ns);
     free(name);
@@ -273,6 +329,7 @@ int main(int argc, char **argv) {
         case OPT_NO_PROGRESS: a.progress = PROGRESS_OFF; break;
         case OPT_TABLE: a.table = arg; break;
         case OPT_COLUMN: a.column = arg; break;
+        case OPT_ARCHIVE: a.archive = 1; break;
         case OPT_SET:
             if (a.nsets == MAX_SETS) cliUsageError(&spec, "--set at most %d times", MAX_SETS);
             a.sets[a.nsets++] = arg;
@@ -281,6 +338,8 @@ int main(int argc, char **argv) {
     }
     if (!a.table && (a.column || a.nsets)) cliUsageError(&spec, "--column and --set go with --table");
     int ninputs = argc - first;
+    if (a.archive && (a.name || a.size >= 0 || a.sha256))
+        cliUsageError(&spec, "--name, --size and --sha256 describe one input, not the entries of an archive");
     if (ninputs > 1 && (a.name || a.size >= 0 || a.sha256))
         cliUsageError(&spec, "--name, --size and --sha256 describe one input, not %d", ninputs);
     if (a.content_type && !*a.content_type) cliUsageError(&spec, "--content-type is empty");
@@ -290,7 +349,7 @@ int main(int argc, char **argv) {
     configOverride ov[] = {{"stage", a.stage}};
     stage *st = NULL;
     int rc = configLoad(&cfg, ov, 1, &err);
-    rowPlan plan = {0}, *rows = a.table ? &plan : NULL;
+    rowPlan plan = {.pathcol = -1}, *rows = a.table ? &plan : NULL;
     catalogCache *cache = NULL;
     catalogSource *src = NULL;
     cJSON *reg = NULL, *segs = NULL, *files = NULL;
@@ -304,8 +363,9 @@ int main(int argc, char **argv) {
     free(stageUrl);
     if (!rc && rows) rc = planRows(&a, st, cache, &plan, &reg, &err);
     if (!rc) catchStopSignals();
-    for (int i = first; !rc && !stopSignal && i < argc; i++) rc = putOne(st, &a, rows, argv[i], &err);
-    if (!rc && !stopSignal && ninputs == 0) rc = putOne(st, &a, rows, "-", &err);
+    int (*put)(stage *, const putArgs *, rowPlan *, const char *, lakeError *) = a.archive ? putArchive : putOne;
+    for (int i = first; !rc && !stopSignal && i < argc; i++) rc = put(st, &a, rows, argv[i], &err);
+    if (!rc && !stopSignal && ninputs == 0) rc = put(st, &a, rows, "-", &err);
     /* the rows of every object, in one append: all or none */
     if (!rc && !stopSignal && rows) {
         int64_t version;
@@ -318,6 +378,11 @@ int main(int argc, char **argv) {
                                       files, &version, &err);
         free(ns);
         free(name);
+    }
+    if (rc && rows && plan.stored > 0) { /* say what became of the objects already put */
+        size_t n = strlen(err.msg);
+        snprintf(err.msg + n, sizeof err.msg - n, "; nothing appended to %s (the %d object%s stored stay%s unreferenced)",
+                 a.table, plan.stored, plan.stored == 1 ? "" : "s", plan.stored == 1 ? "s" : "");
     }
     if (rc) logError(&err);
     segmentWriterFree(plan.w);

@@ -1,0 +1,276 @@
+/*
+ * entries.c - lake-put --archive: read an archive with libarchive and hand
+ * out its regular entries one at a time (see entries.h).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "core/log.h"
+#include "entries.h"
+
+/* Bytes asked of the input per read(2). */
+#define IN_BLOCK (64 * 1024)
+
+struct archiveIn {
+    struct archive *a;
+    int fd;
+    const char *what;
+    const volatile sig_atomic_t *stop;
+    int interrupted; /* a read gave up on a stop signal */
+    int io_errno;    /* a read(2) of the input failed with this */
+    int data_failed; /* the current entry's data could not be read */
+    lakeError data_err;
+    char path[PATH_MAX];           /* the current entry's safe name */
+    char label[PATH_MAX + 256];    /* "what: path", the entry's reader's what */
+    char buf[IN_BLOCK];
+};
+
+static int stopped(const archiveIn *in) {
+    return in->stop && *in->stop;
+}
+
+/* libarchive's read callback: one read(2), retried on EINTR unless a stop
+ * signal arrived (then the archive fails and the put cleans up). */
+static la_ssize_t onRead(struct archive *a, void *ctx, const void **buf) {
+    archiveIn *in = ctx;
+    *buf = in->buf;
+    for (;;) {
+        if (stopped(in)) {
+            in->interrupted = 1;
+            archive_set_error(a, EINTR, "interrupted");
+            return -1;
+        }
+        ssize_t n = read(in->fd, in->buf, sizeof in->buf);
+        if (n >= 0) return n;
+        if (errno != EINTR) {
+            in->io_errno = errno;
+            archive_set_error(a, errno, "%s", strerror(errno));
+            return -1;
+        }
+    }
+}
+
+/* Regular files only: skip and seek with lseek (a zip's central directory,
+ * a 7z header at the end). */
+static la_int64_t onSkip(struct archive *a, void *ctx, la_int64_t request) {
+    archiveIn *in = ctx;
+    (void)a;
+    return lseek(in->fd, (off_t)request, SEEK_CUR) < 0 ? 0 : request;
+}
+
+static la_int64_t onSeek(struct archive *a, void *ctx, la_int64_t offset, int whence) {
+    archiveIn *in = ctx;
+    off_t r = lseek(in->fd, (off_t)offset, whence);
+    if (r < 0) {
+        archive_set_error(a, errno, "%s", strerror(errno));
+        return ARCHIVE_FATAL;
+    }
+    return (la_int64_t)r;
+}
+
+/* The error of a failed libarchive call: interrupted (1), an input that
+ * could not be read (1), else a damaged archive (65) naming the entry when
+ * there is one. */
+static int archiveFail(archiveIn *in, const char *entry, lakeError *err) {
+    const char *sep = entry ? ": " : "", *ent = entry ? entry : "";
+    if (in->interrupted || stopped(in))
+        return errSet(err, LAKE_EFAIL, "%s%s%s: interrupted", in->what, sep, ent);
+    if (in->io_errno) return errSetErrno(err, LAKE_EFAIL, in->io_errno, "%s", in->what);
+    const char *m = archive_error_string(in->a);
+    return errSet(err, LAKE_EDATA, "%s%s%s: %s", in->what, sep, ent, m ? m : "damaged archive");
+}
+
+int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, archiveIn **out,
+                  lakeError *err) {
+    struct stat sb;
+    archiveIn *in = calloc(1, sizeof *in);
+    *out = NULL;
+    if (!in || !(in->a = archive_read_new())) {
+        free(in);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
+    }
+    in->fd = fd;
+    in->what = what;
+    in->stop = stop;
+    archive_read_support_filter_all(in->a);
+    /* archive_read_support_format_all less mtree: an mtree "archive" is a
+     * text file naming files of this host, whose bytes it would read */
+    static int (*const formats[])(struct archive *) = {
+        archive_read_support_format_7zip, archive_read_support_format_ar,
+        archive_read_support_format_cab,  archive_read_support_format_cpio,
+        archive_read_support_format_empty, archive_read_support_format_iso9660,
+        archive_read_support_format_lha,  archive_read_support_format_rar,
+        archive_read_support_format_rar5, archive_read_support_format_tar,
+        archive_read_support_format_warc, archive_read_support_format_xar,
+        archive_read_support_format_zip,
+    };
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) formats[i](in->a);
+    archive_read_set_callback_data(in->a, in);
+    archive_read_set_read_callback(in->a, onRead);
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        archive_read_set_skip_callback(in->a, onSkip);
+        archive_read_set_seek_callback(in->a, onSeek);
+    }
+    if (archive_read_open1(in->a) != ARCHIVE_OK) {
+        int rc = archiveFail(in, NULL, err);
+        archiveInClose(in);
+        return rc;
+    }
+    *out = in;
+    return 0;
+}
+
+/* The entry's data, in full buffers (content detection looks at the first
+ * one), through archive_read_data: no more than len bytes held here. */
+static ssize_t entryRead(void *ctx, void *buf, size_t len) {
+    archiveIn *in = ctx;
+    size_t got = 0;
+    while (got < len) {
+        if (stopped(in)) {
+            errno = EINTR;
+            return -1;
+        }
+        la_ssize_t n = archive_read_data(in->a, (char *)buf + got, len - got);
+        if (n == 0) break;
+        if (n < 0) {
+            in->data_failed = !(in->interrupted || stopped(in));
+            archiveFail(in, in->path, &in->data_err);
+            errno = in->interrupted ? EINTR : in->io_errno ? in->io_errno : EIO;
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+/* What a skipped entry is, for its warning. */
+static const char *kindName(mode_t type) {
+    switch (type) {
+    case AE_IFLNK: return "a symbolic link";
+    case AE_IFCHR: return "a character device";
+    case AE_IFBLK: return "a block device";
+    case AE_IFIFO: return "a fifo";
+    case AE_IFSOCK: return "a socket";
+    default: return "not a regular file";
+    }
+}
+
+int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err) {
+    memset(e, 0, sizeof *e);
+    in->data_failed = 0;
+    for (;;) {
+        struct archive_entry *ae;
+        int r = archive_read_next_header(in->a, &ae);
+        if (r == ARCHIVE_EOF) return 0;
+        if (r == ARCHIVE_WARN) logWarn("%s: %s", in->what, archive_error_string(in->a));
+        else if (r != ARCHIVE_OK) return archiveFail(in, NULL, err);
+        const char *name = archive_entry_pathname_utf8(ae);
+        if (!name) name = archive_entry_pathname(ae);
+        if (!name) name = "";
+        mode_t type = archive_entry_filetype(ae);
+        const char *target = archive_entry_hardlink(ae);
+        if (target) {
+            logWarn("%s: %s: a hard link to %s, skipped", in->what, name, target);
+            continue;
+        }
+        if (type == AE_IFDIR) continue; /* implied by the names below it */
+        if (type != AE_IFREG) {
+            logWarn("%s: %s: %s, skipped", in->what, name, kindName(type));
+            continue;
+        }
+        int changed = archiveSafeName(name, in->path, sizeof in->path);
+        if (changed < 0) {
+            logWarn("%s: %s: no usable name, skipped", in->what, name);
+            continue;
+        }
+        if (changed) logWarn("%s: %s: unsafe name, stored as %s", in->what, name, in->path);
+        snprintf(in->label, sizeof in->label, "%s: %s", in->what, in->path);
+        e->path = in->path;
+        e->size = archive_entry_size_is_set(ae) ? (int64_t)archive_entry_size(ae) : -1;
+        e->reader = (lakeReader){entryRead, in, in->label};
+        return 0;
+    }
+}
+
+int archiveInDataError(const archiveIn *in, lakeError *err) {
+    if (!in->data_failed) return 0;
+    *err = in->data_err;
+    return err->code;
+}
+
+void archiveInClose(archiveIn *in) {
+    if (!in) return;
+    archive_read_free(in->a);
+    free(in);
+}
+
+/* The length of the UTF-8 sequence at s (at most n bytes), 0 when it is
+ * not one (overlong forms, surrogates and code points past U+10FFFF
+ * included). */
+static size_t utf8Len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return len;
+}
+
+/* Components are copied one by one: empty and "." ones (the "./" tar puts
+ * before every name of "tar -c .", a trailing '/') are dropped as mere
+ * spelling; a leading '/', a ".." component or a byte that is not UTF-8
+ * is a change worth a warning. */
+int archiveSafeName(const char *name, char *out, size_t n) {
+    const unsigned char *p = (const unsigned char *)name;
+    size_t o = 0;
+    int changed = *p == '/';
+    while (*p) {
+        const unsigned char *s = p;
+        while (*p && *p != '/') p++;
+        size_t len = (size_t)(p - s);
+        if (*p == '/') p++;
+        if (len == 0 || (len == 1 && s[0] == '.')) continue;
+        if (len == 2 && s[0] == '.' && s[1] == '.') {
+            changed = 1;
+            continue;
+        }
+        if (o > 0) {
+            if (o + 1 >= n) return -1;
+            out[o++] = '/';
+        }
+        for (size_t i = 0; i < len;) {
+            size_t k = utf8Len(s + i, len - i);
+            if (o + (k ? k : 1) >= n) return -1;
+            if (k) {
+                memcpy(out + o, s + i, k);
+                o += k;
+                i += k;
+            } else {
+                out[o++] = '?';
+                i++;
+                changed = 1;
+            }
+        }
+    }
+    if (o == 0) return -1;
+    out[o] = '\0';
+    return changed;
+}

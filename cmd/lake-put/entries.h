@@ -1,0 +1,62 @@
+/*
+ * entries.h - lake-put --archive: the regular entries of an archive, one at
+ * a time, each as a lakeReader over its data.
+ *
+ * Any archive libarchive reads (tar, pax, cpio, zip, 7z, ...; gzip, bzip2,
+ * xz, zstd ... compression detected), but mtree (a list of this host's
+ * files, not an archive), is read from a file descriptor as a stream:
+ * nothing is buffered beyond libarchive's own blocks, whatever the size of
+ * an entry.
+ *
+ * Promises:
+ *  - Directories are skipped silently; symbolic and hard links, devices,
+ *    fifos and sockets are skipped with one warning each naming the entry.
+ *  - An entry's name is made safe (leading '/', empty, "." and ".."
+ *    components dropped, bytes that are not UTF-8 replaced by '?'), with one
+ *    warning when that changed it.
+ *  - A damaged or truncated archive is 65 naming the archive and, when known,
+ *    the entry.  The stop flag (a signal) makes reads fail with EINTR.
+ */
+#ifndef LAKE_PUT_ENTRIES_H
+#define LAKE_PUT_ENTRIES_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "stage/stage.h"
+
+typedef struct archiveIn archiveIn;
+
+/* The current regular entry: valid until the next archiveInNext. */
+typedef struct archiveEntryInfo {
+    const char *path; /* the safe name; NULL at the end of the archive */
+    int64_t size;     /* as the header states it, -1 when it does not */
+    lakeReader reader;
+} archiveEntryInfo;
+
+/* Start reading fd (kept open by the caller until archiveInClose) as an
+ * archive; what names it in messages ("stdin", a path).  stop may be NULL.
+ * 1 when out of memory. */
+int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, archiveIn **out,
+                  lakeError *err);
+
+/* Move to the next regular entry (skipping the rest of the current one)
+ * and fill *e; e->path is NULL at the end.  65 for a damaged archive (or
+ * one in no format libarchive knows), 1 "interrupted" after a stop. */
+int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err);
+
+/* After a put of the current entry failed: when the cause was the archive
+ * itself (its data damaged or cut short), replace *err by that error (65,
+ * naming the archive and the entry) and return its code; else 0 and *err
+ * is left alone. */
+int archiveInDataError(const archiveIn *in, lakeError *err);
+
+void archiveInClose(archiveIn *in);
+
+/* The safe form of an entry name (see above) into out (size n): 1 when it
+ * had to change, 0 when not, -1 when nothing is left of it or it does not
+ * fit. */
+int archiveSafeName(const char *name, char *out, size_t n);
+
+#endif
