@@ -52,7 +52,7 @@ MANALL     := $(wildcard man/*.[1-9])
 DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
-              openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server zip zstd
+              openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd
 # The npm test peers (s3rver), pinned by tests/package-lock.json.
 NPM_STAMP  := tests/node_modules/.package-lock.json
 
@@ -115,7 +115,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@for b in bench/put-get bench/catalog bench/metasrv bench/s3 bench/query; do [ -f $$b ] || continue; echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
+	@for b in bench/put-get bench/catalog bench/metasrv bench/s3 bench/query bench/archive; do [ -f $$b ] || continue; echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \

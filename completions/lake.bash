@@ -22,10 +22,10 @@
 _lake_programs='lake-put lake-get lake-catalog lake-query lake-metasrv'
 
 _lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --part-size
-    --jobs --table --column --set --stage --progress --no-progress -h --help --version'
+    --jobs --table --column --set --archive --stage --progress --no-progress -h --help --version'
 _lake_args_lake_put='--name --content-type --size --sha256 --part-size --jobs --table --column --set --stage'
 
-_lake_opts_lake_get='-q --quiet -o --output --no-verify --stage
+_lake_opts_lake_get='-q --quiet -o --output --archive --no-verify --stage
     --progress --no-progress -h --help --version'
 _lake_args_lake_get='-o --output --stage'
 
@@ -33,7 +33,9 @@ _lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
     --strict -h --help --version'
 _lake_args_lake_catalog='--max-age'
 _lake_commands_lake_catalog='list show resolve refresh status create-namespace
-    create drop whoami actions'
+    create drop whoami actions gc'
+_lake_opts_lake_catalog_gc='--dry-run --grace'
+_lake_args_lake_catalog_gc='--grace'
 _lake_opts_lake_catalog_resolve='--version'
 _lake_args_lake_catalog_resolve='--version'
 _lake_opts_lake_catalog_refresh='--force'
@@ -76,10 +78,20 @@ _lake_complete_value() {
         # snapshot cache alone
         COMPREPLY=($(compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$3"))
         ;;
+    -c | --command)
+        # lake-query's SQL: the table name being typed ("FROM docs.pa"),
+        # from the snapshot cache; the rest of the word is kept as it is
+        local tok=${3##*[!A-Za-z0-9_.]} t
+        if [ -n "$tok" ]; then
+            for t in $(compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$tok"); do
+                COMPREPLY+=("${3%"$tok"}$t")
+            done
+        fi
+        ;;
     *)
         # --name, --content-type, --size, --sha256, --part-size, --jobs,
         # --stage, --max-age, resolve's --version N, lake-metasrv's
-        # --listen, --name and numbers, lake-query's -c SQL: free text
+        # --listen, --name and numbers: free text
         COMPREPLY=()
         ;;
     esac

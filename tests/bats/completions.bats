@@ -563,6 +563,15 @@ catalog_fixture() {
   assert_output ""
   run bash_complete lake-query -c ''
   assert_output ""
+  # inside the SQL: the table name being typed, the rest of the word kept
+  run bash_complete lake-query -c 'SELECT * FROM docs.p'
+  assert_output 'SELECT * FROM docs.papers'
+  run bash_complete lake-query --command '"SELECT count(*) FROM (w'
+  assert_output '"SELECT count(*) FROM (web.pages'
+  run bash_complete lake-query -c 'SELECT * FROM x'
+  assert_output ""
+  run cat "$T/trace"
+  refute_output --partial "trace: source"
   run bash_complete lake-query -c 'SELECT 1' rep
   assert_output ""
   run bash_complete lake-query --import docs.papers rep

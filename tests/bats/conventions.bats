@@ -74,10 +74,14 @@ teardown() { common_teardown; }
   root="$T/root"
   run make -s -C "$LAKE_SRC" install DESTDIR="$root" PREFIX=/opt/lake
   assert_success
-  for f in bin/lake-put bin/lake-get share/man/man1/lake-put.1 share/man/man1/lake-get.1 \
-           share/man/man5/lake.conf.5 share/man/man7/lake.7 \
-           share/bash-completion/completions/lake-put share/zsh/site-functions/_lake; do
-    assert_file_exist "$root/opt/lake/$f"
+  local p m
+  for p in lake-put lake-get lake-catalog lake-query lake-metasrv; do
+    assert_file_exist "$root/opt/lake/bin/$p"
+    assert_file_exist "$root/opt/lake/share/bash-completion/completions/$p"
+  done
+  assert_file_exist "$root/opt/lake/share/zsh/site-functions/_lake"
+  for m in "$LAKE_SRC"/man/man[1-9]/*.[1-9]; do
+    assert_file_exist "$root/opt/lake/share/man/$(basename "$(dirname "$m")")/$(basename "$m")"
   done
   run "$root/opt/lake/bin/lake-put" --version
   assert_success
