@@ -173,16 +173,66 @@ static int parseJobs(const char *s) {
     return (int)v;
 }
 
+/* --archive: the FILE values of objects put with defer_sync wait here
+ * until one stageSync has made the whole batch durable (a local stage then
+ * syncs once per batch, not twice per object: many small entries cost
+ * writes, not disk flushes).  A batch ends after this many objects or
+ * bytes, and at the end of every archive. */
+#define BATCH_OBJECTS 256
+#define BATCH_BYTES (64LL * 1024 * 1024)
+
+typedef struct outBatch {
+    char *buf; /* the batch's FILE value lines */
+    size_t len, cap;
+    int n;
+    int64_t bytes;
+} outBatch;
+
+static int printLine(const char *json, lakeError *err) {
+    if (printf("%s\n", json) < 0 || fflush(stdout) == EOF) return errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    return 0;
+}
+
+/* Make the batch durable, then print it. */
+static int batchFlush(stage *st, outBatch *b, lakeError *err) {
+    if (!b || b->n == 0) return 0;
+    int rc = stageSync(st, err);
+    if (!rc && (fwrite(b->buf, 1, b->len, stdout) != b->len || fflush(stdout) == EOF))
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    b->len = 0;
+    b->n = 0;
+    b->bytes = 0;
+    return rc;
+}
+
+static int batchAdd(stage *st, outBatch *b, const char *json, int64_t size, lakeError *err) {
+    size_t n = strlen(json) + 1;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64 * 1024;
+        while (cap < b->len + n) cap *= 2;
+        char *nb = realloc(b->buf, cap);
+        if (!nb) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "stdout");
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, json, n - 1);
+    b->buf[b->len + n - 1] = '\n';
+    b->len += n;
+    b->bytes += size;
+    return ++b->n >= BATCH_OBJECTS || b->bytes >= BATCH_BYTES ? batchFlush(st, b, err) : 0;
+}
+
 /* Put what r reads as one object named name (may be NULL) and print its
- * FILE value; with a plan, add its row, with path (may be NULL) in the
- * plan's path column.  total is the expected size for the progress bar,
- * -1 when unknown. */
-static int putStream(stage *st, const putArgs *a, rowPlan *plan, lakeReader *r, const char *name,
-                     int64_t total, const char *path, lakeError *err) {
+ * FILE value (with a batch, once the batch is durable); with a plan, add
+ * its row, with path (may be NULL) in the plan's path column.  total is
+ * the expected size for the progress bar, -1 when unknown. */
+static int putStream(stage *st, const putArgs *a, rowPlan *plan, outBatch *batch, lakeReader *r,
+                     const char *name, int64_t total, const char *path, lakeError *err) {
     progress prog;
     progressStart(&prog, a->progress, name ? name : r->what, total);
-    stagePutOptions opt = {name, a->content_type, a->size, a->sha256, &prog,
-                           a->part_size, a->jobs, &stopSignal};
+    stagePutOptions opt = {.name = name, .content_type = a->content_type, .expect_size = a->size,
+                           .expect_sha256 = a->sha256, .progress = &prog, .part_size = a->part_size,
+                           .jobs = a->jobs, .stop = &stopSignal, .defer_sync = batch != NULL};
     fileValue fv;
     int rc = stagePut(st, r, &opt, &fv, err);
     progressEnd(&prog);
@@ -190,8 +240,7 @@ static int putStream(stage *st, const putArgs *a, rowPlan *plan, lakeReader *r, 
     if (plan) plan->stored++;
     char *json = fileValueToJson(&fv);
     if (!json) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", r->what);
-    else if (printf("%s\n", json) < 0 || fflush(stdout) == EOF)
-        rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    else rc = batch ? batchAdd(st, batch, json, fv.size, err) : printLine(json, err);
     if (!rc && plan) {
         plan->vals[plan->filecol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = json, .n = strlen(json)};
         if (plan->pathcol >= 0 && path)
@@ -238,7 +287,7 @@ static int putOne(stage *st, const putArgs *a, rowPlan *plan, const char *input,
                     : fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (int64_t)sb.st_size
                                                                    : -1;
     lakeReader r = {inputRead, &fd, what};
-    int rc = putStream(st, a, plan, &r, name, total, NULL, err);
+    int rc = putStream(st, a, plan, NULL, &r, name, total, NULL, err);
     if (fd != STDIN_FILENO) close(fd);
     return rc;
 }
@@ -251,11 +300,17 @@ static int putArchive(stage *st, const putArgs *a, rowPlan *plan, const char *in
     if (fd < 0) return err->code;
     archiveIn *in = NULL;
     archiveEntryInfo e;
+    outBatch batch = {0};
     int rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, &stopSignal, &in, err);
     while (!rc && !stopSignal && !(rc = archiveInNext(in, &e, err)) && e.path) {
-        rc = putStream(st, a, plan, &e.reader, e.path, e.size, e.path, err);
+        rc = putStream(st, a, plan, &batch, &e.reader, e.path, e.size, e.path, err);
         if (rc && archiveInDataError(in, err)) rc = err->code; /* the archive's fault: 65 */
     }
+    /* the whole entries before a failure are still made durable and
+     * printed; the first error is the one reported */
+    lakeError ferr = {0};
+    if (batchFlush(st, &batch, rc ? &ferr : err) && !rc) rc = err->code;
+    free(batch.buf);
     archiveInClose(in);
     if (fd != STDIN_FILENO) close(fd);
     return rc;

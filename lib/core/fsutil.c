@@ -61,7 +61,7 @@ oom:
 
 int atomicCommit(atomicFile *af, lakeError *err) {
     int rc = 0;
-    if (fsync(af->fd) < 0) {
+    if (!af->nosync && fsync(af->fd) < 0) {
         rc = errSetErrno(err, LAKE_EFAIL, errno, "fsync");
         goto out;
     }
@@ -92,7 +92,7 @@ int atomicCommit(atomicFile *af, lakeError *err) {
         if (linkat(AT_FDCWD, proc, af->dirfd, af->final, AT_SYMLINK_FOLLOW) < 0)
             rc = errSetErrno(err, LAKE_EFAIL, errno, "link");
     }
-    if (!rc && fsync(af->dirfd) < 0) rc = errSetErrno(err, LAKE_EFAIL, errno, "fsync");
+    if (!rc && !af->nosync && fsync(af->dirfd) < 0) rc = errSetErrno(err, LAKE_EFAIL, errno, "fsync");
 out:
     atomicAbort(af);
     return rc;

@@ -25,6 +25,8 @@ typedef struct atomicFile {
     int replace;     /* rename over an existing name instead of link */
     char *final;     /* name relative to dirfd */
     char *tmp;       /* named temp relative to dirfd, NULL for O_TMPFILE */
+    int nosync;      /* set after atomicOpen: commit without the fsyncs (the
+                        caller makes the file durable later, e.g. syncfs) */
 } atomicFile;
 
 /* Open a new file to become dir/name.  With replace=0 the commit fails with

@@ -461,7 +461,7 @@ static int segmentEnd(segmentWriter *w, lakeError *err) {
         goto out;
     }
     lakeReader r = {fdRead, &fd, "segment"};
-    stagePutOptions po = {NULL, "application/vnd.sqlite3", -1, NULL, w->opt.progress, 0, 0, NULL};
+    stagePutOptions po = {.content_type = "application/vnd.sqlite3", .expect_size = -1, .progress = w->opt.progress};
     if ((rc = stagePutInto(w->st, w->key_dir, &r, &po, &fv, err))) goto out;
     cJSON *rec = cJSON_CreateObject();
     if (!rec || !cJSON_AddItemToArray(w->segments, rec) ||

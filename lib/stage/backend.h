@@ -21,6 +21,8 @@ typedef struct stageOps {
     /* NULL: the backend has no multipart uploads */
     int (*abort_uploads)(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
                          int *supported, lakeError *err);
+    /* NULL: puts are durable when they return */
+    int (*sync)(stage *s, lakeError *err);
 } stageOps;
 
 struct stage {

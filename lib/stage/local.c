@@ -151,6 +151,7 @@ static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePut
     snprintf(dir, sizeof dir, "%s/%s", ls->root, keydir);
     if ((rc = mkdirs(dir, 0755, err))) goto out;
     if ((rc = atomicOpen(&af, dir, id, 0, 0644, err))) goto out;
+    af.nosync = opt->defer_sync;
 
     for (;;) {
         ssize_t n = r->read(r->ctx, buf, STAGE_BUF_SIZE);
@@ -402,8 +403,19 @@ static void localClose(stage *s) {
     free(ls);
 }
 
+/* syncfs(2) of the stage's filesystem: the deferred puts' data, inodes
+ * and directory entries, all at once. */
+static int localSync(stage *s, lakeError *err) {
+    localStage *ls = (localStage *)s;
+    int fd = open(ls->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errSetErrno(err, LAKE_EFAIL, errno, "%s", ls->root);
+    int rc = syncfs(fd) < 0 ? errSetErrno(err, LAKE_EFAIL, errno, "%s: syncfs", ls->root) : 0;
+    close(fd);
+    return rc;
+}
+
 static const stageOps localOps = {localPut,  localGet,    localRelative, localClose,
-                                  localList, localDelete, NULL};
+                                  localList, localDelete, NULL,          localSync};
 
 int localStageOpen(const char *url, stage **out, lakeError *err) {
     char *path = fileUrlPath(url);

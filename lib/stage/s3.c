@@ -649,7 +649,7 @@ static void s3StageClose(stage *s) {
 }
 
 static const stageOps s3Ops = {s3Put,  s3Get,    s3StageRelative, s3StageClose,
-                               s3List, s3Delete, s3AbortUploads};
+                               s3List, s3Delete, s3AbortUploads, NULL};
 
 int s3StageOpen(const char *url, stage **out, lakeError *err) {
     char *bucket, *prefix;

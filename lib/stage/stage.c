@@ -72,6 +72,10 @@ int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError
     return s->ops->list(s, prefix, fn, ctx, err);
 }
 
+int stageSync(stage *s, lakeError *err) {
+    return s->ops->sync ? s->ops->sync(s, err) : 0;
+}
+
 int stageDelete(stage *s, const char *location, lakeError *err) {
     if (stageContains(s, location, err)) return err->code;
     return s->ops->del(s, location, err);

@@ -71,6 +71,12 @@ typedef struct stagePutOptions {
      * polls it, cleans up (no object, an S3 upload aborted) and fails with
      * "interrupted".  NULL: never. */
     const volatile sig_atomic_t *stop;
+    /* Local only: publish the object without waiting for the disk (no
+     * fsync of the file or its directory).  It is durable only after the
+     * next stageSync, so a caller that sets this must call stageSync
+     * before it prints or records the FILE value.  S3 objects are durable
+     * when the put returns, whatever this says. */
+    int defer_sync;
 } stagePutOptions;
 
 typedef struct stage stage;
@@ -141,6 +147,11 @@ int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError
 /* Delete the object at location: containment first (65), before any I/O;
  * an object already gone is not an error.  Never follows a symlink. */
 int stageDelete(stage *s, const char *location, lakeError *err);
+
+/* Make every object put with defer_sync durable (local: syncfs(2) of the
+ * stage's filesystem, which also writes out whatever else is dirty on it;
+ * S3: nothing to do).  1 on an I/O error. */
+int stageSync(stage *s, lakeError *err);
 
 /* Called per unfinished multipart upload that stageAbortUploads aborts
  * (or, with dry_run, would abort). */

@@ -307,7 +307,7 @@ static void testFiles(stage *st) {
     lakeError err = {0};
     const char *data = "other", *p = data;
     lakeReader r = {strRead, &p, "other"};
-    stagePutOptions po = {NULL, "text/plain", -1, NULL, NULL, 0, 0, NULL};
+    stagePutOptions po = {.content_type = "text/plain", .expect_size = -1};
     fileValue fv;
     stagePut(st, &r, &po, &fv, &err);
     char *other = fileValueToJson(&fv);
@@ -338,7 +338,7 @@ static void testKeyDir(stage *st) {
     fileValue fv;
     const char *data = "x", *p = data;
     lakeReader r = {strRead, &p, "x"};
-    stagePutOptions po = {NULL, "text/plain", -1, NULL, NULL, 0, 0, NULL};
+    stagePutOptions po = {.content_type = "text/plain", .expect_size = -1};
     ok(stagePutInto(st, "../escape", &r, &po, &fv, &err) == LAKE_EUSAGE, "key_dir with .. is refused");
     ok(stagePutInto(st, "tables/x/", &r, &po, &fv, &err) == LAKE_EUSAGE, "key_dir with a trailing / is refused");
     ok(stagePutInto(st, "/abs", &r, &po, &fv, &err) == LAKE_EUSAGE, "an absolute key_dir is refused");
@@ -359,7 +359,7 @@ int main(void) {
     if (stageOpen(stageUrlBuf, &st, &err)) return 1;
     const char *content = "hello", *p = content;
     lakeReader r = {strRead, &p, "hello"};
-    stagePutOptions po = {"h.txt", NULL, -1, NULL, NULL, 0, 0, NULL};
+    stagePutOptions po = {.name = "h.txt", .expect_size = -1};
     fileValue fv;
     ok(stagePut(st, &r, &po, &fv, &err) == 0, "put a file to reference");
     fileJson = fileValueToJson(&fv);
