@@ -109,6 +109,7 @@ struct tarOut {
     int held;              /* last holds the last byte given to us, unwritten */
     unsigned char last;
     int werrno;            /* errno of a failed write to fd, 0 if none */
+    int aborted;           /* tarAbort: swallow whatever libarchive writes */
     nameSet names;
 };
 
@@ -117,7 +118,7 @@ struct tarOut {
  * the last, which waits for the next call or tarClose. */
 static la_ssize_t tarWrite(struct archive *a, void *ctx, const void *buf, size_t len) {
     tarOut *t = ctx;
-    if (len == 0) return 0;
+    if (len == 0 || t->aborted) return (la_ssize_t)len;
     if ((t->held && writeAll(t->fd, &t->last, 1) < 0) ||
         (len > 1 && writeAll(t->fd, buf, len - 1) < 0)) {
         t->werrno = errno;
@@ -175,7 +176,11 @@ int tarClose(tarOut *t, lakeError *err) {
 
 void tarAbort(tarOut *t) {
     if (!t) return;
-    archive_write_fail(t->a); /* so that free writes no end-of-archive blocks */
+    /* close, so libarchive frees all it holds (archive_write_fail would
+     * skip its output filter's close, and leak it), but with the write
+     * callback swallowing the end-of-archive blocks and the held byte */
+    t->aborted = 1;
+    archive_write_close(t->a);
     archive_write_free(t->a);
     nameSetFree(&t->names);
     free(t);
