@@ -31,6 +31,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "detect.h"
 #include "entries.h"
 #include "stage/stage.h"
 
@@ -173,19 +174,30 @@ static int parseJobs(const char *s) {
     return (int)v;
 }
 
-/* --archive: the FILE values of objects put with defer_sync wait here
- * until one stageSync has made the whole batch durable (a local stage then
- * syncs once per batch, not twice per object: many small entries cost
- * writes, not disk flushes).  A batch ends after this many objects or
+/* --archive: the objects of a batch are put with defer_sync; their FILE
+ * values wait here until one stageSync has made the whole batch durable (a
+ * local stage then syncs once per batch, not twice per object: many small
+ * entries cost writes, not disk flushes).  In a local stage their content
+ * types are detected meanwhile on a helper thread (detect.h), from the
+ * first DETECT_PREFIX_MAX bytes; an S3 put needs its type for the upload
+ * itself and detects it inline.  A batch ends after this many objects or
  * bytes, and at the end of every archive. */
 #define BATCH_OBJECTS 256
 #define BATCH_BYTES (64LL * 1024 * 1024)
 
+typedef struct batchEntry {
+    fileValue fv;
+    char *path;     /* for the plan's path column, may be NULL */
+    detectJob *job; /* the content type being detected, or NULL */
+} batchEntry;
+
 typedef struct outBatch {
-    char *buf; /* the batch's FILE value lines */
-    size_t len, cap;
+    batchEntry e[BATCH_OBJECTS];
     int n;
     int64_t bytes;
+    detector *detect; /* NULL: types are detected by the stage */
+    char *out;        /* the FILE value lines, built at flush */
+    size_t len, cap;
 } outBatch;
 
 static int printLine(const char *json, lakeError *err) {
@@ -193,61 +205,122 @@ static int printLine(const char *json, lakeError *err) {
     return 0;
 }
 
-/* Make the batch durable, then print it. */
-static int batchFlush(stage *st, outBatch *b, lakeError *err) {
-    if (!b || b->n == 0) return 0;
-    int rc = stageSync(st, err);
-    if (!rc && (fwrite(b->buf, 1, b->len, stdout) != b->len || fflush(stdout) == EOF))
-        rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
-    b->len = 0;
-    b->n = 0;
-    b->bytes = 0;
+/* Add the row of an object (its FILE value as json) to the plan. */
+static int addRow(rowPlan *plan, const char *json, const char *path, const char *what, lakeError *err) {
+    plan->vals[plan->filecol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = json, .n = strlen(json)};
+    if (plan->pathcol >= 0 && path)
+        plan->vals[plan->pathcol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = path, .n = strlen(path)};
+    int rc = segmentWriterAddRow(plan->w, plan->vals, plan->ncols, err);
+    if (rc) errPrefix(err, "%s", what);
     return rc;
 }
 
-static int batchAdd(stage *st, outBatch *b, const char *json, int64_t size, lakeError *err) {
+static int outAppend(outBatch *b, const char *json, lakeError *err) {
     size_t n = strlen(json) + 1;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 64 * 1024;
         while (cap < b->len + n) cap *= 2;
-        char *nb = realloc(b->buf, cap);
+        char *nb = realloc(b->out, cap);
         if (!nb) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "stdout");
-        b->buf = nb;
+        b->out = nb;
         b->cap = cap;
     }
-    memcpy(b->buf + b->len, json, n - 1);
-    b->buf[b->len + n - 1] = '\n';
+    memcpy(b->out + b->len, json, n - 1);
+    b->out[b->len + n - 1] = '\n';
     b->len += n;
-    b->bytes += size;
-    return ++b->n >= BATCH_OBJECTS || b->bytes >= BATCH_BYTES ? batchFlush(st, b, err) : 0;
+    return 0;
+}
+
+/* Finish the batch: the detected types into the FILE values, the rows
+ * into the plan, then make the objects durable and print their values. */
+static int batchFlush(stage *st, rowPlan *plan, outBatch *b, lakeError *err) {
+    int rc = 0;
+    if (!b || b->n == 0) return 0;
+    if (b->detect) detectorWait(b->detect);
+    b->len = 0;
+    for (int i = 0; i < b->n; i++) {
+        batchEntry *e = &b->e[i];
+        if (!rc && e->job) {
+            free(e->fv.content_type);
+            e->fv.content_type = detectJobTake(e->job);
+        }
+        char *json = rc ? NULL : fileValueToJson(&e->fv);
+        if (!rc && !json) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "stdout");
+        if (!rc) rc = outAppend(b, json, err);
+        if (!rc && plan) rc = addRow(plan, json, e->path, e->path ? e->path : "stdin", err);
+        free(json);
+        fileValueFree(&e->fv);
+        free(e->path);
+        detectJobFree(e->job);
+    }
+    b->n = 0;
+    b->bytes = 0;
+    if (!rc) rc = stageSync(st, err);
+    if (!rc && (fwrite(b->out, 1, b->len, stdout) != b->len || fflush(stdout) == EOF))
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    return rc;
+}
+
+/* A reader that keeps a copy of the first DETECT_PREFIX_MAX bytes. */
+typedef struct peekReader {
+    lakeReader *in;
+    char *buf;
+    size_t len;
+} peekReader;
+
+static ssize_t peekRead(void *ctx, void *buf, size_t len) {
+    peekReader *p = ctx;
+    ssize_t n = p->in->read(p->in->ctx, buf, len);
+    if (n > 0 && p->len < DETECT_PREFIX_MAX) {
+        size_t k = (size_t)n < DETECT_PREFIX_MAX - p->len ? (size_t)n : DETECT_PREFIX_MAX - p->len;
+        if (!p->buf && !(p->buf = malloc(DETECT_PREFIX_MAX))) {
+            errno = ENOMEM;
+            return -1;
+        }
+        memcpy(p->buf + p->len, buf, k);
+        p->len += k;
+    }
+    return n;
 }
 
 /* Put what r reads as one object named name (may be NULL) and print its
- * FILE value (with a batch, once the batch is durable); with a plan, add
- * its row, with path (may be NULL) in the plan's path column.  total is
- * the expected size for the progress bar, -1 when unknown. */
+ * FILE value (with a batch: at the batch's flush, once durable); with a
+ * plan, add its row, with path (may be NULL) in the plan's path column.
+ * total is the expected size for the progress bar, -1 when unknown. */
 static int putStream(stage *st, const putArgs *a, rowPlan *plan, outBatch *batch, lakeReader *r,
                      const char *name, int64_t total, const char *path, lakeError *err) {
     progress prog;
     progressStart(&prog, a->progress, name ? name : r->what, total);
-    stagePutOptions opt = {.name = name, .content_type = a->content_type, .expect_size = a->size,
-                           .expect_sha256 = a->sha256, .progress = &prog, .part_size = a->part_size,
-                           .jobs = a->jobs, .stop = &stopSignal, .defer_sync = batch != NULL};
+    int later = batch && batch->detect && !a->content_type;
+    peekReader peek = {r, NULL, 0};
+    lakeReader pr = {peekRead, &peek, r->what};
+    stagePutOptions opt = {.name = name, .content_type = later ? "application/octet-stream" : a->content_type,
+                           .expect_size = a->size, .expect_sha256 = a->sha256, .progress = &prog,
+                           .part_size = a->part_size, .jobs = a->jobs, .stop = &stopSignal,
+                           .defer_sync = batch != NULL};
     fileValue fv;
-    int rc = stagePut(st, r, &opt, &fv, err);
+    int rc = stagePut(st, later ? &pr : r, &opt, &fv, err);
     progressEnd(&prog);
-    if (rc) return rc;
+    if (rc) {
+        free(peek.buf);
+        return rc;
+    }
     if (plan) plan->stored++;
+    if (batch) {
+        batchEntry *e = &batch->e[batch->n++];
+        *e = (batchEntry){.fv = fv, .path = path ? strdup(path) : NULL};
+        if (later && !(e->job = detectorSubmit(batch->detect, peek.buf, peek.len)))
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", r->what);
+        if (path && !e->path && !rc) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", r->what);
+        batch->bytes += fv.size;
+        if (!rc && (batch->n >= BATCH_OBJECTS || batch->bytes >= BATCH_BYTES))
+            rc = batchFlush(st, plan, batch, err);
+        return rc;
+    }
     char *json = fileValueToJson(&fv);
     if (!json) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", r->what);
-    else rc = batch ? batchAdd(st, batch, json, fv.size, err) : printLine(json, err);
-    if (!rc && plan) {
-        plan->vals[plan->filecol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = json, .n = strlen(json)};
-        if (plan->pathcol >= 0 && path)
-            plan->vals[plan->pathcol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = path, .n = strlen(path)};
-        rc = segmentWriterAddRow(plan->w, plan->vals, plan->ncols, err);
-        if (rc) errPrefix(err, "%s", r->what);
-    }
+    else rc = printLine(json, err);
+    if (!rc && plan) rc = addRow(plan, json, path, r->what, err);
     free(json);
     fileValueFree(&fv);
     return rc;
@@ -300,17 +373,26 @@ static int putArchive(stage *st, const putArgs *a, rowPlan *plan, const char *in
     if (fd < 0) return err->code;
     archiveIn *in = NULL;
     archiveEntryInfo e;
-    outBatch batch = {0};
-    int rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, &stopSignal, &in, err);
+    outBatch *batch = calloc(1, sizeof *batch);
+    if (!batch) {
+        if (fd != STDIN_FILENO) close(fd);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", input);
+    }
+    int rc = 0;
+    /* a local stage's types can wait for the flush: detect them aside */
+    if (!a->content_type && strncmp(stageUrl(st), "file://", 7) == 0) rc = detectorStart(&batch->detect, err);
+    if (!rc) rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, &stopSignal, &in, err);
     while (!rc && !stopSignal && !(rc = archiveInNext(in, &e, err)) && e.path) {
-        rc = putStream(st, a, plan, &batch, &e.reader, e.path, e.size, e.path, err);
+        rc = putStream(st, a, plan, batch, &e.reader, e.path, e.size, e.path, err);
         if (rc && archiveInDataError(in, err)) rc = err->code; /* the archive's fault: 65 */
     }
     /* the whole entries before a failure are still made durable and
      * printed; the first error is the one reported */
     lakeError ferr = {0};
-    if (batchFlush(st, &batch, rc ? &ferr : err) && !rc) rc = err->code;
-    free(batch.buf);
+    if (batchFlush(st, plan, batch, rc ? &ferr : err) && !rc) rc = err->code;
+    detectorStop(batch->detect);
+    free(batch->out);
+    free(batch);
     archiveInClose(in);
     if (fd != STDIN_FILENO) close(fd);
     return rc;

@@ -24,6 +24,10 @@ char *contentTypeDetect(const void *buf, size_t len) {
     return strdup(t);
 }
 
+char *stageDetectContentType(const void *buf, size_t len) {
+    return contentTypeDetect(buf, len);
+}
+
 void contentTypeRelease(void) {
     if (loaded > 0) magic_close(cookie);
     cookie = NULL;

@@ -440,6 +440,14 @@ static int nextBlock(const char *xml, size_t len, size_t *pos, const char *name,
     return 1;
 }
 
+/* A listing page says there is more (<IsTruncated>true</IsTruncated>). */
+static int listTruncated(const char *xml, size_t len) {
+    char *t = s3XmlText(xml, len, "IsTruncated");
+    int more = t && strcmp(t, "true") == 0;
+    free(t);
+    return more;
+}
+
 static int s3List(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err) {
     s3Stage *ss = (s3Stage *)s;
     if (s3Usable(ss, err)) return err->code;
@@ -489,9 +497,7 @@ static int s3List(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeE
             free(loc);
         }
         if (rc) goto out;
-        char *trunc = s3XmlText(b.buf, b.len, "IsTruncated");
-        int more = trunc && strcmp(trunc, "true") == 0;
-        free(trunc);
+        int more = listTruncated(b.buf, b.len);
         free(token);
         token = more ? s3XmlText(b.buf, b.len, "NextContinuationToken") : NULL;
         if (!more) break;
@@ -617,9 +623,7 @@ static int s3AbortUploads(stage *s, long long before, int dry_run, stageUploadFn
             free(loc);
         }
         if (rc) goto out;
-        char *trunc = s3XmlText(b.buf, b.len, "IsTruncated");
-        int more = trunc && strcmp(trunc, "true") == 0;
-        free(trunc);
+        int more = listTruncated(b.buf, b.len);
         free(kmark);
         free(umark);
         kmark = more ? s3XmlText(b.buf, b.len, "NextKeyMarker") : NULL;

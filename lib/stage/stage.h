@@ -153,6 +153,12 @@ int stageDelete(stage *s, const char *location, lakeError *err);
  * S3: nothing to do).  1 on an I/O error. */
 int stageSync(stage *s, lakeError *err);
 
+/* The content type libmagic finds in the first bytes of an object, as a
+ * put without a content_type records it; application/octet-stream when it
+ * finds none.  Never NULL; the caller frees.  Not thread-safe: one thread
+ * at a time. */
+char *stageDetectContentType(const void *buf, size_t len);
+
 /* Called per unfinished multipart upload that stageAbortUploads aborts
  * (or, with dry_run, would abort). */
 typedef void (*stageUploadFn)(void *ctx, const char *location, long long initiated);

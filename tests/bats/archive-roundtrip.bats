@@ -64,6 +64,12 @@ round_trip() {
   mkdir -p "$T/want"
   cp -r "$T/src/2026" "$T/want/"
   round_trip "path LIKE '2026/%'" "$T/want"
+  # the types detected for the entries (aside, in a batch) are those a
+  # plain put of the same file gets
+  local p t
+  while IFS=$'\t' read -r p t; do
+    assert_equal "$t" "$(lake-put -q "$T/src/$p" | jq -r .content_type)"
+  done < <(lake-query -c "SELECT path, fl_get_content_type(f) FROM docs.scans")
   run lake-query -c "SELECT count(*), sum(fl_get_size(f)) FROM docs.scans"
   assert_output "6	$((12 * 1024 * 1024 + 4 + 5 + 7))"
 }
