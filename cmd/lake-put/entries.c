@@ -3,6 +3,7 @@
  * out its regular entries one at a time (see entries.h).
  */
 #include <errno.h>
+#include <locale.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,10 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
     in->fd = fd;
     in->what = what;
     in->stop = stop;
+    /* names reach us as UTF-8 (archiveSafeName checks it): libarchive
+     * converts those an archive stores otherwise (7z's and zip's UTF-16 or
+     * legacy names) through LC_CTYPE, so that must be a UTF-8 one */
+    if (!setlocale(LC_CTYPE, "C.UTF-8")) setlocale(LC_CTYPE, "");
     archive_read_support_filter_all(in->a);
     /* archive_read_support_format_all less mtree: an mtree "archive" is a
      * text file naming files of this host, whose bytes it would read */

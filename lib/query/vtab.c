@@ -325,16 +325,17 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
         return SQLITE_ERROR;
     }
     /* by type rather than sqlite3_result_value: no Mem copy, and text
-     * reuses the result's buffer instead of a malloc per value */
-    switch (sqlite3_column_type(c->st, j)) {
-    case SQLITE_INTEGER: sqlite3_result_int64(ctx, sqlite3_column_int64(c->st, j)); break;
-    case SQLITE_FLOAT: sqlite3_result_double(ctx, sqlite3_column_double(c->st, j)); break;
+     * reuses the result's buffer instead of a malloc per value; one
+     * column_value (the statement's own Mem), then the cheap value_ calls */
+    sqlite3_value *v = sqlite3_column_value(c->st, j);
+    switch (sqlite3_value_type(v)) {
+    case SQLITE_INTEGER: sqlite3_result_int64(ctx, sqlite3_value_int64(v)); break;
+    case SQLITE_FLOAT: sqlite3_result_double(ctx, sqlite3_value_double(v)); break;
     case SQLITE_TEXT:
-        sqlite3_result_text(ctx, (const char *)sqlite3_column_text(c->st, j), sqlite3_column_bytes(c->st, j),
-                            SQLITE_TRANSIENT);
+        sqlite3_result_text(ctx, (const char *)sqlite3_value_text(v), sqlite3_value_bytes(v), SQLITE_TRANSIENT);
         break;
     case SQLITE_BLOB:
-        sqlite3_result_blob(ctx, sqlite3_column_blob(c->st, j), sqlite3_column_bytes(c->st, j), SQLITE_TRANSIENT);
+        sqlite3_result_blob(ctx, sqlite3_value_blob(v), sqlite3_value_bytes(v), SQLITE_TRANSIENT);
         break;
     default: sqlite3_result_null(ctx); break;
     }

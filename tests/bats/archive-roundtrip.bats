@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The whole day of a shell user (issue 7): a tree goes in through
-# `lake-put --archive --table` as tar, zip and tar.zst, a query picks the
-# rows, `lake-get --archive | tar -x` brings the tree back, and diff -r
+# `lake-put --archive --table` as tar, zip, cpio, 7z and compressed tars, a
+# query picks the rows, `lake-get --archive | tar -x` brings the tree back,
+# and diff -r
 # finds no difference; on the embedded lake and through an S3 stage
 # advertised by a real lake-metasrv.
 
@@ -44,17 +45,23 @@ round_trip() {
   assert_success
 }
 
-@test "tar, zip and tar.zst: in through --archive --table, out through --archive, diff -r clean" {
-  local kind v=0
-  for kind in tar zip tar.zst; do
+@test "tar, zip, cpio, 7z, tar.zst, tar.xz, tar.bz2: in through --archive --table, out through --archive, diff -r clean" {
+  local kind input
+  for kind in tar zip cpio 7z tar.zst tar.xz tar.bz2; do
     lake-catalog drop docs.scans
     lake-catalog create docs.scans 'path TEXT, f FILE'
     case $kind in
       tar) tar -C "$T/src" -c . >"$T/in.$kind" ;;
       zip) (cd "$T/src" && zip -qr "$T/in.$kind" .) ;;
+      cpio) (cd "$T/src" && find . -type f | cpio -o -H newc --quiet) >"$T/in.$kind" ;;
+      7z) (cd "$T/src" && 7z a -bso0 -bsp0 "$T/in.$kind" . >/dev/null) ;;
       tar.zst) tar -C "$T/src" -c . | zstd -q >"$T/in.$kind" ;;
+      tar.xz) tar -C "$T/src" -cJ . >"$T/in.$kind" ;;
+      tar.bz2) tar -C "$T/src" -cj . >"$T/in.$kind" ;;
     esac
-    run --separate-stderr lake-put --archive --table docs.scans <"$T/in.$kind"
+    # 7z keeps its index at its end: a named file; the others from a pipe
+    if [ "$kind" = 7z ]; then input=("$T/in.$kind"); else input=(-); fi
+    run --separate-stderr bash -c 'cat "$1" | lake-put --archive --table docs.scans "${@:2}"' _ "$T/in.$kind" "${input[@]}"
     assert_success
     assert_equal "${#lines[@]}" "$(find "$T/src" -type f | wc -l)"
     assert_equal "$(lake-catalog resolve docs.scans | jq .version)" 1
