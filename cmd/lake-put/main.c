@@ -62,8 +62,8 @@ static const cliOption options[] = {
 
 static const cliSpec spec = {
     "[-q] [--name NAME] [--content-type TYPE] [--size BYTES] [--sha256 HEX]\n"
-    "[--table NS.T [--column COL] [--set COL=VALUE]...] [--archive]\n"
-    "[--part-size BYTES] [--jobs N] [--stage URL] [FILE|-]...",
+    " [--table NS.T [--column COL] [--set COL=VALUE]...] [--archive]\n"
+    " [--part-size BYTES] [--jobs N] [--stage URL] [FILE|-]...",
     "Stream files or stdin into the lake's managed stage; print one FILE value "
     "(JSON) per object.",
     options,

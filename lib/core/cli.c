@@ -25,12 +25,19 @@ static int ownOption(const cliSpec *spec, const char *name) {
     return 0;
 }
 
+/* One line per form of the command; a line that starts with a blank goes
+ * on the form above it, aligned under its first argument. */
 static void printSynopsis(FILE *f, const char *synopsis) {
     const char *p = synopsis;
     int first = 1;
     while (*p) {
         size_t n = strcspn(p, "\n");
-        fprintf(f, "%s%s %.*s\n", first ? "usage: " : "       ", logProgname(), (int)n, p);
+        if (!first && *p == ' ') {
+            size_t b = strspn(p, " ");
+            fprintf(f, "       %*s %.*s\n", (int)strlen(logProgname()), "", (int)(n - b), p + b);
+        } else {
+            fprintf(f, "%s%s %.*s\n", first ? "usage: " : "       ", logProgname(), (int)n, p);
+        }
         first = 0;
         p += n;
         if (*p) p++;

@@ -21,7 +21,8 @@ typedef struct cliOption {
 } cliOption;
 
 typedef struct cliSpec {
-    const char *synopsis;   /* lines after "usage: ", '\n'-separated */
+    const char *synopsis;   /* lines after "usage: ", '\n'-separated, one per form; a
+                               line starting with a blank continues the form above */
     const char *summary;    /* one line: what the program does */
     const cliOption *opts;  /* terminated by an entry with id 0 */
     int stop_at_operand;    /* options end at the first operand (a command) */
