@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "catalog/cache.h"
 #include "catalog/gc.h"
@@ -24,6 +23,7 @@
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 
 enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT_STRICT,
        OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE };
@@ -343,10 +343,7 @@ static int gcPrint(void *ctx, const char *location, int64_t size, lakeError *err
 static void gcUpload(void *ctx, const char *location, long long initiated) {
     gcOut *o = ctx;
     char ts[32];
-    time_t t = (time_t)initiated;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    rfc3339Format(ts, initiated);
     logWarn("gc: %s multipart upload of %s (started %s)",
             o->r->dry_run ? "would abort the" : "aborted the", location, ts);
 }
@@ -367,7 +364,7 @@ static int cmdGc(run *r, lakeError *err) {
     rc = catalogGc(r->src, st, &opt, gcPrint, gcUpload, &out, &stats, err);
     if (r->json) fputs(out.n ? "\n]\n" : "]\n", stdout);
     if (rc) goto done;
-    if (!stats.uploads_supported && strncmp(url, "s3://", 5) == 0)
+    if (stats.uploads_supported == 0)
         logWarn("gc: the object store does not list or abort multipart uploads; none aborted");
     char uploads[64] = "";
     if (stats.uploads)

@@ -9,7 +9,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <ctype.h>
 #include <errno.h>
 #include <locale.h>
 #include <stdint.h>
@@ -20,6 +19,7 @@
 
 #include "core/fsutil.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 
 /* --- the set of names taken ------------------------------------------------
  * Keys are "f" + an entry name or "d" + a directory that entries imply. */
@@ -188,66 +188,26 @@ void tarAbort(tarOut *t) {
 
 /* --- one entry ------------------------------------------------------------- */
 
-/* Seconds since the epoch of an RFC 3339 time
- * (YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)); -1 when malformed. */
-static int parseTime(const char *s, time_t *out) {
-    int Y, M, D, h, m, sec, oh = 0, om = 0, sign = 0, n = 0;
-    if (sscanf(s, "%4d-%2d-%2d%*1[Tt]%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 ||
-        n != 19)
-        return -1;
-    const char *p = s + n;
-    if (*p == '.') {
-        const char *f = ++p;
-        while (isdigit((unsigned char)*p)) p++;
-        if (p == f) return -1;
-    }
-    if ((*p == 'Z' || *p == 'z') && !p[1]) {
-        sign = 0;
-    } else if ((*p == '+' || *p == '-') && strlen(p) == 6 &&
-               sscanf(p + 1, "%2d:%2d", &oh, &om) == 2 && p[3] == ':' && oh < 24 && om < 60) {
-        sign = *p == '+' ? 1 : -1;
-    } else {
-        return -1;
-    }
-    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return -1;
-    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
-                    .tm_hour = h, .tm_min = m, .tm_sec = sec};
-    *out = timegm(&tm) - (time_t)sign * (oh * 3600 + om * 60);
-    return 0;
-}
-
 /* The last component of fv's key (its identifier). */
 static const char *keyBase(const fileValue *fv) {
     const char *slash = strrchr(fv->location, '/');
     return slash ? slash + 1 : fv->location;
 }
 
-/* The entry name of fv before uniqueness: its FILE name without a leading
- * '/' and without empty, "." and ".." components, else its key's last
- * component.  Warns when a name given is changed.  Caller frees. */
+/* The entry name of fv before uniqueness: its FILE name made safe
+ * (fileNameSafe), else its key's last component; a warning whenever the
+ * name written is not the name given (a dropped "./" too: the reader of
+ * the stream sees another name).  Caller frees. */
 static char *safeName(const fileValue *fv) {
     const char *src = fv->name && *fv->name ? fv->name : NULL;
-    if (!src) return strdup(keyBase(fv));
-    char *out = malloc(strlen(src) + 1), *o = out;
-    if (!out) return NULL;
-    for (const char *c = src; *c;) {
-        size_t n = strcspn(c, "/");
-        int drop = n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.');
-        if (!drop) {
-            if (o != out) *o++ = '/';
-            memcpy(o, c, n);
-            o += n;
-        }
-        c += n;
-        if (*c == '/') c++;
-    }
-    *o = '\0';
-    if (!*out) {
+    char *out = src ? malloc(strlen(src) + 1) : NULL;
+    if (src && !out) return NULL;
+    int changed = src ? fileNameSafe(src, out, strlen(src) + 1) : -1;
+    if (changed < 0) {
         free(out);
         out = strdup(keyBase(fv));
     }
-    if (out && strcmp(out, src) != 0)
-        logWarn("%s: unsafe name in the archive; writing %s", src, out);
+    if (out && src && strcmp(out, src) != 0) logWarn("%s: unsafe name in the archive; writing %s", src, out);
     return out;
 }
 
@@ -308,6 +268,7 @@ int tarAdd(tarOut *t, stage *st, const fileValue *fv, int verify, progress *prog
            lakeError *err) {
     int rc;
     time_t mtime;
+    long long secs;
     char *name = NULL;
     struct archive_entry *e = NULL;
     if ((rc = stageContains(st, fv->location, err))) return rc;
@@ -316,7 +277,9 @@ int tarAdd(tarOut *t, stage *st, const fileValue *fv, int verify, progress *prog
                       "%s: a bare location has no size; --archive needs a FILE value",
                       fv->location);
     if (!fv->last_modified) mtime = time(NULL);
-    else if (parseTime(fv->last_modified, &mtime) < 0)
+    else if (rfc3339Parse(fv->last_modified, &secs, NULL, NULL) == 0)
+        mtime = (time_t)secs;
+    else
         return errSet(err, LAKE_EDATA, "%s: last_modified is not an RFC 3339 time: %s",
                       fv->location, fv->last_modified);
     if (!(name = safeName(fv)) || !(name = uniqueName(t, name)) ||

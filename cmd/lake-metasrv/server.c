@@ -34,6 +34,7 @@
 #include "core/fsutil.h"
 #include "core/id.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "stage/stage.h"
 
@@ -385,11 +386,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_
     double secs = since(&rq->start);
     int status = rq->status ? rq->status : 0;
     countRequest(rq->action, status, secs);
-    time_t now = time(NULL);
-    struct tm tm;
     char ts[32];
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    rfc3339Now(ts);
     /* one line per request; never a token */
     fprintf(stderr, "%s request_id=%s principal=%s action=%s status=%d duration_ms=%.3f%s%s%s\n", ts,
             rq->id, rq->principal, rq->action, status, secs * 1000,

@@ -100,7 +100,7 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
     in->fd = fd;
     in->what = what;
     in->stop = stop;
-    /* names reach us as UTF-8 (archiveSafeName checks it): libarchive
+    /* names reach us as UTF-8 (fileNameSafe checks it): libarchive
      * converts those an archive stores otherwise (7z's and zip's UTF-16 or
      * legacy names) through LC_CTYPE, so that must be a UTF-8 one */
     if (!setlocale(LC_CTYPE, "C.UTF-8")) setlocale(LC_CTYPE, "");
@@ -190,7 +190,7 @@ int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err) {
             logWarn("%s: %s: %s, skipped", in->what, name, kindName(type));
             continue;
         }
-        int changed = archiveSafeName(name, in->path, sizeof in->path);
+        int changed = fileNameSafe(name, in->path, sizeof in->path);
         if (changed < 0) {
             logWarn("%s: %s: no usable name, skipped", in->what, name);
             continue;
@@ -214,68 +214,4 @@ void archiveInClose(archiveIn *in) {
     if (!in) return;
     archive_read_free(in->a);
     free(in);
-}
-
-/* The length of the UTF-8 sequence at s (at most n bytes), 0 when it is
- * not one (overlong forms, surrogates and code points past U+10FFFF
- * included). */
-static size_t utf8Len(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    unsigned cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-    else return 0;
-    if (len > n) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return len;
-}
-
-/* Components are copied one by one: empty and "." ones (the "./" tar puts
- * before every name of "tar -c .", a trailing '/') are dropped as mere
- * spelling; a leading '/', a ".." component or a byte that is not UTF-8
- * is a change worth a warning. */
-int archiveSafeName(const char *name, char *out, size_t n) {
-    const unsigned char *p = (const unsigned char *)name;
-    size_t o = 0;
-    int changed = *p == '/';
-    while (*p) {
-        const unsigned char *s = p;
-        while (*p && *p != '/') p++;
-        size_t len = (size_t)(p - s);
-        if (*p == '/') p++;
-        if (len == 0 || (len == 1 && s[0] == '.')) continue;
-        if (len == 2 && s[0] == '.' && s[1] == '.') {
-            changed = 1;
-            continue;
-        }
-        if (o > 0) {
-            if (o + 1 >= n) return -1;
-            out[o++] = '/';
-        }
-        for (size_t i = 0; i < len;) {
-            size_t k = utf8Len(s + i, len - i);
-            if (o + (k ? k : 1) >= n) return -1;
-            if (k) {
-                memcpy(out + o, s + i, k);
-                o += k;
-                i += k;
-            } else {
-                out[o++] = '?';
-                i++;
-                changed = 1;
-            }
-        }
-    }
-    if (o == 0) return -1;
-    out[o] = '\0';
-    return changed;
 }

@@ -54,9 +54,4 @@ int archiveInDataError(const archiveIn *in, lakeError *err);
 
 void archiveInClose(archiveIn *in);
 
-/* The safe form of an entry name (see above) into out (size n): 1 when it
- * had to change, 0 when not, -1 when nothing is left of it or it does not
- * fit. */
-int archiveSafeName(const char *name, char *out, size_t n);
-
 #endif

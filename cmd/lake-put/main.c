@@ -380,7 +380,7 @@ static int putArchive(stage *st, const putArgs *a, rowPlan *plan, const char *in
     }
     int rc = 0;
     /* a local stage's types can wait for the flush: detect them aside */
-    if (!a->content_type && strncmp(stageUrl(st), "file://", 7) == 0) rc = detectorStart(&batch->detect, err);
+    if (!a->content_type && stageTypeInValue(st)) rc = detectorStart(&batch->detect, err);
     if (!rc) rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, &stopSignal, &in, err);
     while (!rc && !stopSignal && !(rc = archiveInNext(in, &e, err)) && e.path) {
         rc = putStream(st, a, plan, batch, &e.reader, e.path, e.size, e.path, err);

@@ -351,15 +351,6 @@ static int fresh(const catalogCache *c, int64_t now) {
 
 /* --- refreshing ------------------------------------------------------- */
 
-/* Errors that mean "the authority is down" rather than "you are wrong":
- * only these are answered from a stale snapshot. */
-static int outage(const lakeError *err) {
-    if (err->code == LAKE_EUNAVAIL || err->code == LAKE_ETEMP) return 1;
-    /* a plain failure is an outage unless the source said what was wrong
-     * (failed_precondition, payload_too_large: serving stale would hide it) */
-    return err->code == LAKE_EFAIL && (!err->status || strcmp(err->status, "internal") == 0);
-}
-
 /* Why the cache is serving what it has, naming the source once:
  * "https://h:7700 unreachable", "local:/x/registry.db: registry busy…". */
 static void staleReason(const catalogCache *c, const char *why, char *buf, size_t n) {
@@ -409,7 +400,7 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
     int rc = sourceSnapshot(c->src, known, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, &ans, err);
     now = nowMs();
     if (rc) {
-        if (!c->snap.valid || !outage(err)) return rc;
+        if (!c->snap.valid || !sourceOutage(err)) return rc;
         free(c->snap.last_error);
         c->snap.last_error = strdup(err->msg);
         c->snap.failed_ms = now;
@@ -718,7 +709,7 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
     if ((rc = sourceResolve(c->src, ns, name, version, &ans, err))) {
         /* an outage: the last registration this host resolved, if any */
         tableState *t = version < 0 ? stateOf(&c->snap, id, 0) : NULL;
-        if (!outage(err) || !t || !t->resolved_ms || t->version < t->epoch ||
+        if (!sourceOutage(err) || !t || !t->resolved_ms || t->version < t->epoch ||
             !(*reg = regLoad(c, id, t->version)))
             return rc;
         char why[700];
@@ -796,7 +787,7 @@ int cacheWhoami(catalogCache *c, cJSON **answer, lakeError *err) {
     }
     int rc = sourceCall(c->src, "whoami", NULL, answer, err);
     if (rc) {
-        cJSON *stale = outage(err) ? checkedJsonLoad(path) : NULL;
+        cJSON *stale = sourceOutage(err) ? checkedJsonLoad(path) : NULL;
         if (!stale) return rc;
         char why[700];
         staleReason(c, err->msg, why, sizeof why);

@@ -42,15 +42,9 @@ static int keepObject(void *ctx, const stageObject *o, lakeError *err) {
     return rc;
 }
 
-/* An error of the source that means it is down, not that we are wrong
- * (as the snapshot cache judges it): gc then says 69. */
-static int sourceDown(const lakeError *err) {
-    if (err->code == LAKE_EUNAVAIL) return 1;
-    return err->code == LAKE_EFAIL && (!err->status || strcmp(err->status, "internal") == 0);
-}
-
+/* The source is down (gc then says 69); a busy one keeps its 75. */
 static int refsFailed(catalogSource *src, lakeError *err) {
-    if (!sourceDown(err)) return err->code;
+    if (!sourceOutage(err) || err->code == LAKE_ETEMP) return err->code;
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);
     return errSet(err, LAKE_EUNAVAIL,

@@ -37,7 +37,8 @@ typedef struct gcStats {
     int64_t removed, removed_bytes; /* (or, dry run, would be) */
     int64_t kept_referenced, kept_young;
     int64_t uploads;                /* multipart uploads aborted (would be) */
-    int uploads_supported;          /* the stage can list and abort them */
+    int uploads_supported;          /* as stageAbortUploads says: 1 listed, 0 the
+                                       store refuses, -1 the stage has none */
 } gcStats;
 
 /* Called per object removed (with dry_run: that would be), after its

@@ -18,6 +18,7 @@
 
 #include "core/id.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "core/sha256.h"
 
 #define BUSY_TIMEOUT_MS 10000
@@ -58,13 +59,6 @@ static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
     "  token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, revoked_at TEXT);"
     "INSERT INTO lake_meta VALUES ('format', 'lake-registry');",
 };
-
-static void nowText(char out[32]) {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 /* Record a SQLite failure: message redacted to what failed, detail in
  * cause.  Busy and locked are temporary (75). */
@@ -206,7 +200,7 @@ static int checkAndMigrate(registry *r, int create, const char *stage_url, lakeE
     if ((rc = metaSet(r, "schema_version", buf, err))) goto fail;
     if (version == 0) {
         char id[ID_LEN + 1], now[32];
-        nowText(now);
+        rfc3339Now(now);
         if ((rc = idNew(id, err))) goto fail;
         rc = run(r, err, "create marker", "INSERT INTO directory_marker VALUES (1, ?, 0)", id, NULL);
         if (!rc) rc = metaSet(r, "created_at", now, err);
@@ -578,7 +572,7 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     committed = current + 1;
     char vbuf[32], now[32], seq[32];
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)committed);
-    nowText(now);
+    rfc3339Now(now);
     if ((rc = run(r, err, "insert version", "INSERT INTO versions VALUES (?, CAST(? AS INTEGER), ?, ?)", id,
                   vbuf, now, principal ? principal : "", NULL)))
         goto fail;
@@ -615,7 +609,7 @@ fail:
 int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, lakeError *err) {
     int64_t exists;
     char now[32];
-    nowText(now);
+    rfc3339Now(now);
     int rc = exec(r, "BEGIN IMMEDIATE", err);
     if (rc) return rc;
     rc = queryInt(r, &exists, err, "SELECT 1 FROM namespaces WHERE name = ?", ns, NULL);
@@ -636,7 +630,7 @@ int registryCreateTable(registry *r, const char *ns, const char *name, const cha
                         int64_t *generation, lakeError *err) {
     int64_t exists;
     char id[ID_LEN + 1], now[32];
-    nowText(now);
+    rfc3339Now(now);
     int rc = idNew(id, err);
     if (rc || (rc = exec(r, "BEGIN IMMEDIATE", err))) return rc;
     rc = queryInt(r, &exists, err, "SELECT 1 FROM namespaces WHERE name = ?", ns, NULL);
@@ -677,7 +671,7 @@ fail:
 int registryAddPrincipal(registry *r, const char *name, const char *role, const char *token_sha256,
                          lakeError *err) {
     char now[32];
-    nowText(now);
+    rfc3339Now(now);
     /* a new name, or a revoked one issued again (rotation) */
     sqlite3_stmt *st = prep(r, err, "INSERT INTO principals(name, role, token_sha256, created_at) "
                             "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET role = excluded.role, "
@@ -743,7 +737,7 @@ int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err) {
 
 int registryRevokePrincipal(registry *r, const char *name, lakeError *err) {
     char now[32];
-    nowText(now);
+    rfc3339Now(now);
     int rc = run(r, err, "revoke principal",
                  "UPDATE principals SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", now, name, NULL);
     if (!rc && sqlite3_changes(r->db) == 0)

@@ -173,3 +173,10 @@ int sourceReferences(catalogSource *s, const char *after, int64_t limit, cJSON *
     }
     return rc;
 }
+
+int sourceOutage(const lakeError *err) {
+    if (err->code == LAKE_EUNAVAIL || err->code == LAKE_ETEMP) return 1;
+    /* a plain failure is an outage unless the source said what was wrong
+     * (failed_precondition, payload_too_large: serving stale would hide it) */
+    return err->code == LAKE_EFAIL && (!err->status || strcmp(err->status, "internal") == 0);
+}

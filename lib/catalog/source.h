@@ -65,4 +65,9 @@ int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t 
 int sourceReferences(catalogSource *s, const char *after, int64_t limit, struct cJSON **answer,
                      lakeError *err);
 
+/* 1 when err, from a source call, means "the source is down or busy"
+ * rather than "the request is wrong": the snapshot cache then serves its
+ * last good answer, and gc refuses to work without the live catalog. */
+int sourceOutage(const lakeError *err);
+
 #endif

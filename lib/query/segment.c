@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/rfc3339.h"
+#include "core/utf8.h"
 #include "stage/filevalue.h"
 
 static const char *typeNames[] = {"INTEGER", "REAL", "TEXT", "BLOB",
@@ -92,25 +94,6 @@ int segmentSchemaFind(const segmentSchema *s, const char *name) {
 
 /* --- value conversion ---------------------------------------------------- */
 
-/* 1 when p[0..n) is valid UTF-8 without NUL, overlongs or surrogates. */
-static int utf8Valid(const unsigned char *p, size_t n) {
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        if (c == 0) return 0;
-        if (c < 0x80) { i++; continue; }
-        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-        if (!len || c > 0xF4 || i + len > n) return 0;
-        for (size_t k = 1; k < len; k++)
-            if ((p[i + k] & 0xC0) != 0x80) return 0;
-        if (c == 0xE0 && p[i + 1] < 0xA0) return 0;
-        if (c == 0xED && p[i + 1] >= 0xA0) return 0;
-        if (c == 0xF0 && p[i + 1] < 0x90) return 0;
-        if (c == 0xF4 && p[i + 1] >= 0x90) return 0;
-        i += len;
-    }
-    return 1;
-}
-
 /* A NUL-terminated copy of text bytes in *tmp (grown as needed). */
 static const char *cstr(const lakeValue *v, char **tmp, size_t *cap) {
     if (v->n + 1 > *cap) {
@@ -124,53 +107,19 @@ static const char *cstr(const lakeValue *v, char **tmp, size_t *cap) {
     return *tmp;
 }
 
-static int digits(const char *s, int n, int *out) {
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return 0;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 1;
-}
-
 /* Parse RFC 3339 text s into out as UTC "YYYY-MM-DDTHH:MM:SS[.frac]Z".
- * 0 on success, -1 when s is not a timestamp. */
+ * 0 on success, -1 when s is not a timestamp or falls outside years
+ * 0000-9999. */
 static int timestampNormalise(const char *s, char out[64]) {
-    int Y, M, D, h, m, sec, oh = 0, om = 0, sign = 0;
-    size_t n = strlen(s);
-    if (n < 20 || !digits(s, 4, &Y) || s[4] != '-' || !digits(s + 5, 2, &M) || s[7] != '-' ||
-        !digits(s + 8, 2, &D) || !strchr("Tt ", s[10]) || !digits(s + 11, 2, &h) ||
-        s[13] != ':' || !digits(s + 14, 2, &m) || s[16] != ':' || !digits(s + 17, 2, &sec))
-        return -1;
-    const char *p = s + 19, *frac = NULL;
-    size_t nfrac = 0;
-    if (*p == '.') {
-        frac = ++p;
-        while (*p >= '0' && *p <= '9') p++;
-        nfrac = (size_t)(p - frac);
-        if (nfrac == 0 || nfrac > 9) return -1;
-    }
-    if ((*p == 'Z' || *p == 'z') && !p[1]) {
-        sign = 0;
-    } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && digits(p + 1, 2, &oh) &&
-               p[3] == ':' && digits(p + 4, 2, &om) && oh < 24 && om < 60) {
-        sign = *p == '+' ? 1 : -1;
-    } else {
-        return -1;
-    }
-    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
-    if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || (M == 2 && D == 29 && !leap) ||
-        h > 23 || m > 59 || sec > 59)
-        return -1;
-    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
-                    .tm_hour = h, .tm_min = m, .tm_sec = sec};
-    time_t t = timegm(&tm) - (time_t)sign * (oh * 3600 + om * 60);
+    long long secs;
+    const char *frac;
+    size_t nfrac;
+    if (rfc3339Parse(s, &secs, &frac, &nfrac)) return -1;
+    time_t t = (time_t)secs;
     struct tm u;
     if (!gmtime_r(&t, &u) || u.tm_year + 1900 < 0 || u.tm_year + 1900 > 9999) return -1;
     size_t k = strftime(out, 64, "%Y-%m-%dT%H:%M:%S", &u);
-    if (frac) {
+    if (nfrac) {
         out[k++] = '.';
         memcpy(out + k, frac, nfrac);
         k += nfrac;
@@ -236,29 +185,6 @@ static int putText(segmentWriter *w, boundValue *b, int kind, const void *p, siz
     return 0;
 }
 
-static int hexDigit(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-static int mismatch(const segmentColumn *c, const lakeValue *v, lakeError *err);
-
-/* Text of hexadecimal digit pairs as the bytes they spell. */
-static int putHex(segmentWriter *w, const segmentColumn *c, const lakeValue *v, boundValue *b, lakeError *err) {
-    if (v->n % 2) return mismatch(c, v, err);
-    long long off = scratchPut(w, NULL, v->n / 2);
-    if (off < 0) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
-    unsigned char *out = (unsigned char *)w->scratch + off;
-    for (size_t i = 0; i < v->n; i += 2) {
-        int hi = hexDigit(v->p[i]), lo = hexDigit(v->p[i + 1]);
-        if (hi < 0 || lo < 0) return mismatch(c, v, err);
-        out[i / 2] = (unsigned char)(hi << 4 | lo);
-    }
-    b->kind = SQLITE_BLOB;
-    b->off = (size_t)off;
-    b->n = v->n / 2;
-    return 0;
-}
-
 /* Short printable excerpt of a text value for messages. */
 static void excerpt(const lakeValue *v, char out[48]) {
     size_t n = v->n < 40 ? v->n : 40;
@@ -281,6 +207,27 @@ static int mismatch(const segmentColumn *c, const lakeValue *v, lakeError *err) 
     }
     return errSet(err, LAKE_EDATA, "column %s: %s is not %s %s", c->name, kinds[v->kind],
                   c->type == LAKE_TYPE_INTEGER ? "an" : "a", typeNames[c->type]);
+}
+
+static int hexDigit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Text of hexadecimal digit pairs as the bytes they spell. */
+static int putHex(segmentWriter *w, const segmentColumn *c, const lakeValue *v, boundValue *b, lakeError *err) {
+    if (v->n % 2) return mismatch(c, v, err);
+    long long off = scratchPut(w, NULL, v->n / 2);
+    if (off < 0) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    unsigned char *out = (unsigned char *)w->scratch + off;
+    for (size_t i = 0; i < v->n; i += 2) {
+        int hi = hexDigit(v->p[i]), lo = hexDigit(v->p[i + 1]);
+        if (hi < 0 || lo < 0) return mismatch(c, v, err);
+        out[i / 2] = (unsigned char)(hi << 4 | lo);
+    }
+    b->kind = SQLITE_BLOB;
+    b->off = (size_t)off;
+    b->n = v->n / 2;
+    return 0;
 }
 
 #define EXACT_INT_MAX 9007199254740992.0 /* 2^53 */

@@ -17,7 +17,7 @@ typedef struct queryTable {
     sqlite3_vtab base;
     queryContext *ctx;
     char *ns, *name, *id, *schema;
-    int ncols;
+    segmentSchema *cols;    /* schema, parsed */
     cJSON *pinned;          /* the registration this statement reads */
     segmentWriter *writer;  /* rows this statement inserts */
     struct queryTable *next;
@@ -68,6 +68,7 @@ static int pin(queryTable *t) {
 
 static void freeTable(queryTable *t) {
     cJSON_Delete(t->pinned);
+    segmentSchemaFree(t->cols);
     segmentWriterFree(t->writer);
     free(t->ns);
     free(t->name);
@@ -98,18 +99,17 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
         sqlite3_str_appendf(decl, "%s\"%w\" %s", i ? ", " : "", cols->cols[i].name,
                             lakeTypeDecl(cols->cols[i].type));
     sqlite3_str_appendall(decl, ")");
-    int ncols = cols->ncols;
-    segmentSchemaFree(cols);
     char *sql = sqlite3_str_finish(decl);
     int rc = sql ? sqlite3_declare_vtab(db, sql) : SQLITE_NOMEM;
     sqlite3_free(sql);
-    if (rc != SQLITE_OK) return rc;
-
-    queryTable *t = sqlite3_malloc(sizeof *t);
-    if (!t) return SQLITE_NOMEM;
+    queryTable *t = rc == SQLITE_OK ? sqlite3_malloc(sizeof *t) : NULL;
+    if (!t) {
+        segmentSchemaFree(cols);
+        return rc == SQLITE_OK ? SQLITE_NOMEM : rc;
+    }
     memset(t, 0, sizeof *t);
     t->ctx = ctx;
-    t->ncols = ncols;
+    t->cols = cols;
     t->ns = strdup(ns);
     t->name = strdup(name);
     t->id = strdup(e->id);
@@ -140,10 +140,7 @@ static int xDisconnect(sqlite3_vtab *v) {
  *   "0 2\nSELECT "k","s" FROM rows WHERE "x" > ?1"
  * The ?N are bound to xFilter's argv in order. */
 static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
-    queryTable *t = (queryTable *)v;
-    segmentSchema *cols = NULL;
-    lakeError err = {0};
-    if (segmentSchemaParse(t->schema, &cols, &err)) return fail(t, &err);
+    const segmentSchema *cols = ((queryTable *)v)->cols;
     sqlite3_str *plan = sqlite3_str_new(NULL), *sel = sqlite3_str_new(NULL);
     int nsel = 0, narg = 0;
     for (int i = 0; i < cols->ncols; i++) {
@@ -152,7 +149,9 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
         sqlite3_str_appendf(sel, "%s\"%w\"", nsel++ ? ", " : "", cols->cols[i].name);
     }
     if (!nsel) sqlite3_str_appendall(sel, "NULL"); /* e.g. count(*) */
-    sqlite3_str_appendf(plan, "\nSELECT %s FROM rows", sqlite3_str_value(sel) ? sqlite3_str_value(sel) : "NULL");
+    char *list = sqlite3_str_finish(sel);
+    sqlite3_str_appendf(plan, "\nSELECT %s FROM rows", list);
+    sqlite3_free(list);
     static const struct { unsigned char op; const char *sql; } ops[] = {
         {SQLITE_INDEX_CONSTRAINT_EQ, "="}, {SQLITE_INDEX_CONSTRAINT_LT, "<"},
         {SQLITE_INDEX_CONSTRAINT_LE, "<="}, {SQLITE_INDEX_CONSTRAINT_GT, ">"},
@@ -175,8 +174,6 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
             info->aConstraintUsage[i].omit = 0; /* SQLite checks again */
         }
     }
-    segmentSchemaFree(cols);
-    sqlite3_free(sqlite3_str_finish(sel));
     char *idx = sqlite3_str_finish(plan);
     if (!idx) return SQLITE_NOMEM;
     info->idxStr = idx;
@@ -276,14 +273,14 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
     freePlan(c);
     const char *nl = idxStr ? strchr(idxStr, '\n') : NULL;
     if (!nl) return failf(t, LAKE_EFAIL, "no scan plan");
-    if (!(c->map = sqlite3_malloc64(sizeof *c->map * (size_t)(t->ncols ? t->ncols : 1))))
+    if (!(c->map = sqlite3_malloc64(sizeof *c->map * (size_t)(t->cols->ncols ? t->cols->ncols : 1))))
         return SQLITE_NOMEM;
-    for (int i = 0; i < t->ncols; i++) c->map[i] = -1;
+    for (int i = 0; i < t->cols->ncols; i++) c->map[i] = -1;
     int j = 0;
     for (const char *p = idxStr; p < nl;) {
         char *end;
         long col = strtol(p, &end, 10);
-        if (end == p || col < 0 || col >= t->ncols) return failf(t, LAKE_EFAIL, "a bad scan plan");
+        if (end == p || col < 0 || col >= t->cols->ncols) return failf(t, LAKE_EFAIL, "a bad scan plan");
         c->map[col] = j++;
         p = end + (*end == ' ');
     }
@@ -319,7 +316,7 @@ static int xEof(sqlite3_vtab_cursor *cur) { return ((queryCursor *)cur)->eof; }
 
 static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     queryCursor *c = (queryCursor *)cur;
-    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->ncols ? c->map[i] : -1;
+    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->cols->ncols ? c->map[i] : -1;
     if (j < 0) {
         sqlite3_result_error(ctx, "lake: a column the scan plan did not read", -1);
         return SQLITE_ERROR;

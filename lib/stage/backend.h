@@ -23,6 +23,9 @@ typedef struct stageOps {
                          int *supported, lakeError *err);
     /* NULL: puts are durable when they return */
     int (*sync)(stage *s, lakeError *err);
+    /* 1: a put's content type lives only in the FILE value it returns
+     * (stageTypeInValue) */
+    int type_in_value;
 } stageOps;
 
 struct stage {
@@ -33,10 +36,9 @@ struct stage {
 int localStageOpen(const char *url, stage **out, lakeError *err);
 int s3StageOpen(const char *url, stage **out, lakeError *err);
 
-/* Shared by the backends: the streaming unit and the time stamp format. */
+/* Shared by the backends: the streaming unit and key directories (time
+ * stamps: core/rfc3339.h). */
 #define STAGE_BUF_SIZE (1024 * 1024)
-/* "2026-12-02T13:08:02Z" for t. */
-void stageTimestamp(char out[32], long long t);
 /* "files/2026/12/" for t. */
 void stageKeyDir(char out[32], long long t);
 /* The directory of a new key, with its trailing '/': key_dir + "/" when
@@ -52,6 +54,9 @@ char *stagePercentDecode(const char *s);
  * percent-encoded, upper-case hex: a well-formed URI path, and AWS's
  * UriEncode of an S3 key.  Caller frees; NULL when out of memory. */
 char *stagePercentEncode(const char *s);
+/* The same with '/' encoded too: a query parameter value (AWS's UriEncode
+ * of a value: a listing's prefix, a continuation token, an upload id). */
+char *stageQueryEncode(const char *s);
 /* True when the relative path p has only non-empty components that are
  * neither "." nor ".." ("a/b" yes; "", "a//b", "a/", "../a" no). */
 int stageCleanRelative(const char *p);

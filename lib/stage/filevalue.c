@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
+
 void fileValueFree(fileValue *fv) {
     if (!fv) return;
     free(fv->location);
@@ -128,4 +130,41 @@ int refParse(const char *text, fileValue *fv, lakeError *err) {
     }
     cJSON_Delete(doc);
     return rc;
+}
+
+int fileNameSafe(const char *name, char *out, size_t n) {
+    const unsigned char *p = (const unsigned char *)name;
+    size_t o = 0;
+    int changed = *p == '/';
+    while (*p) {
+        const unsigned char *s = p;
+        while (*p && *p != '/') p++;
+        size_t len = (size_t)(p - s);
+        if (*p == '/') p++;
+        if (len == 0 || (len == 1 && s[0] == '.')) continue;
+        if (len == 2 && s[0] == '.' && s[1] == '.') {
+            changed = 1;
+            continue;
+        }
+        if (o > 0) {
+            if (o + 1 >= n) return -1;
+            out[o++] = '/';
+        }
+        for (size_t i = 0; i < len;) {
+            size_t k = utf8SeqLen(s + i, len - i);
+            if (o + (k ? k : 1) >= n) return -1;
+            if (k) {
+                memcpy(out + o, s + i, k);
+                o += k;
+                i += k;
+            } else {
+                out[o++] = '?';
+                i++;
+                changed = 1;
+            }
+        }
+    }
+    if (o == 0) return -1;
+    out[o] = '\0';
+    return changed;
 }

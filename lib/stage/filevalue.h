@@ -46,4 +46,12 @@ void fileValueFree(fileValue *fv);
  * Fails with 65 on malformed JSON or when no single FILE value is found. */
 int refParse(const char *text, fileValue *fv, lakeError *err);
 
+/* The safe form of a FILE name as a relative path (for an archive entry,
+ * or a file written from one) into out (size n): a leading '/', ".."
+ * components and bytes that are not UTF-8 (each becomes '?') are changes
+ * worth a warning (return 1); empty and "." components (the "./" of
+ * "tar -c .", a doubled or trailing '/') are mere spelling and dropped
+ * silently (return 0); -1 when nothing is left or it does not fit. */
+int fileNameSafe(const char *name, char *out, size_t n);
+
 #endif

@@ -32,6 +32,7 @@
 #include "core/fsutil.h"
 #include "core/id.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "stage/backend.h"
 
@@ -77,29 +78,25 @@ static char *localRelative(const stage *s, const char *location) {
     return rel;
 }
 
-/* Open the object at rel below the root without following any symlink.
- * Returns an fd or -1 with err set (66 missing, 65 symlink or not a file). */
-static int openBeneath(const localStage *ls, const char *location, const char *rel,
-                       lakeError *err) {
+/* Open the directory rel[0..len) ("a/b", or "" for the root) below the
+ * root, one component at a time without following symlinks.  -1 with
+ * errno set: ELOOP when a component is a symlink, ENAMETOOLONG for a
+ * component longer than NAME_MAX. */
+static int openDirBeneath(const localStage *ls, const char *rel, size_t len) {
     int dfd = open(ls->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        errSetErrno(err, errCodeForErrno(errno), errno, "%s", location);
-        return -1;
-    }
-    char comp[NAME_MAX + 1];
-    const char *c = rel;
-    for (;;) {
+    const char *c = rel, *end = rel + len;
+    while (dfd >= 0 && c < end) {
         size_t n = strcspn(c, "/");
+        if (c + n > end) n = (size_t)(end - c);
+        char comp[NAME_MAX + 1];
         if (n > NAME_MAX) {
             close(dfd);
-            errSet(err, LAKE_EDATA, "%s: outside the managed stage", location);
+            errno = ENAMETOOLONG;
             return -1;
         }
         memcpy(comp, c, n);
         comp[n] = '\0';
-        int last = c[n] == '\0';
-        int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY);
-        int fd = openat(dfd, comp, flags);
+        int fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int e = errno;
         struct stat lst;
         /* O_DIRECTORY|O_NOFOLLOW reports a symlinked directory as ENOTDIR */
@@ -107,28 +104,43 @@ static int openBeneath(const localStage *ls, const char *location, const char *r
             S_ISLNK(lst.st_mode))
             e = ELOOP;
         close(dfd);
-        if (fd < 0) {
-            if (e == ELOOP)
-                errSet(err, LAKE_EDATA, "%s: outside the managed stage (symbolic link)",
-                       location);
-            else if (e == ENOTDIR)
-                errSet(err, LAKE_EDATA, "%s: not a stage object", location);
-            else
-                errSetErrno(err, errCodeForErrno(e), e, "%s", location);
-            return -1;
-        }
-        if (last) {
-            struct stat st;
-            if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
-                errSet(err, LAKE_EDATA, "%s: not a stage object", location);
-                return -1;
-            }
-            return fd;
-        }
+        errno = e;
         dfd = fd;
-        c += n + 1;
+        c += n + (c[n] == '/');
     }
+    return dfd;
+}
+
+/* Open the object at rel below the root without following any symlink.
+ * Returns an fd or -1 with err set (66 missing, 65 symlink or not a file). */
+static int openBeneath(const localStage *ls, const char *location, const char *rel,
+                       lakeError *err) {
+    const char *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
+    int fd = -1, e = ENAMETOOLONG;
+    if (strlen(name) <= NAME_MAX) {
+        int dfd = openDirBeneath(ls, rel, slash ? (size_t)(slash - rel) : 0);
+        fd = dfd < 0 ? -1 : openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        e = errno;
+        if (dfd >= 0) close(dfd);
+    }
+    if (fd < 0) {
+        if (e == ENAMETOOLONG)
+            errSet(err, LAKE_EDATA, "%s: outside the managed stage", location);
+        else if (e == ELOOP)
+            errSet(err, LAKE_EDATA, "%s: outside the managed stage (symbolic link)", location);
+        else if (e == ENOTDIR)
+            errSet(err, LAKE_EDATA, "%s: not a stage object", location);
+        else
+            errSetErrno(err, errCodeForErrno(e), e, "%s", location);
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        errSet(err, LAKE_EDATA, "%s: not a stage object", location);
+        return -1;
+    }
+    return fd;
 }
 
 static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePutOptions *opt,
@@ -181,7 +193,7 @@ static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePut
 
     char path[PATH_MAX], ts[32];
     snprintf(path, sizeof path, "%s/%s%s", ls->root, keydir, id);
-    stageTimestamp(ts, (long long)time(NULL));
+    rfc3339Now(ts);
     out->location = fileUrl(path);
     out->size = total;
     out->content_type = ctype ? ctype : strdup(opt->content_type);
@@ -262,32 +274,6 @@ out:
 
 /* The deepest directory nesting a listing enters; lake makes three. */
 #define LIST_DEPTH_MAX 32
-
-/* Open the directory rel ("a/b", or "" for the root) below the root, one
- * component at a time without following symlinks.  -1 with errno set. */
-static int openDirBeneath(const localStage *ls, const char *rel, size_t len) {
-    int dfd = open(ls->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const char *c = rel, *end = rel + len;
-    while (dfd >= 0 && c < end) {
-        size_t n = strcspn(c, "/");
-        if (c + n > end) n = (size_t)(end - c);
-        char comp[NAME_MAX + 1];
-        if (n > NAME_MAX) {
-            close(dfd);
-            errno = ENAMETOOLONG;
-            return -1;
-        }
-        memcpy(comp, c, n);
-        comp[n] = '\0';
-        int fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int e = errno;
-        close(dfd);
-        errno = e;
-        dfd = fd;
-        c += n + (c[n] == '/');
-    }
-    return dfd;
-}
 
 typedef struct listWalk {
     localStage *ls;
@@ -415,7 +401,7 @@ static int localSync(stage *s, lakeError *err) {
 }
 
 static const stageOps localOps = {localPut,  localGet,    localRelative, localClose,
-                                  localList, localDelete, NULL,          localSync};
+                                  localList, localDelete, NULL,          localSync, 1};
 
 int localStageOpen(const char *url, stage **out, lakeError *err) {
     char *path = fileUrlPath(url);

@@ -32,6 +32,7 @@
 
 #include "core/id.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "stage/backend.h"
 #include "stage/s3.h"
 
@@ -210,7 +211,7 @@ static int s3Put(stage *s, const char *key_dir, lakeReader *r, const stagePutOpt
     if (rc) goto out;
 
     char ts[32];
-    stageTimestamp(ts, (long long)time(NULL));
+    rfc3339Now(ts);
     out->location = s3Location(ss->bucket, key);
     out->size = ps.total;
     out->content_type = strdup(ctype);
@@ -363,25 +364,6 @@ static int bodySink(void *ctx, const char *buf, size_t len) {
     return 0;
 }
 
-/* A query parameter value, AWS-encoded ('/' too); caller frees. */
-static char *queryValue(const char *v) {
-    static const char hex[] = "0123456789ABCDEF";
-    char *out = malloc(3 * strlen(v) + 1), *o = out;
-    if (!out) return NULL;
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            strchr("-._~", *p)) {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
 /* GET on the bucket with query; the answer's body into *b.  Retried like
  * s3XferRun, but the body starts afresh at each attempt (a sink would
  * otherwise keep the bytes of a broken one).  *status gets the HTTP
@@ -412,15 +394,11 @@ static int bucketGet(s3Stage *ss, const char *query, bodyBuf *b, long *status, l
     return rc;
 }
 
-/* "2026-12-02T13:08:02.000Z" as seconds since the epoch; -1 if malformed. */
+/* An S3 time ("2026-12-02T13:08:02.000Z") as seconds since the epoch; -1
+ * if malformed or missing. */
 static long long isoTime(const char *t) {
-    struct tm tm = {0};
-    if (!t || sscanf(t, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                     &tm.tm_min, &tm.tm_sec) != 6)
-        return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (long long)timegm(&tm);
+    long long secs;
+    return t && rfc3339Parse(t, &secs, NULL, NULL) == 0 ? secs : -1;
 }
 
 /* The next <name>…</name> block of xml at or after *pos: its start and
@@ -455,10 +433,10 @@ static int s3List(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeE
     char *full = NULL, *pfx = NULL, *token = NULL, *query = NULL;
     int rc = 0;
     if (asprintf(&full, "%s/%s", ss->prefix, prefix) < 0) full = NULL;
-    if (!full || !(pfx = queryValue(full))) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list"); goto out; }
+    if (!full || !(pfx = stageQueryEncode(full))) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list"); goto out; }
     size_t plen = strlen(ss->prefix) + 1;
     for (;;) {
-        char *tok = token ? queryValue(token) : NULL;
+        char *tok = token ? stageQueryEncode(token) : NULL;
         free(query);
         query = NULL;
         if ((token && !tok) ||
@@ -542,6 +520,31 @@ static int s3Delete(stage *s, const char *location, lakeError *err) {
 /* True when an answer's status says the store does not implement it. */
 static int notImplemented(long status) { return status == 405 || status == 501; }
 
+/* AbortMultipartUpload of key's upload id.  *refused is set (and 0
+ * returned) when the store does not implement it; an upload already gone
+ * is not an error. */
+static int abortUpload(s3Stage *ss, const char *key, const char *id, int *refused, lakeError *err) {
+    char *qid = stageQueryEncode(id), *q = NULL;
+    if (!qid || asprintf(&q, "uploadId=%s", qid) < 0) {
+        free(qid);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "uploads");
+    }
+    free(qid);
+    s3Xfer x;
+    int rc = s3XferInit(&x, &ss->client, ss->client.easy, "DELETE", key, q, err);
+    if (!rc) {
+        rc = s3XferRun(&x, err);
+        if (rc && (notImplemented(x.status) || (rc == LAKE_EFAIL && x.status == 404))) {
+            *refused = notImplemented(x.status);
+            errClear(err);
+            rc = 0;
+        }
+        s3XferFree(&x);
+    }
+    free(q);
+    return rc;
+}
+
 static int s3AbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
                           int *supported, lakeError *err) {
     s3Stage *ss = (s3Stage *)s;
@@ -551,9 +554,9 @@ static int s3AbortUploads(stage *s, long long before, int dry_run, stageUploadFn
     char *full = NULL, *pfx = NULL, *query = NULL, *kmark = NULL, *umark = NULL;
     int rc = 0;
     if (asprintf(&full, "%s/", ss->prefix) < 0) full = NULL;
-    if (!full || !(pfx = queryValue(full))) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "uploads"); goto out; }
+    if (!full || !(pfx = stageQueryEncode(full))) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "uploads"); goto out; }
     for (;;) {
-        char *k = kmark ? queryValue(kmark) : NULL, *u = umark ? queryValue(umark) : NULL;
+        char *k = kmark ? stageQueryEncode(kmark) : NULL, *u = umark ? stageQueryEncode(umark) : NULL;
         free(query);
         query = NULL;
         int bad = (kmark && !k) || (umark && !u);
@@ -578,51 +581,27 @@ static int s3AbortUploads(stage *s, long long before, int dry_run, stageUploadFn
         }
         if (rc) goto out;
         *supported = 1;
+        int refused = 0;
         size_t pos = 0, blen;
         const char *blk;
-        while (!rc && nextBlock(b.buf, b.len, &pos, "Upload", &blk, &blen)) {
+        while (!rc && !refused && nextBlock(b.buf, b.len, &pos, "Upload", &blk, &blen)) {
             char *key = s3XmlText(blk, blen, "Key"), *id = s3XmlText(blk, blen, "UploadId");
             char *init = s3XmlText(blk, blen, "Initiated"), *loc = NULL;
             long long t = isoTime(init);
             if (!key || !id || t < 0) {
                 rc = errSet(err, LAKE_EFAIL, "%s: malformed entry in the object store's upload listing", s->url);
             } else if (t <= before && strncmp(key, full, strlen(full)) == 0) {
-                char *qid = queryValue(id), *q = NULL;
-                loc = s3Location(ss->bucket, key);
-                if (!qid || !loc || asprintf(&q, "uploadId=%s", qid) < 0) {
-                    q = NULL;
-                    rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "uploads");
-                } else if (!dry_run) {
-                    s3Xfer x;
-                    if (!(rc = s3XferInit(&x, &ss->client, ss->client.easy, "DELETE", key, q, err))) {
-                        rc = s3XferRun(&x, err);
-                        if (rc && notImplemented(x.status)) {
-                            errClear(err);
-                            *supported = 0;
-                            rc = 0;
-                            s3XferFree(&x);
-                            free(qid);
-                            free(q);
-                            free(key);
-                            free(id);
-                            free(init);
-                            free(loc);
-                            goto out;
-                        }
-                        if (rc == LAKE_EFAIL && x.status == 404) { errClear(err); rc = 0; } /* gone */
-                        s3XferFree(&x);
-                    }
-                }
-                if (!rc && fn) fn(ctx, loc, t);
-                free(qid);
-                free(q);
+                if (!(loc = s3Location(ss->bucket, key))) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "uploads");
+                else if (!dry_run) rc = abortUpload(ss, key, id, &refused, err);
+                if (!rc && !refused && fn) fn(ctx, loc, t);
             }
             free(key);
             free(id);
             free(init);
             free(loc);
         }
-        if (rc) goto out;
+        if (refused) *supported = 0;
+        if (rc || refused) goto out;
         int more = listTruncated(b.buf, b.len);
         free(kmark);
         free(umark);
@@ -653,7 +632,7 @@ static void s3StageClose(stage *s) {
 }
 
 static const stageOps s3Ops = {s3Put,  s3Get,    s3StageRelative, s3StageClose,
-                               s3List, s3Delete, s3AbortUploads, NULL};
+                               s3List, s3Delete, s3AbortUploads, NULL, 0};
 
 int s3StageOpen(const char *url, stage **out, lakeError *err) {
     char *bucket, *prefix;

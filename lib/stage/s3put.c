@@ -182,7 +182,7 @@ static int startPart(s3Upload *u, part *p) {
         sha256Update(h, p->buf, p->len);
         sha256FinalHex(h, p->sha);
         sha256Free(h);
-        char *id = stagePercentEncode(u->upload_id), *query = NULL;
+        char *id = stageQueryEncode(u->upload_id), *query = NULL;
         int rc = 0;
         if (!id || asprintf(&query, "partNumber=%d&uploadId=%s", p->number, id) < 0) {
             query = NULL;
@@ -427,7 +427,7 @@ int s3UploadFinish(s3Upload *u, int64_t total, lakeError *err) {
     if (rc) return rc;
 
     size_t len = 0;
-    char *doc = completeBody(u, &len), *id = stagePercentEncode(u->upload_id), *query = NULL;
+    char *doc = completeBody(u, &len), *id = stageQueryEncode(u->upload_id), *query = NULL;
     if (!doc || !id || asprintf(&query, "uploadId=%s", id) < 0) {
         query = NULL;
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
@@ -490,7 +490,7 @@ void s3UploadAbort(s3Upload *u, lakeError *err) {
     if (u->upload_id) {
         /* after a failure to reach the store, one try is enough */
         int attempts = err->code == LAKE_EUNAVAIL ? 1 : S3_ATTEMPTS;
-        char *id = stagePercentEncode(u->upload_id), *query = NULL, note[256] = "";
+        char *id = stageQueryEncode(u->upload_id), *query = NULL, note[256] = "";
         if (id && asprintf(&query, "uploadId=%s", id) >= 0) {
             cleanup(u, "DELETE", query, attempts, note, sizeof note);
             /* a completion may have gone through although it failed here */

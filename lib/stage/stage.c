@@ -72,6 +72,8 @@ int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError
     return s->ops->list(s, prefix, fn, ctx, err);
 }
 
+int stageTypeInValue(const stage *s) { return s->ops->type_in_value; }
+
 int stageSync(stage *s, lakeError *err) {
     return s->ops->sync ? s->ops->sync(s, err) : 0;
 }
@@ -83,7 +85,7 @@ int stageDelete(stage *s, const char *location, lakeError *err) {
 
 int stageAbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
                       int *supported, lakeError *err) {
-    *supported = 0;
+    *supported = -1;
     if (!s->ops->abort_uploads) return 0;
     return s->ops->abort_uploads(s, before, dry_run, fn, ctx, supported, err);
 }
@@ -122,13 +124,6 @@ int fdWrite(void *ctx, const void *buf, size_t len) {
     return writeAll(*(int *)ctx, buf, len);
 }
 
-void stageTimestamp(char out[32], long long t) {
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 void stageKeyDir(char out[32], long long t) {
     time_t tt = (time_t)t;
     struct tm tm;
@@ -163,13 +158,14 @@ char *stagePercentDecode(const char *s) {
     return out;
 }
 
-char *stagePercentEncode(const char *s) {
+/* Percent-encode all but the unreserved bytes and those in keep. */
+static char *percentEncode(const char *s, const char *keep) {
     static const char hex[] = "0123456789ABCDEF";
     char *out = malloc(3 * strlen(s) + 1), *o = out;
     if (!out) return NULL;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-            (*p >= '0' && *p <= '9') || strchr("-._~/", *p)) {
+            (*p >= '0' && *p <= '9') || strchr("-._~", *p) || (*keep && strchr(keep, *p))) {
             *o++ = (char)*p;
         } else {
             *o++ = '%';
@@ -180,6 +176,10 @@ char *stagePercentEncode(const char *s) {
     *o = '\0';
     return out;
 }
+
+char *stagePercentEncode(const char *s) { return percentEncode(s, "/"); }
+
+char *stageQueryEncode(const char *s) { return percentEncode(s, ""); }
 
 int stageCleanRelative(const char *p) {
     for (const char *c = p;;) {

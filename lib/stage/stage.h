@@ -153,6 +153,11 @@ int stageDelete(stage *s, const char *location, lakeError *err);
  * S3: nothing to do).  1 on an I/O error. */
 int stageSync(stage *s, lakeError *err);
 
+/* 1 when the backend keeps a put's content type only in the FILE value it
+ * returns (local), so a caller may settle the type after the put; 0 when
+ * it sends it with the object (S3: the object's Content-Type). */
+int stageTypeInValue(const stage *s);
+
 /* The content type libmagic finds in the first bytes of an object, as a
  * put without a content_type records it; application/octet-stream when it
  * finds none.  Never NULL; the caller frees.  Not thread-safe: one thread
@@ -165,9 +170,10 @@ typedef void (*stageUploadFn)(void *ctx, const char *location, long long initiat
 
 /* Abort the unfinished multipart uploads under the stage that were
  * started at or before `before` (seconds since the epoch); dry_run only
- * reports them.  *supported is 0 when the stage has no such uploads to
- * speak of (local) or its object store does not implement listing or
- * aborting them (HTTP 405 or 501): that is not an error. */
+ * reports them.  *supported is 1 when they were listed, -1 when the stage
+ * has no such uploads to speak of (local), 0 when its object store does
+ * not implement listing or aborting them (HTTP 405 or 501): neither is an
+ * error. */
 int stageAbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
                       int *supported, lakeError *err);
 

@@ -37,6 +37,7 @@ stage_locations() {
 #   DROPPED   the FILE and segments of docs.gone, dropped afterwards
 make_garbage() {
   GC_STAGE=$(gc_stage_dir)
+  [[ $GC_STAGE == /* ]] || fail "no stage directory: $GC_STAGE"
   LOOSE=$(echo loose | lake-put | json_field location)
   lake-catalog create-namespace docs
   lake-catalog create docs.papers 'title TEXT, pdf FILE'

@@ -14,10 +14,14 @@ teardown() {
 }
 
 @test "demo: the whole story runs on the embedded default and ends verified" {
-  run --separate-stderr bash "$LAKE_SRC/tests/demo.sh"
+  mkdir "$T/tmp"
+  run --separate-stderr env TMPDIR="$T/tmp" bash "$LAKE_SRC/tests/demo.sh"
   assert_success
   assert_line "(no difference)"
   assert_line --regexp '^demo: 5 files went in through one archive and one append, and came back byte for byte'
-  # the demo's lake was its own, and is gone
-  [ ! -e "$LAKE_HOME" ] || [ -z "$(ls -A "$LAKE_HOME")" ]
+  # the demo made its lake in a fresh directory of its own, not ours, and
+  # removed it
+  assert_line --regexp "^\{\"location\":\"file://$T/tmp/lake-demo\."
+  [ -z "$(ls -A "$T/tmp")" ] || fail "left behind: $(ls -A "$T/tmp")"
+  [ ! -e "$LAKE_HOME/registry.db" ] || fail "the demo used the caller's LAKE_HOME"
 }

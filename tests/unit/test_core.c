@@ -10,7 +10,10 @@
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/id.h"
+#include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
+#include "stage/filevalue.h"
 #include "tap.h"
 
 static void testIds(void) {
@@ -99,7 +102,46 @@ static void testAtomic(void) {
     if (system(cmd) != 0) ok(0, "cleanup");
 }
 
+/* The shared readers and writers of times, UTF-8 and safe names. */
+static void testText(void) {
+    long long t;
+    const char *frac;
+    size_t nfrac;
+    char out[32];
+    ok(rfc3339Parse("2026-12-02T13:08:02Z", &t, NULL, NULL) == 0 && t == 1796216882LL,
+       "RFC 3339: a UTC time");
+    ok(rfc3339Parse("2026-12-02 14:08:02.250+01:00", &t, &frac, &nfrac) == 0 && t == 1796216882LL &&
+           nfrac == 3 && strncmp(frac, "250", 3) == 0,
+       "RFC 3339: an offset, a space for the T and a fraction");
+    ok(rfc3339Parse("2026-12-02T13:08:02.000Z", &t, NULL, NULL) == 0 && t == 1796216882LL,
+       "RFC 3339: S3's LastModified");
+    ok(rfc3339Parse("2026-02-30T00:00:00Z", &t, NULL, NULL) < 0 &&
+           rfc3339Parse("2026-12-02T13:08:60Z", &t, NULL, NULL) < 0 &&
+           rfc3339Parse("2026-12-02T13:08:02", &t, NULL, NULL) < 0 &&
+           rfc3339Parse("2026-12-02T13:08:02Zx", &t, NULL, NULL) < 0,
+       "RFC 3339: no February 30, no second 60, a zone required, nothing after it");
+    rfc3339Format(out, 1796216882LL);
+    ok(strcmp(out, "2026-12-02T13:08:02Z") == 0, "RFC 3339: formatted back (%s)", out);
+
+    ok(utf8Valid((const unsigned char *)"na\xc3\xafve \xe2\x80\x94 \xf0\x9f\x98\x80", 15), "UTF-8: 2, 3 and 4 bytes");
+    ok(!utf8Valid((const unsigned char *)"\xc0\xaf", 2) && !utf8Valid((const unsigned char *)"\xed\xa0\x80", 3) &&
+           !utf8Valid((const unsigned char *)"\xf4\x90\x80\x80", 4) && !utf8Valid((const unsigned char *)"a\0b", 3) &&
+           !utf8Valid((const unsigned char *)"\xe2\x80", 2),
+       "UTF-8: no overlong form, surrogate, code point past U+10FFFF, NUL or cut sequence");
+
+    char name[64];
+    ok(fileNameSafe("./a//b/./c.txt", name, sizeof name) == 0 && strcmp(name, "a/b/c.txt") == 0,
+       "safe name: ./, // and . are spelling, silently dropped");
+    ok(fileNameSafe("/etc/../../x", name, sizeof name) == 1 && strcmp(name, "etc/x") == 0,
+       "safe name: a leading / and .. are changes (%s)", name);
+    ok(fileNameSafe("a\xff" "b", name, sizeof name) == 1 && strcmp(name, "a?b") == 0,
+       "safe name: a byte that is not UTF-8 becomes ?");
+    ok(fileNameSafe("../..", name, sizeof name) < 0 && fileNameSafe("abcdef", name, 4) < 0,
+       "safe name: nothing left, or too long for the buffer, is -1");
+}
+
 int main(void) {
+    testText();
     testIds();
     testSha256();
     testErrors();

@@ -1,0 +1,32 @@
+/*
+ * utf8.c - UTF-8 checks (see utf8.h).
+ */
+#include "core/utf8.h"
+
+size_t utf8SeqLen(const unsigned char *s, size_t n) {
+    unsigned c = s[0], cp;
+    size_t len;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return len;
+}
+
+int utf8Valid(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        size_t k = s[i] ? utf8SeqLen(s + i, n - i) : 0;
+        if (!k) return 0;
+        i += k;
+    }
+    return 1;
+}
