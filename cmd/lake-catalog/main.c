@@ -256,6 +256,8 @@ static int cmdStatus(run *r, lakeError *err) {
         }
         cJSON_AddBoolToObject(o, "stale", st.stale);
         cJSON_AddStringToObject(o, "last_error", st.last_error);
+        if (*st.endpoint) cJSON_AddStringToObject(o, "endpoint", st.endpoint);
+        else cJSON_AddNullToObject(o, "endpoint");
         rc = printJson(o, err);
         cJSON_Delete(o);
         return rc;
@@ -263,7 +265,8 @@ static int cmdStatus(run *r, lakeError *err) {
     printf("source=%s\n", sourceName(r->src));
     if (st.present) printf("generation=%lld\nage_s=%lld\n", (long long)st.generation, (long long)st.age_s);
     else printf("generation=\nage_s=\n");
-    printf("stale=%s\nlast_error=%s\n", st.stale ? "yes" : "no", st.last_error);
+    printf("stale=%s\nlast_error=%s\nendpoint=%s\n", st.stale ? "yes" : "no", st.last_error,
+           st.endpoint);
     return 0;
 }
 

@@ -6,6 +6,8 @@
  *
  *   lake-snapshot 1
  *   source <name>
+ *   endpoint <URL>      (remote: the endpoint that answered last; optional,
+ *                        absent in files written before several endpoints)
  *   generation <G>
  *   authority <id, or - when the authority has no marker>
  *   fetched_ms <ms>
@@ -55,6 +57,7 @@ typedef struct snapshot {
     char *buf; /* the file; entries point into it */
     int64_t generation, fetched_ms, failed_ms;
     char *authority;
+    char *endpoint; /* NULL: none known */
     char *last_error;
     tableState *tables;
     size_t ntables;
@@ -91,6 +94,7 @@ static int64_t nowMs(void) {
 static void snapFree(snapshot *s) {
     free(s->buf);
     free(s->authority);
+    free(s->endpoint);
     free(s->last_error);
     free(s->tables);
     free(s->entries);
@@ -116,12 +120,15 @@ static int keyed(const char *line, const char *key, const char **value) {
     return 1;
 }
 
-static int keyedInt(char **p, char *end, const char *key, int64_t *out) {
-    const char *line = nextLine(p, end), *v;
-    if (!line || !keyed(line, key, &v)) return 0;
+static int wholeNumber(const char *v, int64_t *out) {
     char *e;
     *out = strtoll(v, &e, 10);
-    return *e == '\0';
+    return *v && *e == '\0';
+}
+
+static int keyedInt(char **p, char *end, const char *key, int64_t *out) {
+    const char *line = nextLine(p, end), *v;
+    return line && keyed(line, key, &v) && wholeNumber(v, out);
 }
 
 /* Parse buf (len bytes, owned by s on success).  0 when the file is a
@@ -144,9 +151,14 @@ static int parseSnapshot(snapshot *s, char *buf, size_t len) {
     int64_t nt, ne;
     if (!line || strcmp(line, "lake-snapshot 1") != 0) return -1;
     if (!(line = nextLine(&p, end)) || !keyed(line, "source", &v)) return -1;
-    if (!keyedInt(&p, end, "generation", &s->generation)) return -1;
+    if (!(line = nextLine(&p, end))) return -1;
+    if (keyed(line, "endpoint", &v)) {
+        if (strcmp(v, "-") != 0 && !(s->endpoint = strdup(v))) return -1;
+        line = nextLine(&p, end);
+    }
+    if (!line || !keyed(line, "generation", &v) || !wholeNumber(v, &s->generation)) goto bad;
     if (!(line = nextLine(&p, end)) || !keyed(line, "authority", &v) || !(s->authority = strdup(v)))
-        return -1;
+        goto bad;
     if (!keyedInt(&p, end, "fetched_ms", &s->fetched_ms) ||
         !keyedInt(&p, end, "failed_ms", &s->failed_ms))
         goto bad;
@@ -194,6 +206,7 @@ static int parseSnapshot(snapshot *s, char *buf, size_t len) {
     return 0;
 bad:
     free(s->authority);
+    free(s->endpoint);
     free(s->last_error);
     free(s->tables);
     free(s->entries);
@@ -217,6 +230,8 @@ static void readSnapshot(catalogCache *c) {
         if (parseSnapshot(&c->snap, buf, (size_t)st.st_size) == 0) {
             buf = NULL;
             good = 1;
+            /* the endpoint that answered last is asked first */
+            sourcePrefer(c->src, c->snap.endpoint);
         }
     }
     if (!good && !c->warned++) logWarn("%s: catalog snapshot is corrupt; ignoring it", c->path);
@@ -258,9 +273,10 @@ static int writeSnapshot(catalogCache *c, const snapshot *s, const cJSON *entrie
     size_t len = 0;
     FILE *f = open_memstream(&body, &len);
     if (!f) return errSetErrno(err, LAKE_EFAIL, errno, "snapshot");
-    fprintf(f, "lake-snapshot 1\nsource %s\ngeneration %lld\nauthority %s\nfetched_ms %lld\n"
-               "failed_ms %lld\nlast_error %s\ntables %zu\n",
-            sourceName(c->src), (long long)s->generation,
+    const char *endpoint = sourceEndpoint(c->src) ? sourceEndpoint(c->src) : s->endpoint;
+    fprintf(f, "lake-snapshot 1\nsource %s\nendpoint %s\ngeneration %lld\nauthority %s\n"
+               "fetched_ms %lld\nfailed_ms %lld\nlast_error %s\ntables %zu\n",
+            sourceName(c->src), endpoint ? endpoint : "-", (long long)s->generation,
             s->authority && *s->authority ? s->authority : "-", (long long)s->fetched_ms,
             (long long)s->failed_ms, s->last_error ? s->last_error : "", s->ntables);
     for (size_t i = 0; i < s->ntables; i++)
@@ -558,6 +574,7 @@ int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err) {
     info->age_s = c->snap.valid ? (now - c->snap.fetched_ms) / 1000 : -1;
     info->stale = !fresh(c, now);
     info->last_error = c->snap.last_error ? c->snap.last_error : "";
+    info->endpoint = c->snap.endpoint ? c->snap.endpoint : "";
     return 0;
 }
 

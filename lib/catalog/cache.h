@@ -67,6 +67,7 @@ typedef struct cacheStatusInfo {
     int64_t age_s;
     int stale;
     const char *last_error; /* "" when none */
+    const char *endpoint;   /* the endpoint that answered last; "" when none */
 } cacheStatusInfo;
 
 typedef struct catalogCache catalogCache;

@@ -29,6 +29,14 @@ void sourceClose(catalogSource *s) {
 const char *sourceName(const catalogSource *s) { return s->name; }
 const char *sourceKey(const catalogSource *s) { return s->key; }
 
+const char *sourceEndpoint(const catalogSource *s) {
+    return s->ops->endpoint ? s->ops->endpoint(s) : NULL;
+}
+
+void sourcePrefer(catalogSource *s, const char *endpoint) {
+    if (s->ops->prefer && endpoint) s->ops->prefer(s, endpoint);
+}
+
 /* The facts of a request worth a trace line. */
 static void requestFacts(const char *action, const cJSON *req, char *buf, size_t n) {
     const cJSON *ns = cJSON_GetObjectItemCaseSensitive(req, "namespace");

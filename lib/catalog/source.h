@@ -35,6 +35,17 @@ const char *sourceName(const catalogSource *s);
 /* A file-name-safe key naming this source in the cache directory. */
 const char *sourceKey(const catalogSource *s);
 
+/* A remote source may name several instances of one catalog (metasrv =
+ * URL,URL…).  A call tries them in order, the preferred one first, each
+ * with a short connect timeout, and moves on when the request cannot have
+ * had an effect there (no connection), or, for calls that are safe to
+ * repeat (snapshot, resolve, whoami, references, append), when the server
+ * is lost mid-call or answers 503.  sourceEndpoint: the endpoint that
+ * answered the last call (NULL before any, and for a local source);
+ * sourcePrefer: try this endpoint first (one not configured is ignored). */
+const char *sourceEndpoint(const catalogSource *s);
+void sourcePrefer(catalogSource *s, const char *endpoint);
+
 /* Test-only: the registry behind a local source (opened on demand). */
 int sourceLocalRegistry(catalogSource *s, struct registry **reg, lakeError *err);
 

@@ -11,6 +11,9 @@ typedef struct sourceOps {
     int (*call)(catalogSource *s, const char *action, const struct cJSON *req,
                 struct cJSON **answer, lakeError *err);
     void (*close)(catalogSource *s);
+    /* optional (remote): sourceEndpoint, sourcePrefer */
+    const char *(*endpoint)(const catalogSource *s);
+    void (*prefer)(catalogSource *s, const char *endpoint);
 } sourceOps;
 
 struct catalogSource {

@@ -86,7 +86,7 @@ static void localClose(catalogSource *s) {
     free(ls);
 }
 
-static const sourceOps localOps = {localCall, localClose};
+static const sourceOps localOps = {localCall, localClose, NULL, NULL};
 
 int sourceLocalOpen(const char *path, const char *stage_url, catalogSource **out, lakeError *err) {
     *out = NULL;

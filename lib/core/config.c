@@ -290,14 +290,49 @@ static int endpointOk(const char *url, int *https, int *loopback) {
     return 1;
 }
 
+int configEndpoints(const lakeConfig *cfg, char *out[CONFIG_MAX_ENDPOINTS], size_t *n,
+                    lakeError *err) {
+    *n = 0;
+    const char *p = cfg->metasrv ? cfg->metasrv : "";
+    int rc = 0;
+    for (;;) {
+        p += strspn(p, " \t");
+        size_t len = strcspn(p, ",");
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        char *url = strndup(p, len);
+        int https = 0, loopback = 0;
+        if (!url) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "metasrv");
+            break;
+        }
+        if (len && url[len - 1] == '/') url[len - 1] = '\0';
+        if (*n == CONFIG_MAX_ENDPOINTS)
+            rc = errSet(err, LAKE_ECONFIG, "metasrv: more than %d endpoints", CONFIG_MAX_ENDPOINTS);
+        else if (!endpointOk(url, &https, &loopback))
+            rc = errSet(err, LAKE_ECONFIG, "metasrv: '%s' is not https://HOST:PORT", url);
+        else if (!https && !loopback)
+            rc = errSet(err, LAKE_ECONFIG, "metasrv: '%s': plain http is allowed only to a loopback host",
+                        url);
+        for (size_t i = 0; !rc && i < *n; i++)
+            if (strcmp(out[i], url) == 0) rc = errSet(err, LAKE_ECONFIG, "metasrv: '%s' is named twice", url);
+        if (rc) {
+            free(url);
+            break;
+        }
+        out[(*n)++] = url;
+        p += strcspn(p, ",");
+        if (!*p++) return 0;
+    }
+    while (*n) free(out[--*n]);
+    return rc;
+}
+
 int configRemote(const lakeConfig *cfg, char **token, lakeError *err) {
     *token = NULL;
-    int https, loopback;
-    if (!endpointOk(cfg->metasrv, &https, &loopback))
-        return errSet(err, LAKE_ECONFIG, "metasrv: '%s' is not https://HOST:PORT", cfg->metasrv);
-    if (!https && !loopback)
-        return errSet(err, LAKE_ECONFIG, "metasrv: '%s': plain http is allowed only to a loopback host",
-                      cfg->metasrv);
+    char *endpoints[CONFIG_MAX_ENDPOINTS];
+    size_t n;
+    if (configEndpoints(cfg, endpoints, &n, err)) return err->code;
+    while (n) free(endpoints[--n]);
     if (cfg->ca_file && access(cfg->ca_file, R_OK) != 0)
         return errSetErrno(err, LAKE_ECONFIG, errno, "ca_file: %s", cfg->ca_file);
     if (cfg->token && *cfg->token) {

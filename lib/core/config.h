@@ -13,7 +13,7 @@
 #include "core/error.h"
 
 typedef struct lakeConfig {
-    char *metasrv;     /* "local" or https://host:port */
+    char *metasrv;     /* "local", or https://host:port[,https://host:port…] */
     char *home;        /* embedded lake: registry.db and stage/ */
     char *token;
     char *token_file;
@@ -41,8 +41,18 @@ int configLoad(lakeConfig *cfg, const configOverride *overrides, int n,
 /* True when the configuration selects the embedded (local) mode. */
 int configIsLocal(const lakeConfig *cfg);
 
-/* Remote mode's prerequisites, checked before any other work: metasrv is an
- * https:// URL (http:// only to a loopback host) with no path, a token is
+/* metasrv may name several instances of one catalog, comma-separated, at
+ * most CONFIG_MAX_ENDPOINTS; clients try them in order (source_remote.c). */
+#define CONFIG_MAX_ENDPOINTS 8
+
+/* The endpoints of cfg->metasrv, each checked (https://HOST[:PORT], http://
+ * only to a loopback host, no path, no repeat) and without a trailing
+ * slash, into out[0..*n-1] (caller frees each).  78 on any bad one. */
+int configEndpoints(const lakeConfig *cfg, char *out[CONFIG_MAX_ENDPOINTS], size_t *n,
+                    lakeError *err);
+
+/* Remote mode's prerequisites, checked before any other work: metasrv is
+ * one or more https:// URLs (configEndpoints), a token is
  * given (token, else the first line of token_file), and ca_file, when set,
  * is readable.  On success *token is the token (caller frees).  Fails with
  * 78; never falls back to local mode. */

@@ -14,6 +14,7 @@ struct httpClient {
     char *base;
     struct curl_slist *headers;
     httpOptions opt;
+    int reached; /* the last request may have reached the server */
 };
 
 typedef struct sink {
@@ -180,7 +181,12 @@ static int perform(httpClient *h, const char *path, const char *body, cJSON **an
     CURLcode cc = curl_easy_perform(c);
     long status = 0;
     int rc;
+    h->reached = 1;
     if (cc != CURLE_OK) {
+        /* no pre-transfer time: connecting or the handshake failed */
+        curl_off_t pretransfer = 0;
+        if (curl_easy_getinfo(c, CURLINFO_PRETRANSFER_TIME_T, &pretransfer) == CURLE_OK && pretransfer == 0)
+            h->reached = 0;
         rc = transferError(h, cc, &s, err);
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -199,3 +205,5 @@ int httpPostJson(httpClient *h, const char *path, const cJSON *body, cJSON **ans
     cJSON_free(text);
     return rc;
 }
+
+int httpReached(const httpClient *h) { return h->reached; }

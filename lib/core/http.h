@@ -30,6 +30,8 @@ typedef struct httpOptions {
 } httpOptions;
 
 #define HTTP_CONNECT_TIMEOUT_MS 2000
+/* per endpoint, when the client has others to try */
+#define HTTP_FAILOVER_CONNECT_TIMEOUT_MS 1000
 #define HTTP_TIMEOUT_MS 30000
 #define HTTP_MAX_RESPONSE (72u * 1024 * 1024)
 
@@ -42,5 +44,11 @@ void httpClose(httpClient *h);
  * answer.  *answer is a new object on success. */
 int httpPostJson(httpClient *h, const char *path, const struct cJSON *body,
                  struct cJSON **answer, lakeError *err);
+
+/* After a failed httpPostJson: 0 when the request never reached the server
+ * (no connection, the TLS handshake failed), so that no effect of it can
+ * exist and another server may be asked; 1 when it may have (it was sent,
+ * in whole or in part, or answered). */
+int httpReached(const httpClient *h);
 
 #endif

@@ -247,16 +247,19 @@ catalog_state() {
 
 # --- status and the generation -----------------------------------------------
 
-@test "status prints source, generation, age_s, stale and last_error as key=value lines" {
+@test "status prints source, generation, age_s, stale, last_error and endpoint as key=value lines" {
   make_docs
   run --separate-stderr lake-catalog status
   assert_clean_success
-  assert_equal "${#lines[@]}" 5
+  assert_equal "${#lines[@]}" 6
   assert_line --index 0 "source=$SOURCE_NAME"
   assert_line --index 1 --regexp '^generation=[0-9]+$'
   assert_line --index 2 --regexp '^age_s=[0-9]+$'
   assert_line --index 3 "stale=no"
   assert_line --index 4 "last_error="
+  # the endpoint that answered: the server's URL, none for the embedded lake
+  if [ "$LAKE_TEST_SOURCE" = local ]; then assert_line --index 5 "endpoint="
+  else assert_line --index 5 "endpoint=$SOURCE_NAME"; fi
   # the age of the snapshot the DDL just fetched
   [ "${lines[2]#age_s=}" -le 2 ] || fail "age of a snapshot just fetched: ${lines[2]}"
 
@@ -280,10 +283,10 @@ catalog_state() {
   run --separate-stderr env LAKE_TRACE=1 lake-catalog status
   assert_success
   assert_equal "$(trace_count source)" 0
-  assert_output "source=$SOURCE_NAME"$'\ngeneration=\nage_s=\nstale=yes\nlast_error='
+  assert_output "source=$SOURCE_NAME"$'\ngeneration=\nage_s=\nstale=yes\nlast_error=\nendpoint='
   run --separate-stderr lake-catalog --json status
   assert_clean_success
-  assert_equal "$(jq -c '[.generation, .age_s, .stale, .last_error]' <<<"$output")" '[null,null,true,""]'
+  assert_equal "$(jq -c '[.generation, .age_s, .stale, .last_error, .endpoint]' <<<"$output")" '[null,null,true,"",null]'
 }
 
 @test "the generation rises by exactly one per create-namespace, create and drop" {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/id.h"
@@ -140,7 +141,30 @@ static void testText(void) {
        "safe name: nothing left, or too long for the buffer, is -1");
 }
 
+/* configEndpoints: a list of metadata servers, each checked. */
+static void testEndpoints(void) {
+    char *out[CONFIG_MAX_ENDPOINTS];
+    size_t n = 99;
+    lakeError err = {0};
+    lakeConfig cfg = {.metasrv = " https://a:1/ ,https://b:2,http://127.0.0.1:3"};
+    int rc = configEndpoints(&cfg, out, &n, &err);
+    ok(rc == 0 && n == 3 && strcmp(out[0], "https://a:1") == 0 && strcmp(out[1], "https://b:2") == 0 &&
+           strcmp(out[2], "http://127.0.0.1:3") == 0,
+       "endpoints: trimmed, trailing slash dropped, in order");
+    while (n) free(out[--n]);
+    const char *bad[] = {"https://a:1,", "https://a:1,https://a:1", "https://a:1,http://10.0.0.1:2",
+                         "https://a/x", "https://1,https://2,https://3,https://4,https://5,https://6,"
+                                        "https://7,https://8,https://9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cfg.metasrv = (char *)bad[i];
+        rc = configEndpoints(&cfg, out, &n, &err);
+        ok(rc == LAKE_ECONFIG && n == 0 && strncmp(err.msg, "metasrv: ", 9) == 0,
+           "endpoints: '%s' is refused (78): %s", bad[i], err.msg);
+    }
+}
+
 int main(void) {
+    testEndpoints();
     testText();
     testIds();
     testSha256();
