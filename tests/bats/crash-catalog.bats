@@ -57,7 +57,7 @@ read_offline() {
 
   # the lifetime of a full refresh, from the start of the process
   t0=$(crash_now_ms)
-  lake-catalog refresh --force >/dev/null 2>&1 || fail "a refresh failed"
+  timeout 60 lake-catalog refresh --force >/dev/null 2>&1 || fail "a refresh failed"
   t1=$(crash_now_ms)
   life=$((t1 - t0))
   # start over: the kills begin on an empty cache (the first refresh)
@@ -74,7 +74,8 @@ read_offline() {
       printf 'w\tn%s\n' "$k" >>"$T/server"
       sort -o "$T/server" "$T/server"
     fi
-    delay=$(crash_rand $((life * 3 / 2 + 5)))
+    # at least 1 ms: timeout(1) takes a duration of 0 as "never"
+    delay=$(( $(crash_rand $((life * 3 / 2 + 5))) + 1 ))
     crash_log "round $k: refresh killed after $delay ms"
     timeout -s KILL "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))s" \
       lake-catalog refresh --force >/dev/null 2>"$T/refresh.err" 3>&- || {
@@ -105,7 +106,7 @@ read_offline() {
   crash_log "$killed of $((KILLS + 1)) refreshes were killed before they finished"
   [ "$killed" -ge $((KILLS / 5)) ] || fail "only $killed refreshes were killed in flight"
   # and a refresh after all that brings the cache up to date
-  lake-catalog refresh --force >/dev/null
+  timeout 60 lake-catalog refresh --force >/dev/null || fail "the final refresh failed"
   read_offline
   cmp -s "$T/seen" "$T/server" || fail "the final refresh did not give the server's directory"
 }

@@ -47,7 +47,8 @@ client() {
   while [ ! -e "$T/stop" ]; do
     s=$((s + 1))
     rc=0
-    LAKE_TRACE=1 lake-query -c "INSERT INTO d.t VALUES ($c, $s)" >/dev/null 2>"$T/err.$c" || rc=$?
+    # a client that hangs fails the test (124 is no documented status)
+    LAKE_TRACE=1 timeout 60 lake-query -c "INSERT INTO d.t VALUES ($c, $s)" >/dev/null 2>"$T/err.$c" || rc=$?
     if [ "$rc" -eq 0 ]; then
       v=$(sed -n 's/^trace: source append d\.t .* -> version=\([0-9][0-9]*\)$/\1/p' "$T/err.$c" | tail -n 1)
       printf '%s %s %s\n' "$c" "$s" "${v:-none}" >>"$T/acked.$c"
@@ -59,11 +60,11 @@ client() {
 
 # The rows of d.t as "c s", sorted, read from a restarted server.
 table_rows() {
-  lake-query -f tsv -c 'SELECT c, s FROM d.t' | tr '\t' ' ' | sort
+  timeout 60 lake-query -f tsv -c 'SELECT c, s FROM d.t' | tr '\t' ' ' | sort
 }
 
 table_version() {
-  lake-catalog resolve d.t | jq -er .version
+  timeout 60 lake-catalog resolve d.t | jq -er .version
 }
 
 generation() {

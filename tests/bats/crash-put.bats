@@ -55,14 +55,17 @@ make_inputs() {
 # put_start I DELAY KIND INPUT [OPTIONS...]: start one lake-put in the
 # background, as KIND (pipe, file, archive), under timeout(1), which sends
 # it SIGKILL DELAY ms after its own start (before lake-put's first byte,
-# for small delays), or never if DELAY is "-".  The pid in PUT (timeout's,
+# for small delays), or only after 60 s (a hang) if DELAY is "-".  The pid in PUT (timeout's,
 # which exits 137 when it killed lake-put, else lake-put's own status),
 # lake-put's stdout in $T/put.out.  Odd rounds add a row to k.t.
 put_start() {
   local i=$1 delay=$2 kind=$3 in=$4
   shift 4
-  local opts=("$@") run=(lake-put)
+  local opts=("$@") run
   [ $((i % 2)) -eq 1 ] && opts+=(--table k.t --set "n=$i")
+  # a put that hangs is killed at 60 s and fails its round (exit 137
+  # with no kill asked for is caught by the caller's checks)
+  run=(timeout -s KILL 60 lake-put)
   [ "$delay" = - ] || run=(timeout -s KILL "$(( delay / 1000 )).$(printf '%03d' $(( delay % 1000 )))s" lake-put)
   case $kind in
     pipe) cat "$in" 2>/dev/null | "${run[@]}" "${opts[@]}" >"$T/put.out" 2>"$T/put.err" 3>&- & ;;
@@ -111,7 +114,8 @@ kill_rounds() {
   KILLED=0
   for i in $(seq 1 "$KILLS"); do
     read -r kind in <<<"$(round_case "$i")"
-    delay=$(crash_rand $((LIFETIME[i % 5] * 3 / 2 + 5)))
+    # at least 1 ms: timeout(1) takes a duration of 0 as "never"
+    delay=$(( $(crash_rand $((LIFETIME[i % 5] * 3 / 2 + 5))) + 1 ))
     crash_log "round $i: $kind ${in##*/} killed after ${delay} ms"
     put_start "$i" "$delay" "$kind" "$in" "$@"
     crash_reap "$PUT"
