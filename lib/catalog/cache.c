@@ -74,6 +74,11 @@ struct catalogCache {
     snapshot snap;
     int refreshed; /* this process asked the source already */
     int warned;    /* about a corrupt snapshot file, once per process */
+    /* Served stale: the directory, whoami, the last table's registration.
+     * A statement asks the cache many times; during one outage each kind
+     * of warning is printed once per process, not once per question. */
+    int warned_stale, warned_whoami;
+    char warned_table[2 * 64 + 2];
 };
 
 /* Table ids are generated: 1 to 63 letters and digits. */
@@ -380,8 +385,9 @@ static int serveStale(catalogCache *c, int64_t now, lakeError *err) {
     char why[700];
     staleReason(c, c->opt.offline ? "not asked (--offline)" : c->snap.last_error, why, sizeof why);
     if (c->opt.strict) return errSet(err, LAKE_EUNAVAIL, "%s; the cached catalog is stale (--strict)", why);
-    logWarn("%s; serving generation %lld fetched %lld s ago", why, (long long)c->snap.generation,
-            (long long)((now - c->snap.fetched_ms) / 1000));
+    if (!c->warned_stale++)
+        logWarn("%s; serving generation %lld fetched %lld s ago", why, (long long)c->snap.generation,
+                (long long)((now - c->snap.fetched_ms) / 1000));
     return 0;
 }
 
@@ -736,8 +742,13 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
             *reg = NULL;
             return errSet(err, LAKE_EUNAVAIL, "%s; the cached registration is stale (--strict)", why);
         }
-        logWarn("%s; serving %s.%s version %lld resolved %lld s ago", why, ns, name, (long long)t->version,
-                (long long)((nowMs() - t->resolved_ms) / 1000));
+        char table[sizeof c->warned_table];
+        snprintf(table, sizeof table, "%s.%s", ns, name);
+        if (strcmp(table, c->warned_table) != 0) {
+            logWarn("%s; serving %s.%s version %lld resolved %lld s ago", why, ns, name,
+                    (long long)t->version, (long long)((nowMs() - t->resolved_ms) / 1000));
+            snprintf(c->warned_table, sizeof c->warned_table, "%s", table);
+        }
         errClear(err);
         return 0;
     }
@@ -812,7 +823,7 @@ int cacheWhoami(catalogCache *c, cJSON **answer, lakeError *err) {
             cJSON_Delete(stale);
             return errSet(err, LAKE_EUNAVAIL, "%s; the cached whoami is stale (--strict)", why);
         }
-        logWarn("%s; using the cached whoami", why);
+        if (!c->warned_whoami++) logWarn("%s; using the cached whoami", why);
         errClear(err);
         *answer = stale;
         return 0;

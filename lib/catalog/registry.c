@@ -61,7 +61,10 @@ static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
 };
 
 /* Record a SQLite failure: message redacted to what failed, detail in
- * cause.  Busy and locked are temporary (75). */
+ * cause.  Busy and locked are temporary (75); so is a full disk: the
+ * transaction rolled back, nothing changed, and the same request (an
+ * append is idempotent) succeeds once space is freed, as a mail server
+ * defers rather than refuses mail when its spool is full. */
 static int sqlErr(registry *r, lakeError *err, const char *what) {
     int ec = sqlite3_extended_errcode(r->db);
     int primary = ec & 0xff;
@@ -69,10 +72,10 @@ static int sqlErr(registry *r, lakeError *err, const char *what) {
     if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
         rc = errSetStatus(err, "unavailable", "registry busy: %s", what);
     else if (primary == SQLITE_FULL)
-        rc = errSetStatus(err, "internal", "registry: disk full while %s", what);
+        rc = errSetStatus(err, "unavailable", "registry: disk full; retry once space is freed");
     else
         rc = errSetStatus(err, "internal", "registry: %s failed", what);
-    if (err) snprintf(err->cause, sizeof err->cause, "sqlite %d: %s", ec, sqlite3_errmsg(r->db));
+    if (err) snprintf(err->cause, sizeof err->cause, "%s: sqlite %d: %s", what, ec, sqlite3_errmsg(r->db));
     return rc;
 }
 

@@ -1,0 +1,121 @@
+#!/usr/bin/env bats
+# A full disk (issue 8): a small tmpfs, mounted by the test when it runs as
+# root (skipped with a message otherwise), holds the stage or the registry.
+#   - lake-put of more bytes than fit fails with one clear line (exit 1, an
+#     I/O error: DESIGN §1) and leaves no object, no temporary file and no
+#     space taken; the table it was to append to is unchanged.
+#   - an append to a lake-metasrv whose registry's disk is full is answered
+#     with a redacted error (503 unavailable: no path, no SQL), the client
+#     exits 75 (retry later), and the registry passes integrity_check with
+#     every earlier version intact; once space is freed the append goes
+#     through.
+
+load helpers/common
+load helpers/metasrv
+
+setup() {
+  [ "$(id -u)" = 0 ] || skip "needs root to mount a tmpfs (run the suite as root)"
+  common_setup
+  MNT=$T/mnt
+  mkdir -p "$MNT"
+  mount -t tmpfs -o size=8m,mode=0755 lake-crash-test "$MNT" || skip "cannot mount a tmpfs here"
+}
+
+teardown() {
+  [ -n "${T:-}" ] || return 0
+  metasrv_stop
+  if mountpoint -q "$MNT" 2>/dev/null; then umount "$MNT" || umount -l "$MNT"; fi
+  common_teardown
+}
+
+# Blocks in use on the tmpfs (df: 1K blocks).
+used_kib() {
+  df -k --output=used "$MNT" | tail -n 1 | tr -d ' '
+}
+
+@test "full disk: lake-put of more than fits fails with one clear line (1) and leaves no object, no temporary file, no space taken" {
+  export LAKE_STAGE=file://$MNT/stage
+  lake-catalog create-namespace k
+  lake-catalog create k.t 'f FILE'
+  local before
+  before=$(used_kib)
+
+  # a pipe of 16 MiB into 8 MiB, with a row for a table
+  run_to "$T/out" lake-put --table k.t < <(head -c $((16 * 1024 * 1024)) /dev/zero)
+  assert_error lake-put 1 "No space left on device"
+  assert_equal "$(stat -c %s "$T/out")" 0
+  assert_no_objects "$MNT/stage"
+  assert_equal "$(used_kib)" "$before"
+  assert_equal "$(lake-catalog resolve k.t | jq .version)" 0
+
+  # a file, likewise
+  head -c $((12 * 1024 * 1024)) /dev/zero >"$T/big"
+  run_to "$T/out" lake-put "$T/big"
+  assert_error lake-put 1 "No space left on device"
+  assert_no_objects "$MNT/stage"
+  assert_equal "$(used_kib)" "$before"
+
+  # the stage still works for what fits
+  echo fits >"$T/small"
+  run_to "$T/out" lake-put --table k.t "$T/small"
+  assert_clean_success
+  cmp "$T/small" "$(loc_path "$(json_field location <"$T/out")")"
+  assert_equal "$(lake-catalog resolve k.t | jq .version)" 1
+}
+
+@test "full disk: an append to a metasrv whose registry is full is a redacted 503, the client exits 75, the registry stays intact" {
+  # the registry on the tmpfs, through a symlink (SQLite resolves it, so
+  # its -wal and -shm files are made there too); the server's directory
+  # (certificates, logs, the helpers' scratch files) and the stage elsewhere
+  metasrv_init "$T/srv" "file://$T/stage"
+  mv "$T/srv/registry.db" "$MNT/registry.db"
+  ln -s "$MNT/registry.db" "$T/srv/registry.db"
+  metasrv_start
+  metasrv_use
+  local admin=$T/srv/admin.token
+  lake-catalog create-namespace d
+  lake-catalog create d.t 'n INTEGER'
+  lake-query -c 'INSERT INTO d.t VALUES (1)'
+  lake-query -c 'INSERT INTO d.t VALUES (2)'
+  assert_equal "$(lake-catalog resolve d.t | jq .version)" 2
+
+  # fill the disk
+  [ -f "$MNT/registry.db-wal" ] || fail "the registry's log is not on the tmpfs: $(ls "$MNT")"
+  dd if=/dev/zero of="$MNT/fill" bs=64k 2>/dev/null || true
+  assert_equal "$(df -k --output=avail "$MNT" | tail -n 1 | tr -d ' ')" 0
+
+  # the answer itself: a redacted error object, 503 with Retry-After
+  local seg
+  seg=$(printf '{"location":"file://%s/stage/tables/x/seg","size":1,"sha256":"%s","rows":1}' "$T" \
+    2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881)
+  metasrv_post "$admin" append "{\"namespace\":\"d\",\"name\":\"t\",\"expected_version\":2,\"segments\":[$seg],\"files\":[]}"
+  metasrv_assert_error 503 unavailable
+  [[ $HTTP_BODY == *"disk full"* ]] || fail "the message does not say why: $HTTP_BODY"
+  [[ $HTTP_HEAD == *"Retry-After:"* ]] || fail "no Retry-After: $HTTP_HEAD"
+  [[ $HTTP_BODY != *"$MNT"* ]] || fail "the answer names the registry's path: $HTTP_BODY"
+  # the server logged the detail under the same request id
+  local rid
+  rid=$(jq -r .error.request_id <<<"$HTTP_BODY")
+  metasrv_log_wait 1
+  grep -q "request_id=$rid .*status=503.*sqlite 13" "$T/srv/serve.log" ||
+    fail "no log line with the detail for $rid: $(tail -n 3 "$T/srv/serve.log")"
+
+  # a client: one line, exit 75, nothing appended
+  run --separate-stderr lake-query -c 'INSERT INTO d.t VALUES (3)'
+  assert_error lake-query 75 "disk full"
+  metasrv_assert_redacted "$stderr"
+
+  # the registry: intact, every earlier version there, nothing half-written
+  assert_equal "$(sqlite3 "$MNT/registry.db" 'PRAGMA integrity_check')" ok
+  assert_equal "$(lake-catalog resolve d.t | jq .version)" 2
+  assert_equal "$(lake-query -c 'SELECT group_concat(n) FROM (SELECT n FROM d.t ORDER BY n)')" "1,2"
+  assert_equal "$(lake-catalog resolve --version 1 d.t | jq '[.segments[].rows] | add')" 1
+
+  # space freed: the same kind of append goes through
+  rm -f "$MNT/fill"
+  run --separate-stderr lake-query -c 'INSERT INTO d.t VALUES (3)'
+  assert_clean_success
+  assert_equal "$(lake-catalog resolve d.t | jq .version)" 3
+  metasrv_stop
+  assert_equal "$(sqlite3 "$MNT/registry.db" 'PRAGMA integrity_check')" ok
+}
