@@ -39,6 +39,9 @@
 #include "stage/stage.h"
 
 #define PEM_MAX (1024 * 1024)
+/* GnuTLS priorities: its normal choices, but only TLS 1.2 and 1.3; a
+ * client offering nothing newer than TLS 1.1 fails the handshake. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 /* --- state shared by the worker threads -------------------------------- */
 
@@ -102,6 +105,8 @@ typedef struct request {
     char principal[NAME_BUF];
     char action[48];
     char detail[800];        /* the unredacted cause, for the log only */
+    char error[24];          /* the public error code sent, for the log */
+    char *message;           /* the public message sent, JSON-quoted */
 } request;
 
 static double since(const struct timespec *t0) {
@@ -158,8 +163,12 @@ static enum MHD_Result respondError(struct MHD_Connection *c, request *rq, const
     snprintf(rq->detail, sizeof rq->detail, "%s%s%s", err->msg, err->cause[0] ? " / " : "", err->cause);
     cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
     cJSON_AddStringToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", internal ? "internal error" : err->msg);
+    cJSON *m = cJSON_AddStringToObject(e, "message", internal ? "internal error" : err->msg);
     cJSON_AddStringToObject(e, "request_id", rq->id);
+    /* what the client is told goes to the log line too (quoted: one line) */
+    snprintf(rq->error, sizeof rq->error, "%s", code);
+    free(rq->message);
+    rq->message = m ? cJSON_PrintUnformatted(m) : NULL;
     return respondJson(c, rq, statusHttp(code), j);
 }
 
@@ -388,11 +397,15 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_
     countRequest(rq->action, status, secs);
     char ts[32];
     rfc3339Now(ts);
-    /* one line per request; never a token */
-    fprintf(stderr, "%s request_id=%s principal=%s action=%s status=%d duration_ms=%.3f%s%s%s\n", ts,
-            rq->id, rq->principal, rq->action, status, secs * 1000,
-            toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " aborted=1" : "", rq->detail[0] ? " detail=" : "",
-            rq->detail);
+    /* one line per request; never a token.  An error's line carries the
+     * code and message its answer gave, then the unredacted detail. */
+    int failed = rq->error[0] && rq->message;
+    fprintf(stderr, "%s request_id=%s principal=%s action=%s status=%d duration_ms=%.3f%s%s%s%s%s%s%s\n",
+            ts, rq->id, rq->principal, rq->action, status, secs * 1000,
+            toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " aborted=1" : "", failed ? " error=" : "",
+            failed ? rq->error : "", failed ? " message=" : "", failed ? rq->message : "",
+            rq->detail[0] ? " detail=" : "", rq->detail);
+    free(rq->message);
     free(rq->body);
     free(rq);
     atomic_fetch_sub(&inFlight, 1);
@@ -493,7 +506,8 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
                              MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
                              cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
                              MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_HTTPS_MEM_KEY, key,
-                             MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_END);
+                             MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+                             MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {
         free(cert);
