@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "core/log.h"
 
 #define CONFIG_LINE_MAX 4096
 #define CATALOG_TTL_MAX 1000000000L /* about 31 years */
@@ -290,6 +293,18 @@ static int endpointOk(const char *url, int *https, int *loopback) {
     return 1;
 }
 
+/* A token file that others on the host may read (or change) is warned
+ * about, as ssh does for keys, but still used: the warning names the file
+ * and the fix.  Once per process, however often the token is read. */
+static void warnTokenMode(FILE *f, const char *path) {
+    static int warned;
+    struct stat st;
+    if (warned || fstat(fileno(f), &st) != 0 || !(st.st_mode & (S_IRWXG | S_IRWXO))) return;
+    warned = 1;
+    logWarn("token_file: %s is accessible by group or others (mode %04o); chmod 600 %s", path,
+            (unsigned)(st.st_mode & 07777), path);
+}
+
 int configRemote(const lakeConfig *cfg, char **token, lakeError *err) {
     *token = NULL;
     int https, loopback;
@@ -307,8 +322,9 @@ int configRemote(const lakeConfig *cfg, char **token, lakeError *err) {
         if (!f) return errSetErrno(err, LAKE_ECONFIG, errno, "token_file: %s", cfg->token_file);
         char line[512] = "";
         if (!fgets(line, sizeof line, f)) line[0] = '\0';
-        fclose(f);
         line[strcspn(line, "\r\n")] = '\0';
+        if (line[0]) warnTokenMode(f, cfg->token_file);
+        fclose(f);
         if (!line[0]) return errSet(err, LAKE_ECONFIG, "token_file: %s is empty", cfg->token_file);
         *token = strdup(line);
         memset(line, 0, sizeof line);
