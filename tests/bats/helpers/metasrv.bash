@@ -9,6 +9,11 @@
 #   metasrv_use   [DIR] [TOKENFILE]    exports LAKE_METASRV, LAKE_TOKEN_FILE, LAKE_CA_FILE
 #   metasrv_token ROLE NAME [DIR]      creates a principal, prints its token file
 #   metasrv_count ACTION [STATUS]      requests the server counted (/v1/metrics)
+#
+# Every error answer a server started here sends is gathered: its log line
+# (lake-metasrv(8), LOGGING: error=CODE message="…") goes, once the server
+# has stopped, to $LAKE_TEST_ERROR_BODIES when tests/run sets it; tests/run
+# ends by checking them all (helpers/check-error-bodies).
 
 metasrv_certs() {
   local dir=$1
@@ -23,6 +28,9 @@ metasrv_init() {
   local dir=${1:-$T/srv} stage=${2:-file://$T/srv/stage}
   mkdir -p "$dir"
   metasrv_certs "$dir"
+  # tokens are secrets: made private, as a careful user makes them (a
+  # client warns about a token file that group or others can read)
+  umask 077
   lake-metasrv init --db "$dir/registry.db" --stage "$stage" >"$dir/admin.token" ||
     fail "lake-metasrv init failed"
 }
@@ -31,6 +39,8 @@ metasrv_start() {
   local dir=${1:-$T/srv} port=${2:-0}
   shift 2 2>/dev/null || shift $#
   : >"$dir/serve.out"
+  touch "$dir/serve.log"
+  METASRV_LOGS+=("$(stat -c %s "$dir/serve.log") $dir/serve.log")
   lake-metasrv serve --db "$dir/registry.db" --listen "127.0.0.1:$port" \
     --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" "$@" \
     >"$dir/serve.out" 2>>"$dir/serve.log" 3>&- &
@@ -48,17 +58,34 @@ metasrv_start() {
 }
 
 metasrv_stop() {
-  [ -n "${METASRV_PID:-}" ] || return 0
-  kill -TERM "$METASRV_PID" 2>/dev/null || true
-  wait "$METASRV_PID" 2>/dev/null || true
-  METASRV_PID=
+  if [ -n "${METASRV_PID:-}" ]; then
+    kill -TERM "$METASRV_PID" 2>/dev/null || true
+    wait "$METASRV_PID" 2>/dev/null || true
+    METASRV_PID=
+  fi
+  metasrv_gather_errors
 }
 
 metasrv_kill() {
-  [ -n "${METASRV_PID:-}" ] || return 0
-  kill -KILL "$METASRV_PID" 2>/dev/null || true
-  wait "$METASRV_PID" 2>/dev/null || true
-  METASRV_PID=
+  if [ -n "${METASRV_PID:-}" ]; then
+    kill -KILL "$METASRV_PID" 2>/dev/null || true
+    wait "$METASRV_PID" 2>/dev/null || true
+    METASRV_PID=
+  fi
+  metasrv_gather_errors
+}
+
+# The error lines the servers started since the last call wrote (each log
+# from where its server started; a log shared by restarts is read once).
+metasrv_gather_errors() {
+  local entry off log
+  if [ -n "${LAKE_TEST_ERROR_BODIES:-}" ]; then
+    for entry in "${METASRV_LOGS[@]}"; do
+      off=${entry%% *} log=${entry#* }
+      [ -f "$log" ] && tail -c "+$((off + 1))" "$log"
+    done | grep ' request_id=.* error=' | awk '!seen[$0]++' >>"$LAKE_TEST_ERROR_BODIES" || true
+  fi
+  METASRV_LOGS=()
 }
 
 metasrv_use() {
