@@ -36,6 +36,7 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
 #include "stage/stage.h"
 
 #define PEM_MAX (1024 * 1024)
@@ -154,6 +155,22 @@ static enum MHD_Result respondJson(struct MHD_Connection *c, request *rq, int st
     return respond(c, rq, status, text, "application/json");
 }
 
+/* Make s one line of well-formed UTF-8 in place: a control byte or a byte
+ * that starts no valid sequence becomes '?'.  Messages may quote what a
+ * client sent (a field name), which must not split or forge a log line. */
+static void sanitize(char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = (unsigned char)s[i];
+        size_t len = ch < 0x80 ? 1 : utf8SeqLen((const unsigned char *)s + i, n - i);
+        if (ch < 0x20 || ch == 0x7f || len == 0) {
+            s[i] = '?';
+            len = 1;
+        }
+        i += len;
+    }
+}
+
 /* The redacted error answer: the client gets the stable code, a message
  * that names no path, SQL or token, and the request id; the log gets the
  * detail under the same id. */
@@ -161,9 +178,13 @@ static enum MHD_Result respondError(struct MHD_Connection *c, request *rq, const
     const char *code = errStatus(err);
     int internal = strcmp(code, "internal") == 0;
     snprintf(rq->detail, sizeof rq->detail, "%s%s%s", err->msg, err->cause[0] ? " / " : "", err->cause);
+    sanitize(rq->detail);
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", internal ? "internal error" : err->msg);
+    sanitize(msg);
     cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
     cJSON_AddStringToObject(e, "code", code);
-    cJSON *m = cJSON_AddStringToObject(e, "message", internal ? "internal error" : err->msg);
+    cJSON *m = cJSON_AddStringToObject(e, "message", msg);
     cJSON_AddStringToObject(e, "request_id", rq->id);
     /* what the client is told goes to the log line too (quoted: one line) */
     snprintf(rq->error, sizeof rq->error, "%s", code);

@@ -130,6 +130,8 @@ metasrv_count() {
 #   metasrv_log_lines [DIR]            the request lines of DIR/serve.log
 #   metasrv_tables NS PREFIX COUNT [TOKENFILE]  NS and COUNT tables, one curl
 #   metasrv_segment LOCATION           one append segment (JSON) at LOCATION
+#   metasrv_allowed ACTION ROLE        the role table: may ROLE run ACTION?
+#                                      ($METASRV_ACTIONS: every action)
 
 metasrv_req() {
   local tok=$1 method=$2 path=$3 body=${4-} dir=${METASRV_DIR:-$T/srv} secret=
@@ -238,6 +240,21 @@ metasrv_tables() {
   done >"$dir/.tables.curl"
   curl -sS -K "$dir/.tables.curl" || fail "create_table over curl failed"
   rm -f "$dir/.tables.curl"
+}
+
+# DESIGN §5's role table, written out here, not read from the program:
+# metasrv_allowed ACTION ROLE succeeds when ROLE may run ACTION.
+METASRV_ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami references"
+metasrv_allowed() {
+  case "$1:$2" in
+    catalog_snapshot:admin | catalog_snapshot:query-service | catalog_snapshot:metadata-peer) return 0 ;;
+    resolve:*) return 0 ;;
+    append:admin | append:query-service | append:user) return 0 ;;
+    create_namespace:admin | create_table:admin | drop_table:admin) return 0 ;;
+    whoami:*) return 0 ;;
+    references:admin) return 0 ;;
+  esac
+  return 1
 }
 
 metasrv_segment() { # (test locations need no JSON escaping)
