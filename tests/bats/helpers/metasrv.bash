@@ -46,7 +46,8 @@ metasrv_start() {
     >"$dir/serve.out" 2>>"$dir/serve.log" 3>&- &
   METASRV_PID=$!
   local i
-  for i in $(seq 200); do
+  # METASRV_START_WAIT: seconds to wait for "listening on" (valgrind: more)
+  for i in $(seq $((${METASRV_START_WAIT:-5} * 40))); do
     grep -q '^listening on ' "$dir/serve.out" && break
     kill -0 "$METASRV_PID" 2>/dev/null || { cat "$dir/serve.log" >&2; fail "lake-metasrv exited"; }
     sleep 0.025
