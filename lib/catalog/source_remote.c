@@ -21,6 +21,7 @@ typedef struct remoteSource {
     char *token;
     char *ca_file;
     size_t max_response;
+    long connect_timeout_ms;
     httpClient *http;
 } remoteSource;
 
@@ -28,7 +29,8 @@ static int remoteCall(catalogSource *s, const char *action, const cJSON *req, cJ
                       lakeError *err) {
     remoteSource *rs = (remoteSource *)s;
     if (!rs->http) {
-        httpOptions opt = {.ca_file = rs->ca_file, .token = rs->token, .max_response = rs->max_response};
+        httpOptions opt = {.ca_file = rs->ca_file, .token = rs->token, .max_response = rs->max_response,
+                           .connect_timeout_ms = rs->connect_timeout_ms};
         if (httpOpen(rs->endpoint, &opt, &rs->http, err)) return err->code;
     }
     char path[128];
@@ -72,6 +74,7 @@ int sourceRemoteOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err)
     }
     if (cfg->ca_file) rs->ca_file = strdup(cfg->ca_file);
     rs->max_response = (size_t)cfg->max_response;
+    rs->connect_timeout_ms = cfg->connect_timeout * 1000;
     if (!rs->endpoint || !rs->base.name || !rs->base.key || (cfg->ca_file && !rs->ca_file)) {
         remoteClose(&rs->base);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "source");

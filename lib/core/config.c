@@ -31,6 +31,8 @@ typedef struct keySpec {
 #define FIELD(f) offsetof(lakeConfig, f)
 #define TTL_SLOT ((size_t)-1) /* parsed apart: numbers */
 #define MAXRESP_SLOT ((size_t)-2)
+#define CONNECT_SLOT ((size_t)-3)
+#define CONNECT_TIMEOUT_MAX 3600L
 static const keySpec keys[] = {
     {"metasrv", "LAKE_METASRV", FIELD(metasrv)},
     {"home", "LAKE_HOME", FIELD(home)},
@@ -41,12 +43,14 @@ static const keySpec keys[] = {
     {"cache_dir", "LAKE_CACHE_DIR", FIELD(cache_dir)},
     {"catalog_ttl", "LAKE_CATALOG_TTL", TTL_SLOT},
     {"max_response", "LAKE_MAX_RESPONSE", MAXRESP_SLOT},
+    {"connect_timeout", "LAKE_CONNECT_TIMEOUT", CONNECT_SLOT},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 typedef struct layerState {
     char *ttl;     /* catalog_ttl as text until validated */
     char *maxresp; /* max_response likewise */
+    char *connect; /* connect_timeout likewise */
     int layer;     /* 1 options, 2 environment, 3 file */
     int layer_of_token;
 } layerState;
@@ -68,6 +72,7 @@ static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
     if (strcmp(k->key, "token") == 0 || strcmp(k->key, "token_file") == 0) st->layer_of_token = st->layer;
     char **slot = k->offset == TTL_SLOT       ? &st->ttl
                   : k->offset == MAXRESP_SLOT ? &st->maxresp
+                  : k->offset == CONNECT_SLOT ? &st->connect
                                               : (char **)((char *)cfg + k->offset);
     if (*slot) return 0;
     *slot = strdup(value);
@@ -206,6 +211,16 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
                           st->maxresp);
         cfg->max_response = v;
     }
+    cfg->connect_timeout = 2;
+    if (st->connect) {
+        char *end;
+        errno = 0;
+        long v = strtol(st->connect, &end, 10);
+        if (errno || end == st->connect || *end || v < 1 || v > CONNECT_TIMEOUT_MAX)
+            return errSet(err, LAKE_ECONFIG, "connect_timeout: '%s' is not a number of seconds from 1 to %ld",
+                          st->connect, CONNECT_TIMEOUT_MAX);
+        cfg->connect_timeout = v;
+    }
     return 0;
 }
 
@@ -248,6 +263,7 @@ int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err)
 out:
     free(st.ttl);
     free(st.maxresp);
+    free(st.connect);
     return rc;
 }
 

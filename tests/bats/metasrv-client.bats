@@ -138,6 +138,23 @@ requests_counted() {
   kill -CONT "$METASRV_PID"
 }
 
+@test "connect_timeout (LAKE_CONNECT_TIMEOUT): a hung server costs that many seconds; 0, 3601 or words are 78" {
+  kill -STOP "$METASRV_PID"
+  local t0 t1
+  t0=$(now_ms)
+  run --separate-stderr env LAKE_CONNECT_TIMEOUT=3 lake-catalog --max-age 0 list
+  t1=$(now_ms)
+  kill -CONT "$METASRV_PID"
+  assert_error lake-catalog 69 "$METASRV_URL"
+  echo "# waited $((t1 - t0)) ms"
+  [ $((t1 - t0)) -ge 2900 ] && [ $((t1 - t0)) -lt 8000 ] || fail "waited $((t1 - t0)) ms, not about 3 s"
+  local bad
+  for bad in 0 3601 soon; do
+    run --separate-stderr env LAKE_CONNECT_TIMEOUT=$bad lake-catalog list
+    assert_error lake-catalog 78 connect_timeout "'$bad'"
+  done
+}
+
 @test "appends and read-your-writes through the remote source: tests/unit/test_catalog against this server" {
   [ -n "${LAKE_UNIT:-}" ] || skip "LAKE_UNIT is not set (make unit-bins; tests/run exports it)"
   [ -x "$LAKE_UNIT/test_catalog" ] || fail "no $LAKE_UNIT/test_catalog (make unit-bins)"
