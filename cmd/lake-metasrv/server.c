@@ -36,9 +36,13 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "core/utf8.h"
 #include "stage/stage.h"
 
 #define PEM_MAX (1024 * 1024)
+/* GnuTLS priorities: its normal choices, but only TLS 1.2 and 1.3; a
+ * client offering nothing newer than TLS 1.1 fails the handshake. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 /* --- state shared by the worker threads -------------------------------- */
 
@@ -102,6 +106,8 @@ typedef struct request {
     char principal[NAME_BUF];
     char action[48];
     char detail[800];        /* the unredacted cause, for the log only */
+    char error[24];          /* the public error code sent, for the log */
+    char *message;           /* the public message sent, JSON-quoted */
 } request;
 
 static double since(const struct timespec *t0) {
@@ -149,6 +155,22 @@ static enum MHD_Result respondJson(struct MHD_Connection *c, request *rq, int st
     return respond(c, rq, status, text, "application/json");
 }
 
+/* Make s one line of well-formed UTF-8 in place: a control byte or a byte
+ * that starts no valid sequence becomes '?'.  Messages may quote what a
+ * client sent (a field name), which must not split or forge a log line. */
+static void sanitize(char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = (unsigned char)s[i];
+        size_t len = ch < 0x80 ? 1 : utf8SeqLen((const unsigned char *)s + i, n - i);
+        if (ch < 0x20 || ch == 0x7f || len == 0) {
+            s[i] = '?';
+            len = 1;
+        }
+        i += len;
+    }
+}
+
 /* The redacted error answer: the client gets the stable code, a message
  * that names no path, SQL or token, and the request id; the log gets the
  * detail under the same id. */
@@ -156,10 +178,18 @@ static enum MHD_Result respondError(struct MHD_Connection *c, request *rq, const
     const char *code = errStatus(err);
     int internal = strcmp(code, "internal") == 0;
     snprintf(rq->detail, sizeof rq->detail, "%s%s%s", err->msg, err->cause[0] ? " / " : "", err->cause);
+    sanitize(rq->detail);
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", internal ? "internal error" : err->msg);
+    sanitize(msg);
     cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
     cJSON_AddStringToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", internal ? "internal error" : err->msg);
+    cJSON *m = cJSON_AddStringToObject(e, "message", msg);
     cJSON_AddStringToObject(e, "request_id", rq->id);
+    /* what the client is told goes to the log line too (quoted: one line) */
+    snprintf(rq->error, sizeof rq->error, "%s", code);
+    free(rq->message);
+    rq->message = m ? cJSON_PrintUnformatted(m) : NULL;
     return respondJson(c, rq, statusHttp(code), j);
 }
 
@@ -388,11 +418,15 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_
     countRequest(rq->action, status, secs);
     char ts[32];
     rfc3339Now(ts);
-    /* one line per request; never a token */
-    fprintf(stderr, "%s request_id=%s principal=%s action=%s status=%d duration_ms=%.3f%s%s%s\n", ts,
-            rq->id, rq->principal, rq->action, status, secs * 1000,
-            toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " aborted=1" : "", rq->detail[0] ? " detail=" : "",
-            rq->detail);
+    /* one line per request; never a token.  An error's line carries the
+     * code and message its answer gave, then the unredacted detail. */
+    int failed = rq->error[0] && rq->message;
+    fprintf(stderr, "%s request_id=%s principal=%s action=%s status=%d duration_ms=%.3f%s%s%s%s%s%s%s\n",
+            ts, rq->id, rq->principal, rq->action, status, secs * 1000,
+            toe != MHD_REQUEST_TERMINATED_COMPLETED_OK ? " aborted=1" : "", failed ? " error=" : "",
+            failed ? rq->error : "", failed ? " message=" : "", failed ? rq->message : "",
+            rq->detail[0] ? " detail=" : "", rq->detail);
+    free(rq->message);
     free(rq->body);
     free(rq);
     atomic_fetch_sub(&inFlight, 1);
@@ -493,7 +527,8 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
                              MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
                              cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
                              MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_HTTPS_MEM_KEY, key,
-                             MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_END);
+                             MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+                             MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {
         free(cert);

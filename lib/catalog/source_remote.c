@@ -31,6 +31,7 @@ typedef struct remoteSource {
     char *token;
     char *ca_file;
     size_t max_response;
+    long connect_timeout_ms; /* 0: the default for the number of endpoints */
 } remoteSource;
 
 /* Calls whose repetition adds nothing: asking another instance after a
@@ -46,7 +47,8 @@ static int callOne(remoteSource *rs, size_t i, const char *action, const cJSON *
                    lakeError *err) {
     if (!rs->http[i]) {
         httpOptions opt = {.ca_file = rs->ca_file, .token = rs->token, .max_response = rs->max_response,
-                           .connect_timeout_ms = rs->n > 1 ? HTTP_FAILOVER_CONNECT_TIMEOUT_MS : 0};
+                           .connect_timeout_ms = rs->connect_timeout_ms};
+        if (!opt.connect_timeout_ms && rs->n > 1) opt.connect_timeout_ms = HTTP_FAILOVER_CONNECT_TIMEOUT_MS;
         if (httpOpen(rs->endpoints[i], &opt, &rs->http[i], err)) return err->code;
     }
     char path[128];
@@ -155,6 +157,7 @@ int sourceRemoteOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err)
     }
     free(set);
     if (cfg->ca_file) rs->ca_file = strdup(cfg->ca_file);
+    rs->connect_timeout_ms = cfg->connect_timeout * 1000;
     if (!rs->base.name || !rs->base.key || (cfg->ca_file && !rs->ca_file)) {
         remoteClose(&rs->base);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "source");

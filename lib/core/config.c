@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "core/log.h"
 
 #define CONFIG_LINE_MAX 4096
 #define CATALOG_TTL_MAX 1000000000L /* about 31 years */
@@ -28,6 +31,8 @@ typedef struct keySpec {
 #define FIELD(f) offsetof(lakeConfig, f)
 #define TTL_SLOT ((size_t)-1) /* parsed apart: numbers */
 #define MAXRESP_SLOT ((size_t)-2)
+#define CONNECT_SLOT ((size_t)-3)
+#define CONNECT_TIMEOUT_MAX 3600L
 static const keySpec keys[] = {
     {"metasrv", "LAKE_METASRV", FIELD(metasrv)},
     {"home", "LAKE_HOME", FIELD(home)},
@@ -38,12 +43,14 @@ static const keySpec keys[] = {
     {"cache_dir", "LAKE_CACHE_DIR", FIELD(cache_dir)},
     {"catalog_ttl", "LAKE_CATALOG_TTL", TTL_SLOT},
     {"max_response", "LAKE_MAX_RESPONSE", MAXRESP_SLOT},
+    {"connect_timeout", "LAKE_CONNECT_TIMEOUT", CONNECT_SLOT},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 typedef struct layerState {
     char *ttl;     /* catalog_ttl as text until validated */
     char *maxresp; /* max_response likewise */
+    char *connect; /* connect_timeout likewise */
     int layer;     /* 1 options, 2 environment, 3 file */
     int layer_of_token;
 } layerState;
@@ -65,6 +72,7 @@ static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
     if (strcmp(k->key, "token") == 0 || strcmp(k->key, "token_file") == 0) st->layer_of_token = st->layer;
     char **slot = k->offset == TTL_SLOT       ? &st->ttl
                   : k->offset == MAXRESP_SLOT ? &st->maxresp
+                  : k->offset == CONNECT_SLOT ? &st->connect
                                               : (char **)((char *)cfg + k->offset);
     if (*slot) return 0;
     *slot = strdup(value);
@@ -203,6 +211,16 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
                           st->maxresp);
         cfg->max_response = v;
     }
+    cfg->connect_timeout = 0; /* unset: 2 s, or 1 s per endpoint of several (core/http.h) */
+    if (st->connect) {
+        char *end;
+        errno = 0;
+        long v = strtol(st->connect, &end, 10);
+        if (errno || end == st->connect || *end || v < 1 || v > CONNECT_TIMEOUT_MAX)
+            return errSet(err, LAKE_ECONFIG, "connect_timeout: '%s' is not a number of seconds from 1 to %ld",
+                          st->connect, CONNECT_TIMEOUT_MAX);
+        cfg->connect_timeout = v;
+    }
     return 0;
 }
 
@@ -245,6 +263,7 @@ int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err)
 out:
     free(st.ttl);
     free(st.maxresp);
+    free(st.connect);
     return rc;
 }
 
@@ -327,6 +346,18 @@ int configEndpoints(const lakeConfig *cfg, char *out[CONFIG_MAX_ENDPOINTS], size
     return rc;
 }
 
+/* A token file that others on the host may read (or change) is warned
+ * about, as ssh does for keys, but still used: the warning names the file
+ * and the fix.  Once per process, however often the token is read. */
+static void warnTokenMode(FILE *f, const char *path) {
+    static int warned;
+    struct stat st;
+    if (warned || fstat(fileno(f), &st) != 0 || !(st.st_mode & (S_IRWXG | S_IRWXO))) return;
+    warned = 1;
+    logWarn("token_file: %s is accessible by group or others (mode %04o); chmod 600 %s", path,
+            (unsigned)(st.st_mode & 07777), path);
+}
+
 int configRemote(const lakeConfig *cfg, char **token, lakeError *err) {
     *token = NULL;
     char *endpoints[CONFIG_MAX_ENDPOINTS];
@@ -342,8 +373,9 @@ int configRemote(const lakeConfig *cfg, char **token, lakeError *err) {
         if (!f) return errSetErrno(err, LAKE_ECONFIG, errno, "token_file: %s", cfg->token_file);
         char line[512] = "";
         if (!fgets(line, sizeof line, f)) line[0] = '\0';
-        fclose(f);
         line[strcspn(line, "\r\n")] = '\0';
+        if (line[0]) warnTokenMode(f, cfg->token_file);
+        fclose(f);
         if (!line[0]) return errSet(err, LAKE_ECONFIG, "token_file: %s is empty", cfg->token_file);
         *token = strdup(line);
         memset(line, 0, sizeof line);

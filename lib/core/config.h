@@ -22,6 +22,7 @@ typedef struct lakeConfig {
     char *cache_dir;
     long catalog_ttl;  /* seconds */
     long long max_response; /* bytes of one answer from the metadata server */
+    long connect_timeout; /* seconds to connect to it, TLS handshake included; 0: unset */
     char *config_file; /* the file that was read, or NULL */
 } lakeConfig;
 

@@ -30,7 +30,7 @@ teardown() {
   common_teardown
 }
 
-ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami references"
+ACTIONS=$METASRV_ACTIONS
 
 # name:tokenfile:role for every kind of caller; no role: not authenticated.
 callers() {
@@ -39,23 +39,10 @@ callers() {
     "revoked:$REVOKED:"
 }
 
-# DESIGN §5's role table, written out here, not read from the program.
-allowed() {
-  case "$1:$2" in
-    catalog_snapshot:admin | catalog_snapshot:query-service | catalog_snapshot:metadata-peer) return 0 ;;
-    resolve:*) return 0 ;;
-    append:admin | append:query-service | append:user) return 0 ;;
-    create_namespace:admin | create_table:admin | drop_table:admin) return 0 ;;
-    whoami:*) return 0 ;;
-    references:admin) return 0 ;;
-  esac
-  return 1
-}
-
 # The actions a role may run, sorted, as a JSON array.
 allowed_list() {
   local a list=()
-  for a in $ACTIONS; do allowed "$a" "$1" && list+=("$a"); done
+  for a in $ACTIONS; do metasrv_allowed "$a" "$1" && list+=("$a"); done
   printf '%s\n' "${list[@]}" | jq -R . | jq -cs 'sort'
 }
 
@@ -113,7 +100,7 @@ make_matrix_tables() {
       metasrv_post "$tok" "$action" "$(body_for "$action" "$name")"
       if [ -z "$role" ]; then
         metasrv_expect_error 401 unauthenticated
-      elif allowed "$action" "$role"; then
+      elif metasrv_allowed "$action" "$role"; then
         assert_equal "$action as $name: HTTP $HTTP_CODE" "$action as $name: HTTP 200"
         [ "$action" != append ] || VERSION=$((VERSION + 1))
         assert_answer "$action" "$name" "$role"

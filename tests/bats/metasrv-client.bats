@@ -3,7 +3,8 @@
 # the catalog suites' parity runs: what a command costs, counted at the
 # server (/v1/metrics); an outage answered at once from the last good
 # generation; read-your-writes through sourceOpen (the C unit test against
-# this server); TLS verification; --insecure-listen only on loopback; and
+# this server); TLS verification; --insecure-listen on loopback (refused
+# off it: security.bats); and
 # remote-mode configuration errors (78) that never fall back to, or even
 # read, the embedded registry.
 
@@ -137,6 +138,23 @@ requests_counted() {
   kill -CONT "$METASRV_PID"
 }
 
+@test "connect_timeout (LAKE_CONNECT_TIMEOUT): a hung server costs that many seconds; 0, 3601 or words are 78" {
+  kill -STOP "$METASRV_PID"
+  local t0 t1
+  t0=$(now_ms)
+  run --separate-stderr env LAKE_CONNECT_TIMEOUT=3 lake-catalog --max-age 0 list
+  t1=$(now_ms)
+  kill -CONT "$METASRV_PID"
+  assert_error lake-catalog 69 "$METASRV_URL"
+  echo "# waited $((t1 - t0)) ms"
+  [ $((t1 - t0)) -ge 2900 ] && [ $((t1 - t0)) -lt 8000 ] || fail "waited $((t1 - t0)) ms, not about 3 s"
+  local bad
+  for bad in 0 3601 soon; do
+    run --separate-stderr env LAKE_CONNECT_TIMEOUT=$bad lake-catalog list
+    assert_error lake-catalog 78 connect_timeout "'$bad'"
+  done
+}
+
 @test "appends and read-your-writes through the remote source: tests/unit/test_catalog against this server" {
   [ -n "${LAKE_UNIT:-}" ] || skip "LAKE_UNIT is not set (make unit-bins; tests/run exports it)"
   [ -x "$LAKE_UNIT/test_catalog" ] || fail "no $LAKE_UNIT/test_catalog (make unit-bins)"
@@ -171,10 +189,8 @@ requests_counted() {
   assert_equal "requests: $(requests_counted)" "requests: 0"
 }
 
-@test "--insecure-listen: refused off loopback (64); on 127.0.0.1 plain http://, which clients accept only for loopback" {
-  run --separate-stderr lake-metasrv serve --db "$SRV/registry.db" --listen 0.0.0.0:0 --insecure-listen
-  assert_error lake-metasrv 64 "0.0.0.0"
-  assert_output ""
+# (off loopback it is refused: security.bats)
+@test "--insecure-listen: with TLS files, or without either, 64; on 127.0.0.1 plain http://, which clients accept only for loopback" {
   run --separate-stderr lake-metasrv serve --db "$SRV/registry.db" --listen 127.0.0.1:0 --insecure-listen \
     --tls-cert "$SRV/cert.pem" --tls-key "$SRV/key.pem"
   assert_error lake-metasrv 64

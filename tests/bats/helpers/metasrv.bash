@@ -9,6 +9,11 @@
 #   metasrv_use   [DIR] [TOKENFILE]    exports LAKE_METASRV, LAKE_TOKEN_FILE, LAKE_CA_FILE
 #   metasrv_token ROLE NAME [DIR]      creates a principal, prints its token file
 #   metasrv_count ACTION [STATUS]      requests the server counted (/v1/metrics)
+#
+# Every error answer a server started here sends is gathered: its log line
+# (lake-metasrv(8), LOGGING: error=CODE message="…") goes, once the server
+# has stopped, to $LAKE_TEST_ERROR_BODIES when tests/run sets it; tests/run
+# ends by checking them all (helpers/check-error-bodies).
 
 metasrv_certs() {
   local dir=$1
@@ -23,6 +28,9 @@ metasrv_init() {
   local dir=${1:-$T/srv} stage=${2:-file://$T/srv/stage}
   mkdir -p "$dir"
   metasrv_certs "$dir"
+  # tokens are secrets: made private, as a careful user makes them (a
+  # client warns about a token file that group or others can read)
+  umask 077
   lake-metasrv init --db "$dir/registry.db" --stage "$stage" >"$dir/admin.token" ||
     fail "lake-metasrv init failed"
 }
@@ -31,12 +39,15 @@ metasrv_start() {
   local dir=${1:-$T/srv} port=${2:-0}
   shift 2 2>/dev/null || shift $#
   : >"$dir/serve.out"
+  touch "$dir/serve.log"
+  METASRV_LOGS+=("$(stat -c %s "$dir/serve.log") $dir/serve.log")
   lake-metasrv serve --db "$dir/registry.db" --listen "127.0.0.1:$port" \
     --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" "$@" \
     >"$dir/serve.out" 2>>"$dir/serve.log" 3>&- &
   METASRV_PID=$!
   local i
-  for i in $(seq 200); do
+  # METASRV_START_WAIT: seconds to wait for "listening on" (valgrind: more)
+  for i in $(seq $((${METASRV_START_WAIT:-5} * 40))); do
     grep -q '^listening on ' "$dir/serve.out" && break
     kill -0 "$METASRV_PID" 2>/dev/null || { cat "$dir/serve.log" >&2; fail "lake-metasrv exited"; }
     sleep 0.025
@@ -48,17 +59,34 @@ metasrv_start() {
 }
 
 metasrv_stop() {
-  [ -n "${METASRV_PID:-}" ] || return 0
-  kill -TERM "$METASRV_PID" 2>/dev/null || true
-  wait "$METASRV_PID" 2>/dev/null || true
-  METASRV_PID=
+  if [ -n "${METASRV_PID:-}" ]; then
+    kill -TERM "$METASRV_PID" 2>/dev/null || true
+    wait "$METASRV_PID" 2>/dev/null || true
+    METASRV_PID=
+  fi
+  metasrv_gather_errors
 }
 
 metasrv_kill() {
-  [ -n "${METASRV_PID:-}" ] || return 0
-  kill -KILL "$METASRV_PID" 2>/dev/null || true
-  wait "$METASRV_PID" 2>/dev/null || true
-  METASRV_PID=
+  if [ -n "${METASRV_PID:-}" ]; then
+    kill -KILL "$METASRV_PID" 2>/dev/null || true
+    wait "$METASRV_PID" 2>/dev/null || true
+    METASRV_PID=
+  fi
+  metasrv_gather_errors
+}
+
+# The error lines the servers started since the last call wrote (each log
+# from where its server started; a log shared by restarts is read once).
+metasrv_gather_errors() {
+  local entry off log
+  if [ -n "${LAKE_TEST_ERROR_BODIES:-}" ]; then
+    for entry in "${METASRV_LOGS[@]}"; do
+      off=${entry%% *} log=${entry#* }
+      [ -f "$log" ] && tail -c "+$((off + 1))" "$log"
+    done | grep ' request_id=.* error=' | awk '!seen[$0]++' >>"$LAKE_TEST_ERROR_BODIES" || true
+  fi
+  METASRV_LOGS=()
 }
 
 metasrv_use() {
@@ -103,6 +131,8 @@ metasrv_count() {
 #   metasrv_log_lines [DIR]            the request lines of DIR/serve.log
 #   metasrv_tables NS PREFIX COUNT [TOKENFILE]  NS and COUNT tables, one curl
 #   metasrv_segment LOCATION           one append segment (JSON) at LOCATION
+#   metasrv_allowed ACTION ROLE        the role table: may ROLE run ACTION?
+#                                      ($METASRV_ACTIONS: every action)
 
 metasrv_req() {
   local tok=$1 method=$2 path=$3 body=${4-} dir=${METASRV_DIR:-$T/srv} secret=
@@ -211,6 +241,21 @@ metasrv_tables() {
   done >"$dir/.tables.curl"
   curl -sS -K "$dir/.tables.curl" || fail "create_table over curl failed"
   rm -f "$dir/.tables.curl"
+}
+
+# DESIGN §5's role table, written out here, not read from the program:
+# metasrv_allowed ACTION ROLE succeeds when ROLE may run ACTION.
+METASRV_ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami references"
+metasrv_allowed() {
+  case "$1:$2" in
+    catalog_snapshot:admin | catalog_snapshot:query-service | catalog_snapshot:metadata-peer) return 0 ;;
+    resolve:*) return 0 ;;
+    append:admin | append:query-service | append:user) return 0 ;;
+    create_namespace:admin | create_table:admin | drop_table:admin) return 0 ;;
+    whoami:*) return 0 ;;
+    references:admin) return 0 ;;
+  esac
+  return 1
 }
 
 metasrv_segment() { # (test locations need no JSON escaping)
