@@ -41,7 +41,7 @@ static const cliOption options[] = {
     {OPT_INSECURE, 0, "insecure-listen", NULL, "serve: plain HTTP, refused unless on loopback"},
     {OPT_THREADS, 0, "threads", "N", "serve: worker threads (default 4)"},
     {OPT_MAXCONN, 0, "max-connections", "N", "serve: open connections at most (default 512)"},
-    {OPT_TIMEOUT, 0, "timeout", "S", "serve: close a connection idle for S seconds (default 30)"},
+    {OPT_TIMEOUT, 0, "timeout", "S", "serve: close a connection idle, or still sending its request, after S seconds (default 30)"},
     {OPT_MAXBODY, 0, "max-body", "BYTES", "serve: largest request body (default 1048576)"},
     {OPT_PERMITS, 0, "snapshot-permits", "N", "serve: concurrent snapshot builds (default 4)"},
     {OPT_MAXENTRIES, 0, "max-entries", "N", "serve: entries in a snapshot at most (default 1000000)"},

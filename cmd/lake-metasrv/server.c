@@ -37,6 +37,7 @@
 #include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
+#include "deadline.h"
 #include "stage/stage.h"
 
 #define PEM_MAX (1024 * 1024)
@@ -142,6 +143,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, request *rq, int status
     MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     if (status == 503) MHD_add_response_header(resp, "Retry-After", "1");
+    deadlineAnswering(c);
     enum MHD_Result r = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return r;
@@ -408,7 +410,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe) {
     (void)cls;
-    (void)c;
+    deadlineAnswered(c);
     request *rq = *ctx;
     if (!rq) return;
     *ctx = NULL;
@@ -521,11 +523,13 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
         d = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                              MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
                              cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
+                             MHD_OPTION_NOTIFY_CONNECTION, deadlineNotify, NULL,
                              MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
     else
         d = MHD_start_daemon(flags, 0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                              MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
                              cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
+                             MHD_OPTION_NOTIFY_CONNECTION, deadlineNotify, NULL,
                              MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_HTTPS_MEM_KEY, key,
                              MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
                              MHD_OPTION_END);
@@ -535,6 +539,13 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
         free(key);
         return errSet(err, LAKE_EFAIL, "cannot listen on %s:%u (in use, or a bad certificate or key)",
                       cfg->host, cfg->port);
+    }
+    /* the idle timeout does not stop a client that trickles its request */
+    if (deadlineStart(cfg->timeout_s, err)) {
+        MHD_stop_daemon(d);
+        free(cert);
+        free(key);
+        return err->code;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     int v6 = strchr(cfg->host, ':') != NULL;
@@ -551,6 +562,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
         nanosleep(&t, NULL);
     }
     MHD_stop_daemon(d);
+    deadlineStop();
     stageClose(advertised);
     free(cert);
     free(key);

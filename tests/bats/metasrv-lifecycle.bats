@@ -164,6 +164,80 @@ state_of() {
   assert_equal "$(wc -l <"$SRV/serve.out")" 1
 }
 
+@test "serve --timeout S: a client that trickles its request (never idle) is cut off after S s, in the handshake, headers or body; others are served meanwhile" {
+  metasrv_init
+  metasrv_start "$SRV" 0 --timeout 2
+  # Slow clients, a byte every 0.25 s, so never idle for the 2 s idle
+  # timeout: one in the TLS handshake, one in the headers, one in the body
+  # (that request has begun: it is logged, aborted).
+  python3 - "$METASRV_PORT" "$SRV/cert.pem" "$(cat "$SRV/admin.token")" >"$T/trickle.out" 2>&1 3>&- <<'EOF' &
+import socket, ssl, sys, threading, time
+port, ca, token = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+body = b'{"namespace":"x","name":"y"}' + b' ' * 200
+head = (b'POST /v1/actions/resolve HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n'
+        b'Content-Length: %d\r\n\r\n' % (token.encode(), len(body)))
+out = {}
+def trickle(kind):
+    start = time.monotonic()
+    raw = socket.create_connection(("127.0.0.1", port))
+    if kind == "handshake":  # the bytes of a ClientHello, never finished
+        bio_in, bio_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = ssl.create_default_context(cafile=ca).wrap_bio(bio_in, bio_out, server_hostname="127.0.0.1")
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        s, data = raw, bio_out.read()
+    else:
+        s = ssl.create_default_context(cafile=ca).wrap_socket(raw, server_hostname="127.0.0.1")
+        data = head
+        if kind == "body":
+            s.sendall(head)
+            data = body
+    s.settimeout(0.25)
+    for i in range(len(data)):
+        try:
+            s.sendall(data[i:i + 1])
+            got = s.recv(1)
+        except socket.timeout:
+            continue
+        except OSError:
+            got = b''
+        # the end of the stream, or mid-handshake a TLS alert record
+        cut = not got or (kind == "handshake" and got == b'\x15')
+        out[kind] = "cut %.1f" % (time.monotonic() - start) if cut else "answered"
+        return
+    out[kind] = "never cut"
+ts = [threading.Thread(target=trickle, args=(k,)) for k in ("handshake", "headers", "body")]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join(15)
+for k in ("handshake", "headers", "body"):
+    print(k, out.get(k, "hung"))
+EOF
+  CURL_PID=$!
+  sleep 0.5
+  # meanwhile the server answers others at once
+  local i start=$SECONDS
+  for i in $(seq 10); do
+    metasrv_post "$SRV/admin.token" whoami
+    assert_equal "HTTP $HTTP_CODE" "HTTP 200"
+    sleep 0.1
+  done
+  [ $((SECONDS - start)) -le 2 ] || fail "10 requests took $((SECONDS - start)) s beside the slow clients"
+  wait "$CURL_PID" || fail "the trickling clients failed: $(cat "$T/trickle.out")"
+  CURL_PID=
+  # each cut off after 2 s (the watchdog looks once a second), none answered
+  assert_equal "$(awk '{ print $1, $2 }' "$T/trickle.out")" $'handshake cut\nheaders cut\nbody cut'
+  awk '$3 < 2 || $3 > 4.5 { exit 1 }' "$T/trickle.out" || fail "not cut after 2 to 4.5 s: $(cat "$T/trickle.out")"
+  # the body trickler's request was logged, aborted, never answered
+  metasrv_log_wait 11
+  assert_equal "$(metasrv_log_lines | grep -c 'action=resolve status=0 .*aborted=1')" 1
+  metasrv_post "$SRV/admin.token" whoami
+  assert_equal "HTTP $HTTP_CODE" "HTTP 200"
+}
+
 @test "serve refuses, on one line: a missing registry (66), a missing certificate (78), a bad --listen (64)" {
   metasrv_init
   run --separate-stderr lake-metasrv serve --db "$T/none.db" --listen 127.0.0.1:0 \
