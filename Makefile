@@ -5,7 +5,9 @@
 #   make check           deps, build, every test; last line "N passed, N failed"
 #   make check SANITIZE=1  the same with ASan + UBSan (objects in build-san/)
 #   make demo            deps, build, a put -> get round trip on a fresh LAKE_HOME
-#   make bench           benchmarks: ratios against peers measured in one run
+#   make bench           benchmarks: ratios against peers measured in one run,
+#                        one table, bench/RESULTS.md (BENCH="load s3": some;
+#                        BENCH_QUICK=1: every size shrunk, a smoke test)
 #   make install         PREFIX=/usr/local DESTDIR= (and uninstall)
 
 VERSION    := 0.1.0
@@ -115,7 +117,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@for b in bench/put-get bench/catalog bench/metasrv bench/s3 bench/query bench/archive; do [ -f $$b ] || continue; echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
+	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash bench/report $(BENCH)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \

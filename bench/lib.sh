@@ -1,0 +1,128 @@
+# bench/lib.sh - the set-up every benchmark shares; sourced, not run.
+#
+#   bench_init NAME        a private work dir ($work) removed on exit (kept with
+#                          BENCH_KEEP=1), with the processes started by
+#                          bench_spawn killed first
+#   bench_spawn CMD...     start CMD in the background, killed on exit ($!)
+#   knob VAR DEFAULT QUICK the value of env VAR, else QUICK under BENCH_QUICK=1,
+#                          else DEFAULT: every size is a knob, so the whole
+#                          `make bench` can be smoke-tested in minutes
+#   median [FILE]          the median of the numbers, one a line
+#   ratio A B              A / B with two decimals
+#   result NAME LAKE PEER GOAL UNIT
+#                          one figure for the report (bench/report): a line
+#                          RESULT<TAB>name<TAB>lake<TAB>peer<TAB>ratio<TAB>goal<TAB>unit
+#                          appended to $BENCH_RESULTS when it is set; PEER
+#                          "-" when a figure has no peer (then ratio is "-")
+#   bench_certs            a P-256 test certificate for 127.0.0.1, $work/{cert,key}.pem
+#   free_port              an unused loopback port
+#   wait_line FILE REGEX   wait (10 s at most) until FILE holds a line matching REGEX
+#   metasrv_serve DB OUT [serve options...]
+#                          a TLS lake-metasrv on an ephemeral loopback port;
+#                          sets srv_url and srv_pid; its log goes to OUT.log
+#                          with BENCH_KEEP=1, else nowhere
+set -eu
+: "${LAKE_BIN:?set LAKE_BIN (make bench does)}"
+LAKE_BIN=$(cd "$LAKE_BIN" && pwd)
+
+bench_pids=()
+bench_cleanup() {
+  local p
+  for p in "${bench_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${bench_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  [ -z "${work:-}" ] || [ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"
+}
+
+bench_init() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/lake-bench-$1.XXXXXX")
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+bench_spawn() {
+  "$@" &
+  bench_pids+=($!)
+}
+
+knob() {
+  local v=${!1:-}
+  if [ -n "$v" ]; then
+    printf '%s\n' "$v"
+  elif [ -n "${BENCH_QUICK:-}" ] && [ "$BENCH_QUICK" != 0 ]; then
+    printf '%s\n' "$3"
+  else
+    printf '%s\n' "$2"
+  fi
+}
+
+median() {
+  sort -g ${1:+"$1"} | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+
+result() {
+  local name=$1 lake=$2 peer=$3 goal=$4 unit=$5 r=-
+  [ "$peer" = - ] || r=$(ratio "$lake" "$peer")
+  [ -z "${BENCH_RESULTS:-}" ] ||
+    printf 'RESULT\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$lake" "$peer" "$r" "$goal" "$unit" >>"$BENCH_RESULTS"
+}
+
+bench_certs() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" \
+    -out "$work/cert.pem" -days 2 -subj /CN=localhost -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+    shuf -i 20000-60000 -n 1
+}
+
+wait_line() {
+  local i
+  for i in $(seq 200); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "bench: $1: no '$2'" >&2
+  exit 1
+}
+
+metasrv_serve() {
+  local db=$1 out=$2
+  shift 2
+  [ -f "$work/cert.pem" ] || bench_certs
+  bench_spawn "$LAKE_BIN/lake-metasrv" serve --db "$db" --listen 127.0.0.1:0 --tls-cert "$work/cert.pem" \
+    --tls-key "$work/key.pem" "$@" >"$out" 2>"${BENCH_KEEP:+$out.log}${BENCH_KEEP:-/dev/null}"
+  srv_pid=$!
+  wait_line "$out" '^listening'
+  srv_url=$(sed -n 's/^listening on //p' "$out")
+}
+
+# alternate [-p PREP] NAME CMD [NAME CMD]...: $runs rounds, each running
+# every CMD once in turn (PREP, untimed, and sync before every run), so a
+# noisy neighbour slows them alike; sets T_NAME to the median wall seconds
+# and RSS_NAME to the largest peak RSS (KiB) of the measured process tree,
+# and prints both.
+alternate() {
+  local prep=true i k t m names=() cmds=()
+  if [ "$1" = -p ]; then prep=$2; shift 2; fi
+  while [ $# -ge 2 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
+  for k in "${!names[@]}"; do : >"$work/${names[k]}.t"; : >"$work/${names[k]}.rss"; done
+  for i in $(seq "$runs"); do
+    for k in "${!names[@]}"; do
+      bash -c "$prep"
+      sync
+      /usr/bin/time -f '%e %M' -o "$work/time" bash -c "${cmds[k]}" >/dev/null
+      read -r t m <"$work/time"
+      echo "$t" >>"$work/${names[k]}.t"
+      echo "$m" >>"$work/${names[k]}.rss"
+    done
+  done
+  for k in "${!names[@]}"; do
+    printf -v "T_${names[k]}" '%s' "$(median "$work/${names[k]}.t")"
+    printf -v "RSS_${names[k]}" '%s' "$(sort -n "$work/${names[k]}.rss" | tail -1)"
+    printf '%-22s %8.2f s   peak RSS %7d KiB\n' "${names[k]}" "$(median "$work/${names[k]}.t")" \
+      "$(sort -n "$work/${names[k]}.rss" | tail -1)"
+  done
+}
