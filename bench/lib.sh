@@ -89,11 +89,12 @@ wait_line() {
 }
 
 metasrv_serve() {
-  local db=$1 out=$2
+  local db=$1 out=$2 log=/dev/null
   shift 2
+  [ -z "${BENCH_KEEP:-}" ] || log=$out.log
   [ -f "$work/cert.pem" ] || bench_certs
   bench_spawn "$LAKE_BIN/lake-metasrv" serve --db "$db" --listen 127.0.0.1:0 --tls-cert "$work/cert.pem" \
-    --tls-key "$work/key.pem" "$@" >"$out" 2>"${BENCH_KEEP:+$out.log}${BENCH_KEEP:-/dev/null}"
+    --tls-key "$work/key.pem" "$@" >"$out" 2>"$log"
   srv_pid=$!
   wait_line "$out" '^listening'
   srv_url=$(sed -n 's/^listening on //p' "$out")

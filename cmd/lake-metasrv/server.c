@@ -337,6 +337,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_size = 0;
         return MHD_YES;
     }
+    deadlineAnswering(c); /* the whole request is in: building the answer may take long */
     if (rq->status) return MHD_YES; /* answered already (413) */
     if (rq->too_large) return respondStatus(c, rq, "payload_too_large", "request body too large");
 
