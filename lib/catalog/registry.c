@@ -510,7 +510,7 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
                             "  WHERE t.dropped = 0"
                             " UNION"
                             " SELECT f.location FROM version_files f JOIN tables t ON t.id = f.table_id"
-                            "  WHERE t.dropped = 0)"
+                            "  WHERE t.dropped = 0) AS d"
                             " WHERE location > ? COLLATE \"C\" ORDER BY location COLLATE \"C\" LIMIT CAST(? AS BIGINT)",
                             after ? after : "", lbuf, NULL);
     if (!st) return err->code;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -68,9 +69,16 @@ registry *registryPoolAcquire(registryPool *p, lakeError *err) {
     pthread_mutex_unlock(&p->mu);
     registry *r = NULL;
     if (registryOpenUrl(p->url, REGISTRY_EXISTING, NULL, &r, err)) {
-        /* an unreachable database is the registry's outage, not a bug */
-        if (err && (err->code == LAKE_EUNAVAIL || err->code == LAKE_ETEMP)) err->status = "unavailable";
-        else if (err) err->status = "internal";
+        /* an unreachable database is the registry's outage, not a bug;
+         * the message (which names the database) goes to the cause, for
+         * the log only */
+        if (err) {
+            char detail[sizeof err->cause];
+            snprintf(detail, sizeof detail, "%.*s", (int)sizeof detail - 1, err->msg);
+            int outage = err->code == LAKE_EUNAVAIL || err->code == LAKE_ETEMP;
+            errSetStatus(err, outage ? "unavailable" : "internal", "the registry is unavailable; retry later");
+            snprintf(err->cause, sizeof err->cause, "%.*s", (int)sizeof err->cause - 1, detail);
+        }
         pthread_mutex_lock(&p->mu);
         p->open--;
         pthread_cond_signal(&p->freed);
