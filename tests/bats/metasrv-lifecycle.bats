@@ -29,7 +29,7 @@ state_of() {
 }
 
 @test "init creates a registry and prints the admin token once; it refuses any existing file (exit 1, untouched)" {
-  sqlite_registry_only "init on a SQLite file (PostgreSQL: metasrv-pg.bats)"
+  sqlite_registry_only "init on a SQLite file (PostgreSQL: pg-registry.bats)"
   run --separate-stderr lake-metasrv init --db "$SRV/registry.db" --stage "file://$SRV/stage"
   assert_clean_success
   [[ $output =~ ^lk_admin_[0-9a-f]{64}$ ]] || fail "not one admin token: $output"
@@ -168,7 +168,7 @@ state_of() {
 }
 
 @test "serve refuses, on one line: a missing registry (66), a missing certificate (78), a bad --listen (64)" {
-  sqlite_registry_only "a missing SQLite file (PostgreSQL: metasrv-pg.bats)"
+  sqlite_registry_only "a missing SQLite file (PostgreSQL: pg-registry.bats)"
   metasrv_init
   run --separate-stderr lake-metasrv serve --db "$T/none.db" --listen 127.0.0.1:0 \
     --tls-cert "$SRV/cert.pem" --tls-key "$SRV/key.pem"

@@ -232,7 +232,7 @@ LOG_LINE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z request_id=[0-
 }
 
 @test "a registry the server can no longer open: the error names no path" {
-  sqlite_registry_only "moves the SQLite file (PostgreSQL lost: metasrv-pg.bats)"
+  sqlite_registry_only "moves the SQLite file (PostgreSQL lost: pg-registry.bats)"
   metasrv_stop
   metasrv_start "$SRV" 0 --threads 1 # one worker: it opens the registry at its first request
   mv "$SRV/registry.db" "$SRV/registry.moved"

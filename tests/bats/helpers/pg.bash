@@ -36,6 +36,20 @@ pg_as() {
   if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi
 }
 
+# pg_daemon COMMAND…: pg_as with no descriptor but 0, 1 and 2 inherited.
+# The server outlives the command that started it; a bats pipe it held
+# open (fd 3 and bats' own) would keep bats waiting for it forever.
+pg_daemon() {
+  (
+    local fd
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+    done
+    pg_as "$@"
+  )
+}
+
 pg_start() {
   PG_BIN=$(pg_bindir) || return 1
   PG_DIR=$(mktemp -d /tmp/lake-pg.XXXXXX) || return 1
@@ -51,7 +65,7 @@ pg_resume() {
   # benchmark sets PG_DURABLE=1)
   local fast="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
   [ "${PG_DURABLE:-0}" != 1 ] || fast=
-  pg_as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
+  pg_daemon "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
     -o "-k $PG_DIR -c listen_addresses= $fast -c max_connections=200" \
     start >/dev/null 2>&1 || { cat "$PG_DIR/server.log" >&2; return 1; }
 }
