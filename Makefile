@@ -116,7 +116,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@for b in bench/put-get bench/catalog bench/metasrv bench/s3 bench/query bench/archive; do [ -f $$b ] || continue; echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
+	@for b in bench/put-get bench/catalog bench/metasrv bench/metasrv-pg bench/s3 bench/query bench/archive; do [ -f $$b ] || continue; echo "== $$b"; LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash $$b || exit 1; done
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
