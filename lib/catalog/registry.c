@@ -38,16 +38,19 @@ struct registry {
 
 /* Record a database failure: message redacted to what failed, detail in
  * cause.  Busy (a lock, a serialization failure) and a lost connection
- * are `unavailable` (503, 75): retry later. */
+ * are `unavailable` (503, 75): retry later; so is a full disk: the
+ * transaction rolled back, nothing changed, and the same request (an
+ * append is idempotent) succeeds once space is freed, as a mail server
+ * defers rather than refuses mail when its spool is full. */
 static int sqlErr(registry *r, lakeError *err, const char *what) {
     int rc;
     switch (sqlErrorClass(r->db)) {
     case SQLC_BUSY: rc = errSetStatus(err, "unavailable", "registry busy: %s", what); break;
     case SQLC_GONE: rc = errSetStatus(err, "unavailable", "registry unreachable: %s", what); break;
-    case SQLC_FULL: rc = errSetStatus(err, "internal", "registry: disk full while %s", what); break;
+    case SQLC_FULL: rc = errSetStatus(err, "unavailable", "registry: disk full; retry once space is freed"); break;
     default: rc = errSetStatus(err, "internal", "registry: %s failed", what); break;
     }
-    if (err) snprintf(err->cause, sizeof err->cause, "%s", sqlErrorText(r->db));
+    if (err) snprintf(err->cause, sizeof err->cause, "%s: %s", what, sqlErrorText(r->db));
     return rc;
 }
 

@@ -7,8 +7,10 @@
  * re-established on the next use; a statement that failed because the
  * connection was lost, outside a transaction, is sent once more on the new
  * connection, so a PostgreSQL that went away and came back costs a client
- * at most one `unavailable` answer and the server no restart.  The URL's
- * password never reaches a message: they name the redacted form.
+ * at most one `unavailable` answer and the server no restart.  Each
+ * connection prepares a statement the first time it runs it, and reuses
+ * it.  The URL's password never reaches a message: they name the redacted
+ * form.
  */
 #include <errno.h>
 #include <libpq-fe.h>
@@ -21,6 +23,7 @@
 
 #define MAX_PARAMS 16
 #define CONNECT_TIMEOUT_S "5"
+#define MAX_PREPARED 48 /* the registry has fewer statements than this */
 
 typedef struct pgDb {
     sqlDb base;
@@ -28,6 +31,10 @@ typedef struct pgDb {
     int64_t changes;
     sqlClass cls;
     char detail[256];
+    /* statements prepared on this connection ("lk<i>"), by text: parsed
+     * and planned once per connection, not per call */
+    char *prepared[MAX_PREPARED];
+    int nprepared;
 } pgDb;
 
 typedef struct pgStmt {
@@ -116,9 +123,16 @@ static void quiet(void *arg, const char *message) {
     (void)message; /* notices are not the registry's to print */
 }
 
+/* Forget the prepared statements (they die with their session). */
+static void forgetPrepared(pgDb *p) {
+    for (int i = 0; i < p->nprepared; i++) free(p->prepared[i]);
+    p->nprepared = 0;
+}
+
 /* Re-establish a connection found broken.  0 when it is usable. */
 static int revive(pgDb *p) {
     if (PQstatus(p->conn) == CONNECTION_OK) return 0;
+    forgetPrepared(p);
     PQreset(p->conn);
     if (PQstatus(p->conn) == CONNECTION_OK) return 0;
     failed(p, NULL);
@@ -197,16 +211,42 @@ static void drain(pgDb *p) {
     while ((res = PQgetResult(p->conn))) PQclear(res);
 }
 
-static int send(pgStmt *s) {
+/* The name of sql prepared on this connection, preparing it on first use;
+ * "" when there is no room to keep it (sent unnamed), NULL on failure. */
+static const char *preparedName(pgDb *p, const char *sql, char name[16]) {
+    int i;
+    for (i = 0; i < p->nprepared; i++)
+        if (strcmp(p->prepared[i], sql) == 0) break;
+    snprintf(name, 16, "lk%d", i);
+    if (i < p->nprepared) return name;
+    if (i == MAX_PREPARED) return "";
+    char *copy = strdup(sql);
+    PGresult *res = copy ? PQprepare(p->conn, name, sql, 0, NULL) : NULL;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        failed(p, res);
+        PQclear(res);
+        free(copy);
+        return NULL;
+    }
+    PQclear(res);
+    p->prepared[p->nprepared++] = copy;
+    return name;
+}
+
+static int sendStmt(pgStmt *s) {
     pgDb *p = (pgDb *)s->base.db;
     for (int attempt = 0;; attempt++) {
         if (revive(p)) return -1;
         int idle = PQtransactionStatus(p->conn) == PQTRANS_IDLE;
-        if (PQsendQueryParams(p->conn, s->sql, s->nparams, NULL, (const char *const *)s->params, NULL,
-                              NULL, 0) &&
+        char buf[16];
+        const char *name = preparedName(p, s->sql, buf);
+        const char *const *values = (const char *const *)s->params;
+        if (name &&
+            (name[0] ? PQsendQueryPrepared(p->conn, name, s->nparams, values, NULL, NULL, 0)
+                     : PQsendQueryParams(p->conn, s->sql, s->nparams, NULL, values, NULL, NULL, 0)) &&
             PQsetSingleRowMode(p->conn))
             return 0;
-        failed(p, NULL);
+        if (name) failed(p, NULL); /* (a failed prepare said why) */
         drain(p);
         if (attempt > 0 || !mayRetry(p, idle)) return -1;
     }
@@ -222,7 +262,7 @@ static int pgStep(sqlStmt *st) {
     int idle = first && PQtransactionStatus(p->conn) == PQTRANS_IDLE;
     if (first) {
         s->started = 1;
-        if (send(s)) {
+        if (sendStmt(s)) {
             s->finished = 1;
             return SQL_ERROR;
         }
@@ -276,6 +316,7 @@ static sqlClass pgErrorClass(sqlDb *d) { return ((pgDb *)d)->cls; }
 static const char *pgErrorText(sqlDb *d) { return ((pgDb *)d)->detail; }
 
 static void pgClose(sqlDb *d) {
+    forgetPrepared((pgDb *)d);
     PQfinish(((pgDb *)d)->conn);
     free(d);
 }
