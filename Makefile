@@ -19,7 +19,7 @@ BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
 
 CC         ?= cc
-PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib libmicrohttpd
+PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib libmicrohttpd libpq
 SANITIZE   ?=
 ifeq ($(SANITIZE),1)
 BUILD      := build-san
@@ -40,7 +40,7 @@ ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
 ALL_LDFLAGS := -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
 LIBS       := $(PKG_LIBS) -lpthread -ldl
 
-LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c lib/query/*.c)
+LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c lib/catalog/registry/*.c lib/query/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIBLAKE    := $(BUILD)/liblake.a
 PROGRAMS   := lake-put lake-get lake-catalog lake-metasrv lake-query
@@ -54,7 +54,8 @@ MANALL     := $(wildcard man/*.[1-9])
 DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
-              openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full valgrind
+              openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
+              valgrind postgresql libpq-dev
 # The npm test peers (s3rver), pinned by tests/package-lock.json.
 NPM_STAMP  := tests/node_modules/.package-lock.json
 

@@ -46,12 +46,12 @@ _lake_args_lake_query='-f --format -c --command --import'
 
 # lake-metasrv takes every option before or after its command, so all of
 # them are global; "token" takes create, list or revoke as its operand.
-_lake_opts_lake_metasrv='-q --quiet --db --stage --listen --tls-cert --tls-key
-    --insecure-listen --threads --max-connections --timeout --max-body
+_lake_opts_lake_metasrv='-q --quiet --db --registry --stage --listen --tls-cert
+    --tls-key --insecure-listen --threads --pool --max-connections --timeout --max-body
     --snapshot-permits --max-entries --max-bytes --max-schema-bytes --role
     --name --json -h --help --version'
-_lake_args_lake_metasrv='--db --stage --listen --tls-cert --tls-key --threads
-    --max-connections --timeout --max-body --snapshot-permits --max-entries
+_lake_args_lake_metasrv='--db --registry --stage --listen --tls-cert --tls-key
+    --threads --pool --max-connections --timeout --max-body --snapshot-permits --max-entries
     --max-bytes --max-schema-bytes --role --name'
 _lake_commands_lake_metasrv='init serve token'
 
@@ -66,6 +66,10 @@ _lake_complete_value() {
         # lake-metasrv's registry, certificate and key files
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$3"))
+        ;;
+    --registry)
+        # a URL: offer the schemes
+        COMPREPLY=($(compgen -W 'sqlite: postgresql://' -- "$3"))
         ;;
     --role)
         COMPREPLY=($(compgen -W 'admin query-service metadata-peer user' -- "$3"))

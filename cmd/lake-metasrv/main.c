@@ -1,11 +1,12 @@
 /*
  * lake-metasrv - the metadata authority: an authenticated, bounded HTTP +
- * JSON action server over a durable SQLite registry.
+ * JSON action server over a durable registry: a SQLite file, or a
+ * PostgreSQL database that several instances share.
  *
- *   lake-metasrv init --db PATH [--stage URL]
- *   lake-metasrv serve --db PATH --listen HOST:PORT
+ *   lake-metasrv init (--db PATH | --registry URL) [--stage URL]
+ *   lake-metasrv serve (--db PATH | --registry URL) --listen HOST:PORT
  *                [--tls-cert F --tls-key F | --insecure-listen] [limits]
- *   lake-metasrv token create|list|revoke --db PATH [--role ROLE] [--name NAME]
+ *   lake-metasrv token create|list|revoke (--db PATH | --registry URL) [--role ROLE] [--name NAME]
  *
  * Tokens are "lk_<name>_<64 hex digits>" from OpenSSL's RNG, printed once,
  * stored only as their SHA-256.
@@ -29,11 +30,12 @@
 
 enum { OPT_DB = 0x100, OPT_STAGE, OPT_LISTEN, OPT_CERT, OPT_KEY, OPT_INSECURE, OPT_ROLE, OPT_NAME,
        OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_PERMITS, OPT_MAXENTRIES, OPT_MAXBYTES,
-       OPT_MAXSCHEMA, OPT_JSON };
+       OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings"},
-    {OPT_DB, 0, "db", "PATH", "the registry database"},
+    {OPT_DB, 0, "db", "PATH", "the registry: a SQLite file (as --registry sqlite:PATH)"},
+    {OPT_REGISTRY, 0, "registry", "URL", "the registry: sqlite:PATH or postgresql://USER@HOST/DB"},
     {OPT_STAGE, 0, "stage", "URL", "init: the stage to advertise (file:///dir or s3://bucket/prefix)"},
     {OPT_LISTEN, 0, "listen", "HOST:PORT", "serve: address to listen on (port 0: any free port)"},
     {OPT_CERT, 0, "tls-cert", "FILE", "serve: TLS certificate chain (PEM)"},
@@ -43,6 +45,7 @@ static const cliOption options[] = {
     {OPT_MAXCONN, 0, "max-connections", "N", "serve: open connections at most (default 512)"},
     {OPT_TIMEOUT, 0, "timeout", "S", "serve: close a connection idle, or still sending its request, after S seconds (default 30)"},
     {OPT_MAXBODY, 0, "max-body", "BYTES", "serve: largest request body (default 1048576)"},
+    {OPT_POOL, 0, "pool", "N", "serve: registry connections at most (default 8)"},
     {OPT_PERMITS, 0, "snapshot-permits", "N", "serve: concurrent snapshot builds (default 4)"},
     {OPT_MAXENTRIES, 0, "max-entries", "N", "serve: entries in a snapshot at most (default 1000000)"},
     {OPT_MAXBYTES, 0, "max-bytes", "BYTES", "serve: bytes of a snapshot at most (default 67108864)"},
@@ -54,9 +57,10 @@ static const cliOption options[] = {
 };
 
 static const cliSpec spec = {
-    "init --db PATH [--stage URL]\n"
-    "serve --db PATH --listen HOST:PORT [--tls-cert FILE --tls-key FILE | --insecure-listen]\n"
-    "token create|list|revoke --db PATH [--role ROLE] [--name NAME]",
+    "init (--db PATH | --registry URL) [--stage URL]\n"
+    "serve (--db PATH | --registry URL) --listen HOST:PORT\n"
+    "      [--tls-cert FILE --tls-key FILE | --insecure-listen]\n"
+    "token create|list|revoke (--db PATH | --registry URL) [--role ROLE] [--name NAME]",
     "The lake's metadata authority: create a registry, serve it over HTTPS, manage tokens.",
     options,
     0,
@@ -64,7 +68,8 @@ static const cliSpec spec = {
 };
 
 typedef struct args {
-    const char *db, *stage, *listen, *cert, *key, *role, *name;
+    const char *db, *registry, *stage, *listen, *cert, *key, *role, *name;
+    char url[4096]; /* the registry as a URL */
     int insecure, json;
     serverConfig srv;
 } args;
@@ -109,7 +114,7 @@ static int issueToken(registry *reg, const char *name, const char *role, lakeErr
 
 static int cmdInit(const args *a, lakeError *err) {
     struct stat st;
-    if (stat(a->db, &st) == 0)
+    if (a->db && stat(a->db, &st) == 0)
         return errSet(err, LAKE_EFAIL, "%s exists; init never touches an existing registry", a->db);
     if (a->stage) {
         stage *s = NULL;
@@ -118,7 +123,7 @@ static int cmdInit(const args *a, lakeError *err) {
         if (rc) return rc;
     }
     registry *reg;
-    int rc = registryOpen(a->db, 1, a->stage, &reg, err);
+    int rc = registryOpenUrl(a->url, REGISTRY_NEW, a->stage, &reg, err);
     if (rc) return rc;
     rc = issueToken(reg, "admin", "admin", err);
     registryClose(reg);
@@ -127,7 +132,7 @@ static int cmdInit(const args *a, lakeError *err) {
 
 static int cmdToken(const char *sub, const args *a, lakeError *err) {
     registry *reg;
-    int rc = registryOpen(a->db, 0, NULL, &reg, err);
+    int rc = registryOpenUrl(a->url, REGISTRY_EXISTING, NULL, &reg, err);
     if (rc) return rc;
     if (strcmp(sub, "create") == 0) {
         rc = issueToken(reg, a->name, a->role, err);
@@ -176,13 +181,16 @@ int main(int argc, char **argv) {
     logInit(argv[0]);
     args a = {0};
     a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
-                           .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30};
+                           .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30,
+                           .pool = 8, .pool_wait_ms = 10000};
     const char *arg;
     int c, first;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
         switch (c) {
         case 'q': logSetQuiet(1); break;
         case OPT_DB: a.db = arg; break;
+        case OPT_REGISTRY: a.registry = arg; break;
+        case OPT_POOL: a.srv.pool = (unsigned)number("--pool", arg, 1, 1024); break;
         case OPT_STAGE: a.stage = arg; break;
         case OPT_LISTEN: a.listen = arg; break;
         case OPT_CERT: a.cert = arg; break;
@@ -207,7 +215,16 @@ int main(int argc, char **argv) {
     const char *cmd = argv[first], *sub = first + 1 < argc ? argv[first + 1] : NULL;
     int extra = argc - first - (strcmp(cmd, "token") == 0 ? 2 : 1);
     if (extra > 0) cliUsageError(&spec, "unexpected argument '%s'", argv[argc - extra]);
-    if (!a.db) cliUsageError(&spec, "--db PATH is required");
+    if (!a.db == !a.registry) cliUsageError(&spec, "one of --db PATH or --registry URL is required");
+    if (a.registry && registryUrlKind(a.registry) < 0) {
+        char shown[1024];
+        registryRedact(a.registry, shown, sizeof shown);
+        cliUsageError(&spec, "--registry: '%s' is not sqlite:PATH or postgresql://…", shown);
+    }
+    if ((size_t)snprintf(a.url, sizeof a.url, "%s%s", a.db ? "sqlite:" : "", a.db ? a.db : a.registry) >=
+        sizeof a.url)
+        cliUsageError(&spec, "the registry's name is too long");
+    if (registryUrlKind(a.url) == 1 && !a.db) a.db = a.url + 7;
 
     lakeError err = {0};
     int rc;
@@ -220,7 +237,7 @@ int main(int argc, char **argv) {
         if (!a.insecure && (!a.cert || !a.key))
             cliUsageError(&spec, "serve needs --tls-cert and --tls-key (or --insecure-listen on loopback)");
         splitListen(a.listen, host, sizeof host, &a.srv);
-        a.srv.db = a.db;
+        a.srv.db = a.url;
         a.srv.tls_cert = a.cert;
         a.srv.tls_key = a.key;
         a.srv.insecure = a.insecure;

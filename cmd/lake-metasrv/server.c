@@ -2,8 +2,9 @@
  * server.c - lake-metasrv's HTTP front: libmicrohttpd in, the shared action
  * dispatcher (lib/catalog/actions) behind it.
  *
- * Each worker thread of the pool opens its own registry connection on
- * first use (SQLite connections are not shared across threads).  A request
+ * The worker threads share a bounded pool of registry connections
+ * (--pool), each taken for one request and opened on first need, so the
+ * server starts and keeps running while a PostgreSQL registry is away.  A request
  * lives in a `request` struct from its first byte to the completion
  * callback, which writes the log line, counts the metrics and returns a
  * snapshot permit only once the response has been sent.
@@ -20,7 +21,6 @@
 #include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +32,7 @@
 
 #include "catalog/actions.h"
 #include "catalog/names.h"
+#include "catalog/registry/pool.h"
 #include "core/fsutil.h"
 #include "core/id.h"
 #include "core/log.h"
@@ -50,7 +51,7 @@
 
 static const serverConfig *conf;
 static stage *advertised;          /* for append's containment; immutable */
-static pthread_key_t regKey;       /* this thread's registry connection */
+static registryPool *pool;         /* the registry connections */
 static atomic_int permitsFree;
 static atomic_int inFlight;
 static atomic_int fenceMutations;  /* test-only fault, see serverRun */
@@ -120,16 +121,8 @@ static double since(const struct timespec *t0) {
 
 static void mutateBetween(void *ctx, int scan);
 
-static registry *threadRegistry(lakeError *err) {
-    registry *r = pthread_getspecific(regKey);
-    if (r) return r;
-    if (registryOpen(conf->db, 0, NULL, &r, err)) return NULL;
-    if (fenceFault) registrySetScanHook(r, mutateBetween, NULL);
-    pthread_setspecific(regKey, r);
-    return r;
-}
-
-static void closeRegistry(void *r) { registryClose(r); }
+static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const char *url, const char *method,
+                                 registry *reg, lakeError *err);
 
 /* Queue a response with body text (taken over) and status. */
 static enum MHD_Result respond(struct MHD_Connection *c, request *rq, int status, char *text,
@@ -236,7 +229,7 @@ static int authenticate(struct MHD_Connection *c, registry *reg, registryPrincip
 }
 
 /* The test-only fence fault: raise the generation between a snapshot's
- * scan and its re-check, through a second connection. */
+ * scan and its re-check, as DDL from another instance would. */
 static void mutateBetween(void *ctx, int scan) {
     (void)ctx;
     (void)scan;
@@ -244,12 +237,7 @@ static void mutateBetween(void *ctx, int scan) {
         atomic_fetch_add(&fenceMutations, 1);
         return;
     }
-    sqlite3 *db;
-    if (sqlite3_open(conf->db, &db) == SQLITE_OK) {
-        sqlite3_busy_timeout(db, 5000);
-        sqlite3_exec(db, "UPDATE directory_marker SET generation = generation + 1", NULL, NULL, NULL);
-    }
-    sqlite3_close(db);
+    registryTestRaiseGeneration(ctx);
 }
 
 static void dieAfterAppend(void) { raise(SIGKILL); }
@@ -346,11 +334,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return respond(c, rq, 200, strdup("{\"status\":\"ok\"}"), "application/json");
     }
     lakeError err = {0};
-    registry *reg = threadRegistry(&err);
-    if (!reg) { /* the server's own fault: redacted, detailed in the log */
-        err.status = "internal";
-        return respondError(c, rq, &err);
-    }
+    registry *reg = registryPoolAcquire(pool, &err);
+    if (!reg) return respondError(c, rq, &err); /* redacted; detailed in the log */
+    registrySetScanHook(reg, fenceFault ? mutateBetween : NULL, reg);
+    enum MHD_Result res = serveWith(c, rq, url, method, reg, &err);
+    registryPoolRelease(pool, reg);
+    return res;
+}
+
+/* The rest of a request, on a registry connection of its own. */
+static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const char *url, const char *method,
+                                 registry *reg, lakeError *errp) {
+    lakeError err = *errp;
     registryPrincipal p;
     int isAction = strncmp(url, "/v1/actions/", 12) == 0 && strcmp(method, "POST") == 0;
     if (authenticate(c, reg, &p, &err)) return respondError(c, rq, &err);
@@ -496,11 +491,13 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
 
     /* the registry must be there and authoritative before we listen */
     registry *probe = NULL;
-    int rc = registryOpen(cfg->db, 0, NULL, &probe, err);
+    char shown[1024];
+    registryRedact(cfg->db, shown, sizeof shown);
+    int rc = registryOpenUrl(cfg->db, REGISTRY_EXISTING, NULL, &probe, err);
     if (!rc && registryStage(probe)) rc = stageOpen(registryStage(probe), &advertised, err);
     int64_t gen = -1;
     if (!rc) rc = registryGeneration(probe, &gen, err);
-    if (!rc && gen < 0) logWarn("%s: registry has no directory marker; snapshots will fail", cfg->db);
+    if (!rc && gen < 0) logWarn("%s: registry has no directory marker; snapshots will fail", shown);
     registryClose(probe);
     char *cert = NULL, *key = NULL;
     if (!rc && !cfg->insecure) {
@@ -525,7 +522,12 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
         logErrorf("TEST FAULT: LAKE_TEST_KILL_AFTER_APPEND kills the server after an append commits");
     }
     atomic_store(&permitsFree, (int)cfg->permits);
-    pthread_key_create(&regKey, closeRegistry);
+    if ((rc = registryPoolNew(cfg->db, cfg->pool, cfg->pool_wait_ms, &pool, err))) {
+        freeaddrinfo(ai);
+        free(cert);
+        free(key);
+        return rc;
+    }
 
     /* signals are taken by sigwait in this thread only */
     sigset_t sigs;
@@ -554,6 +556,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
                              MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {
+        registryPoolFree(pool);
         free(cert);
         free(key);
         return errSet(err, LAKE_EFAIL, "cannot listen on %s:%u (in use, or a bad certificate or key)",
@@ -582,6 +585,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     }
     MHD_stop_daemon(d);
     deadlineStop();
+    registryPoolFree(pool);
     stageClose(advertised);
     free(cert);
     free(key);

@@ -1,111 +1,92 @@
 /*
- * registry.c - the SQLite registry.
+ * registry.c - the registry's logic, once, over the SQL driver interface
+ * (registry/sqldb.h): SQLite (the embedded default) or PostgreSQL.
  *
  * Statements are prepared per call: registry calls are rare next to the
  * I/O around them, and this keeps every function self-contained with one
- * cleanup path.  Writes run in BEGIN IMMEDIATE transactions so concurrent
- * writers queue on SQLite's lock (busy timeout) instead of failing.
+ * cleanup path.  Writes run in write transactions: on SQLite BEGIN
+ * IMMEDIATE, so concurrent writers queue on its lock; on PostgreSQL the
+ * rows a write depends on are locked (SELECT … FOR UPDATE): an append locks
+ * its table's row, DDL the directory marker, so two instances taking
+ * appends for one table, or DDL, at once are serialised and the
+ * generation only rises.
  */
 #include "catalog/registry.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "catalog/registry/sqldb.h"
 #include "core/id.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
 
-#define BUSY_TIMEOUT_MS 10000
-
 struct registry {
-    sqlite3 *db;
-    char *path;
+    sqlDb *db;
+    char *path;      /* for messages: the file, or the redacted URL */
     char *stage;
     char *authority; /* the marker's authority id; NULL without a marker */
     void (*scan_hook)(void *ctx, int scan);
     void *scan_ctx;
 };
 
-/* Schema migrations: migrations[v] takes a registry from version v to
- * v + 1.  Version 0 is an empty file. */
-static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
-    "CREATE TABLE lake_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE directory_marker(singleton INTEGER PRIMARY KEY CHECK (singleton = 1),"
-    "  authority_id TEXT NOT NULL, generation INTEGER NOT NULL);"
-    "CREATE TABLE namespaces(name TEXT PRIMARY KEY, created_at TEXT NOT NULL);"
-    "CREATE TABLE tables(id TEXT PRIMARY KEY, namespace TEXT NOT NULL REFERENCES namespaces(name),"
-    "  name TEXT NOT NULL, schema TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0,"
-    "  dropped INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);"
-    "CREATE UNIQUE INDEX tables_live ON tables(namespace, name) WHERE dropped = 0;"
-    "CREATE TABLE versions(table_id TEXT NOT NULL REFERENCES tables(id), version INTEGER NOT NULL,"
-    "  committed_at TEXT NOT NULL, principal TEXT, PRIMARY KEY (table_id, version));"
-    "CREATE TABLE segments(table_id TEXT NOT NULL, version INTEGER NOT NULL, seq INTEGER NOT NULL,"
-    "  location TEXT NOT NULL, size INTEGER NOT NULL, sha256 TEXT NOT NULL, rows INTEGER NOT NULL,"
-    "  PRIMARY KEY (table_id, version, seq),"
-    "  FOREIGN KEY (table_id, version) REFERENCES versions(table_id, version));"
-    "CREATE INDEX segments_location ON segments(location);"
-    "CREATE TABLE version_files(table_id TEXT NOT NULL, version INTEGER NOT NULL,"
-    "  location TEXT NOT NULL, PRIMARY KEY (table_id, version, location),"
-    "  FOREIGN KEY (table_id, version) REFERENCES versions(table_id, version)) WITHOUT ROWID;"
-    "CREATE INDEX version_files_location ON version_files(location);"
-    "CREATE TABLE principals(name TEXT PRIMARY KEY, role TEXT NOT NULL"
-    "  CHECK (role IN ('admin', 'query-service', 'metadata-peer', 'user')),"
-    "  token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, revoked_at TEXT);"
-    "INSERT INTO lake_meta VALUES ('format', 'lake-registry');",
-};
-
-/* Record a SQLite failure: message redacted to what failed, detail in
- * cause.  Busy and locked are temporary (75); so is a full disk: the
+/* Record a database failure: message redacted to what failed, detail in
+ * cause.  Busy (a lock, a serialization failure) and a lost connection
+ * are `unavailable` (503, 75): retry later; so is a full disk: the
  * transaction rolled back, nothing changed, and the same request (an
  * append is idempotent) succeeds once space is freed, as a mail server
  * defers rather than refuses mail when its spool is full. */
 static int sqlErr(registry *r, lakeError *err, const char *what) {
-    int ec = sqlite3_extended_errcode(r->db);
-    int primary = ec & 0xff;
     int rc;
-    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
-        rc = errSetStatus(err, "unavailable", "registry busy: %s", what);
-    else if (primary == SQLITE_FULL)
-        rc = errSetStatus(err, "unavailable", "registry: disk full; retry once space is freed");
-    else
-        rc = errSetStatus(err, "internal", "registry: %s failed", what);
-    if (err) snprintf(err->cause, sizeof err->cause, "%s: sqlite %d: %s", what, ec, sqlite3_errmsg(r->db));
+    switch (sqlErrorClass(r->db)) {
+    case SQLC_BUSY: rc = errSetStatus(err, "unavailable", "registry busy: %s", what); break;
+    case SQLC_GONE: rc = errSetStatus(err, "unavailable", "registry unreachable: %s", what); break;
+    case SQLC_FULL: rc = errSetStatus(err, "unavailable", "registry: disk full; retry once space is freed"); break;
+    default: rc = errSetStatus(err, "internal", "registry: %s failed", what); break;
+    }
+    if (err) snprintf(err->cause, sizeof err->cause, "%s: %s", what, sqlErrorText(r->db));
     return rc;
 }
 
 static int exec(registry *r, const char *sql, lakeError *err) {
     /* the SQL goes to the cause (logs), never to the message */
-    if (sqlite3_exec(r->db, sql, NULL, NULL, NULL) != SQLITE_OK) return sqlErr(r, err, "a statement");
+    if (sqlExec(r->db, sql) != 0) return sqlErr(r, err, "a statement");
     return 0;
 }
 
-static void rollback(registry *r) { sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL); }
+static void rollback(registry *r) { sqlExec(r->db, "ROLLBACK"); }
 
 /* Prepare sql and bind the text arguments ap (NULL-terminated list). */
-static sqlite3_stmt *vprep(registry *r, lakeError *err, const char *sql, va_list ap) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+static sqlStmt *vprep(registry *r, lakeError *err, const char *sql, va_list ap) {
+    sqlStmt *st = sqlPrepare(r->db, sql);
+    if (!st) {
         sqlErr(r, err, "prepare");
         return NULL;
     }
     const char *a;
-    for (int i = 1; (a = va_arg(ap, const char *)); i++)
-        sqlite3_bind_text(st, i, a, -1, SQLITE_TRANSIENT);
+    for (int i = 1; (a = va_arg(ap, const char *)); i++) sqlBindText(st, i, a);
     return st;
 }
 
-static sqlite3_stmt *prep(registry *r, lakeError *err, const char *sql, ...) {
+static sqlStmt *prep(registry *r, lakeError *err, const char *sql, ...) {
     va_list ap;
     va_start(ap, sql);
-    sqlite3_stmt *st = vprep(r, err, sql, ap);
+    sqlStmt *st = vprep(r, err, sql, ap);
     va_end(ap);
     return st;
+}
+
+/* Step a statement that returns no rows and finalize it. */
+static int done(registry *r, sqlStmt *st, lakeError *err, const char *what) {
+    int rc = sqlStep(st) == SQL_DONE ? 0 : sqlErr(r, err, what);
+    sqlFinalize(st);
+    return rc;
 }
 
 /* Run a statement that returns no rows, with text arguments (NULL-
@@ -113,77 +94,85 @@ static sqlite3_stmt *prep(registry *r, lakeError *err, const char *sql, ...) {
 static int run(registry *r, lakeError *err, const char *what, const char *sql, ...) {
     va_list ap;
     va_start(ap, sql);
-    sqlite3_stmt *st = vprep(r, err, sql, ap);
+    sqlStmt *st = vprep(r, err, sql, ap);
     va_end(ap);
     if (!st) return err->code;
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sqlErr(r, err, what);
-    sqlite3_finalize(st);
-    return rc;
+    return done(r, st, err, what);
 }
 
-/* A one-value query: *out gets column 0 as integer.  Returns 0 found,
- * -1 no row, or an error code. */
-static int queryInt(registry *r, int64_t *out, lakeError *err, const char *sql, ...) {
-    va_list ap;
-    va_start(ap, sql);
-    sqlite3_stmt *st = vprep(r, err, sql, ap);
-    va_end(ap);
-    if (!st) return err->code;
-    int s = sqlite3_step(st), rc;
-    if (s == SQLITE_ROW) {
-        *out = sqlite3_column_int64(st, 0);
+/* Step a one-value query and finalize it: *out gets column 0 as integer.
+ * Returns 0 found, -1 no row, or an error code. */
+static int oneInt(registry *r, sqlStmt *st, int64_t *out, lakeError *err) {
+    int s = sqlStep(st), rc;
+    if (s == SQL_ROW) {
+        *out = sqlColumnInt64(st, 0);
         rc = 0;
-    } else if (s == SQLITE_DONE) {
+    } else if (s == SQL_DONE) {
         rc = -1;
     } else {
         rc = sqlErr(r, err, "query");
     }
-    sqlite3_finalize(st);
+    sqlFinalize(st);
     return rc;
+}
+
+/* A one-value query with text arguments (NULL-terminated). */
+static int queryInt(registry *r, int64_t *out, lakeError *err, const char *sql, ...) {
+    va_list ap;
+    va_start(ap, sql);
+    sqlStmt *st = vprep(r, err, sql, ap);
+    va_end(ap);
+    if (!st) return err->code;
+    return oneInt(r, st, out, err);
 }
 
 static int metaGet(registry *r, const char *key, char **value, lakeError *err) {
     *value = NULL;
-    sqlite3_stmt *st = prep(r, err, "SELECT value FROM lake_meta WHERE key = ?", key, NULL);
+    sqlStmt *st = prep(r, err, "SELECT value FROM lake_meta WHERE key = ?", key, NULL);
     if (!st) return err->code;
-    int s = sqlite3_step(st), rc = 0;
-    if (s == SQLITE_ROW) {
-        *value = strdup((const char *)sqlite3_column_text(st, 0));
+    int s = sqlStep(st), rc = 0;
+    if (s == SQL_ROW) {
+        *value = strdup(sqlColumnText(st, 0));
         if (!*value) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
-    } else if (s != SQLITE_DONE) {
+    } else if (s != SQL_DONE) {
         rc = sqlErr(r, err, "read lake_meta");
     }
-    sqlite3_finalize(st);
+    sqlFinalize(st);
     return rc;
 }
 
 static int metaSet(registry *r, const char *key, const char *value, lakeError *err) {
-    return run(r, err, "write lake_meta", "INSERT OR REPLACE INTO lake_meta VALUES (?, ?)", key, value, NULL);
+    return run(r, err, "write lake_meta",
+               "INSERT INTO lake_meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+               key, value, NULL);
 }
 
-/* Refuse anything but a lake registry this code can read; migrate forward.
- * Nothing is written before the checks pass. */
-static int checkAndMigrate(registry *r, int create, const char *stage_url, lakeError *err) {
+/* Refuse anything but a lake registry this code can read (78, nothing
+ * written); mode REGISTRY_NEW refuses an existing one.  Then migrate
+ * forward. */
+static int checkAndMigrate(registry *r, int mode, const char *stage_url, lakeError *err) {
+    const sqlDialect *d = r->db->dialect;
     int64_t n = 0, version = 0;
-    int rc = queryInt(r, &n, err, "SELECT count(*) FROM sqlite_master", NULL);
+    int rc = queryInt(r, &n, err, d->count_tables, NULL);
     if (rc > 0) {
-        if ((sqlite3_extended_errcode(r->db) & 0xff) == SQLITE_NOTADB)
+        if (sqlErrorClass(r->db) == SQLC_NOTADB)
             return errSet(err, LAKE_ECONFIG, "%s: not a lake registry", r->path);
         return rc;
     }
-    if (n == 0 && !create) return errSet(err, LAKE_ECONFIG, "%s: not a lake registry (empty)", r->path);
+    if (n == 0 && mode == REGISTRY_EXISTING)
+        return errSet(err, LAKE_ECONFIG, "%s: not a lake registry (empty)", r->path);
     if (n > 0) {
         char *format = NULL, *sv = NULL;
         int64_t hasMeta = 0;
-        queryInt(r, &hasMeta, NULL,
-                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'lake_meta'",
-                 NULL);
+        queryInt(r, &hasMeta, NULL, d->count_named_table, "lake_meta", NULL);
         if (!hasMeta || metaGet(r, "format", &format, err) || !format ||
             strcmp(format, "lake-registry") != 0) {
             free(format);
             return errSet(err, LAKE_ECONFIG, "%s: not a lake registry", r->path);
         }
         free(format);
+        if (mode == REGISTRY_NEW)
+            return errSet(err, LAKE_EFAIL, "%s exists; init never touches an existing registry", r->path);
         if ((rc = metaGet(r, "schema_version", &sv, err))) return rc;
         version = sv ? strtoll(sv, NULL, 10) : 0;
         free(sv);
@@ -192,12 +181,12 @@ static int checkAndMigrate(registry *r, int create, const char *stage_url, lakeE
                           "%s: registry schema version %lld; this lake reads 1 to %d (upgrade lake)",
                           r->path, (long long)version, REGISTRY_SCHEMA_VERSION);
     }
-    if ((rc = exec(r, "PRAGMA journal_mode = WAL", err))) return rc;
+    if (d->after_check && (rc = exec(r, d->after_check, err))) return rc;
     if (version == REGISTRY_SCHEMA_VERSION) return 0;
 
-    if ((rc = exec(r, "BEGIN IMMEDIATE", err))) return rc;
+    if ((rc = exec(r, d->begin_write, err))) return rc;
     for (int64_t v = version; v < REGISTRY_SCHEMA_VERSION; v++)
-        if ((rc = exec(r, migrations[v], err))) goto fail;
+        if ((rc = exec(r, d->migrations[v], err))) goto fail;
     char buf[32];
     snprintf(buf, sizeof buf, "%d", REGISTRY_SCHEMA_VERSION);
     if ((rc = metaSet(r, "schema_version", buf, err))) goto fail;
@@ -217,31 +206,31 @@ fail:
     return rc;
 }
 
-int registryOpen(const char *path, int create, const char *stage_url, registry **out,
-                 lakeError *err) {
-    *out = NULL;
+/* Open db (taken over) as a registry shown as name. */
+static int openOn(sqlDb *db, const char *name, int mode, const char *stage_url, registry **out,
+                  lakeError *err) {
     registry *r = calloc(1, sizeof *r);
-    if (!r || !(r->path = strdup(path))) {
+    if (!r || !(r->path = strdup(name))) {
         free(r);
+        sqlClose(db);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
     }
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-    int rc = 0;
-    if (sqlite3_open_v2(path, &r->db, flags, NULL) != SQLITE_OK) {
-        /* missing is 66 only where it must exist (lake-metasrv serve) */
-        rc = !create && r->db && sqlite3_errcode(r->db) == SQLITE_CANTOPEN
-                 ? errSet(err, LAKE_ENOINPUT, "%s: no such registry", path)
-                 : errSet(err, LAKE_EFAIL, "%s: cannot open registry", path);
-        goto fail;
-    }
-    sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
-    if ((rc = checkAndMigrate(r, create, stage_url, err))) goto fail;
-    if ((rc = exec(r, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON", err))) goto fail;
-    if ((rc = metaGet(r, "stage", &r->stage, err))) goto fail;
-    sqlite3_stmt *st = prep(r, err, "SELECT authority_id FROM directory_marker WHERE singleton = 1", NULL);
+    r->db = db;
+    const sqlDialect *d = db->dialect;
+    /* instances starting at once migrate one after the other */
+    int rc = d->schema_lock ? exec(r, d->schema_lock, err) : 0;
+    if (!rc) rc = checkAndMigrate(r, mode, stage_url, err);
+    if (d->schema_unlock && sqlExec(db, d->schema_unlock) != 0 && !rc) rc = sqlErr(r, err, "unlock");
+    if (rc || (rc = metaGet(r, "stage", &r->stage, err))) goto fail;
+    sqlStmt *st = prep(r, err, "SELECT authority_id FROM directory_marker WHERE singleton = 1", NULL);
     if (!st) { rc = err->code; goto fail; }
-    if (sqlite3_step(st) == SQLITE_ROW) r->authority = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
+    int s = sqlStep(st);
+    if (s == SQL_ROW && !(r->authority = strdup(sqlColumnText(st, 0))))
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+    else if (s == SQL_ERROR)
+        rc = sqlErr(r, err, "read the marker");
+    sqlFinalize(st);
+    if (rc) goto fail;
     *out = r;
     return 0;
 fail:
@@ -249,9 +238,69 @@ fail:
     return rc;
 }
 
+int registryOpen(const char *path, int create, const char *stage_url, registry **out,
+                 lakeError *err) {
+    *out = NULL;
+    sqlDb *db;
+    if (sqliteDbOpen(path, create != REGISTRY_EXISTING, &db, err)) return err->code;
+    return openOn(db, path, create, stage_url, out, err);
+}
+
+int registryUrlKind(const char *url) {
+    if (strncmp(url, "sqlite:", 7) == 0) return url[7] ? 1 : -1;
+    if (strncmp(url, "postgresql://", 13) == 0 || strncmp(url, "postgres://", 11) == 0) return 2;
+    return -1;
+}
+
+/* The end of the span of s starting at i that ends before any of stop. */
+static size_t spanTo(const char *s, size_t i, const char *stop) { return i + strcspn(s + i, stop); }
+
+void registryRedact(const char *url, char *out, size_t n) {
+    /* userinfo's password, and every password= parameter, become *** */
+    size_t o = 0, i = 0, len = strlen(url);
+    const char *scheme = strstr(url, "://");
+    size_t auth = scheme ? (size_t)(scheme - url) + 3 : 0;
+    size_t at = scheme ? spanTo(url, auth, "@/?") : 0;
+    size_t colon = scheme && url[at] == '@' ? spanTo(url, auth, ":@") : 0;
+#define PUT(c) do { if (o + 1 < n) out[o++] = (c); } while (0)
+    while (i < len) {
+        if (scheme && url[at] == '@' && i == colon && url[colon] == ':') {
+            PUT(':'); PUT('*'); PUT('*'); PUT('*');
+            i = at;
+            continue;
+        }
+        if ((i == 0 || url[i - 1] == '?' || url[i - 1] == '&' || url[i - 1] == ' ') &&
+            strncmp(url + i, "password=", 9) == 0) {
+            for (const char *k = "password=***"; *k; k++) PUT(*k);
+            i = spanTo(url, i + 9, "& ");
+            continue;
+        }
+        PUT(url[i]);
+        i++;
+    }
+#undef PUT
+    if (n) out[o] = '\0';
+}
+
+int registryOpenUrl(const char *url, int create, const char *stage_url, registry **out, lakeError *err) {
+    *out = NULL;
+    switch (registryUrlKind(url)) {
+    case 1: return registryOpen(url + 7, create, stage_url, out, err);
+    case 2: {
+        char shown[1024];
+        registryRedact(url, shown, sizeof shown);
+        sqlDb *db;
+        if (pgDbOpen(url, shown, &db, err)) return err->code;
+        return openOn(db, shown, create, stage_url, out, err);
+    }
+    default:
+        return errSet(err, LAKE_EUSAGE, "registry URL must be sqlite:PATH or postgresql://…");
+    }
+}
+
 void registryClose(registry *r) {
     if (!r) return;
-    sqlite3_close_v2(r->db);
+    sqlClose(r->db);
     free(r->path);
     free(r->stage);
     free(r->authority);
@@ -272,40 +321,47 @@ static int readGeneration(registry *r, int64_t *gen, lakeError *err) {
     return rc;
 }
 
+int registryTestRaiseGeneration(registry *r) {
+    return exec(r, "UPDATE directory_marker SET generation = generation + 1", NULL);
+}
+
 /* One scan of the directory into a new array, bounded. */
 static int scanDirectory(registry *r, const snapshotBounds *b, cJSON **out, lakeError *err) {
     *out = NULL;
     /* namespaces and tables in one ordered pass: a namespace's row has an
-     * empty table name, so it sorts first */
-    sqlite3_stmt *st = prep(r, err,
-                            "SELECT name, '', NULL, NULL FROM namespaces "
-                            "UNION ALL SELECT namespace, name, id, schema FROM tables WHERE dropped = 0 "
-                            "ORDER BY 1, 2",
-                            NULL);
+     * empty table name, so it sorts first (bytewise, whatever the
+     * database's locale) */
+    sqlStmt *st = prep(r, err,
+                       "SELECT ns, tname, id, schema FROM ("
+                       " SELECT name AS ns, '' AS tname, NULL AS id, NULL AS schema FROM namespaces"
+                       " UNION ALL SELECT namespace, name, id, schema FROM tables WHERE dropped = 0) AS d "
+                       "ORDER BY ns COLLATE \"C\", tname COLLATE \"C\"",
+                       NULL);
     if (!st) return err->code;
     cJSON *arr = cJSON_CreateArray();
     int64_t count = 0, bytes = 2;
-    int rc = 0, s = SQLITE_DONE;
-    while (!rc && arr && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *ns = (const char *)sqlite3_column_text(st, 0);
-        const char *name = (const char *)sqlite3_column_text(st, 1);
+    int rc = 0, s = SQL_DONE;
+    while (!rc && arr && (s = sqlStep(st)) == SQL_ROW) {
+        const char *ns = sqlColumnText(st, 0);
+        const char *name = sqlColumnText(st, 1);
         cJSON *e = cJSON_CreateObject();
         if (!e) break;
-        if (!name[0]) {
+        if (!name || !name[0]) {
             cJSON_AddStringToObject(e, "kind", "namespace");
             cJSON_AddStringToObject(e, "namespace", ns);
         } else {
             cJSON_AddStringToObject(e, "kind", "table");
             cJSON_AddStringToObject(e, "namespace", ns);
             cJSON_AddStringToObject(e, "name", name);
-            cJSON_AddStringToObject(e, "id", (const char *)sqlite3_column_text(st, 2));
-            if (sqlite3_column_bytes(st, 3) > b->max_schema_bytes) {
+            cJSON_AddStringToObject(e, "id", sqlColumnText(st, 2));
+            const char *text = sqlColumnText(st, 3);
+            if ((int64_t)strlen(text) > b->max_schema_bytes) {
                 cJSON_Delete(e);
                 rc = errSetStatus(err, "payload_too_large", "a table's schema exceeds %lld bytes",
                                   (long long)b->max_schema_bytes);
                 break;
             }
-            cJSON *schema = cJSON_Parse((const char *)sqlite3_column_text(st, 3));
+            cJSON *schema = cJSON_Parse(text);
             if (!schema) schema = cJSON_CreateArray();
             cJSON_AddItemToObject(e, "schema", schema);
         }
@@ -323,14 +379,13 @@ static int scanDirectory(registry *r, const snapshotBounds *b, cJSON **out, lake
         cJSON_AddItemToArray(arr, e);
     }
     if (!rc && !arr) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "snapshot");
-    else if (!rc && s != SQLITE_DONE) rc = s == SQLITE_ROW ? errSetErrno(err, LAKE_EFAIL, ENOMEM, "snapshot")
-                                                         : sqlErr(r, err, "scan");
-    sqlite3_finalize(st);
+    else if (!rc && s != SQL_DONE) rc = s == SQL_ROW ? errSetErrno(err, LAKE_EFAIL, ENOMEM, "snapshot")
+                                                     : sqlErr(r, err, "scan");
+    sqlFinalize(st);
     if (rc) cJSON_Delete(arr);
     else *out = arr;
     return rc;
 }
-
 int registrySnapshot(registry *r, int64_t known, const snapshotBounds *bounds, int allow_unmarked,
                      cJSON **answer, lakeError *err) {
     *answer = NULL;
@@ -373,26 +428,27 @@ int registrySnapshot(registry *r, int64_t known, const snapshotBounds *bounds, i
                         REGISTRY_SNAPSHOT_SCANS);
 }
 
-/* The live table's id and current version; not_found otherwise. */
-static int findTable(registry *r, const char *ns, const char *name, char id[64], int64_t *version,
-                     char **schema, lakeError *err) {
-    sqlite3_stmt *st = prep(r, err,
-                            "SELECT id, version, schema FROM tables "
-                            "WHERE namespace = ? AND name = ? AND dropped = 0",
-                            ns, name, NULL);
+/* The live table's id and current version; not_found otherwise.  lock
+ * (in a write transaction) locks the table's row until it ends. */
+static int findTable(registry *r, const char *ns, const char *name, int lock, char id[64],
+                     int64_t *version, char **schema, lakeError *err) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT id, version, schema FROM tables "
+             "WHERE namespace = ? AND name = ? AND dropped = 0%s", lock ? r->db->dialect->for_update : "");
+    sqlStmt *st = prep(r, err, sql, ns, name, NULL);
     if (!st) return err->code;
-    int s = sqlite3_step(st), rc = 0;
-    if (s == SQLITE_ROW) {
-        snprintf(id, 64, "%s", (const char *)sqlite3_column_text(st, 0));
-        *version = sqlite3_column_int64(st, 1);
-        if (schema && !(*schema = strdup((const char *)sqlite3_column_text(st, 2))))
+    int s = sqlStep(st), rc = 0;
+    if (s == SQL_ROW) {
+        snprintf(id, 64, "%s", sqlColumnText(st, 0));
+        *version = sqlColumnInt64(st, 1);
+        if (schema && !(*schema = strdup(sqlColumnText(st, 2))))
             rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
-    } else if (s == SQLITE_DONE) {
+    } else if (s == SQL_DONE) {
         rc = errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
     } else {
         rc = sqlErr(r, err, "find table");
     }
-    sqlite3_finalize(st);
+    sqlFinalize(st);
     return rc;
 }
 
@@ -404,8 +460,8 @@ int registryResolve(registry *r, const char *ns, const char *name, int64_t versi
     char *schema = NULL;
     int rc;
     /* one read transaction: the version and its segments agree */
-    if ((rc = exec(r, "BEGIN", err))) return rc;
-    if ((rc = findTable(r, ns, name, id, &current, &schema, err))) goto out;
+    if ((rc = exec(r, r->db->dialect->begin_read, err))) return rc;
+    if ((rc = findTable(r, ns, name, 0, id, &current, &schema, err))) goto out;
     if (version < 0) version = current;
     if (version > current) {
         rc = errSetStatus(err, "not_found", "%s.%s: no version %lld (current is %lld)", ns, name,
@@ -414,9 +470,9 @@ int registryResolve(registry *r, const char *ns, const char *name, int64_t versi
     }
     char vbuf[32];
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
-    sqlite3_stmt *st = prep(r, err,
+    sqlStmt *st = prep(r, err,
                             "SELECT location, size, sha256, rows FROM segments "
-                            "WHERE table_id = ? AND version <= CAST(? AS INTEGER) ORDER BY version, seq",
+                            "WHERE table_id = ? AND version <= CAST(? AS BIGINT) ORDER BY version, seq",
                             id, vbuf, NULL);
     if (!st) { rc = err->code; goto out; }
     cJSON *a = cJSON_CreateObject(), *segs = cJSON_CreateArray();
@@ -428,16 +484,16 @@ int registryResolve(registry *r, const char *ns, const char *name, int64_t versi
     cJSON_AddItemToObject(a, "schema", sch ? sch : cJSON_CreateArray());
     cJSON_AddItemToObject(a, "segments", segs);
     int s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((s = sqlStep(st)) == SQL_ROW) {
         cJSON *g = cJSON_CreateObject();
-        cJSON_AddStringToObject(g, "location", (const char *)sqlite3_column_text(st, 0));
-        cJSON_AddNumberToObject(g, "size", (double)sqlite3_column_int64(st, 1));
-        cJSON_AddStringToObject(g, "sha256", (const char *)sqlite3_column_text(st, 2));
-        cJSON_AddNumberToObject(g, "rows", (double)sqlite3_column_int64(st, 3));
+        cJSON_AddStringToObject(g, "location", sqlColumnText(st, 0));
+        cJSON_AddNumberToObject(g, "size", (double)sqlColumnInt64(st, 1));
+        cJSON_AddStringToObject(g, "sha256", sqlColumnText(st, 2));
+        cJSON_AddNumberToObject(g, "rows", (double)sqlColumnInt64(st, 3));
         cJSON_AddItemToArray(segs, g);
     }
-    if (s != SQLITE_DONE) rc = sqlErr(r, err, "read segments");
-    sqlite3_finalize(st);
+    if (s != SQL_DONE) rc = sqlErr(r, err, "read segments");
+    sqlFinalize(st);
     if (rc) cJSON_Delete(a);
     else *answer = a;
 out:
@@ -451,21 +507,21 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
     *answer = NULL;
     char lbuf[32];
     snprintf(lbuf, sizeof lbuf, "%lld", (long long)limit + 1);
-    sqlite3_stmt *st = prep(r, err,
+    sqlStmt *st = prep(r, err,
                             "SELECT location FROM ("
                             " SELECT s.location FROM segments s JOIN tables t ON t.id = s.table_id"
                             "  WHERE t.dropped = 0"
                             " UNION"
                             " SELECT f.location FROM version_files f JOIN tables t ON t.id = f.table_id"
-                            "  WHERE t.dropped = 0)"
-                            " WHERE location > ? ORDER BY location LIMIT CAST(? AS INTEGER)",
+                            "  WHERE t.dropped = 0) AS d"
+                            " WHERE location > ? COLLATE \"C\" ORDER BY location COLLATE \"C\" LIMIT CAST(? AS BIGINT)",
                             after ? after : "", lbuf, NULL);
     if (!st) return err->code;
     cJSON *a = cJSON_CreateObject(), *locs = cJSON_AddArrayToObject(a, "locations");
     int64_t n = 0, bytes = 0;
     int s, more = 0, rc = 0;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *loc = (const char *)sqlite3_column_text(st, 0);
+    while ((s = sqlStep(st)) == SQL_ROW) {
+        const char *loc = sqlColumnText(st, 0);
         int64_t len = (int64_t)strlen(loc) + 3; /* quotes and a comma */
         if (n == limit || (n > 0 && bytes + len > max_bytes)) {
             more = 1;
@@ -475,8 +531,8 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
         n++;
         bytes += len;
     }
-    if (s != SQLITE_ROW && s != SQLITE_DONE) rc = sqlErr(r, err, "read references");
-    sqlite3_finalize(st);
+    if (s != SQL_ROW && s != SQL_DONE) rc = sqlErr(r, err, "read references");
+    sqlFinalize(st);
     cJSON_AddBoolToObject(a, "more", more);
     if (rc || !locs) {
         cJSON_Delete(a);
@@ -508,22 +564,39 @@ static int sameSegments(registry *r, const char *id, int64_t version, const cJSO
                         lakeError *err) {
     char vbuf[32];
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
-    sqlite3_stmt *st = prep(r, err, "SELECT location FROM segments WHERE table_id = ? AND "
-                            "version = CAST(? AS INTEGER) ORDER BY seq", id, vbuf, NULL);
+    sqlStmt *st = prep(r, err, "SELECT location FROM segments WHERE table_id = ? AND "
+                            "version = CAST(? AS BIGINT) ORDER BY seq", id, vbuf, NULL);
     if (!st) return err->code;
     const cJSON *g = segments->child;
     int same = 1, s;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((s = sqlStep(st)) == SQL_ROW) {
         const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
-        if (!g || strcmp(loc->valuestring, (const char *)sqlite3_column_text(st, 0)) != 0) same = 0;
+        if (!g || strcmp(loc->valuestring, sqlColumnText(st, 0)) != 0) same = 0;
         if (g) g = g->next;
     }
-    int rc = s != SQLITE_DONE ? sqlErr(r, err, "read segments") : 0;
-    sqlite3_finalize(st);
+    int rc = s != SQL_DONE ? sqlErr(r, err, "read segments") : 0;
+    sqlFinalize(st);
     if (!rc && (!same || g))
         rc = errSetStatus(err, "invalid_argument", "a segment of this append is already committed in version %lld",
                           (long long)version);
     return rc;
+}
+
+/* A write transaction for DDL: the directory marker's row is locked
+ * first, so DDL from every instance is serialised and the generation only
+ * rises. */
+static int beginDdl(registry *r, lakeError *err) {
+    int rc = exec(r, r->db->dialect->begin_write, err);
+    if (rc) return rc;
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT generation FROM directory_marker WHERE singleton = 1%s",
+             r->db->dialect->for_update);
+    int64_t g;
+    if ((rc = queryInt(r, &g, err, sql, NULL)) > 0) {
+        rollback(r);
+        return rc;
+    }
+    return 0;
 }
 
 static int bumpGeneration(registry *r, int64_t *generation, lakeError *err) {
@@ -551,11 +624,11 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
                                 "append: a referenced FILE lies outside the managed stage");
     }
 
-    int rc = exec(r, "BEGIN IMMEDIATE", err);
+    int rc = exec(r, r->db->dialect->begin_write, err);
     if (rc) return rc;
     char id[64];
     int64_t current, committed;
-    if ((rc = findTable(r, ns, name, id, &current, NULL, err))) goto fail;
+    if ((rc = findTable(r, ns, name, 1, id, &current, NULL, err))) goto fail;
     const char *first = cJSON_GetObjectItemCaseSensitive(segments->child, "location")->valuestring;
     rc = queryInt(r, &committed, err,
                   "SELECT version FROM segments WHERE location = ? AND table_id = ?", first, id, NULL);
@@ -576,29 +649,26 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     char vbuf[32], now[32], seq[32];
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)committed);
     rfc3339Now(now);
-    if ((rc = run(r, err, "insert version", "INSERT INTO versions VALUES (?, CAST(? AS INTEGER), ?, ?)", id,
+    if ((rc = run(r, err, "insert version", "INSERT INTO versions VALUES (?, CAST(? AS BIGINT), ?, ?)", id,
                   vbuf, now, principal ? principal : "", NULL)))
         goto fail;
     int n = 0;
     cJSON_ArrayForEach(g, segments) {
         snprintf(seq, sizeof seq, "%d", n++);
-        sqlite3_stmt *st = prep(r, err, "INSERT INTO segments VALUES (?, CAST(? AS INTEGER), CAST(? AS INTEGER), ?, ?, ?, ?)",
+        sqlStmt *st = prep(r, err, "INSERT INTO segments VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?)",
                   id, vbuf, seq, cJSON_GetObjectItemCaseSensitive(g, "location")->valuestring, NULL);
         if (!st) { rc = err->code; goto fail; }
-        sqlite3_bind_int64(st, 5, (sqlite3_int64)cJSON_GetObjectItemCaseSensitive(g, "size")->valuedouble);
-        sqlite3_bind_text(st, 6, cJSON_GetObjectItemCaseSensitive(g, "sha256")->valuestring, -1,
-                          SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 7, (sqlite3_int64)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = sqlErr(r, err, "insert segment");
-        sqlite3_finalize(st);
-        if (rc) goto fail;
+        sqlBindInt64(st, 5, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "size")->valuedouble);
+        sqlBindText(st, 6, cJSON_GetObjectItemCaseSensitive(g, "sha256")->valuestring);
+        sqlBindInt64(st, 7, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble);
+        if ((rc = done(r, st, err, "insert segment"))) goto fail;
     }
     cJSON_ArrayForEach(f, files) {
-        if ((rc = run(r, err, "insert file", "INSERT OR IGNORE INTO version_files VALUES (?, CAST(? AS INTEGER), ?)",
+        if ((rc = run(r, err, "insert file", "INSERT INTO version_files VALUES (?, CAST(? AS BIGINT), ?) ON CONFLICT DO NOTHING",
                       id, vbuf, f->valuestring, NULL)))
             goto fail;
     }
-    rc = run(r, err, "update version", "UPDATE tables SET version = CAST(? AS INTEGER) WHERE id = ?", vbuf, id, NULL);
+    rc = run(r, err, "update version", "UPDATE tables SET version = CAST(? AS BIGINT) WHERE id = ?", vbuf, id, NULL);
     if (rc || (rc = exec(r, "COMMIT", err))) goto fail;
 answer:
     *answer = cJSON_CreateObject();
@@ -613,7 +683,7 @@ int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, la
     int64_t exists;
     char now[32];
     rfc3339Now(now);
-    int rc = exec(r, "BEGIN IMMEDIATE", err);
+    int rc = beginDdl(r, err);
     if (rc) return rc;
     rc = queryInt(r, &exists, err, "SELECT 1 FROM namespaces WHERE name = ?", ns, NULL);
     if (rc == 0) {
@@ -635,7 +705,7 @@ int registryCreateTable(registry *r, const char *ns, const char *name, const cha
     char id[ID_LEN + 1], now[32];
     rfc3339Now(now);
     int rc = idNew(id, err);
-    if (rc || (rc = exec(r, "BEGIN IMMEDIATE", err))) return rc;
+    if (rc || (rc = beginDdl(r, err))) return rc;
     rc = queryInt(r, &exists, err, "SELECT 1 FROM namespaces WHERE name = ?", ns, NULL);
     if (rc < 0) rc = errSetStatus(err, "not_found", "%s: no such namespace", ns);
     if (rc) goto fail;
@@ -658,11 +728,11 @@ fail:
 
 int registryDropTable(registry *r, const char *ns, const char *name, int64_t *generation,
                       lakeError *err) {
-    int rc = exec(r, "BEGIN IMMEDIATE", err);
+    int rc = beginDdl(r, err);
     if (rc) return rc;
     rc = run(r, err, "drop table", "UPDATE tables SET dropped = 1 WHERE namespace = ? AND name = ? AND dropped = 0",
              ns, name, NULL);
-    if (!rc && sqlite3_changes(r->db) == 0)
+    if (!rc && sqlChanges(r->db) == 0)
         rc = errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
     return 0;
@@ -676,63 +746,64 @@ int registryAddPrincipal(registry *r, const char *name, const char *role, const 
     char now[32];
     rfc3339Now(now);
     /* a new name, or a revoked one issued again (rotation) */
-    sqlite3_stmt *st = prep(r, err, "INSERT INTO principals(name, role, token_sha256, created_at) "
+    sqlStmt *st = prep(r, err, "INSERT INTO principals(name, role, token_sha256, created_at) "
                             "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET role = excluded.role, "
                             "token_sha256 = excluded.token_sha256, created_at = excluded.created_at, "
-                            "revoked_at = NULL WHERE revoked_at IS NOT NULL",
+                            "revoked_at = NULL WHERE principals.revoked_at IS NOT NULL",
                             name, role, token_sha256, now, NULL);
     if (!st) return err->code;
-    int s = sqlite3_step(st), rc = 0;
-    if (s == SQLITE_CONSTRAINT || (sqlite3_extended_errcode(r->db) & 0xff) == SQLITE_CONSTRAINT)
+    int s = sqlStep(st), rc = 0;
+    if (s == SQL_ERROR && sqlErrorClass(r->db) == SQLC_CONSTRAINT)
         rc = errSetStatus(err, "failed_precondition", "role %s is unknown", role);
-    else if (s != SQLITE_DONE)
+    else if (s != SQL_DONE)
         rc = sqlErr(r, err, "add principal");
-    else if (sqlite3_changes(r->db) == 0)
+    else if (sqlChanges(r->db) == 0)
         rc = errSetStatus(err, "failed_precondition", "principal %s exists; revoke it first to issue a new token",
                           name);
-    sqlite3_finalize(st);
+    sqlFinalize(st);
     return rc;
 }
 
 int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, lakeError *err) {
     memset(p, 0, sizeof *p);
-    sqlite3_stmt *st = prep(r, err, "SELECT role, token_sha256, revoked_at IS NOT NULL FROM principals "
+    sqlStmt *st = prep(r, err, "SELECT role, token_sha256, CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END FROM principals "
                             "WHERE name = ?", name, NULL);
     if (!st) return err->code;
-    int s = sqlite3_step(st), rc = 0;
-    if (s == SQLITE_ROW) {
+    int s = sqlStep(st), rc = 0;
+    if (s == SQL_ROW) {
         snprintf(p->name, sizeof p->name, "%s", name);
-        snprintf(p->role, sizeof p->role, "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(p->token_sha256, sizeof p->token_sha256, "%s", (const char *)sqlite3_column_text(st, 1));
-        p->revoked = sqlite3_column_int(st, 2);
-    } else if (s == SQLITE_DONE) {
+        snprintf(p->role, sizeof p->role, "%s", sqlColumnText(st, 0));
+        snprintf(p->token_sha256, sizeof p->token_sha256, "%s", sqlColumnText(st, 1));
+        p->revoked = (int)sqlColumnInt64(st, 2);
+    } else if (s == SQL_DONE) {
         rc = errSetStatus(err, "not_found", "no principal %s", name);
     } else {
         rc = sqlErr(r, err, "find principal");
     }
-    sqlite3_finalize(st);
+    sqlFinalize(st);
     return rc;
 }
 
 int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err) {
     *list = NULL;
-    sqlite3_stmt *st = prep(r, err, "SELECT name, role, created_at, revoked_at FROM principals ORDER BY name",
+    sqlStmt *st = prep(r, err, "SELECT name, role, created_at, revoked_at FROM principals ORDER BY name",
                             NULL);
     if (!st) return err->code;
     cJSON *arr = cJSON_CreateArray();
-    int s = SQLITE_DONE;
-    while (arr && (s = sqlite3_step(st)) == SQLITE_ROW) {
+    int s = SQL_DONE;
+    while (arr && (s = sqlStep(st)) == SQL_ROW) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", (const char *)sqlite3_column_text(st, 0));
-        cJSON_AddStringToObject(o, "role", (const char *)sqlite3_column_text(st, 1));
-        cJSON_AddStringToObject(o, "created_at", (const char *)sqlite3_column_text(st, 2));
-        if (sqlite3_column_type(st, 3) == SQLITE_NULL) cJSON_AddNullToObject(o, "revoked_at");
-        else cJSON_AddStringToObject(o, "revoked_at", (const char *)sqlite3_column_text(st, 3));
+        cJSON_AddStringToObject(o, "name", sqlColumnText(st, 0));
+        cJSON_AddStringToObject(o, "role", sqlColumnText(st, 1));
+        cJSON_AddStringToObject(o, "created_at", sqlColumnText(st, 2));
+        const char *revoked = sqlColumnText(st, 3);
+        if (!revoked) cJSON_AddNullToObject(o, "revoked_at");
+        else cJSON_AddStringToObject(o, "revoked_at", revoked);
         cJSON_AddItemToArray(arr, o);
     }
-    int rc = arr && s == SQLITE_DONE ? 0 : arr ? sqlErr(r, err, "list principals")
+    int rc = arr && s == SQL_DONE ? 0 : arr ? sqlErr(r, err, "list principals")
                                                : errSetErrno(err, LAKE_EFAIL, ENOMEM, "principals");
-    sqlite3_finalize(st);
+    sqlFinalize(st);
     if (rc) cJSON_Delete(arr);
     else *list = arr;
     return rc;
@@ -743,7 +814,7 @@ int registryRevokePrincipal(registry *r, const char *name, lakeError *err) {
     rfc3339Now(now);
     int rc = run(r, err, "revoke principal",
                  "UPDATE principals SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", now, name, NULL);
-    if (!rc && sqlite3_changes(r->db) == 0)
+    if (!rc && sqlChanges(r->db) == 0)
         rc = errSetStatus(err, "not_found", "no active principal %s", name);
     return rc;
 }

@@ -1,16 +1,21 @@
 /*
- * registry.h - the authority's data: a SQLite registry (DESIGN §5).
+ * registry.h - the authority's data: a SQLite or PostgreSQL registry
+ * (DESIGN §5).
  *
- * One file holds namespaces, tables (stable ids, schema, current version,
+ * One database holds namespaces, tables (stable ids, schema, current version,
  * dropped flag), table versions and the segments and FILE locations each
  * appended, principals (name, role, SHA-256 of the token), and the directory
  * marker: the authority's id and the catalog generation, raised by every
  * create or drop.  Appends raise a table's version, never the generation.
  *
- * The file is opened in WAL mode with synchronous=FULL and foreign keys on.
- * Opening checks that the file is a lake registry of a schema version this
- * code reads (else 78, and the file is not modified), then applies forward
- * migrations.  Every change is one transaction: nothing is half-applied.
+ * A SQLite file is opened in WAL mode with synchronous=FULL and foreign
+ * keys on; a PostgreSQL database through libpq, where several lake-metasrv
+ * instances may share it (appends lock their table's row, DDL the marker's,
+ * so concurrent writers from any instance are serialised).  Opening checks
+ * that the database is a lake registry of a schema version this code reads
+ * (else 78, and it is not modified), then applies forward migrations.
+ * Every change is one transaction: nothing is half-applied.  The logic is
+ * written once over a small SQL driver interface (registry/sqldb.h).
  *
  * Answers are built as cJSON objects in the shape of the action protocol,
  * so the local source and lake-metasrv return the same bytes.
@@ -18,6 +23,7 @@
 #ifndef LAKE_REGISTRY_H
 #define LAKE_REGISTRY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/error.h"
@@ -30,12 +36,26 @@ typedef struct registry registry;
 #define NAME_BUF 160 /* a principal's name, NUL included */
 #define REGISTRY_SNAPSHOT_SCANS 3
 
-/* Open path.  create=1 creates and initialises a missing or empty file
- * (with a fresh directory marker); create=0 requires an existing registry.
- * stage_url, when not NULL, is recorded as the registry's stage on
- * creation. */
+/* What an open requires of the database. */
+#define REGISTRY_EXISTING 0 /* a registry (78 if it is not one; 66 for a missing file) */
+#define REGISTRY_CREATE 1   /* a registry, made in a missing or empty database */
+#define REGISTRY_NEW 2      /* an empty database, made a registry (1 if one exists) */
+
+/* Open the SQLite registry at path.  create (REGISTRY_*) says what it
+ * requires; a new registry gets a fresh directory marker.  stage_url,
+ * when not NULL, is recorded as the registry's stage on creation. */
 int registryOpen(const char *path, int create, const char *stage_url, registry **out,
                  lakeError *err);
+/* The same by URL: sqlite:PATH or postgresql://… (postgres://…).  An
+ * unknown form is a usage error (64); a PostgreSQL server that cannot be
+ * reached is 69.  Messages name the URL redacted (registryRedact). */
+int registryOpenUrl(const char *url, int create, const char *stage_url, registry **out,
+                    lakeError *err);
+/* 1 for sqlite:PATH, 2 for a PostgreSQL URL, -1 for anything else. */
+int registryUrlKind(const char *url);
+/* url with its password (user:PASSWORD@, password=…) replaced by ***, for
+ * messages and logs; truncated to n bytes, NUL included. */
+void registryRedact(const char *url, char *out, size_t n);
 void registryClose(registry *r);
 /* The stage recorded at creation (NULL if none); owned by r. */
 const char *registryStage(const registry *r);
@@ -130,5 +150,8 @@ int registryGeneration(registry *r, int64_t *generation, lakeError *err);
 /* Test-only: called after each snapshot scan, before the generation is read
  * again (scan counts from 1).  Lets a test mutate the registry in between. */
 void registrySetScanHook(registry *r, void (*hook)(void *ctx, int scan), void *ctx);
+/* Test-only: raise the generation as a DDL from another writer would (for
+ * a scan hook: it runs on r's connection, outside any transaction). */
+int registryTestRaiseGeneration(registry *r);
 
 #endif

@@ -22,7 +22,7 @@ setup() {
   printf 'lk_nobody_%s\n' "${tok##*_}" >"$SRV/unknown.token"
   # a token revoked before it is used
   REVOKED=$(metasrv_token admin gone)
-  lake-metasrv token revoke --db "$SRV/registry.db" --name gone
+  lake-metasrv token revoke "${METASRV_REGOPT[@]}" --name gone
 }
 
 teardown() {
@@ -197,7 +197,7 @@ make_matrix_tables() {
   before=$(metasrv_count catalog_snapshot)
 
   # revoked while the server runs, without restarting it
-  run --separate-stderr lake-metasrv token revoke --db "$SRV/registry.db" --name carol
+  run --separate-stderr lake-metasrv token revoke "${METASRV_REGOPT[@]}" --name carol
   assert_clean_success
   assert_output ""
 
@@ -213,13 +213,13 @@ make_matrix_tables() {
   metasrv_assert_error 401 unauthenticated
 
   # token list shows it revoked; revoking again, or an unknown name, fails
-  run --separate-stderr lake-metasrv token list --db "$SRV/registry.db"
+  run --separate-stderr lake-metasrv token list "${METASRV_REGOPT[@]}"
   assert_success
   [[ $(grep $'^carol\t' <<<"$output") == $'carol\tquery-service\t'*$'\t'????-??-??T* ]] ||
     fail "carol is not listed as revoked: $output"
-  run --separate-stderr lake-metasrv token revoke --db "$SRV/registry.db" --name carol
+  run --separate-stderr lake-metasrv token revoke "${METASRV_REGOPT[@]}" --name carol
   assert_error lake-metasrv 66 carol
-  run --separate-stderr lake-metasrv token revoke --db "$SRV/registry.db" --name nobody
+  run --separate-stderr lake-metasrv token revoke "${METASRV_REGOPT[@]}" --name nobody
   assert_error lake-metasrv 66 nobody
 }
 

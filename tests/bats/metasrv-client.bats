@@ -191,13 +191,13 @@ requests_counted() {
 
 # (off loopback it is refused: security.bats)
 @test "--insecure-listen: with TLS files, or without either, 64; on 127.0.0.1 plain http://, which clients accept only for loopback" {
-  run --separate-stderr lake-metasrv serve --db "$SRV/registry.db" --listen 127.0.0.1:0 --insecure-listen \
+  run --separate-stderr lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 --insecure-listen \
     --tls-cert "$SRV/cert.pem" --tls-key "$SRV/key.pem"
   assert_error lake-metasrv 64
   run --separate-stderr lake-metasrv serve --db "$SRV/registry.db" --listen 127.0.0.1:0
   assert_error lake-metasrv 64
 
-  lake-metasrv serve --db "$SRV/registry.db" --listen 127.0.0.1:0 --insecure-listen \
+  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 --insecure-listen \
     >"$T/plain.out" 2>"$T/plain.log" 3>&- &
   PLAIN_PID=$!
   local _

@@ -35,7 +35,7 @@ kill_a() {
 
 restart_a() {
   local port=${A_URL##*:}
-  lake-metasrv serve --db "$SRV/registry.db" --listen "127.0.0.1:$port" \
+  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen "127.0.0.1:$port" \
     --tls-cert "$SRV/cert.pem" --tls-key "$SRV/key.pem" >"$SRV/serve.out.a2" 2>>"$SRV/serve.log" &
   A_PID=$!
   local i

@@ -232,6 +232,7 @@ LOG_LINE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z request_id=[0-
 }
 
 @test "a registry the server can no longer open: the error names no path" {
+  sqlite_registry_only "moves the SQLite file (PostgreSQL lost: pg-registry.bats)"
   metasrv_stop
   metasrv_start "$SRV" 0 --threads 1 # one worker: it opens the registry at its first request
   mv "$SRV/registry.db" "$SRV/registry.moved"
@@ -250,6 +251,7 @@ LOG_LINE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z request_id=[0-
 }
 
 @test "a registry without a directory marker is not served: snapshots fail closed (412 failed_precondition)" {
+  sqlite_registry_only "edits the SQLite file"
   metasrv_post "$ADMIN" create_namespace '{"namespace":"m"}'
   metasrv_stop
   sqlite3 "$SRV/registry.db" 'DELETE FROM directory_marker'

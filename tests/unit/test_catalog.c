@@ -188,6 +188,31 @@ static void testScanRecheck(catalogSource *src) {
     ok(rc != 0 && strcmp(errStatus(&err), "payload_too_large") == 0, "over max_bytes likewise");
 }
 
+/* The registry URL's password never reaches a message. */
+static void testRedact(void) {
+    static const char *const cases[][2] = {
+        {"postgresql://lake:s3cret@db/lake", "postgresql://lake:***@db/lake"},
+        {"postgres://lake:s3cret@db:5432/lake?sslmode=require", "postgres://lake:***@db:5432/lake?sslmode=require"},
+        {"postgresql://lake@db/lake", "postgresql://lake@db/lake"},
+        {"postgresql://db/lake?user=lake&password=s3cret&sslmode=require",
+         "postgresql://db/lake?user=lake&password=***&sslmode=require"},
+        {"postgresql://a:b:c@h/d?password=x", "postgresql://a:***@h/d?password=***"},
+        {"postgresql:///lake?host=/run/pg", "postgresql:///lake?host=/run/pg"},
+        {"sqlite:/var/lib/lake/registry.db", "sqlite:/var/lib/lake/registry.db"},
+    };
+    char out[200];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        registryRedact(cases[i][0], out, sizeof out);
+        ok(strcmp(out, cases[i][1]) == 0, "redact %s -> %s (got %s)", cases[i][0], cases[i][1], out);
+    }
+    registryRedact("postgresql://lake:s3cret@db/lake", out, 12);
+    ok(strcmp(out, "postgresql:") == 0, "a short buffer truncates (got %s)", out);
+    ok(registryUrlKind("sqlite:/x") == 1 && registryUrlKind("postgresql://h/d") == 2 &&
+           registryUrlKind("postgres://h/d") == 2 && registryUrlKind("sqlite:") < 0 &&
+           registryUrlKind("mysql://h/d") < 0 && registryUrlKind("/path") < 0,
+       "registry URL kinds");
+}
+
 int main(void) {
     const char *which = getenv("LAKE_TEST_SOURCE");
     int remote = which && strcmp(which, "remote") == 0;
@@ -202,6 +227,7 @@ int main(void) {
                "(tests/bats/metasrv-client.bats sets them)\n1..1\n");
         return 0;
     }
+    testRedact();
     if (!mkdtemp(dir)) return 1;
     char home[600], cache[600];
     snprintf(home, sizeof home, "%s/lake", dir);

@@ -9,11 +9,28 @@
 #   metasrv_use   [DIR] [TOKENFILE]    exports LAKE_METASRV, LAKE_TOKEN_FILE, LAKE_CA_FILE
 #   metasrv_token ROLE NAME [DIR]      creates a principal, prints its token file
 #   metasrv_count ACTION [STATUS]      requests the server counted (/v1/metrics)
+#   metasrv_regopt [DIR]               METASRV_REGOPT: the option naming DIR's registry
 #
 # Every error answer a server started here sends is gathered: its log line
 # (lake-metasrv(8), LOGGING: error=CODE message="…") goes, once the server
 # has stopped, to $LAKE_TEST_ERROR_BODIES when tests/run sets it; tests/run
 # ends by checking them all (helpers/check-error-bodies).
+#
+# LAKE_TEST_REGISTRY=pg keeps each server's registry in a fresh database of
+# the PostgreSQL that helpers/pg.bash started (PG_DIR; tests/run starts one
+# for its remote-pg runs) instead of DIR/registry.db: the same suites then
+# test the PostgreSQL backend.  Tests that look inside a SQLite file say so
+# with sqlite_registry_only.
+
+metasrv_regopt() {
+  local dir=${1:-$T/srv}
+  if [ -s "$dir/registry.url" ]; then METASRV_REGOPT=(--registry "$(cat "$dir/registry.url")")
+  else METASRV_REGOPT=(--db "$dir/registry.db"); fi
+}
+
+sqlite_registry_only() {
+  [ "${LAKE_TEST_REGISTRY:-sqlite}" != pg ] || skip "a SQLite registry only: $1"
+}
 
 metasrv_certs() {
   local dir=$1
@@ -31,7 +48,14 @@ metasrv_init() {
   # tokens are secrets: made private, as a careful user makes them (a
   # client warns about a token file that group or others can read)
   umask 077
-  lake-metasrv init --db "$dir/registry.db" --stage "$stage" >"$dir/admin.token" ||
+  if [ "${LAKE_TEST_REGISTRY:-sqlite}" = pg ] && [ ! -s "$dir/registry.url" ]; then
+    [ -n "${PG_DIR:-}" ] || fail "LAKE_TEST_REGISTRY=pg needs a PostgreSQL: bash tests/bats/helpers/pg.bash run bats …"
+    # shellcheck source=pg.bash
+    source "${BATS_TEST_DIRNAME}/helpers/pg.bash"
+    pg_fresh_url >"$dir/registry.url" || fail "cannot create a PostgreSQL database"
+  fi
+  metasrv_regopt "$dir"
+  lake-metasrv init "${METASRV_REGOPT[@]}" --stage "$stage" >"$dir/admin.token" ||
     fail "lake-metasrv init failed"
 }
 
@@ -41,7 +65,8 @@ metasrv_start() {
   : >"$dir/serve.out"
   touch "$dir/serve.log"
   METASRV_LOGS+=("$(stat -c %s "$dir/serve.log") $dir/serve.log")
-  lake-metasrv serve --db "$dir/registry.db" --listen "127.0.0.1:$port" \
+  metasrv_regopt "$dir"
+  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen "127.0.0.1:$port" \
     --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" "$@" \
     >"$dir/serve.out" 2>>"$dir/serve.log" 3>&- &
   METASRV_PID=$!
@@ -96,7 +121,8 @@ metasrv_use() {
 
 metasrv_token() {
   local role=$1 name=$2 dir=${3:-$T/srv}
-  lake-metasrv token create --db "$dir/registry.db" --role "$role" --name "$name" >"$dir/$name.token" ||
+  metasrv_regopt "$dir"
+  lake-metasrv token create "${METASRV_REGOPT[@]}" --role "$role" --name "$name" >"$dir/$name.token" ||
     fail "token create failed"
   printf '%s\n' "$dir/$name.token"
 }

@@ -4,6 +4,9 @@
 #   LAKE_TEST_SOURCE=remote-s3  the same, advertising an S3 stage on a real
 #                            s3rver (the query suites: segments and FILEs
 #                            go to S3, the catalog to metasrv)
+#   LAKE_TEST_SOURCE=remote-pg  a real lake-metasrv whose registry is a fresh
+#                            database on a real PostgreSQL (helpers/pg.bash;
+#                            tests/run starts the server, PG_DIR names it)
 # Every catalog test runs the same way against either; what differs lives
 # here: the set-up, the source's name in `status`, the registry file, and
 # how to make the source fail.  Load after helpers/common.
@@ -25,6 +28,15 @@ source_setup() {
       metasrv_start "$T/srv"
       metasrv_use "$T/srv"
       REGISTRY="$T/srv/registry.db"
+      SOURCE_NAME="$METASRV_URL"
+      ;;
+    remote-pg)
+      load_metasrv
+      export LAKE_TEST_REGISTRY=pg
+      metasrv_init "$T/srv"
+      metasrv_start "$T/srv"
+      metasrv_use "$T/srv"
+      REGISTRY=$(cat "$T/srv/registry.url")
       SOURCE_NAME="$METASRV_URL"
       ;;
     remote-s3)
@@ -53,7 +65,7 @@ load_metasrv() {
 source_teardown() {
   source_heal 2>/dev/null || true
   case ${LAKE_TEST_SOURCE:-local} in
-    remote) metasrv_stop ;;
+    remote | remote-pg) metasrv_stop ;;
     remote-s3) metasrv_stop; s3_stop ;;
   esac
   common_teardown

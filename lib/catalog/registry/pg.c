@@ -1,0 +1,364 @@
+/*
+ * pg.c - the PostgreSQL driver of the registry (sqldb.h), through libpq.
+ *
+ * Statements are sent with their arguments as text (the server infers the
+ * types) and their rows streamed one at a time (single-row mode), so a
+ * large catalog is never held whole.  A connection found broken is
+ * re-established on the next use; a statement that failed because the
+ * connection was lost, outside a transaction, is sent once more on the new
+ * connection, so a PostgreSQL that went away and came back costs a client
+ * at most one `unavailable` answer and the server no restart.  Each
+ * connection prepares a statement the first time it runs it, and reuses
+ * it.  The URL's password never reaches a message: they name the redacted
+ * form.
+ */
+#include <errno.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/registry.h"
+#include "catalog/registry/sqldb.h"
+
+#define MAX_PARAMS 16
+#define CONNECT_TIMEOUT_S "5"
+#define MAX_PREPARED 48 /* the registry has fewer statements than this */
+
+typedef struct pgDb {
+    sqlDb base;
+    PGconn *conn;
+    int64_t changes;
+    sqlClass cls;
+    char detail[256];
+    /* statements prepared on this connection ("lk<i>"), by text: parsed
+     * and planned once per connection, not per call */
+    char *prepared[MAX_PREPARED];
+    int nprepared;
+} pgDb;
+
+typedef struct pgStmt {
+    sqlStmt base;
+    char *sql;            /* with $1… placeholders */
+    int nparams;
+    char *params[MAX_PARAMS];
+    PGresult *row;        /* the current row */
+    int started, finished;
+} pgStmt;
+
+/* migrations[v] takes a registry from version v to v + 1; 0 is empty.
+ * Text compares bytewise (COLLATE "C") whatever the database's locale. */
+static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
+    "CREATE TABLE lake_meta(key TEXT COLLATE \"C\" PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE directory_marker(singleton INTEGER PRIMARY KEY CHECK (singleton = 1),"
+    "  authority_id TEXT NOT NULL, generation BIGINT NOT NULL);"
+    "CREATE TABLE namespaces(name TEXT COLLATE \"C\" PRIMARY KEY, created_at TEXT NOT NULL);"
+    "CREATE TABLE tables(id TEXT COLLATE \"C\" PRIMARY KEY,"
+    "  namespace TEXT COLLATE \"C\" NOT NULL REFERENCES namespaces(name),"
+    "  name TEXT COLLATE \"C\" NOT NULL, schema TEXT NOT NULL, version BIGINT NOT NULL DEFAULT 0,"
+    "  dropped INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);"
+    "CREATE UNIQUE INDEX tables_live ON tables(namespace, name) WHERE dropped = 0;"
+    "CREATE TABLE versions(table_id TEXT COLLATE \"C\" NOT NULL REFERENCES tables(id),"
+    "  version BIGINT NOT NULL, committed_at TEXT NOT NULL, principal TEXT,"
+    "  PRIMARY KEY (table_id, version));"
+    "CREATE TABLE segments(table_id TEXT COLLATE \"C\" NOT NULL, version BIGINT NOT NULL,"
+    "  seq BIGINT NOT NULL, location TEXT COLLATE \"C\" NOT NULL, size BIGINT NOT NULL,"
+    "  sha256 TEXT NOT NULL, rows BIGINT NOT NULL, PRIMARY KEY (table_id, version, seq),"
+    "  FOREIGN KEY (table_id, version) REFERENCES versions(table_id, version));"
+    "CREATE INDEX segments_location ON segments(location);"
+    "CREATE TABLE version_files(table_id TEXT COLLATE \"C\" NOT NULL, version BIGINT NOT NULL,"
+    "  location TEXT COLLATE \"C\" NOT NULL, PRIMARY KEY (table_id, version, location),"
+    "  FOREIGN KEY (table_id, version) REFERENCES versions(table_id, version));"
+    "CREATE INDEX version_files_location ON version_files(location);"
+    "CREATE TABLE principals(name TEXT COLLATE \"C\" PRIMARY KEY, role TEXT NOT NULL"
+    "  CHECK (role IN ('admin', 'query-service', 'metadata-peer', 'user')),"
+    "  token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, revoked_at TEXT);"
+    "INSERT INTO lake_meta VALUES ('format', 'lake-registry');",
+};
+
+static const sqlDialect dialect = {
+    .name = "postgresql",
+    .migrations = migrations,
+    .count_tables = "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()",
+    .count_named_table = "SELECT count(*) FROM pg_catalog.pg_tables "
+                         "WHERE schemaname = current_schema() AND tablename = ?",
+    .after_check = NULL,
+    /* one instance at a time checks and migrates (7700: lake's port) */
+    .schema_lock = "SELECT pg_advisory_lock(7700)",
+    .schema_unlock = "SELECT pg_advisory_unlock(7700)",
+    .begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    .begin_write = "BEGIN",
+    .for_update = " FOR UPDATE",
+};
+
+/* The first line of a libpq message, for one-line errors. */
+static void firstLine(char *out, size_t n, const char *msg) {
+    snprintf(out, n, "%.*s", (int)strcspn(msg ? msg : "", "\n"), msg ? msg : "");
+}
+
+/* Sort a failed result (or a failure without one) into a class and keep
+ * its detail. */
+static void failed(pgDb *p, const PGresult *res) {
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    char line[200];
+    firstLine(line, sizeof line, res ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
+    if (!line[0]) firstLine(line, sizeof line, PQerrorMessage(p->conn));
+    snprintf(p->detail, sizeof p->detail, "postgresql %s: %s", state ? state : "-", line);
+    if (PQstatus(p->conn) == CONNECTION_BAD || !state || strncmp(state, "08", 2) == 0 ||
+        strcmp(state, "57P01") == 0 || strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0)
+        p->cls = SQLC_GONE;
+    else if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 || strcmp(state, "55P03") == 0 ||
+             strcmp(state, "57014") == 0)
+        p->cls = SQLC_BUSY;
+    else if (strncmp(state, "23", 2) == 0)
+        p->cls = SQLC_CONSTRAINT;
+    else if (strcmp(state, "53100") == 0)
+        p->cls = SQLC_FULL;
+    else
+        p->cls = SQLC_OTHER;
+}
+
+static void quiet(void *arg, const char *message) {
+    (void)arg;
+    (void)message; /* notices are not the registry's to print */
+}
+
+/* Forget the prepared statements (they die with their session). */
+static void forgetPrepared(pgDb *p) {
+    for (int i = 0; i < p->nprepared; i++) free(p->prepared[i]);
+    p->nprepared = 0;
+}
+
+/* Re-establish a connection found broken.  0 when it is usable. */
+static int revive(pgDb *p) {
+    if (PQstatus(p->conn) == CONNECTION_OK) return 0;
+    forgetPrepared(p);
+    PQreset(p->conn);
+    if (PQstatus(p->conn) == CONNECTION_OK) return 0;
+    failed(p, NULL);
+    return -1;
+}
+
+/* A statement may be sent again on a new connection only when the old one
+ * was lost outside a transaction: nothing of it can have committed. */
+static int mayRetry(pgDb *p, int idle) {
+    return idle && PQstatus(p->conn) == CONNECTION_BAD && revive(p) == 0;
+}
+
+static int pgExec(sqlDb *d, const char *sql) {
+    pgDb *p = (pgDb *)d;
+    for (int attempt = 0;; attempt++) {
+        if (revive(p)) return -1;
+        int idle = PQtransactionStatus(p->conn) == PQTRANS_IDLE;
+        PGresult *res = PQexec(p->conn, sql);
+        ExecStatusType s = PQresultStatus(res);
+        if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+            const char *n = PQcmdTuples(res);
+            p->changes = n && *n ? strtoll(n, NULL, 10) : 0;
+            PQclear(res);
+            return 0;
+        }
+        failed(p, res);
+        PQclear(res);
+        if (attempt > 0 || !mayRetry(p, idle)) return -1;
+    }
+}
+
+static sqlStmt *pgPrepare(sqlDb *d, const char *sql) {
+    pgStmt *s = calloc(1, sizeof *s);
+    size_t n = strlen(sql);
+    if (!s || !(s->sql = malloc(n * 3 + 1))) { /* "?" becomes at most "$16" */
+        free(s);
+        ((pgDb *)d)->cls = SQLC_OTHER;
+        snprintf(((pgDb *)d)->detail, sizeof ((pgDb *)d)->detail, "out of memory");
+        return NULL;
+    }
+    s->base.db = d;
+    size_t o = 0;
+    int quoted = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sql[i] == '\'') quoted = !quoted;
+        if (sql[i] == '?' && !quoted && s->nparams < MAX_PARAMS)
+            o += (size_t)sprintf(s->sql + o, "$%d", ++s->nparams);
+        else
+            s->sql[o++] = sql[i];
+    }
+    s->sql[o] = '\0';
+    return &s->base;
+}
+
+static void setParam(pgStmt *s, int i, char *v) {
+    if (i < 1 || i > MAX_PARAMS) {
+        free(v);
+        return;
+    }
+    free(s->params[i - 1]);
+    s->params[i - 1] = v;
+    if (i > s->nparams) s->nparams = i;
+}
+
+static void pgBindText(sqlStmt *st, int i, const char *v) { setParam((pgStmt *)st, i, v ? strdup(v) : NULL); }
+
+static void pgBindInt64(sqlStmt *st, int i, int64_t v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    setParam((pgStmt *)st, i, strdup(buf));
+}
+
+/* Read the results left on the connection. */
+static void drain(pgDb *p) {
+    PGresult *res;
+    while ((res = PQgetResult(p->conn))) PQclear(res);
+}
+
+/* The name of sql prepared on this connection, preparing it on first use;
+ * "" when there is no room to keep it (sent unnamed), NULL on failure. */
+static const char *preparedName(pgDb *p, const char *sql, char name[16]) {
+    int i;
+    for (i = 0; i < p->nprepared; i++)
+        if (strcmp(p->prepared[i], sql) == 0) break;
+    snprintf(name, 16, "lk%d", i);
+    if (i < p->nprepared) return name;
+    if (i == MAX_PREPARED) return "";
+    char *copy = strdup(sql);
+    PGresult *res = copy ? PQprepare(p->conn, name, sql, 0, NULL) : NULL;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        failed(p, res);
+        PQclear(res);
+        free(copy);
+        return NULL;
+    }
+    PQclear(res);
+    p->prepared[p->nprepared++] = copy;
+    return name;
+}
+
+static int sendStmt(pgStmt *s) {
+    pgDb *p = (pgDb *)s->base.db;
+    for (int attempt = 0;; attempt++) {
+        if (revive(p)) return -1;
+        int idle = PQtransactionStatus(p->conn) == PQTRANS_IDLE;
+        char buf[16];
+        const char *name = preparedName(p, s->sql, buf);
+        const char *const *values = (const char *const *)s->params;
+        if (name &&
+            (name[0] ? PQsendQueryPrepared(p->conn, name, s->nparams, values, NULL, NULL, 0)
+                     : PQsendQueryParams(p->conn, s->sql, s->nparams, NULL, values, NULL, NULL, 0)) &&
+            PQsetSingleRowMode(p->conn))
+            return 0;
+        if (name) failed(p, NULL); /* (a failed prepare said why) */
+        drain(p);
+        if (attempt > 0 || !mayRetry(p, idle)) return -1;
+    }
+}
+
+static int pgStep(sqlStmt *st) {
+    pgStmt *s = (pgStmt *)st;
+    pgDb *p = (pgDb *)st->db;
+    PQclear(s->row);
+    s->row = NULL;
+    if (s->finished) return SQL_DONE;
+    int first = !s->started;
+    int idle = first && PQtransactionStatus(p->conn) == PQTRANS_IDLE;
+    if (first) {
+        s->started = 1;
+        if (sendStmt(s)) {
+            s->finished = 1;
+            return SQL_ERROR;
+        }
+    }
+    PGresult *res = PQgetResult(p->conn);
+    ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_SINGLE_TUPLE) {
+        s->row = res;
+        return SQL_ROW;
+    }
+    s->finished = 1;
+    if (res && (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)) {
+        const char *n = PQcmdTuples(res);
+        p->changes = n && *n ? strtoll(n, NULL, 10) : 0;
+        PQclear(res);
+        drain(p);
+        return SQL_DONE;
+    }
+    failed(p, res);
+    PQclear(res);
+    drain(p);
+    if (first && mayRetry(p, idle)) { /* lost before anything ran: once more */
+        s->started = s->finished = 0;
+        return pgStep(st);
+    }
+    return SQL_ERROR;
+}
+
+static const char *pgColumnText(sqlStmt *st, int i) {
+    pgStmt *s = (pgStmt *)st;
+    if (!s->row || PQgetisnull(s->row, 0, i)) return NULL;
+    return PQgetvalue(s->row, 0, i);
+}
+
+static int64_t pgColumnInt64(sqlStmt *st, int i) {
+    const char *v = pgColumnText(st, i);
+    return v ? strtoll(v, NULL, 10) : 0;
+}
+
+static void pgFinalize(sqlStmt *st) {
+    pgStmt *s = (pgStmt *)st;
+    PQclear(s->row);
+    if (s->started && !s->finished) drain((pgDb *)st->db); /* rows not read */
+    for (int i = 0; i < MAX_PARAMS; i++) free(s->params[i]);
+    free(s->sql);
+    free(s);
+}
+
+static int64_t pgChanges(sqlDb *d) { return ((pgDb *)d)->changes; }
+static sqlClass pgErrorClass(sqlDb *d) { return ((pgDb *)d)->cls; }
+static const char *pgErrorText(sqlDb *d) { return ((pgDb *)d)->detail; }
+
+static void pgClose(sqlDb *d) {
+    forgetPrepared((pgDb *)d);
+    PQfinish(((pgDb *)d)->conn);
+    free(d);
+}
+
+static const sqlDriver driver = {pgExec,    pgPrepare,    pgBindText,   pgBindInt64,
+                                 pgStep,    pgColumnText, pgColumnInt64, pgFinalize,
+                                 pgChanges, pgErrorClass, pgErrorText,  pgClose};
+
+int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *err) {
+    *out = NULL;
+    pgDb *p = calloc(1, sizeof *p);
+    if (!p) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+    p->base.drv = &driver;
+    p->base.dialect = &dialect;
+    char *why = NULL;
+    PQconninfoOption *opts = PQconninfoParse(url, &why);
+    if (!opts) {
+        char line[200];
+        firstLine(line, sizeof line, why ? why : "out of memory");
+        PQfreemem(why);
+        free(p);
+        return errSet(err, LAKE_EUSAGE, "%s: not a PostgreSQL URL: %s", shown, line);
+    }
+    PQconninfoFree(opts);
+    /* later keywords win: the URL's own connect_timeout, if any */
+    const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
+    const char *const values[] = {CONNECT_TIMEOUT_S, "lake-metasrv", url, NULL};
+    p->conn = PQconnectdbParams(keys, values, 1);
+    if (!p->conn) {
+        free(p);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+    }
+    if (PQstatus(p->conn) != CONNECTION_OK) {
+        char line[200];
+        firstLine(line, sizeof line, PQerrorMessage(p->conn));
+        /* libpq's message names host and user, never the password; the
+         * URL is shown redacted */
+        int rc = errSet(err, LAKE_EUNAVAIL, "%s: cannot connect to the registry: %s", shown, line);
+        pgClose(&p->base);
+        return rc;
+    }
+    PQsetNoticeProcessor(p->conn, quiet, NULL);
+    *out = &p->base;
+    return 0;
+}

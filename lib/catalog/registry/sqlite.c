@@ -1,0 +1,164 @@
+/*
+ * sqlite.c - the SQLite driver of the registry (sqldb.h): WAL,
+ * synchronous=FULL, foreign keys on, a busy timeout so that concurrent
+ * writers queue on SQLite's lock, and BEGIN IMMEDIATE for writes.
+ */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/registry.h"
+#include "catalog/registry/sqldb.h"
+
+#define BUSY_TIMEOUT_MS 10000
+
+typedef struct liteDb {
+    sqlDb base;
+    sqlite3 *db;
+    char detail[256];
+} liteDb;
+
+typedef struct liteStmt {
+    sqlStmt base;
+    sqlite3_stmt *st;
+} liteStmt;
+
+/* migrations[v] takes a registry from version v to v + 1; 0 is empty. */
+static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
+    "CREATE TABLE lake_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE directory_marker(singleton INTEGER PRIMARY KEY CHECK (singleton = 1),"
+    "  authority_id TEXT NOT NULL, generation INTEGER NOT NULL);"
+    "CREATE TABLE namespaces(name TEXT PRIMARY KEY, created_at TEXT NOT NULL);"
+    "CREATE TABLE tables(id TEXT PRIMARY KEY, namespace TEXT NOT NULL REFERENCES namespaces(name),"
+    "  name TEXT NOT NULL, schema TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0,"
+    "  dropped INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);"
+    "CREATE UNIQUE INDEX tables_live ON tables(namespace, name) WHERE dropped = 0;"
+    "CREATE TABLE versions(table_id TEXT NOT NULL REFERENCES tables(id), version INTEGER NOT NULL,"
+    "  committed_at TEXT NOT NULL, principal TEXT, PRIMARY KEY (table_id, version));"
+    "CREATE TABLE segments(table_id TEXT NOT NULL, version INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    "  location TEXT NOT NULL, size INTEGER NOT NULL, sha256 TEXT NOT NULL, rows INTEGER NOT NULL,"
+    "  PRIMARY KEY (table_id, version, seq),"
+    "  FOREIGN KEY (table_id, version) REFERENCES versions(table_id, version));"
+    "CREATE INDEX segments_location ON segments(location);"
+    "CREATE TABLE version_files(table_id TEXT NOT NULL, version INTEGER NOT NULL,"
+    "  location TEXT NOT NULL, PRIMARY KEY (table_id, version, location),"
+    "  FOREIGN KEY (table_id, version) REFERENCES versions(table_id, version)) WITHOUT ROWID;"
+    "CREATE INDEX version_files_location ON version_files(location);"
+    "CREATE TABLE principals(name TEXT PRIMARY KEY, role TEXT NOT NULL"
+    "  CHECK (role IN ('admin', 'query-service', 'metadata-peer', 'user')),"
+    "  token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, revoked_at TEXT);"
+    "INSERT INTO lake_meta VALUES ('format', 'lake-registry');",
+};
+
+static const sqlDialect dialect = {
+    .name = "sqlite",
+    .migrations = migrations,
+    .count_tables = "SELECT count(*) FROM sqlite_master",
+    .count_named_table = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+    .after_check = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
+    .schema_lock = NULL,
+    .schema_unlock = NULL,
+    .begin_read = "BEGIN",
+    .begin_write = "BEGIN IMMEDIATE",
+    .for_update = "",
+};
+
+static int liteExec(sqlDb *d, const char *sql) {
+    return sqlite3_exec(((liteDb *)d)->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+static sqlStmt *litePrepare(sqlDb *d, const char *sql) {
+    liteStmt *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->base.db = d;
+    if (sqlite3_prepare_v2(((liteDb *)d)->db, sql, -1, &s->st, NULL) != SQLITE_OK) {
+        free(s);
+        return NULL;
+    }
+    return &s->base;
+}
+
+static void liteBindText(sqlStmt *s, int i, const char *v) {
+    if (v) sqlite3_bind_text(((liteStmt *)s)->st, i, v, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(((liteStmt *)s)->st, i);
+}
+
+static void liteBindInt64(sqlStmt *s, int i, int64_t v) {
+    sqlite3_bind_int64(((liteStmt *)s)->st, i, (sqlite3_int64)v);
+}
+
+static int liteStep(sqlStmt *s) {
+    int rc = sqlite3_step(((liteStmt *)s)->st);
+    return rc == SQLITE_ROW ? SQL_ROW : rc == SQLITE_DONE ? SQL_DONE : SQL_ERROR;
+}
+
+static const char *liteColumnText(sqlStmt *s, int i) {
+    return (const char *)sqlite3_column_text(((liteStmt *)s)->st, i);
+}
+
+static int64_t liteColumnInt64(sqlStmt *s, int i) { return sqlite3_column_int64(((liteStmt *)s)->st, i); }
+
+static void liteFinalize(sqlStmt *s) {
+    sqlite3_finalize(((liteStmt *)s)->st);
+    free(s);
+}
+
+static int64_t liteChanges(sqlDb *d) { return sqlite3_changes(((liteDb *)d)->db); }
+
+static sqlClass liteErrorClass(sqlDb *d) {
+    switch (sqlite3_extended_errcode(((liteDb *)d)->db) & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return SQLC_BUSY;
+    case SQLITE_CONSTRAINT: return SQLC_CONSTRAINT;
+    case SQLITE_FULL: return SQLC_FULL;
+    case SQLITE_NOTADB: return SQLC_NOTADB;
+    default: return SQLC_OTHER;
+    }
+}
+
+static const char *liteErrorText(sqlDb *d) {
+    liteDb *l = (liteDb *)d;
+    snprintf(l->detail, sizeof l->detail, "sqlite %d: %s", sqlite3_extended_errcode(l->db),
+             sqlite3_errmsg(l->db));
+    return l->detail;
+}
+
+static void liteClose(sqlDb *d) {
+    sqlite3_close_v2(((liteDb *)d)->db);
+    free(d);
+}
+
+static const sqlDriver driver = {liteExec,     litePrepare,    liteBindText,    liteBindInt64,
+                                 liteStep,     liteColumnText, liteColumnInt64, liteFinalize,
+                                 liteChanges,  liteErrorClass, liteErrorText,   liteClose};
+
+static int bytewise(void *ctx, int na, const void *a, int nb, const void *b) {
+    (void)ctx;
+    int c = memcmp(a, b, (size_t)(na < nb ? na : nb));
+    return c ? c : na - nb;
+}
+
+int sqliteDbOpen(const char *path, int create, sqlDb **out, lakeError *err) {
+    *out = NULL;
+    liteDb *l = calloc(1, sizeof *l);
+    if (!l) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+    l->base.drv = &driver;
+    l->base.dialect = &dialect;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    if (sqlite3_open_v2(path, &l->db, flags, NULL) != SQLITE_OK) {
+        /* missing is 66 only where it must exist (lake-metasrv serve) */
+        int rc = !create && l->db && sqlite3_errcode(l->db) == SQLITE_CANTOPEN
+                     ? errSet(err, LAKE_ENOINPUT, "%s: no such registry", path)
+                     : errSet(err, LAKE_EFAIL, "%s: cannot open registry", path);
+        liteClose(&l->base);
+        return rc;
+    }
+    sqlite3_busy_timeout(l->db, BUSY_TIMEOUT_MS);
+    /* the registry's queries order text bytewise with COLLATE "C", which
+     * PostgreSQL knows; here it is memcmp, as SQLite's BINARY */
+    sqlite3_create_collation(l->db, "C", SQLITE_UTF8, NULL, bytewise);
+    *out = &l->base;
+    return 0;
+}
