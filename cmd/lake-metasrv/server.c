@@ -153,14 +153,11 @@ static enum MHD_Result respondJson(struct MHD_Connection *c, request *rq, int st
  * that names no path, SQL or token, and the request id; the log gets the
  * detail under the same id. */
 static enum MHD_Result respondError(struct MHD_Connection *c, request *rq, const lakeError *err) {
-    const char *code = errStatus(err);
-    int internal = strcmp(code, "internal") == 0;
     snprintf(rq->detail, sizeof rq->detail, "%s%s%s", err->msg, err->cause[0] ? " / " : "", err->cause);
-    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
-    cJSON_AddStringToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", internal ? "internal error" : err->msg);
-    cJSON_AddStringToObject(e, "request_id", rq->id);
-    return respondJson(c, rq, statusHttp(code), j);
+    int http;
+    cJSON *j = actionsErrorAnswer(err, rq->id, &http);
+    if (!j) return MHD_NO;
+    return respondJson(c, rq, http, j);
 }
 
 static enum MHD_Result respondStatus(struct MHD_Connection *c, request *rq, const char *status,
@@ -344,17 +341,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return respondError(c, rq, &denied);
     }
 
-    const char *end = NULL;
-    cJSON *req = rq->len ? cJSON_ParseWithOpts(rq->body, &end, 1) : cJSON_CreateObject();
-    if (!cJSON_IsObject(req)) {
-        cJSON_Delete(req);
-        return respondStatus(c, rq, "invalid_argument", "the request body must be one JSON object");
-    }
     if (strcmp(action, "catalog_snapshot") == 0) {
         /* admission: a permit is held until the response has been sent */
         if (atomic_fetch_sub(&permitsFree, 1) <= 0) {
             atomic_fetch_add(&permitsFree, 1);
-            cJSON_Delete(req);
             return respondStatus(c, rq, "unavailable", "too many snapshot requests; retry later");
         }
         rq->permit = 1;
@@ -370,8 +360,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         .after_append = killAfterAppend ? dieAfterAppend : NULL,
     };
     cJSON *answer = NULL;
-    int rc = actionsDispatch(&actx, action, req, &answer, &err);
-    cJSON_Delete(req);
+    int rc = actionsHandle(&actx, action, rq->body ? rq->body : "", rq->len, &answer, &err);
     if (rc) return respondError(c, rq, &err);
     return respondJson(c, rq, 200, answer);
 }
