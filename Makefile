@@ -11,7 +11,8 @@
 #                        build-fuzz/), each run FUZZ_SECONDS=60 on its committed
 #                        corpus; new inputs go to a scratch directory; prints
 #                        executions and exec/s per harness (make check runs
-#                        each for 10 s and replays the corpus)
+#                        each for 10 s and replays the corpus); FUZZ_ONLY=GLOB
+#                        picks harnesses by name
 
 VERSION    := 0.1.0
 PREFIX     ?= /usr/local
@@ -173,7 +174,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/liblake.a
 fuzz-bins: $(FUZZ_BINS)
 
 fuzz: fuzz-bins
-	@LAKE_FUZZ=$(CURDIR)/$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run
+	@LAKE_FUZZ=$(CURDIR)/$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_ONLY='$(FUZZ_ONLY)' bash tests/fuzz/run
 
 # make check runs every harness briefly (tests/run's fuzz step)
 check: fuzz-bins
