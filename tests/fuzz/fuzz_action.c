@@ -14,7 +14,8 @@
  * object that prints and parses back to the same text; on failure no
  * answer object, a one-line message, and an error answer with one of the
  * protocol's codes other than internal (a request, however malformed, is
- * never the server's fault).
+ * never the server's fault); a body with a NUL before its end is refused
+ * (invalid_argument), never read up to the NUL.
  */
 #include <cjson/cJSON.h>
 
@@ -75,6 +76,10 @@ static void request(registry *reg, const char *line, size_t len) {
     cJSON *answer = NULL;
     lakeError err = {0};
     int rc = actionsHandle(&ctx, action, body, bodyLen, &answer, &err);
+    /* bytes after a NUL are not ignored: such a body is no JSON object */
+    if (memchr(body, '\0', bodyLen))
+        FUZZ_CHECK(rc == LAKE_EDATA && err.status && strcmp(err.status, "invalid_argument") == 0,
+                   "%s: a body with a NUL inside got %d (%s)", action, rc, err.msg);
     if (rc == 0) {
         checkOneObject(answer, action);
     } else {
