@@ -9,6 +9,12 @@
 #                        one table, bench/RESULTS.md (BENCH="load s3": some;
 #                        BENCH_QUICK=1: every size shrunk, a smoke test)
 #   make install         PREFIX=/usr/local DESTDIR= (and uninstall)
+#   make fuzz            libFuzzer harnesses (tests/fuzz/, clang, objects in
+#                        build-fuzz/), each run FUZZ_SECONDS=60 on its committed
+#                        corpus; new inputs go to a scratch directory; prints
+#                        executions and exec/s per harness (make check runs
+#                        each for 10 s and replays the corpus); FUZZ_ONLY=GLOB
+#                        picks harnesses by name
 
 VERSION    := 0.1.0
 PREFIX     ?= /usr/local
@@ -142,4 +148,44 @@ uninstall:
 clean:
 	rm -rf build build-san
 
+# --- fuzzing: libFuzzer harnesses (tests/fuzz/) ---------------------------
+# Built only by fuzz, fuzz-bins and check: the library again with clang,
+# coverage instrumentation and ASan + UBSan (every report is a crash).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
+                -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(FUZZ_SAN) -O1 -g -MMD -MP
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS    := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+
+.PHONY: fuzz fuzz-bins clean-fuzz
+
+$(FUZZ_BUILD)/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/liblake.a: $(FUZZ_LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/liblake.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MF $@.d -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/liblake.a $(LIBS)
+
+fuzz-bins: $(FUZZ_BINS)
+
+fuzz: fuzz-bins
+	@LAKE_FUZZ=$(CURDIR)/$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_ONLY='$(FUZZ_ONLY)' bash tests/fuzz/run
+
+# make check runs every harness briefly (tests/run's fuzz step)
+check: fuzz-bins
+check: export LAKE_FUZZ := $(CURDIR)/$(FUZZ_BUILD)
+
+clean: clean-fuzz
+clean-fuzz:
+	rm -rf $(FUZZ_BUILD)
+
 -include $(shell find build build-san -name '*.d' 2>/dev/null)
+-include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

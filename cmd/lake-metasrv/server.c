@@ -151,42 +151,21 @@ static enum MHD_Result respondJson(struct MHD_Connection *c, request *rq, int st
     return respond(c, rq, status, text, "application/json");
 }
 
-/* Make s one line of well-formed UTF-8 in place: a control byte or a byte
- * that starts no valid sequence becomes '?'.  Messages may quote what a
- * client sent (a field name), which must not split or forge a log line. */
-static void sanitize(char *s) {
-    size_t n = strlen(s);
-    for (size_t i = 0; i < n;) {
-        unsigned char ch = (unsigned char)s[i];
-        size_t len = ch < 0x80 ? 1 : utf8SeqLen((const unsigned char *)s + i, n - i);
-        if (ch < 0x20 || ch == 0x7f || len == 0) {
-            s[i] = '?';
-            len = 1;
-        }
-        i += len;
-    }
-}
-
 /* The redacted error answer: the client gets the stable code, a message
  * that names no path, SQL or token, and the request id; the log gets the
  * detail under the same id. */
 static enum MHD_Result respondError(struct MHD_Connection *c, request *rq, const lakeError *err) {
-    const char *code = errStatus(err);
-    int internal = strcmp(code, "internal") == 0;
     snprintf(rq->detail, sizeof rq->detail, "%s%s%s", err->msg, err->cause[0] ? " / " : "", err->cause);
-    sanitize(rq->detail);
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s", internal ? "internal error" : err->msg);
-    sanitize(msg);
-    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
-    cJSON_AddStringToObject(e, "code", code);
-    cJSON *m = cJSON_AddStringToObject(e, "message", msg);
-    cJSON_AddStringToObject(e, "request_id", rq->id);
+    utf8OneLine(rq->detail);
+    int http;
+    cJSON *j = actionsErrorAnswer(err, rq->id, &http);
+    if (!j) return MHD_NO;
     /* what the client is told goes to the log line too (quoted: one line) */
-    snprintf(rq->error, sizeof rq->error, "%s", code);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    snprintf(rq->error, sizeof rq->error, "%s", errStatus(err));
     free(rq->message);
-    rq->message = m ? cJSON_PrintUnformatted(m) : NULL;
-    return respondJson(c, rq, statusHttp(code), j);
+    rq->message = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(e, "message"));
+    return respondJson(c, rq, http, j);
 }
 
 static enum MHD_Result respondStatus(struct MHD_Connection *c, request *rq, const char *status,
@@ -373,17 +352,10 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
         return respondError(c, rq, &denied);
     }
 
-    const char *end = NULL;
-    cJSON *req = rq->len ? cJSON_ParseWithOpts(rq->body, &end, 1) : cJSON_CreateObject();
-    if (!cJSON_IsObject(req)) {
-        cJSON_Delete(req);
-        return respondStatus(c, rq, "invalid_argument", "the request body must be one JSON object");
-    }
     if (strcmp(action, "catalog_snapshot") == 0) {
         /* admission: a permit is held until the response has been sent */
         if (atomic_fetch_sub(&permitsFree, 1) <= 0) {
             atomic_fetch_add(&permitsFree, 1);
-            cJSON_Delete(req);
             return respondStatus(c, rq, "unavailable", "too many snapshot requests; retry later");
         }
         rq->permit = 1;
@@ -399,8 +371,7 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
         .after_append = killAfterAppend ? dieAfterAppend : NULL,
     };
     cJSON *answer = NULL;
-    int rc = actionsDispatch(&actx, action, req, &answer, &err);
-    cJSON_Delete(req);
+    int rc = actionsHandle(&actx, action, rq->body ? rq->body : "", rq->len, &answer, &err);
     if (rc) return respondError(c, rq, &err);
     return respondJson(c, rq, 200, answer);
 }

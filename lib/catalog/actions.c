@@ -5,9 +5,11 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "catalog/names.h"
+#include "core/utf8.h"
 
 /* One page of `references` at most: locations, and bytes of their text. */
 #define REFERENCES_MAX_LIMIT 10000
@@ -212,4 +214,36 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         if (actionsAllowed(ctx->role, actions[i].name))
             cJSON_AddItemToArray(list, cJSON_CreateString(actions[i].name));
     return 0;
+}
+
+int actionsHandle(const actionContext *ctx, const char *action, const char *body, size_t len,
+                  cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    const char *end = NULL;
+    cJSON *req = len ? cJSON_ParseWithOpts(body, &end, 1) : cJSON_CreateObject();
+    /* end short of len: a NUL inside the body cut the parse short, and the
+     * bytes after it would be ignored */
+    if (!cJSON_IsObject(req) || (len && end != body + len)) {
+        cJSON_Delete(req);
+        return errSetStatus(err, "invalid_argument", "the request body must be one JSON object");
+    }
+    int rc = actionsDispatch(ctx, action, req, answer, err);
+    cJSON_Delete(req);
+    return rc;
+}
+
+cJSON *actionsErrorAnswer(const lakeError *err, const char *request_id, int *http) {
+    const char *code = errStatus(err);
+    *http = statusHttp(code);
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", strcmp(code, "internal") == 0 ? "internal error" : err->msg);
+    utf8OneLine(msg); /* it may quote what the client sent */
+    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+    if (!e || !cJSON_AddStringToObject(e, "code", code) ||
+        !cJSON_AddStringToObject(e, "message", msg) ||
+        !cJSON_AddStringToObject(e, "request_id", request_id)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
 }

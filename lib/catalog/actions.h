@@ -10,6 +10,7 @@
 #ifndef LAKE_ACTIONS_H
 #define LAKE_ACTIONS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "catalog/registry.h"
@@ -33,6 +34,18 @@ typedef struct actionContext {
  * *answer is a new object the caller frees. */
 int actionsDispatch(const actionContext *ctx, const char *action, const struct cJSON *req,
                     struct cJSON **answer, lakeError *err);
+
+/* One request as lake-metasrv receives it: body is len bytes (body[len]
+ * must be '\0'; len 0 means {}) that must be exactly one JSON object, no
+ * more; then actionsDispatch.  A body that is not is invalid_argument. */
+int actionsHandle(const actionContext *ctx, const char *action, const char *body, size_t len,
+                  struct cJSON **answer, lakeError *err);
+
+/* The error answer of DESIGN §5 for err, and its HTTP status in *http:
+ * {"error":{"code","message","request_id"}}.  An internal error's message
+ * is redacted to "internal error" (the detail belongs in the server's
+ * log).  NULL when out of memory. */
+struct cJSON *actionsErrorAnswer(const lakeError *err, const char *request_id, int *http);
 
 /* 1 when role may run action (an unknown action or role: 0). */
 int actionsAllowed(const char *role, const char *action);

@@ -244,6 +244,22 @@ static void readSnapshot(catalogCache *c) {
     close(fd);
 }
 
+int cacheSnapshotCheck(const char *text, size_t len, size_t *ntables, size_t *nentries) {
+    snapshot s;
+    char *buf = malloc(len + 1);
+    if (!buf) return -1;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    if (parseSnapshot(&s, buf, len) != 0) {
+        free(buf);
+        return -1;
+    }
+    *ntables = s.ntables;
+    *nentries = s.n;
+    snapFree(&s); /* frees buf too */
+    return 0;
+}
+
 /* --- writing --------------------------------------------------------- */
 
 /* One directory entry of a snapshot answer as a snapshot-file line.

@@ -125,4 +125,10 @@ int cacheWhoami(catalogCache *c, struct cJSON **answer, lakeError *err);
  * source, or NULL to open one only if whoami is needed.  Caller frees. */
 int catalogStageUrl(const lakeConfig *cfg, catalogCache *c, char **url, lakeError *err);
 
+/* Parse the text of a snapshot file (len bytes, not kept) as the cache
+ * reads one: 0 when it is a whole, checksummed snapshot, with the number
+ * of its per-table states and directory entries in *ntables and *nentries;
+ * -1 when the cache would ignore it.  No I/O: for tests and fuzzing. */
+int cacheSnapshotCheck(const char *text, size_t len, size_t *ntables, size_t *nentries);
+
 #endif

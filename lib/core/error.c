@@ -16,12 +16,20 @@ void errClear(lakeError *e) {
     e->status = NULL;
 }
 
+/* A message is one line of plain text, whatever a cause or the user's
+ * input smuggled in: white space (newline, tab…) becomes a blank, any
+ * other control byte (an escape sequence reaching a terminal or a log
+ * line) a '?'. */
+static void oneLine(char *msg) {
+    for (unsigned char *p = (unsigned char *)msg; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t' || *p == '\v' || *p == '\f') *p = ' ';
+        else if (*p < 0x20 || *p == 0x7f) *p = '?';
+}
+
 static void errVSet(lakeError *e, lakeCode code, const char *fmt, va_list ap) {
     e->code = code;
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    /* A message is one line: fold any newline a cause smuggled in. */
-    for (char *p = e->msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
+    oneLine(e->msg);
 }
 
 int errSet(lakeError *e, lakeCode code, const char *fmt, ...) {
@@ -109,6 +117,7 @@ void errPrefix(lakeError *e, const char *fmt, ...) {
     /* A long message is cut, never overflowed. */
     if (snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old) >= (int)sizeof e->msg)
         e->msg[sizeof e->msg - 1] = '\0';
+    oneLine(e->msg);
 }
 
 lakeCode errCodeForErrno(int errnum) {

@@ -27,7 +27,8 @@ typedef enum {
 
 typedef struct lakeError {
     lakeCode code;
-    char msg[512];   /* one line, shown to the user */
+    char msg[512];   /* one line, shown to the user: control bytes are
+                        folded (white space to a blank, others to ?) */
     char cause[256]; /* detail for logs: "errno 2", "curl 7", "sqlite 5" */
     const char *status; /* action error code ("not_found"…) or NULL */
 } lakeError;

@@ -3,6 +3,8 @@
  */
 #include "core/utf8.h"
 
+#include <string.h>
+
 size_t utf8SeqLen(const unsigned char *s, size_t n) {
     unsigned c = s[0], cp;
     size_t len;
@@ -29,4 +31,17 @@ int utf8Valid(const unsigned char *s, size_t n) {
         i += k;
     }
     return 1;
+}
+
+void utf8OneLine(char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = (unsigned char)s[i];
+        size_t len = ch < 0x80 ? 1 : utf8SeqLen((const unsigned char *)s + i, n - i);
+        if (ch < 0x20 || ch == 0x7f || len == 0) {
+            s[i] = '?';
+            len = 1;
+        }
+        i += len;
+    }
 }

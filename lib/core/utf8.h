@@ -14,4 +14,9 @@ size_t utf8SeqLen(const unsigned char *s, size_t n);
 /* 1 when s[0..n) is well-formed UTF-8 without a NUL byte. */
 int utf8Valid(const unsigned char *s, size_t n);
 
+/* Make s one line of well-formed UTF-8 in place: a control byte, or a byte
+ * that starts no well-formed sequence, becomes '?'.  For text that may
+ * quote what a client sent and goes to a log line or an answer. */
+void utf8OneLine(char *s);
+
 #endif

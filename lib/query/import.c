@@ -106,8 +106,14 @@ static int fldPut(importReader *r, int c, lakeError *err) {
     return 0;
 }
 
-/* End the field that started at start. */
+/* End the field that started at start.  Every field points into fld,
+ * even an empty one of a record that had no bytes yet (a NULL fld plus
+ * an offset is undefined, however few bytes are then read). */
 static int fldEnd(importReader *r, size_t start, int quoted, lakeError *err) {
+    if (!r->fld) {
+        if (!(r->fld = malloc(4096))) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "import");
+        r->fld_cap = 4096;
+    }
     if (r->nf == r->nf_cap) {
         int cap = r->nf_cap ? r->nf_cap * 2 : 16;
         size_t *o = realloc(r->off, (size_t)cap * sizeof *o);
