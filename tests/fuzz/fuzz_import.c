@@ -16,27 +16,13 @@
 
 #include "query/import.h"
 #include "query/segment.h"
+#include "../unit/memreader.h"
 #include "fuzz.h"
 
 #define RECORD_MAX 4096
 
 static segmentSchema *schema;
 static volatile unsigned sink; /* every byte of every value is read into it */
-
-typedef struct chunkReader {
-    const uint8_t *p;
-    size_t left, chunk;
-} chunkReader;
-
-static ssize_t chunkRead(void *ctx, void *buf, size_t len) {
-    chunkReader *c = ctx;
-    size_t n = c->left < len ? c->left : len;
-    if (c->chunk && n > c->chunk) n = c->chunk;
-    memcpy(buf, c->p, n);
-    c->p += n;
-    c->left -= n;
-    return (ssize_t)n;
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -58,8 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     static const importFormat formats[] = {IMPORT_AUTO, IMPORT_CSV, IMPORT_JSONL, IMPORT_AUTO};
     importFormat fmt = formats[data[0] & 3];
-    chunkReader src = {data + 1, size - 1, (size_t)(data[0] >> 2)};
-    lakeReader in = {chunkRead, &src, "stdin"};
+    memReader src = {(const char *)data + 1, size - 1, 0, (size_t)(data[0] >> 2)};
+    lakeReader in = {memRead, &src, "stdin"};
     importReader *r = NULL;
     lakeError err = {0};
     int rc = importOpen(&in, fmt, schema, RECORD_MAX, &r, &err);

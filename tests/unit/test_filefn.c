@@ -47,7 +47,7 @@ int main(void) {
     stage *st = NULL;
     ok(stageOpen(url, &st, &err) == 0, "open a temporary local stage");
     const char body[] = "%PDF-1.4 a tiny pdf\n";
-    memReader m = {body, sizeof body - 1, 0};
+    memReader m = {body, sizeof body - 1, 0, 0};
     lakeReader r = {memRead, &m, "memory"};
     stagePutOptions po = {.name = "report.pdf", .expect_size = -1};
     fileValue fv;

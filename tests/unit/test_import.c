@@ -12,6 +12,7 @@
 #include "query/import.h"
 #include "query/segment.h"
 #include "stage/stage.h"
+#include "memreader.h"
 #include "tap.h"
 
 static const char *schemaJson =
@@ -22,28 +23,11 @@ static segmentSchema *schema;
 static stage *st;
 static char root[256];
 
-/* A reader over a string that hands out at most chunk bytes per read, so
- * records, quotes and CRLF pairs straddle buffer refills. */
-typedef struct strSrc {
-    const char *p;
-    size_t left, chunk;
-} strSrc;
-
-static ssize_t strRead(void *ctx, void *buf, size_t len) {
-    strSrc *s = ctx;
-    size_t n = s->left < len ? s->left : len;
-    if (s->chunk && n > s->chunk) n = s->chunk;
-    memcpy(buf, s->p, n);
-    s->p += n;
-    s->left -= n;
-    return (ssize_t)n;
-}
-
 /* Read every record of input; dump them as "v|v|…\n" lines into out. */
 static int collect(const char *input, size_t len, importFormat fmt, int64_t max, char *out,
                    size_t cap, importFormat *used, lakeError *err) {
-    strSrc src = {input, len, 3};
-    lakeReader in = {strRead, &src, "stdin"};
+    memReader src = {input, len, 0, 3};
+    lakeReader in = {memRead, &src, "stdin"};
     importReader *r;
     out[0] = '\0';
     int rc = importOpen(&in, fmt, schema, max, &r, err);
@@ -73,8 +57,8 @@ static int collect(const char *input, size_t len, importFormat fmt, int64_t max,
 
 /* importRun of input into a fresh writer (discarded). */
 static int run(const char *input, importFormat fmt, int64_t *rows, lakeError *err) {
-    strSrc src = {input, strlen(input), 0};
-    lakeReader in = {strRead, &src, "stdin"};
+    memReader src = {input, strlen(input), 0, 0};
+    lakeReader in = {memRead, &src, "stdin"};
     segmentWriter *w;
     segmentWriterOptions o = {.tmp_dir = root};
     if (segmentWriterOpen(st, "TI", schemaJson, &o, &w, err)) return -1;

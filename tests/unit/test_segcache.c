@@ -40,7 +40,7 @@ static int stageGets(void) {
 static void putSeg(stage *st, char c, size_t len, fileValue *fv) {
     char *buf = malloc(len);
     memset(buf, c, len);
-    memReader m = {buf, len, 0};
+    memReader m = {buf, len, 0, 0};
     lakeReader r = {memRead, &m, "memory"};
     stagePutOptions po = {.expect_size = -1};
     lakeError err = {0};
