@@ -108,8 +108,9 @@ $(NPM_STAMP): tests/package.json tests/package-lock.json
 	npm ci --prefix tests --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# (a sub-make: its pkg-config flags are read after deps has installed them)
 check: deps
-	@$(MAKE) --no-print-directory all unit-bins
+	@$(MAKE) --no-print-directory all unit-bins fuzz-bins
 	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin LAKE_UNIT=$(CURDIR)/$(BUILD)/tests \
 	  LAKE_SRC=$(CURDIR) bash tests/run
 
@@ -179,8 +180,7 @@ fuzz-bins: $(FUZZ_BINS)
 fuzz: fuzz-bins
 	@LAKE_FUZZ=$(CURDIR)/$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_ONLY='$(FUZZ_ONLY)' bash tests/fuzz/run
 
-# make check runs every harness briefly (tests/run's fuzz step)
-check: fuzz-bins
+# make check builds them and runs every harness briefly (tests/run's fuzz step)
 check: export LAKE_FUZZ := $(CURDIR)/$(FUZZ_BUILD)
 
 clean: clean-fuzz

@@ -179,6 +179,7 @@ static void splitListen(const char *s, char *buf, size_t n, serverConfig *srv) {
 
 int main(int argc, char **argv) {
     logInit(argv[0]);
+    registryEnablePostgres();
     args a = {0};
     a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
                            .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30,

@@ -282,6 +282,8 @@ void registryRedact(const char *url, char *out, size_t n) {
     if (n) out[o] = '\0';
 }
 
+int (*sqlPgOpen)(const char *url, const char *shown, sqlDb **out, lakeError *err);
+
 int registryOpenUrl(const char *url, int create, const char *stage_url, registry **out, lakeError *err) {
     *out = NULL;
     switch (registryUrlKind(url)) {
@@ -290,7 +292,9 @@ int registryOpenUrl(const char *url, int create, const char *stage_url, registry
         char shown[1024];
         registryRedact(url, shown, sizeof shown);
         sqlDb *db;
-        if (pgDbOpen(url, shown, &db, err)) return err->code;
+        if (!sqlPgOpen)
+            return errSet(err, LAKE_ECONFIG, "%s: only lake-metasrv keeps a registry in PostgreSQL", shown);
+        if (sqlPgOpen(url, shown, &db, err)) return err->code;
         return openOn(db, shown, create, stage_url, out, err);
     }
     default:

@@ -51,6 +51,12 @@ int registryOpen(const char *path, int create, const char *stage_url, registry *
  * reached is 69.  Messages name the URL redacted (registryRedact). */
 int registryOpenUrl(const char *url, int create, const char *stage_url, registry **out,
                     lakeError *err);
+/* PostgreSQL needs libpq, and libpq the thirty-odd libraries behind it
+ * (TLS, Kerberos, LDAP): several MiB and milliseconds of start-up that a
+ * client of the embedded lake never uses.  So only a program that calls
+ * this (lake-metasrv) links the PostgreSQL driver; elsewhere a PostgreSQL
+ * URL is a configuration error (78). */
+void registryEnablePostgres(void);
 /* 1 for sqlite:PATH, 2 for a PostgreSQL URL, -1 for anything else. */
 int registryUrlKind(const char *url);
 /* url with its password (user:PASSWORD@, password=…) replaced by ***, for

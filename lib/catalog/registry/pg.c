@@ -325,7 +325,7 @@ static const sqlDriver driver = {pgExec,    pgPrepare,    pgBindText,   pgBindIn
                                  pgStep,    pgColumnText, pgColumnInt64, pgFinalize,
                                  pgChanges, pgErrorClass, pgErrorText,  pgClose};
 
-int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *err) {
+static int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *err) {
     *out = NULL;
     pgDb *p = calloc(1, sizeof *p);
     if (!p) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
@@ -362,3 +362,5 @@ int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *err) {
     *out = &p->base;
     return 0;
 }
+
+void registryEnablePostgres(void) { sqlPgOpen = pgDbOpen; }

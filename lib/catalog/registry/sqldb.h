@@ -79,8 +79,10 @@ struct sqlStmt {
 /* Open a SQLite file.  create=0 requires it to exist (66 otherwise). */
 int sqliteDbOpen(const char *path, int create, sqlDb **out, lakeError *err);
 /* Connect to PostgreSQL: url is a postgresql:// URL; shown is its
- * redacted form for messages.  69 when the server cannot be reached. */
-int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *err);
+ * redacted form for messages.  69 when the server cannot be reached.
+ * NULL until registryEnablePostgres (pg.c) sets it, so that only the
+ * programs that call that link pg.c and libpq. */
+extern int (*sqlPgOpen)(const char *url, const char *shown, sqlDb **out, lakeError *err);
 
 /* The calls, through the driver. */
 static inline int sqlExec(sqlDb *db, const char *sql) { return db->drv->exec(db, sql); }

@@ -31,9 +31,10 @@ pg_bindir() {
   return 1
 }
 
-# Run a server command as the user the server runs as.
+# Run a server command as the user the server runs as, from a directory
+# that user may enter (the checkout may be under /root).
 pg_as() {
-  if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; fi
+  if [ "$(id -u)" = 0 ]; then (cd / && runuser -u nobody -- "$@"); else "$@"; fi
 }
 
 # pg_daemon COMMAND…: pg_as with no descriptor but 0, 1 and 2 inherited.
