@@ -68,3 +68,36 @@ teardown() {
   run --separate-stderr lake-catalog whoami
   assert_failure 77
 }
+
+@test "lake-catalog whoami in an embedded lake: local:<login name>, admin, the configured stage" {
+  run --separate-stderr lake-catalog whoami
+  assert_success
+  assert_equal "$output" "principal=local:$(id -un)
+role=admin
+stage=file://$STAGE"
+  run grep -c "login name of the user running the command" "$MAN/lake-catalog.1"
+  assert_output 1
+}
+
+@test "completions from a PREFIX, without bash-completion: the README's ~/.bashrc and ~/.zshrc lines work" {
+  local src=${LAKE_SRC:-$BATS_TEST_DIRNAME/../..} root=$T/root
+  run make -s -C "$src" install DESTDIR="$root" PREFIX=/opt/lake
+  assert_success
+  local bashrc zshrc
+  bashrc=$(sed -n 's|^    \(source /opt/lake/.*\)$|\1|p' "$src/README.md")
+  zshrc=$(sed -n 's|^    \(fpath=(/opt/lake/.*\)$|\1|p' "$src/README.md")
+  [ -n "$bashrc" ] && [ -n "$zshrc" ] || fail "the README lost its lines"
+  # the same lines, with DESTDIR in front of the PREFIX
+  bashrc=${bashrc//\/opt\/lake/$root/opt/lake}
+  zshrc=${zshrc//\/opt\/lake/$root/opt/lake}
+  run bash --norc -c "$bashrc"'
+    COMP_WORDS=(lake-catalog cre); COMP_CWORD=1; COMPREPLY=()
+    complete -p lake-query >/dev/null && _lake_complete && printf "%s\n" "${COMPREPLY[@]}" | sort'
+  assert_success
+  assert_output "create
+create-namespace"
+  run zsh -fc "$zshrc"'
+    autoload -Uz compinit && compinit -u -d "$1/zcompdump" && print -r -- ${_comps[lake-get]}' _ "$T"
+  assert_success
+  assert_output _lake
+}
