@@ -17,6 +17,31 @@ teardown() {
   common_teardown
 }
 
+# man_block PAGE REGEX: the text of the first literal block (.Bd -literal
+# to .Ed) after the first line of PAGE matching REGEX, roff escapes undone.
+man_block() {
+  awk -v re="$2" 'f == 0 && $0 ~ re { f = 1 }
+                  f == 1 && /^\.Bd -literal/ { f = 2; next }
+                  f == 2 && /^\.Ed/ { exit }
+                  f == 2 { print }' "$1" | sed -e 's/\\e/\\/g' -e 's/\\&//g'
+}
+
+# commands PROMPT: the commands of a transcript on stdin, as a script: each
+# line that starts with PROMPT and a blank begins one, the lines after it
+# belong to it until it is complete shell (a quote, a pipe or a backslash
+# left open), and every other line is output, left out.
+commands() {
+  local prompt=$1 cmd= line
+  while IFS= read -r line; do
+    if [ -n "$cmd" ]; then cmd+=$'\n'$line
+    elif [[ $line == "$prompt "* ]]; then cmd=${line#"$prompt "}
+    else continue; fi
+    [[ $cmd == *\\ ]] && continue
+    if bash -n <<<"$cmd" 2>/dev/null; then printf '%s\n' "$cmd"; cmd=; fi
+  done
+  [ -z "$cmd" ] || { echo "an unfinished command: $cmd" >&2; return 1; }
+}
+
 @test "remote mode: lake-put and lake-get work with the stage the server advertises, and no page says otherwise" {
   metasrv_init
   metasrv_start
@@ -100,4 +125,37 @@ create-namespace"
     autoload -Uz compinit && compinit -u -d "$1/zcompdump" && print -r -- ${_comps[lake-get]}' _ "$T"
   assert_success
   assert_output _lake
+}
+
+@test "lake-metasrv(8) TLS certificates: the page's openssl commands make a CA, a certificate and a key a server and its clients accept" {
+  mkdir "$T/tls"
+  man_block "$MAN/lake-metasrv.8" '^\.Ss TLS certificates' | commands '$' >"$T/tls/make-certs"
+  [ "$(grep -c '^openssl' "$T/tls/make-certs")" -eq 3 ] || fail "not the page's commands: $(cat "$T/tls/make-certs")"
+  run --separate-stderr bash -e -c 'cd "$1" && . ./make-certs' _ "$T/tls"
+  assert_success
+  assert_file_exist "$T/tls/ca.pem"
+  assert_file_exist "$T/tls/cert.pem"
+  [ "$(stat -c %a "$T/tls/key.pem")" = 600 ] || fail "key.pem is not private"
+  run openssl x509 -in "$T/tls/cert.pem" -noout -ext subjectAltName
+  assert_output --partial "DNS:lake.example, IP Address:127.0.0.1"
+  # a server on them; a client that trusts ca.pem connects by address
+  metasrv_init
+  cp "$T/tls/cert.pem" "$T/tls/key.pem" "$T/srv/"
+  metasrv_start
+  export LAKE_METASRV=$METASRV_URL LAKE_TOKEN_FILE=$T/srv/admin.token LAKE_CA_FILE=$T/tls/ca.pem
+  [[ $METASRV_URL == https://127.0.0.1:* ]] || fail "not TLS: $METASRV_URL"
+  run --separate-stderr lake-catalog whoami
+  assert_success
+  assert_line principal=admin
+  # and by name (curl resolves lake.example to the server)
+  run curl -sS --cacert "$T/tls/ca.pem" --resolve "lake.example:$METASRV_PORT:127.0.0.1" \
+    "https://lake.example:$METASRV_PORT/v1/health"
+  assert_success
+  assert_output '{"status":"ok"}'
+  # the system store does not know the CA: without LAKE_CA_FILE, refused
+  unset LAKE_CA_FILE
+  export LAKE_CACHE_DIR=$T/cache-noca
+  run --separate-stderr lake-catalog whoami
+  assert_failure
+  assert_output ""
 }
