@@ -26,18 +26,24 @@ man_block() {
                   f == 2 { print }' "$1" | sed -e 's/\\e/\\/g' -e 's/\\&//g'
 }
 
-# commands PROMPT: the commands of a transcript on stdin, as a script: each
-# line that starts with PROMPT and a blank begins one, the lines after it
-# belong to it until it is complete shell (a quote, a pipe or a backslash
-# left open), and every other line is output, left out.
+# commands PROMPT [guard]: the commands of a transcript on stdin, as a
+# script: each line that starts with PROMPT and a blank begins one, the
+# lines after it belong to it until it is complete shell (a quote, a pipe
+# or a backslash left open), and every other line is output, left out.
+# With "guard", the script stops at the first command that fails, saying
+# which (as set -e would, but "CMD; echo \$?" shows a failure on purpose).
 commands() {
-  local prompt=$1 cmd= line
+  local prompt=$1 guard=${2:-} cmd= line
   while IFS= read -r line; do
     if [ -n "$cmd" ]; then cmd+=$'\n'$line
     elif [[ $line == "$prompt "* ]]; then cmd=${line#"$prompt "}
     else continue; fi
     [[ $cmd == *\\ ]] && continue
-    if bash -n <<<"$cmd" 2>/dev/null; then printf '%s\n' "$cmd"; cmd=; fi
+    bash -n <<<"$cmd" 2>/dev/null || continue
+    if [ -n "$guard" ]; then
+      printf '{ %s\n} || { echo failed: %q >&2; exit 1; }\n' "$cmd" "${cmd%%$'\n'*}"
+    else printf '%s\n' "$cmd"; fi
+    cmd=
   done
   [ -z "$cmd" ] || { echo "an unfinished command: $cmd" >&2; return 1; }
 }
@@ -158,4 +164,67 @@ create-namespace"
   run --separate-stderr lake-catalog whoami
   assert_failure
   assert_output ""
+}
+
+# A small ~/scans for the tours: two files under 2026/, one under notes/.
+make_scans() {
+  mkdir -p "$HOME/scans/2026" "$HOME/scans/notes"
+  head -c 120000 /dev/urandom >"$HOME/scans/2026/big.tif"
+  printf '%%PDF-1.4\n%%%%EOF\n' >"$HOME/scans/2026/a scan.pdf"
+  printf 'hello\n' >"$HOME/scans/notes/readme.txt"
+}
+
+@test "README: the five-minute tour runs as written, and says what the programs say" {
+  local src=${LAKE_SRC:-$BATS_TEST_DIRNAME/../..}
+  make_scans
+  awk '/^## A five-minute tour/ { f = 1 } f == 1 && /^```/ { n++; if (n == 2) exit; next } f == 1 && n == 1' \
+    "$src/README.md" >"$T/tour"
+  commands '$' guard <"$T/tour" >"$T/tour.sh"
+  [ "$(grep -c '^{ lake-' "$T/tour.sh")" -gt 8 ] || fail "the tour went missing"
+  cd "$T"
+  run_to "$T/out" bash -o pipefail "$T/tour.sh"
+  assert_equal "exit $status: $stderr" "exit 0: $stderr"
+  assert [ -f "$T/restore/2026/big.tif" ]
+  cmp "$HOME/scans/2026/big.tif" "$T/restore/2026/big.tif"
+  # every diagnostic the tour shows is one the programs printed
+  local line
+  while IFS= read -r line; do
+    [[ $line == lake-* ]] || continue
+    grep -qxF -- "$line" <<<"$stderr" || fail "the README shows '$line'; the programs said: $stderr"
+  done <"$T/tour"
+}
+
+@test "lake(7): the tutorial runs as written" {
+  make_scans
+  man_block "$MAN/lake.7" '^\.Ss Five minutes with an embedded lake' | commands '$' >"$T/tutorial.sh"
+  [ "$(grep -c '^lake-' "$T/tutorial.sh")" -ge 4 ] || fail "the tutorial went missing"
+  cd "$T"
+  run_to "$T/out" bash -e -o pipefail "$T/tutorial.sh"
+  assert_equal "exit $status: $stderr" "exit 0: "
+  cmp "$HOME/scans/2026/a scan.pdf" "$T/restore/2026/a scan.pdf"
+  [ ! -e "$T/restore/notes" ] || fail "restored what the WHERE left out"
+}
+
+@test "lake(7): the nightly cron job writes nothing for cron to mail when all goes well" {
+  make_scans
+  local day
+  day=$(date -d yesterday +%F)
+  mkdir -p "$T/export" "$T/srv/scans"
+  printf 'id,amount\n1,9.5\n2,3\n' >"$T/export/$day.csv"
+  cp -r "$HOME/scans" "$T/srv/scans/$day"
+  lake-catalog create-namespace sales
+  lake-catalog create sales.orders 'id INTEGER, amount REAL'
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'path TEXT, year INTEGER, f FILE'
+  # the page's script, its host paths moved under $T
+  man_block "$MAN/lake.7" '^\.Ss A nightly cron job' |
+    sed -e "s|https://erp.example/|file://$T/|" -e "s|/srv/|$T/srv/|" \
+        -e "s|/run/lock/|$T/|" -e "s|/var/log/|$T/|" >"$T/lake-import"
+  grep -q '^tar ' "$T/lake-import" || fail "the cron job went missing"
+  run_to "$T/mail" sh "$T/lake-import"
+  assert_equal "exit $status: $stderr" "exit 0: "
+  assert_equal "mail: $(cat "$T/mail")" "mail: "
+  assert_equal "$(wc -l <"$T/lake-import.jsonl")" 3
+  run lake-query -c "SELECT count(*) FROM sales.orders"
+  assert_output 2
 }
