@@ -228,3 +228,21 @@ make_scans() {
   run lake-query -c "SELECT count(*) FROM sales.orders"
   assert_output 2
 }
+
+@test "README: a local lake-put and lake-get peak at the RSS the README states (within 15%)" {
+  ldd "$LAKE_BIN/lake-put" | grep -q libasan && skip "a sanitizer build's memory is not lake's"
+  local src=${LAKE_SRC:-$BATS_TEST_DIRNAME/../..} put_mib get_mib put_kib get_kib
+  put_mib=$(grep -oP 'local `lake-put` peaks at about \K[0-9.]+(?= MiB)' "$src/README.md")
+  get_mib=$(grep -oP '`lake-get` at about \K[0-9.]+(?= MiB)' "$src/README.md")
+  [ -n "$put_mib" ] && [ -n "$get_mib" ] || fail "the README lost its figures"
+  head -c $((16 * 1024 * 1024)) /dev/urandom >"$T/in"
+  /usr/bin/time -f %M -o "$T/rss" lake-put -q <"$T/in" >"$T/ref"
+  put_kib=$(cat "$T/rss")
+  /usr/bin/time -f %M -o "$T/rss" lake-get -q <"$T/ref" >/dev/null
+  get_kib=$(cat "$T/rss")
+  echo "# lake-put $put_kib KiB (README: $put_mib MiB), lake-get $get_kib KiB (README: $get_mib MiB)" >&3
+  awk -v m="$put_kib" -v d="$put_mib" 'BEGIN { d *= 1024; exit !(m >= d * 0.85 && m <= d * 1.15) }' ||
+    fail "lake-put peaked at $put_kib KiB; the README says about $put_mib MiB"
+  awk -v m="$get_kib" -v d="$get_mib" 'BEGIN { d *= 1024; exit !(m >= d * 0.85 && m <= d * 1.15) }' ||
+    fail "lake-get peaked at $get_kib KiB; the README says about $get_mib MiB"
+}
