@@ -22,7 +22,7 @@
  * Column mapping (lake type -> declared type in `rows` -> stored value):
  *   INTEGER   -> INTEGER            64-bit integer
  *   REAL      -> REAL               double
- *   TEXT      -> TEXT               valid UTF-8, no NUL
+ *   TEXT      -> TEXT               valid UTF-8 (U+0000 included)
  *   BLOB      -> BLOB               bytes
  *   BOOLEAN   -> "BOOLEAN INTEGER"  0 or 1 (integer affinity)
  *   TIMESTAMP -> "TIMESTAMP TEXT"   RFC 3339 text normalised to UTC,
@@ -113,9 +113,12 @@ typedef struct lakeValue {
  *   INTEGER:   INT; BOOL as 0/1; REAL when integral and within ±2^53;
  *              TEXT that is exactly an optional sign and decimal digits in
  *              range.
- *   REAL:      INT, REAL; TEXT that strtod reads whole (finite).
- *   TEXT:      TEXT (valid UTF-8, no NUL); INT and REAL as their decimal
- *              text; BOOL as "true"/"false".
+ *   REAL:      INT, REAL; TEXT that strtod reads whole (finite; a value
+ *              below the smallest double rounds to the nearest one).
+ *   TEXT:      TEXT (valid UTF-8; a NUL byte is a character like any
+ *              other); INT as its decimal text, REAL as the shortest text
+ *              that reads back as the same double (core/realtext.h); BOOL
+ *              as "true"/"false".
  *   BLOB:      BLOB; TEXT as its bytes, or, with the hex_blobs option
  *              (text inputs: imports, lake-put --set), TEXT of hexadecimal
  *              digit pairs as the bytes they spell (lake-query's output
