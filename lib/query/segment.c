@@ -534,6 +534,17 @@ static int pendingKeep(segmentWriter *w, lakeError *err) {
     return 0;
 }
 
+int segmentWriterCheckValue(segmentWriter *w, int col, const lakeValue *v, lakeError *err) {
+    if (col < 0 || col >= w->schema->ncols) return errSet(err, LAKE_EUSAGE, "column %d: no such column", col + 1);
+    size_t len = w->scratch_len;
+    boundValue b;
+    int rc = convert(w, &w->schema->cols[col], v, &b, err);
+    w->scratch_len = len;
+    free(w->pending[col]); /* a FILE value's location: nothing was stored */
+    w->pending[col] = NULL;
+    return rc;
+}
+
 static int rowAdd(segmentWriter *w, const lakeValue *vals, int n, lakeError *err);
 
 int segmentWriterAddRow(segmentWriter *w, const lakeValue *vals, int n, lakeError *err) {

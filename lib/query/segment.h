@@ -160,6 +160,11 @@ const segmentSchema *segmentWriterSchema(const segmentWriter *w);
  * writer is unusable: abandon it with segmentWriterFree. */
 int segmentWriterAddRow(segmentWriter *w, const lakeValue *vals, int n, lakeError *err);
 
+/* Check that v converts to the type of column col (as segmentWriterAddRow
+ * would) without storing anything: 0, or 65 "column NAME: …".  For values
+ * fixed before any input is read (lake-put --set). */
+int segmentWriterCheckValue(segmentWriter *w, int col, const lakeValue *v, lakeError *err);
+
 /* The same for SQL values (an INSERT through the virtual table): NULL,
  * INTEGER, FLOAT, TEXT and BLOB become the lakeValue kinds of those
  * names. */
