@@ -24,14 +24,18 @@ size_t utf8SeqLen(const unsigned char *s, size_t n) {
     return len;
 }
 
-int utf8Valid(const unsigned char *s, size_t n) {
+static int valid(const unsigned char *s, size_t n, int nul) {
     for (size_t i = 0; i < n;) {
-        size_t k = s[i] ? utf8SeqLen(s + i, n - i) : 0;
+        size_t k = s[i] || nul ? utf8SeqLen(s + i, n - i) : 0;
         if (!k) return 0;
         i += k;
     }
     return 1;
 }
+
+int utf8Valid(const unsigned char *s, size_t n) { return valid(s, n, 0); }
+
+int utf8ValidNul(const unsigned char *s, size_t n) { return valid(s, n, 1); }
 
 void utf8OneLine(char *s) {
     size_t n = strlen(s);
@@ -44,15 +48,6 @@ void utf8OneLine(char *s) {
         }
         i += len;
     }
-}
-
-int utf8ValidNul(const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        size_t k = utf8SeqLen(s + i, n - i);
-        if (!k) return 0;
-        i += k;
-    }
-    return 1;
 }
 
 size_t utf8Decode(const unsigned char *s, size_t n, unsigned *cp) {
