@@ -91,7 +91,9 @@ void segmentSchemaFree(segmentSchema *s);
 int segmentSchemaFind(const segmentSchema *s, const char *name);
 
 /* One value of a row, as an input gives it; the writer converts it to the
- * column's type.  Text and blob bytes are borrowed (p, n) for the call. */
+ * column's type.  Text and blob bytes are borrowed (p, n) for the call; p
+ * may be NULL when n is 0 (SQLite's empty BLOB), and the value is then
+ * the empty text or BLOB, never NULL. */
 typedef enum {
     LAKE_VALUE_NULL,
     LAKE_VALUE_INT,
