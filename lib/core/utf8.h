@@ -19,4 +19,19 @@ int utf8Valid(const unsigned char *s, size_t n);
  * quote what a client sent and goes to a log line or an answer. */
 void utf8OneLine(char *s);
 
+/* 1 when s[0..n) is well-formed UTF-8; NUL bytes (U+0000) allowed. */
+int utf8ValidNul(const unsigned char *s, size_t n);
+
+/* Decode the well-formed sequence at s (n > 0 bytes left) into *cp: its
+ * length (1-4), or 0 when none starts there (*cp untouched). */
+size_t utf8Decode(const unsigned char *s, size_t n, unsigned *cp);
+
+/* The columns a terminal gives code point cp: 2 for East Asian wide and
+ * fullwidth characters and emoji, 0 for combining marks, zero-width
+ * characters and variation selectors, 1 otherwise (controls included:
+ * callers escape them).  A fixed table rather than wcwidth(3), which
+ * answers only under a UTF-8 locale: the width of a table cell must not
+ * depend on LANG (cron, CI and ssh sessions often run with LANG=C). */
+int utf8Width(unsigned cp);
+
 #endif

@@ -25,8 +25,10 @@
  * are skipped; header names are matched to columns ignoring case.
  *
  * JSON Lines decisions: blank lines are skipped; null is NULL, true/false
- * are booleans, numbers are integers when integral (exact within ±2^53;
- * give larger integers as strings) else reals, strings are text; an object
+ * are booleans; a number written as an integer (digits, an optional '-')
+ * is an integer, exact over the whole 64-bit range, any other number
+ * (2.0, -0.0, 1e3, or an integer out of that range) a real; strings are
+ * text, \u0000 (a NUL byte) included; an object
  * is accepted only for a FILE column (the FILE value itself) and is
  * otherwise 65, as is an array: nested data is not flattened or stored as
  * JSON text silently.

@@ -331,9 +331,14 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     case SQLITE_TEXT:
         sqlite3_result_text(ctx, (const char *)sqlite3_value_text(v), sqlite3_value_bytes(v), SQLITE_TRANSIENT);
         break;
-    case SQLITE_BLOB:
-        sqlite3_result_blob(ctx, sqlite3_value_blob(v), sqlite3_value_bytes(v), SQLITE_TRANSIENT);
+    case SQLITE_BLOB: {
+        /* the empty BLOB has a NULL pointer, which result_blob takes for
+         * SQL NULL */
+        int n = sqlite3_value_bytes(v);
+        if (n) sqlite3_result_blob(ctx, sqlite3_value_blob(v), n, SQLITE_TRANSIENT);
+        else sqlite3_result_zeroblob(ctx, 0);
         break;
+    }
     default: sqlite3_result_null(ctx); break;
     }
     return SQLITE_OK;

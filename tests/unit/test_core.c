@@ -2,6 +2,7 @@
  * test_core.c - unit tests of lib/core: ids, SHA-256, errors, atomic files.
  */
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/id.h"
+#include "core/realtext.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
@@ -141,6 +143,41 @@ static void testText(void) {
        "safe name: nothing left, or too long for the buffer, is -1");
 }
 
+/* Values written exactly: REAL text, TEXT with NUL, terminal widths. */
+static void testValueText(void) {
+    static const double reals[] = {0.0, -0.0, 0.1, 2.0, 1e-300, 5e-324, 2.2250738585072014e-308,
+                                   1.7976931348623157e308, -123456.789, 1e21, 0.30000000000000004};
+    char out[REAL_TEXT_MAX];
+    int exact = 1;
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+        realText(reals[i], out);
+        double back = strtod(out, NULL);
+        if (memcmp(&back, &reals[i], sizeof back) != 0 || !strpbrk(out, ".e")) {
+            exact = 0;
+            ok(0, "realText: %.17g gave %s", reals[i], out);
+        }
+    }
+    ok(exact, "realText: every double reads back bit for bit, and looks like a REAL");
+    ok(strcmp(realText(0.1, out), "0.1") == 0 && strcmp(realText(2.0, out), "2.0") == 0 &&
+           strcmp(realText(-0.0, out), "-0.0") == 0 &&
+           strcmp(realText(1.7976931348623157e308, out), "1.7976931348623157e+308") == 0,
+       "realText: the shortest text (%s)", realText(1.7976931348623157e308, out));
+    ok(strcmp(realText(INFINITY, out), "Inf") == 0 && strcmp(realText(-INFINITY, out), "-Inf") == 0,
+       "realText: infinities as SQLite writes them");
+
+    ok(utf8ValidNul((const unsigned char *)"a\0b\xc3\xaf", 5) && !utf8ValidNul((const unsigned char *)"a\xff", 2),
+       "UTF-8 with NUL: NUL allowed, a bad byte is not");
+    unsigned cp = 0;
+    ok(utf8Decode((const unsigned char *)"\xf0\x9f\x98\x80", 4, &cp) == 4 && cp == 0x1F600 &&
+           utf8Decode((const unsigned char *)"\xc2\x85", 2, &cp) == 2 && cp == 0x85 &&
+           utf8Decode((const unsigned char *)"\xff", 1, &cp) == 0,
+       "utf8Decode: code points, 0 for a bad byte");
+    ok(utf8Width('a') == 1 && utf8Width(0x65E5) == 2 && utf8Width(0x1F600) == 2 && utf8Width(0xAC00) == 2 &&
+           utf8Width(0xFF21) == 2 && utf8Width(0x0301) == 0 && utf8Width(0x200B) == 0 && utf8Width(0xE9) == 1 &&
+           utf8Width(0x2014) == 1,
+       "utf8Width: CJK, emoji, Hangul and fullwidth 2, combining and zero-width 0, others 1");
+}
+
 /* configEndpoints: a list of metadata servers, each checked. */
 static void testEndpoints(void) {
     char *out[CONFIG_MAX_ENDPOINTS];
@@ -166,6 +203,7 @@ static void testEndpoints(void) {
 int main(void) {
     testEndpoints();
     testText();
+    testValueText();
     testIds();
     testSha256();
     testErrors();
