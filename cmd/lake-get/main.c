@@ -5,6 +5,7 @@
  *
  * A REF is a location, a FILE value, or a JSON row with exactly one FILE
  * value; without REF arguments they are read one per line from stdin.
+ * A null FILE (a NULL FILE column) is skipped and counted in one warning.
  * Containment is checked before any I/O on a location.  The first failure
  * stops the run (a concatenated stdout stream with a hole in it would be
  * worse than none).  --archive writes one pax tar stream instead
@@ -26,6 +27,7 @@
 #include "stage/stage.h"
 
 #include "archive.h"
+#include "names.h"
 
 /* The longest REF line read from stdin (a FILE value is well under 4 KiB;
  * a JSON row may carry other columns). */
@@ -60,8 +62,8 @@ typedef struct getRun {
     tarOut *tar;      /* --archive: the stream, else NULL */
     int verify;
     progressMode progress;
-    char **used;      /* output names taken in this run */
-    size_t nused, capused;
+    nameSet names;    /* -o: the names written in this run */
+    long nulls;       /* REFs that were a null FILE, skipped */
 } getRun;
 
 /* The file name an object gets in -o DIR: the base name of its FILE name,
@@ -74,33 +76,6 @@ static const char *baseName(const fileValue *fv) {
         n = slash ? slash + 1 : fv->location;
     }
     return n;
-}
-
-/* Make name unique within this run: "a.txt", then "a.txt~1", "a.txt~2"…
- * Returns a string owned by run. */
-static const char *claimName(getRun *run, const char *name, lakeError *err) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", name);
-    for (unsigned k = 1;; k++) {
-        size_t i;
-        for (i = 0; i < run->nused; i++)
-            if (strcmp(run->used[i], buf) == 0) break;
-        if (i == run->nused) break;
-        snprintf(buf, sizeof buf, "%s~%u", name, k);
-    }
-    if (strcmp(buf, name) != 0) logWarn("%s: name already written; writing %s", name, buf);
-    if (run->nused == run->capused) {
-        size_t cap = run->capused ? 2 * run->capused : 16;
-        char **u = realloc(run->used, cap * sizeof *u);
-        if (!u) { errSetErrno(err, LAKE_EFAIL, ENOMEM, "names"); return NULL; }
-        run->used = u;
-        run->capused = cap;
-    }
-    if (!(run->used[run->nused] = strdup(buf))) {
-        errSetErrno(err, LAKE_EFAIL, ENOMEM, "names");
-        return NULL;
-    }
-    return run->used[run->nused++];
 }
 
 static int getOne(getRun *run, const fileValue *fv, lakeError *err) {
@@ -116,15 +91,19 @@ static int getOne(getRun *run, const fileValue *fv, lakeError *err) {
         rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
     } else {
         atomicFile af;
-        const char *name = claimName(run, baseName(fv), err);
-        if (!name) return err->code;
+        char *name = strdup(baseName(fv));
+        if (!name || !(name = nameUnique(&run->names, name, "written"))) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "names");
+            goto out;
+        }
         if ((rc = atomicOpen(&af, run->outdir, name, 1, 0644, err))) goto out;
         lakeWriter w = {fdWrite, &af.fd, name};
         rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
         if (!rc) rc = atomicCommit(&af, err);
         atomicAbort(&af);
+    out:
+        free(name);
     }
-out:
     progressEnd(&prog);
     return rc;
 }
@@ -132,7 +111,8 @@ out:
 static int getRef(getRun *run, const char *text, const char *where, lakeError *err) {
     fileValue fv;
     int rc = refParse(text, &fv, err);
-    if (!rc) rc = getOne(run, &fv, err);
+    if (!rc && !fv.location) run->nulls++; /* a NULL FILE column: nothing to get */
+    else if (!rc) rc = getOne(run, &fv, err);
     if (rc && where && rc == LAKE_EDATA && !strstr(err->msg, fv.location ? fv.location : "\1"))
         errPrefix(err, "%s", where);
     fileValueFree(&fv);
@@ -206,9 +186,10 @@ int main(int argc, char **argv) {
         else tarAbort(run.tar);
     }
     if (rc) logError(&err);
+    else if (run.nulls)
+        logWarn("%ld %s no FILE (null): skipped", run.nulls, run.nulls == 1 ? "row had" : "rows had");
     stageClose(run.st);
     configFree(&cfg);
-    for (size_t i = 0; i < run.nused; i++) free(run.used[i]);
-    free(run.used);
+    nameSetFree(&run.names);
     return rc;
 }

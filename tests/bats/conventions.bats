@@ -27,8 +27,8 @@ teardown() { common_teardown; }
   mkdir "$T/out"
   run --separate-stderr lake-get -o "$T/out" <<<"$refs"
   assert_success
-  assert_equal "$stderr" "lake-get: x: name already written; writing x~1"
-  assert_file_exist "$T/out/x~1"
+  assert_equal "$stderr" "lake-get: x: name already written; writing x.1"
+  assert_file_exist "$T/out/x.1"
   run --separate-stderr lake-get -q -o "$T/out" <<<"$refs"
   assert_success
   assert_equal "$stderr" ""

@@ -247,3 +247,69 @@ round_trip() {
   cat "$T"/v.* | lake-get -o "$T/out"
   for i in 1 2 3 4 5 6 7 8; do cmp "$T/in/$i" "$T/out/n$i"; done
 }
+
+@test "a NULL FILE column is skipped, counted in one warning, on stdout, -o and --archive" {
+  # lake(7)'s EXAMPLES: SELECT pdf ... | lake-get with some rows NULL
+  lake-catalog create-namespace t
+  lake-catalog create t.p 'id INTEGER, pdf FILE'
+  printf 'one\n' >"$T/in/a"
+  printf 'two\n' >"$T/in/b"
+  lake-put --name a.txt --table t.p --set id=1 <"$T/in/a" >/dev/null
+  lake-query -c "INSERT INTO t.p VALUES (2, NULL), (3, NULL)"
+  lake-put --name b.txt --table t.p --set id=4 <"$T/in/b" >/dev/null
+  lake-query -f jsonl -c "SELECT pdf FROM t.p ORDER BY id" >"$T/rows"
+  assert_equal "$(sed -n 2p "$T/rows")" '{"pdf":null}'
+
+  run_to "$T/got" lake-get <"$T/rows"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-get: 2 rows had no FILE (null): skipped"
+  assert_equal "$(cat "$T/got")" "$(printf 'one\ntwo')"
+
+  run_to "$T/got" lake-get -o "$T/out" <"$T/rows"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-get: 2 rows had no FILE (null): skipped"
+  assert_equal "$(ls "$T/out")" "$(printf 'a.txt\nb.txt')"
+
+  run_to "$T/got.tar" lake-get --archive <"$T/rows"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-get: 2 rows had no FILE (null): skipped"
+  assert_equal "$(tar -tf "$T/got.tar")" "$(printf 'a.txt\nb.txt')"
+
+  # one row, other columns beside it, a bare null; -q silences the count
+  lake-query -f jsonl -c "SELECT id, pdf FROM t.p WHERE id = 2" >"$T/one"
+  run_to "$T/got" lake-get "$(cat "$T/one")" null
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-get: 2 rows had no FILE (null): skipped"
+  run_to "$T/got" lake-get "$(cat "$T/one")"
+  assert_equal "$stderr" "lake-get: 1 row had no FILE (null): skipped"
+  run_to "$T/got" lake-get -q <"$T/rows"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" ""
+
+  # a row with no FILE and no null stays an error
+  run --separate-stderr lake-get '{"id":2}'
+  assert_error lake-get 65 "no FILE value in the row"
+}
+
+@test "-o DIR: duplicate names follow --archive's rule: a.txt, a.1.txt, a.2.txt; README.1" {
+  local i
+  for i in 1 2 3; do printf 'a%d\n' "$i" >"$T/in/a$i"; done
+  {
+    lake-put --name a.txt <"$T/in/a1"
+    lake-put --name d/a.txt <"$T/in/a2"
+    lake-put --name a.txt <"$T/in/a3"
+    lake-put --name README <"$T/in/a1"
+    lake-put --name README <"$T/in/a2"
+  } >"$T/refs"
+  run_to "$T/got" lake-get -o "$T/out" <"$T/refs"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "$(printf '%s\n' \
+    "lake-get: a.txt: name already written; writing a.1.txt" \
+    "lake-get: a.txt: name already written; writing a.2.txt" \
+    "lake-get: README: name already written; writing README.1")"
+  assert_equal "$(ls "$T/out" | LC_ALL=C sort)" "$(printf '%s\n' README README.1 a.1.txt a.2.txt a.txt)"
+  cmp "$T/in/a1" "$T/out/a.txt"
+  cmp "$T/in/a2" "$T/out/a.1.txt"
+  cmp "$T/in/a3" "$T/out/a.2.txt"
+  cmp "$T/in/a2" "$T/out/README.1"
+}
