@@ -90,3 +90,40 @@ teardown() { common_teardown; }
   assert_success
   [ -z "$(find "$root" -type f)" ]
 }
+
+@test "make: after a build nothing is left to do (no object deleted); quiet lines, V=1 the commands" {
+  # the build the tests run against is complete: make -q must agree (the
+  # programs' objects were once deleted as intermediate files, and the
+  # next make relinked every program)
+  local san=
+  [[ $LAKE_BIN == */build-san/bin ]] && san=SANITIZE=1
+  [[ $LAKE_BIN == "$LAKE_SRC"/build*/bin ]] || skip "LAKE_BIN is not a build of LAKE_SRC"
+  run make -q -C "$LAKE_SRC" $san all
+  assert_success
+  local p
+  for p in lake-put lake-get lake-catalog lake-query lake-metasrv; do
+    assert_file_exist "${LAKE_BIN%/bin}/cmd/$p/main.o"
+  done
+  run make -n -C "$LAKE_SRC" $san all
+  assert_success
+  refute_output --partial "rm "
+  # one short line per step by default, the whole command with V=1 (into
+  # a private build directory: the real one is not touched)
+  run make --no-print-directory -C "$LAKE_SRC" BUILD="$T/b" "$T/b/lib/core/id.o"
+  assert_success
+  assert_output "  CC  $T/b/lib/core/id.o"
+  rm -rf "$T/b"
+  run make --no-print-directory -C "$LAKE_SRC" BUILD="$T/b" V=1 "$T/b/lib/core/id.o"
+  assert_success
+  assert_output --regexp " -Werror .* -c lib/core/id.c -o $T/b/lib/core/id.o\$"
+}
+
+@test "make demo does not need npm (only make check installs the test peers)" {
+  # -W: as if tests/package.json had changed, so the npm step is due
+  run make -n -C "$LAKE_SRC" -W tests/package.json demo
+  assert_success
+  refute_output --partial npm
+  run make -n -C "$LAKE_SRC" -W tests/package.json check
+  assert_success
+  assert_output --partial tests/node_modules/.package-lock.json
+}
