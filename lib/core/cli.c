@@ -3,11 +3,13 @@
  */
 #include "core/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 
@@ -17,6 +19,18 @@ static const cliOption builtins[] = {
     {CLI_HELP, 'h', "help", NULL, "show this help and exit"},
     {CLI_VERSION, 0, "version", NULL, "show the version and exit"},
 };
+
+/* At exit: stdout must have reached its file whole.  A write that failed
+ * late (--help to /dev/full, the last buffered rows) makes the exit status
+ * 1 with one line, as GNU's close_stdout does; after an error already
+ * reported the status it chose stands. */
+static void closeStdout(void) {
+    int bad = fflush(stdout) != 0 || ferror(stdout), e = errno;
+    if (fclose(stdout) != 0 && !bad) bad = 1, e = errno;
+    if (!bad || logErrored()) return;
+    fprintf(stderr, "%s: stdout: %s\n", logProgname(), strerror(e ? e : EIO));
+    _exit(1);
+}
 
 /* 1 when the spec defines a long option of this name itself. */
 static int ownOption(const cliSpec *spec, const char *name) {
@@ -84,6 +98,8 @@ int cliNext(const cliSpec *spec, int argc, char **argv, const char **arg,
     static struct option longs[64];
     static char shorts[128];
     static const cliSpec *built;
+    static int registered;
+    if (!registered) registered = atexit(closeStdout) == 0;
     if (built != spec) {
         size_t nl = 0, ns = 0;
         const cliOption *lists[2] = {spec->opts, builtins};

@@ -10,6 +10,7 @@
 
 static const char *progname = "lake";
 static int quiet;
+static int errored; /* an error line was printed */
 
 void logInit(const char *name) {
     const char *slash = strrchr(name, '/');
@@ -19,6 +20,7 @@ void logInit(const char *name) {
 const char *logProgname(void) { return progname; }
 void logSetQuiet(int q) { quiet = q; }
 int logQuiet(void) { return quiet; }
+int logErrored(void) { return errored; }
 
 static void logV(const char *fmt, va_list ap) {
     /* One fprintf per line so concurrent writers do not interleave words. */
@@ -28,10 +30,12 @@ static void logV(const char *fmt, va_list ap) {
 }
 
 void logError(const lakeError *e) {
+    errored = 1;
     fprintf(stderr, "%s: %s\n", progname, e->msg[0] ? e->msg : "failed");
 }
 
 void logErrorf(const char *fmt, ...) {
+    errored = 1;
     va_list ap;
     va_start(ap, fmt);
     logV(fmt, ap);

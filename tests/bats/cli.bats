@@ -60,3 +60,34 @@ teardown() {
   assert_error lake-get 64
   assert_output ""
 }
+
+@test "--help, --version and data written to a full stdout (/dev/full) exit 1 with one line" {
+  local prog opt
+  for prog in lake-put lake-get lake-catalog lake-query lake-metasrv; do
+    for opt in --help --version; do
+      run --separate-stderr "$prog" "$opt"
+      assert_success
+      run --separate-stderr bash -c "$prog $opt >/dev/full"
+      assert_error "$prog" 1 "stdout: No space left on device"
+    done
+  done
+  lake-catalog create-namespace t
+  lake-catalog create t.a 'id INTEGER, f FILE'
+  printf 'x\n' >"$T/x"
+  run --separate-stderr bash -c 'lake-put "$0" >/dev/full' "$T/x"
+  assert_error lake-put 1 "stdout"
+  ref=$(lake-put --table t.a --set id=1 "$T/x")
+  run --separate-stderr bash -c 'lake-get "$0" >/dev/full' "$ref"
+  assert_error lake-get 1 "stdout"
+  run --separate-stderr bash -c 'lake-get --archive "$0" >/dev/full' "$ref"
+  assert_error lake-get 1 "stdout"
+  local f
+  for f in tsv csv jsonl table; do
+    run --separate-stderr bash -c "lake-query -f $f -c 'SELECT * FROM t.a' >/dev/full"
+    assert_error lake-query 1 "stdout"
+  done
+  for opt in list "list --json" "show t.a" "resolve t.a" status whoami; do
+    run --separate-stderr bash -c "lake-catalog $opt >/dev/full"
+    assert_error lake-catalog 1 "stdout"
+  done
+}
