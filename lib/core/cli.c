@@ -89,7 +89,7 @@ void cliUsageError(const cliSpec *spec, const char *fmt, ...) {
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     (void)spec;
-    fprintf(stderr, "%s: %s (see '%s --help')\n", logProgname(), line, logProgname());
+    logErrorf("%s (see '%s --help')", line, logProgname());
     exit(64);
 }
 
