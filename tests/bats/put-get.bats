@@ -313,3 +313,83 @@ round_trip() {
   cmp "$T/in/a3" "$T/out/a.2.txt"
   cmp "$T/in/a2" "$T/out/README.1"
 }
+
+# run_tty OUT CMD [ARG...]: CMD with stdout on a pseudo-terminal (its bytes
+# to OUT), stdin from /dev/null, stderr captured; sets status, stderr,
+# stderr_lines like run_to.
+run_tty() {
+  local out=$1 errf
+  shift
+  errf=$(mktemp "$T/.stderr.XXXXXX")
+  status=0
+  python3 - "$out" "$@" 2>"$errf" <<'PY' || status=$?
+import os, pty, select, subprocess, sys
+m, s = pty.openpty()
+tty = os.ttyname(s)
+p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=s)
+os.close(s)
+got = b""
+while True:
+    r, _, _ = select.select([m], [], [], 0.2)
+    if r:
+        try:
+            d = os.read(m, 65536)
+        except OSError:
+            d = b""
+        if d:
+            got += d
+            continue
+    if p.poll() is not None and not r:
+        break
+    if r and not d:
+        break
+open(sys.argv[1], "wb").write(got.replace(b"\r\n", b"\n"))
+sys.exit(p.wait())
+PY
+  stderr=$(cat "$errf")
+  mapfile -t stderr_lines <"$errf"
+  rm -f "$errf"
+}
+
+@test "stdout a terminal: text is written, binary refused (64) unless -o -; a redirection takes anything" {
+  printf 'hello terminal\n' >"$T/in/t.txt"
+  printf 'PK\003\004\000\000bin\000ary' >"$T/in/b.zip"
+  printf '%s\n' '{"a":1}' >"$T/in/j.json"
+  local vt vb vj vx
+  vt=$(lake-put "$T/in/t.txt")
+  vb=$(lake-put "$T/in/b.zip")
+  vj=$(lake-put "$T/in/j.json")
+  vx=$(lake-put --content-type text/plain <"$T/in/b.zip")   # says text, holds a NUL
+
+  run_tty "$T/got" lake-get "$vt"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(cat "$T/got")" "hello terminal"
+  run_tty "$T/got" lake-get "$vj"
+  assert_equal "exit $status" "exit 0"
+
+  # the content type says binary: refused before any byte
+  run_tty "$T/got" lake-get "$vb"
+  assert_error lake-get 64 "refusing to write" "to a terminal" "-o DIR" "-o -"
+  assert_equal "$(stat -c %s "$T/got")" 0
+  # no content type to go by (a bare location), or a wrong one: the bytes decide
+  run_tty "$T/got" lake-get "$(json_field location "$vb")"
+  assert_error lake-get 64 "refusing to write binary data to a terminal"
+  run_tty "$T/got" lake-get "$vx"
+  assert_error lake-get 64 "refusing to write binary data to a terminal"
+  # the first refusal stops the run, as any failure does
+  run_tty "$T/got" lake-get "$vt" "$vb" "$vt"
+  assert_error lake-get 64
+  assert_equal "$(cat "$T/got")" "hello terminal"
+
+  # -o - forces it, as curl's --output - does
+  run_tty "$T/got" lake-get -o - "$vb"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" ""
+  [ "$(stat -c %s "$T/got")" -ge 10 ]
+  run --separate-stderr lake-get -o - --archive "$vb"
+  assert_error lake-get 64 "-o and --archive"
+  # not a terminal: no check at all
+  run_to "$T/got" lake-get "$vb"
+  assert_clean_success
+  cmp "$T/in/b.zip" "$T/got"
+}
