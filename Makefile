@@ -44,6 +44,13 @@ endif
 V          ?= 0
 say         = $(if $(filter 1,$(V)),,@printf '  %-3s %s\n' '$(1)' '$(2)';)
 
+# The git revision --version names (lib/core/version.c), "abc1234" or
+# "abc1234-dirty"; none outside a git checkout.  $(BUILD)/gitrev changes only
+# when it does, so only version.o is rebuilt, and only then.
+GIT_REV    := $(shell git rev-parse --short HEAD 2>/dev/null)
+GIT_REV    := $(if $(GIT_REV),$(GIT_REV)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty))
+GITREV_FILE = $(BUILD)/gitrev
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libcurl is loaded at run time (lib/core/curl.h): its headers, not its library
 PKG_LIBS   := $(filter-out -lcurl,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
@@ -83,6 +90,10 @@ all: $(BINS)
 # for intermediate files and delete them after a build (the next make then
 # relinked every program).
 objects: $(LIB_OBJ) $(PROG_OBJ) $(UNIT_OBJ)
+
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(GITREV_FILE) 2>/dev/null)" = "$(GIT_REV)" ] || echo "$(GIT_REV)" >$(GITREV_FILE); })
+$(BUILD)/lib/core/version.o: $(GITREV_FILE)
+$(BUILD)/lib/core/version.o: ALL_CFLAGS += -DLAKE_GIT_REV='"$(GIT_REV)"'
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -12,12 +12,13 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/version.h"
 
 enum { CLI_HELP = 0x10000, CLI_VERSION };
 
 static const cliOption builtins[] = {
     {CLI_HELP, 'h', "help", NULL, "show this help and exit"},
-    {CLI_VERSION, 0, "version", NULL, "show the version and exit"},
+    {CLI_VERSION, 0, "version", NULL, "show the version and the versions of the libraries, and exit"},
 };
 
 /* At exit: stdout must have reached its file whole.  A write that failed
@@ -130,7 +131,7 @@ int cliNext(const cliSpec *spec, int argc, char **argv, const char **arg,
     if (c == -1) return -1;
     if (c == 'h' || c == CLI_HELP) help(spec);
     if (c == CLI_VERSION) {
-        printf("%s %s\n", logProgname(), LAKE_VERSION);
+        versionPrint(stdout);
         exit(0);
     }
     const char *bad = argv[optind - 1];

@@ -85,7 +85,7 @@ teardown() { common_teardown; }
   done
   run "$root/opt/lake/bin/lake-put" --version
   assert_success
-  assert_output --regexp '^lake-put [0-9]+\.[0-9]+\.[0-9]+$'
+  assert_line --index 0 --regexp '^lake-put [0-9]+\.[0-9]+\.[0-9]+( \(git [0-9a-f-]+(dirty)?\))?$'
   run make -s -C "$LAKE_SRC" uninstall DESTDIR="$root" PREFIX=/opt/lake
   assert_success
   [ -z "$(find "$root" -type f)" ]
