@@ -41,7 +41,7 @@ _lake_args_lake_catalog_resolve='--version'
 _lake_opts_lake_catalog_refresh='--force'
 
 _lake_opts_lake_query='-q --quiet -f --format -H --header -c --command --import
-    --csv --jsonl -h --help --version'
+    --csv --jsonl --progress --no-progress -h --help --version'
 _lake_args_lake_query='-f --format -c --command --import'
 
 # lake-metasrv takes every option before or after its command, so all of

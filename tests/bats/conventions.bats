@@ -127,3 +127,41 @@ teardown() { common_teardown; }
   assert_success
   assert_output --partial tests/node_modules/.package-lock.json
 }
+
+@test "lake-query --import: --progress draws rows and bytes (with a percentage for a file), -q and --no-progress none" {
+  lake-catalog create-namespace t
+  lake-catalog create t.n 'id INTEGER, s TEXT'
+  seq 1 200000 | awk 'BEGIN { print "id,s" } { print $1 ",row" $1 }' >"$T/in.csv"
+  run --separate-stderr lake-query --import t.n --progress <"$T/in.csv"
+  assert_success
+  [[ $stderr == *"t.n "*"%"*" rows "*"B/s"* ]] || fail "no bar: $stderr"
+  [[ $stderr == *"200000 rows appended" ]]
+  # a pipe has no size: rows and bytes without a percentage
+  run --separate-stderr bash -c 'cat "$0" | lake-query --import t.n --progress' "$T/in.csv"
+  assert_success
+  [[ $stderr == *" rows "*"B/s"* ]] || fail "no bar: $stderr"
+  [[ $stderr != *"%"* ]] || fail "a percentage without a size: $stderr"
+  # not a terminal, --no-progress, -q (wherever it stands): no bar
+  run --separate-stderr lake-query --import t.n <"$T/in.csv"
+  assert_equal "$stderr" "lake-query: t.n: 200000 rows appended"
+  run --separate-stderr lake-query --import t.n --progress --no-progress <"$T/in.csv"
+  assert_equal "$stderr" "lake-query: t.n: 200000 rows appended"
+  run --separate-stderr lake-query --progress -q --import t.n <"$T/in.csv"
+  assert_equal "$stderr" ""
+  assert_equal "$(lake-query -c 'SELECT count(*) FROM t.n')" 1000000
+}
+
+@test "--progress and --no-progress: taken by exactly the programs lake(7) says" {
+  local p
+  for p in lake-put lake-get lake-query; do
+    "$p" --help | grep -q -- '--progress' || fail "$p has no --progress"
+    "$p" --help | grep -q -- '--no-progress' || fail "$p has no --no-progress"
+  done
+  for p in lake-catalog lake-metasrv; do
+    run --separate-stderr "$p" --progress
+    assert_error "$p" 64 "--progress"
+  done
+  # lake(7) names them
+  run bash -c "mandoc -Tutf8 '$LAKE_SRC/man/man7/lake.7' | col -b | tr -s ' \n' ' '"
+  assert_output --partial "lake-put(1), lake-get(1) and lake-query(1) --import draw a progress bar"
+}
