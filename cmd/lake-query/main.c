@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "catalog/cache.h"
@@ -23,6 +24,7 @@
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/realtext.h"
 #include "core/utf8.h"
 #include "query/filefn.h"
@@ -36,16 +38,19 @@
 /* The aligned table format sizes its columns over this many rows. */
 #define TABLE_SAMPLE 1000
 
-enum { OPT_FORMAT = 'f', OPT_HEADER = 'H', OPT_SQL = 'c', OPT_IMPORT = 0x100, OPT_CSV, OPT_JSONL };
+enum { OPT_FORMAT = 'f', OPT_HEADER = 'H', OPT_SQL = 'c', OPT_IMPORT = 0x100, OPT_CSV, OPT_JSONL,
+       OPT_PROGRESS, OPT_NO_PROGRESS };
 
 static const cliOption options[] = {
-    {'q', 'q', "quiet", NULL, "print no warnings"},
+    {'q', 'q', "quiet", NULL, "print no warnings or progress"},
     {OPT_FORMAT, 'f', "format", "FMT", "output: tsv, csv, json, jsonl or table (default: table on a terminal, else tsv)"},
     {OPT_HEADER, 'H', "header", NULL, "print a header row (tsv, csv)"},
     {OPT_SQL, 'c', "command", "SQL", "run SQL instead of reading a script"},
     {OPT_IMPORT, 0, "import", "NS.T", "append the rows of CSV or JSON Lines on stdin to a table"},
     {OPT_CSV, 0, "csv", NULL, "with --import: the input is CSV with a header row"},
     {OPT_JSONL, 0, "jsonl", NULL, "with --import: the input is JSON Lines"},
+    {OPT_PROGRESS, 0, "progress", NULL, "with --import: draw a progress bar even if stderr is no terminal"},
+    {OPT_NO_PROGRESS, 0, "no-progress", NULL, "with --import: never draw a progress bar"},
     {0, 0, NULL, NULL, NULL},
 };
 
@@ -65,6 +70,7 @@ typedef struct run {
     int header;
     const char *sql, *import;
     importFormat importFmt;
+    progressMode progress;
     lakeConfig cfg;
     catalogSource *src;
     catalogCache *cache;
@@ -453,12 +459,17 @@ static int runImport(run *r, lakeError *err) {
     int fd = STDIN_FILENO;
     lakeReader in = {fdRead, &fd, "stdin"};
     segmentWriterOptions opt = {.hex_blobs = 1};
+    progress prog;
+    struct stat sb; /* stdin a file: its size, for the percentage */
+    int64_t total = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? sb.st_size - lseek(fd, 0, SEEK_CUR) : -1;
+    progressStart(&prog, r->progress, r->import, total < 0 ? -1 : total);
     int rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
     if (!rc && (!cJSON_IsString(id) || !schema)) rc = errSet(err, LAKE_EFAIL, "%s: malformed registration", r->import);
     if (!rc) rc = segmentWriterOpen(r->stage, id->valuestring, schema, &opt, &w, err);
-    if (!rc) rc = importRun(&in, r->importFmt, w, &rows, err);
+    if (!rc) rc = importRun(&in, r->importFmt, w, &rows, &prog, err);
+    progressEnd(&prog);
     if (!rc) rc = segmentWriterFinish(w, &segs, &files, err);
     if (!rc && rows > 0)
         rc = cacheAppendCommuting(r->cache, ns, name,
@@ -503,7 +514,9 @@ int main(int argc, char **argv) {
     int c, first;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
         switch (c) {
-        case 'q': logSetQuiet(1); break;
+        case 'q': logSetQuiet(1); r.progress = PROGRESS_OFF; break;
+        case OPT_PROGRESS: if (!logQuiet()) r.progress = PROGRESS_ON; break;
+        case OPT_NO_PROGRESS: r.progress = PROGRESS_OFF; break;
         case OPT_FORMAT:
             if (strcmp(arg, "tsv") == 0) r.fmt = FMT_TSV;
             else if (strcmp(arg, "csv") == 0) r.fmt = FMT_CSV;

@@ -3,6 +3,7 @@
  */
 #include "core/utf8.h"
 
+#include <stdio.h>
 #include <string.h>
 
 size_t utf8SeqLen(const unsigned char *s, size_t n) {
@@ -45,6 +46,8 @@ void utf8OneLine(char *s) {
         if (ch < 0x20 || ch == 0x7f || len == 0) {
             s[i] = '?';
             len = 1;
+        } else if (len == 2 && ch == 0xC2 && (unsigned char)s[i + 1] < 0xA0) {
+            s[i] = s[i + 1] = '?'; /* a C1 control, U+0080..U+009F */
         }
         i += len;
     }
@@ -122,4 +125,33 @@ int utf8Width(unsigned cp) {
     if (inRanges(cp, zeroWidth, sizeof zeroWidth / sizeof zeroWidth[0])) return 0;
     if (inRanges(cp, wide, sizeof wide / sizeof wide[0])) return 2;
     return 1;
+}
+
+size_t utf8Fold(const char *in, char *out, size_t n) {
+    const unsigned char *s = (const unsigned char *)in;
+    size_t len = strlen(in), o = 0;
+    if (n == 0) return 0;
+    for (size_t i = 0; i < len;) {
+        char esc[8];
+        const char *put = esc;
+        size_t k, adv = 1, seq = s[i] < 0x80 ? 1 : utf8SeqLen(s + i, len - i);
+        if (strchr("\n\r\t\v\f", s[i])) {
+            esc[0] = ' ';
+            k = 1;
+        } else if (s[i] < 0x20 || s[i] == 0x7f || seq == 0) {
+            k = (size_t)snprintf(esc, sizeof esc, "\\x%02x", s[i]);
+        } else if (seq == 2 && s[i] == 0xC2 && s[i + 1] < 0xA0) {
+            k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", s[i + 1]);
+            adv = 2;
+        } else {
+            put = in + i;
+            k = adv = seq;
+        }
+        if (o + k >= n) break; /* cut whole: never half an escape or a character */
+        memcpy(out + o, put, k);
+        o += k;
+        i += adv;
+    }
+    out[o] = '\0';
+    return o;
 }

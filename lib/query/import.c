@@ -561,12 +561,27 @@ void importClose(importReader *r) {
     free(r);
 }
 
+/* A reader that tells a progress bar how many bytes passed. */
+typedef struct countedReader {
+    lakeReader *in;
+    progress *prog;
+} countedReader;
+
+static ssize_t countedRead(void *ctx, void *buf, size_t len) {
+    countedReader *c = ctx;
+    ssize_t n = c->in->read(c->in->ctx, buf, len);
+    if (n > 0) progressAdd(c->prog, n);
+    return n;
+}
+
 int importRun(lakeReader *in, importFormat fmt, segmentWriter *w, int64_t *rows,
-              lakeError *err) {
+              progress *prog, lakeError *err) {
     importReader *r;
     const segmentSchema *s = segmentWriterSchema(w);
     int64_t n = 0;
-    int rc = importOpen(in, fmt, s, 0, &r, err);
+    countedReader counted = {in, prog};
+    lakeReader viaProgress = {countedRead, &counted, in->what};
+    int rc = importOpen(prog ? &viaProgress : in, fmt, s, 0, &r, err);
     if (rc) return rc;
     const lakeValue *vals;
     while ((rc = importNext(r, &vals, err)) == 1) {
@@ -575,6 +590,7 @@ int importRun(lakeReader *in, importFormat fmt, segmentWriter *w, int64_t *rows,
             break;
         }
         n++;
+        if (prog) progressRows(prog, 1);
     }
     if (rows) *rows = n;
     importClose(r);

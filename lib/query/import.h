@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "query/segment.h"
 #include "stage/stage.h"
 
@@ -71,9 +72,9 @@ int64_t importLine(const importReader *r);
 void importClose(importReader *r);
 
 /* Read every record of in into w, prefixing the writer's errors with the
- * record's line; the number of records in *rows (may be NULL).  Does not
- * finish w. */
+ * record's line; the number of records in *rows (may be NULL).  prog (may
+ * be NULL) counts the bytes read and the rows.  Does not finish w. */
 int importRun(lakeReader *in, importFormat fmt, segmentWriter *w, int64_t *rows,
-              lakeError *err);
+              progress *prog, lakeError *err);
 
 #endif

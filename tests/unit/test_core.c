@@ -65,6 +65,10 @@ static void testErrors(void) {
        "ENOENT maps to 66 with the cause kept apart");
     errSet(&e, LAKE_EFAIL, "line one\nline two");
     ok(strchr(e.msg, '\n') == NULL, "a message is always one line");
+    errSet(&e, LAKE_EDATA, "%s: bad", "ab\xff\x9b" "31m\xc2\x9b" "31m\x1b[1m\x7f");
+    errPrefix(&e, "stdin:%d", 1);
+    ok(strcmp(e.msg, "stdin:1: ab\\xff\\x9b31m\\u009b31m\\x1b[1m\\x7f: bad") == 0,
+       "a message folds bad UTF-8, C0, C1 and DEL, once (%s)", e.msg);
 }
 
 static void testAtomic(void) {
@@ -131,6 +135,14 @@ static void testText(void) {
            !utf8Valid((const unsigned char *)"\xf4\x90\x80\x80", 4) && !utf8Valid((const unsigned char *)"a\0b", 3) &&
            !utf8Valid((const unsigned char *)"\xe2\x80", 2),
        "UTF-8: no overlong form, surrogate, code point past U+10FFFF, NUL or cut sequence");
+
+    char f[16];
+    ok(utf8Fold("a\tb\xe2\x80\x94\xc2\xa0", f, sizeof f) == 8 && strcmp(f, "a b\xe2\x80\x94\xc2\xa0") == 0,
+       "fold: a tab is a blank; U+2014 and U+00A0 stay");
+    utf8Fold("\x01\xc2\x9f\xe2\x80", f, sizeof f);
+    ok(strcmp(f, "\\x01\\u009f\\xe2") == 0, "fold: C0, C1 and a cut sequence are escaped, cut whole (%s)", f);
+    utf8Fold("\\x01", f, sizeof f);
+    ok(strcmp(f, "\\x01") == 0, "fold: a backslash stays (folding twice changes nothing)");
 
     char name[64];
     ok(fileNameSafe("./a//b/./c.txt", name, sizeof name) == 0 && strcmp(name, "a/b/c.txt") == 0,

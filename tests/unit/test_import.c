@@ -64,7 +64,7 @@ static int run(const char *input, importFormat fmt, int64_t *rows, lakeError *er
     segmentWriter *w;
     segmentWriterOptions o = {.tmp_dir = root};
     if (segmentWriterOpen(st, "TI", schemaJson, &o, &w, err)) return -1;
-    int rc = importRun(&in, fmt, w, rows, err);
+    int rc = importRun(&in, fmt, w, rows, NULL, err);
     segmentWriterFree(w);
     return rc;
 }
@@ -313,7 +313,7 @@ static void testStreaming(void) {
     segmentWriterOptions o = {.tmp_dir = root, .max_bytes = 512 * 1024};
     segmentWriterOpen(st, "TS", schemaJson, &o, &w, &err);
     int64_t rows = 0;
-    int rc = importRun(&in, IMPORT_AUTO, w, &rows, &err);
+    int rc = importRun(&in, IMPORT_AUTO, w, &rows, NULL, &err);
     cJSON *segs = NULL;
     if (!rc) rc = segmentWriterFinish(w, &segs, NULL, &err);
     int64_t total = 0;
