@@ -175,18 +175,14 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     return rc;
 }
 
-/* The cached directory entry of NS.T; 66 when there is none. */
+/* The directory entry of NS.T (for a principal denied the directory, from
+ * its registration); 66 when there is none. */
 static int findTable(run *r, const char *q, const cacheEntry **out, lakeError *err) {
     char *ns, *name;
-    const cacheEntry *e;
-    size_t n;
     if (nameSplitTable(q, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    int rc = cacheDirectory(r->cache, &e, &n, err);
-    if (!rc && !(*out = cacheFindTable(r->cache, ns, name)) && !r->offline) {
-        rc = cacheRefresh(r->cache, 0, err); /* created elsewhere since? ask once */
-        if (!rc) *out = cacheFindTable(r->cache, ns, name);
-    }
-    if (!rc && !*out) rc = errSet(err, LAKE_ENOINPUT, "%s: no such table", q);
+    int rc = cacheTable(r->cache, ns, name, out, err);
+    if (rc && err->status && strcmp(err->status, "not_found") == 0)
+        rc = errSet(err, LAKE_ENOINPUT, "%s: no such table", q);
     free(ns);
     free(name);
     return rc;
@@ -194,23 +190,10 @@ static int findTable(run *r, const char *q, const cacheEntry **out, lakeError *e
 
 static int cmdShow(run *r, char **args, lakeError *err) {
     const cacheEntry *e;
-    cJSON *schema = NULL, *c;
+    cJSON *c;
     int rc = findTable(r, args[0], &e, err);
-    if (rc && err->status && strcmp(err->status, "permission_denied") == 0) {
-        /* denied the directory (role user): the registration has the schema */
-        char *ns, *name;
-        cJSON *reg = NULL;
-        if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-        errClear(err);
-        rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
-        free(ns);
-        free(name);
-        if (!rc) schema = cJSON_DetachItemFromObjectCaseSensitive(reg, "schema");
-        cJSON_Delete(reg);
-    } else if (!rc) {
-        schema = cJSON_Parse(e->schema);
-    }
     if (rc) return rc;
+    cJSON *schema = cJSON_Parse(e->schema);
     if (!cJSON_IsArray(schema)) {
         cJSON_Delete(schema);
         return errSet(err, LAKE_EFAIL, "%s: malformed schema in the catalog", args[0]);

@@ -316,6 +316,7 @@ static int runImport(run *r, lakeError *err) {
     lakeReader in = {fdRead, &fd, "stdin"};
     segmentWriterOptions opt = {.hex_blobs = 1};
     int rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
+    if (!rc) rc = cacheMayRun(r->cache, "append", err); /* before any segment is stored */
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
     if (!rc && (!cJSON_IsString(id) || !schema)) rc = errSet(err, LAKE_EFAIL, "%s: malformed registration", r->import);
