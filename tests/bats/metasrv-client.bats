@@ -26,6 +26,20 @@ teardown() {
   common_teardown
 }
 
+# A second server over the same registry, plain http:// on loopback
+# (--insecure-listen): sets PLAIN_PID and PLAIN_URL.
+plain_start() {
+  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 --insecure-listen \
+    >"$T/plain.out" 2>"$T/plain.log" 3>&- &
+  PLAIN_PID=$!
+  local _
+  for _ in $(seq 200); do
+    grep -q '^listening on ' "$T/plain.out" && break
+    sleep 0.025
+  done
+  PLAIN_URL=$(sed -n 's/^listening on //p' "$T/plain.out")
+}
+
 now_ms() {
   echo $(($(date +%s%N) / 1000000))
 }
@@ -197,16 +211,8 @@ requests_counted() {
   run --separate-stderr lake-metasrv serve --db "$SRV/registry.db" --listen 127.0.0.1:0
   assert_error lake-metasrv 64
 
-  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 --insecure-listen \
-    >"$T/plain.out" 2>"$T/plain.log" 3>&- &
-  PLAIN_PID=$!
-  local _
-  for _ in $(seq 200); do
-    grep -q '^listening on ' "$T/plain.out" && break
-    sleep 0.025
-  done
-  local url
-  url=$(sed -n 's/^listening on //p' "$T/plain.out")
+  plain_start
+  local url=$PLAIN_URL
   [[ $url =~ ^http://127\.0\.0\.1:[0-9]+$ ]] || fail "not a plain loopback URL: $(cat "$T/plain.out" "$T/plain.log")"
   run curl -sS "$url/v1/health"
   assert_success
@@ -313,16 +319,8 @@ requests_counted() {
   assert_error lake-catalog 69 "unreachable (the server closed the connection without an answer; if it serves TLS, the URL must start https://)"
 
   # a plain server addressed as https://
-  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 --insecure-listen \
-    >"$T/plain.out" 2>"$T/plain.log" 3>&- &
-  PLAIN_PID=$!
-  local _
-  for _ in $(seq 200); do
-    grep -q '^listening on ' "$T/plain.out" && break
-    sleep 0.025
-  done
-  local url
-  url=$(sed -n 's/^listening on //p' "$T/plain.out")
+  plain_start
+  local url=$PLAIN_URL
   run --separate-stderr env LAKE_METASRV="https://${url#http://}" lake-catalog whoami
   assert_error lake-catalog 69 "https://${url#http://} unreachable (TLS handshake failed (" "is it a plain http:// server?"
 
