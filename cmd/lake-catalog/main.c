@@ -69,13 +69,15 @@ static const cliSpec spec = {
     "  resolve NS.T [--version N]    the registration (JSON)\n"
     "  refresh [--force]             ask the metadata source now\n"
     "  status                        the cached catalog: source, generation, age, staleness\n"
-    "  create-namespace NS [--if-not-exists]  create a namespace\n"
+    "  create-namespace NS [--if-not-exists]\n"
+    "                                create a namespace\n"
     "  create NS.T 'COL TYPE, ...' [--if-not-exists]\n"
     "                                create a table (INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE)\n"
     "  drop NS.T                     drop a table\n"
     "  whoami                        the principal, its role and the stage\n"
     "  actions                       the actions this principal may run\n"
-    "  gc [--dry-run] [--grace DURATION]  remove unreferenced stage objects older than DURATION (admin)",
+    "  gc [--dry-run] [--grace DURATION]\n"
+    "                                remove unreferenced stage objects older than DURATION (admin)",
     globalOptions,
     1,
     1,

@@ -473,7 +473,10 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
     int rc = cacheDirectory(ctx->cache, &entries, &n, err);
     /* a principal denied the directory (role user) names its tables */
     int byName = rc && err->status && strcmp(err->status, "permission_denied") == 0;
-    if (byName) rc = 0, errClear(err);
+    if (byName) {
+        rc = 0;
+        errClear(err);
+    }
     if (rc) return rc;
     int nattached = 0; /* namespaces attached already: all but main and temp */
     sqlite3_stmt *st = NULL;
