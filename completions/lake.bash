@@ -39,6 +39,8 @@ _lake_args_lake_catalog_gc='--grace'
 _lake_opts_lake_catalog_resolve='--version'
 _lake_args_lake_catalog_resolve='--version'
 _lake_opts_lake_catalog_refresh='--force'
+_lake_opts_lake_catalog_create='--if-not-exists'
+_lake_opts_lake_catalog_create_namespace='--if-not-exists'
 
 _lake_opts_lake_query='-q --quiet -f --format -H --header -c --command --import
     --csv --jsonl --progress --no-progress -h --help --version'

@@ -358,6 +358,8 @@ static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int6
     lakeError *err = &t->ctx->err;
     if (!t->writer) {
         segmentWriterOptions opt = {.tmp_dir = t->ctx->tmp_dir};
+        /* refused before any segment is stored */
+        if (cacheMayRun(t->ctx->cache, "append", err)) return fail(t, err);
         if (segmentWriterOpen(t->ctx->stage, t->id, t->schema, &opt, &t->writer, err)) return fail(t, err);
     }
     if (segmentWriterAddSqlRow(t->writer, argv + 2, argc - 2, err)) return fail(t, err);
@@ -436,9 +438,17 @@ static int attached(sqlite3 *db, const char *ns) {
     return sqlite3_db_filename(db, ns) != NULL;
 }
 
-static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char *name, int *nattached,
-                      lakeError *err) {
-    if (!cacheFindTable(ctx->cache, ns, name)) return 0; /* not a lake table: SQLite will say */
+static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char *name, int byName,
+                      int *nattached, lakeError *err) {
+    const cacheEntry *e = NULL;
+    if (byName && nameIsValid(ns) && nameIsValid(name)) { /* denied the directory: ask by name */
+        int rc = cacheTable(ctx->cache, ns, name, &e, err);
+        if (rc && err->status && strcmp(err->status, "not_found") == 0) errClear(err);
+        else if (rc) return rc;
+    } else if (!byName) {
+        e = cacheFindTable(ctx->cache, ns, name);
+    }
+    if (!e) return 0; /* not a lake table: SQLite will say */
     char *sql;
     if (!attached(db, ns)) {
         if (++*nattached > QUERY_MAX_NAMESPACES)
@@ -466,6 +476,12 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
     const cacheEntry *entries;
     size_t n;
     int rc = cacheDirectory(ctx->cache, &entries, &n, err);
+    /* a principal denied the directory (role user) names its tables */
+    int byName = rc && err->status && strcmp(err->status, "permission_denied") == 0;
+    if (byName) {
+        rc = 0;
+        errClear(err);
+    }
     if (rc) return rc;
     int nattached = 0; /* namespaces attached already: all but main and temp */
     sqlite3_stmt *st = NULL;
@@ -507,7 +523,7 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
             prev[0] = '\0';
         }
         if (k) { /* an identifier: id */
-            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, err);
+            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, byName, &nattached, err);
             memcpy(prev, id, sizeof prev);
             p += k;
             while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;

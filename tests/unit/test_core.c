@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/duration.h"
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/id.h"
@@ -212,7 +213,30 @@ static void testEndpoints(void) {
     }
 }
 
+static void testDurations(void) {
+    static const struct { const char *text; int64_t max, want; } good[] = {
+        {"86400", 1000000, 86400}, {"45s", 1000, 45}, {"30m", 10000, 1800}, {"12h", 100000, 43200},
+        {"1d", 86400, 86400}, {"0", 10, 0}, {"0d", 10, 0}, {"007h", 100000, 25200},
+    };
+    static const struct { const char *text; int64_t max; } bad[] = {
+        {"", 100}, {"d", 100}, {"-1", 100}, {"+1", 100}, {"1.5h", 100000}, {"1w", 10000000},
+        {"1 d", 100000}, {"1dd", 100000}, {"12H", 100000}, {" 1", 100}, {"2d", 86400},
+        {"99999999999999999999", INT64_MAX}, {"106751991167301d", INT64_MAX}, {NULL, 100},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        int64_t s = -1;
+        ok(durationParse(good[i].text, good[i].max, &s) == 0 && s == good[i].want, "duration '%s' is %lld s",
+           good[i].text, (long long)good[i].want);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t s = -7;
+        ok(durationParse(bad[i].text, bad[i].max, &s) == -1 && s == -7, "duration '%s' (at most %lld s) is refused",
+           bad[i].text ? bad[i].text : "(null)", (long long)bad[i].max);
+    }
+}
+
 int main(void) {
+    testDurations();
     testEndpoints();
     testText();
     testValueText();
