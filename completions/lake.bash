@@ -43,7 +43,7 @@ _lake_opts_lake_catalog_create='--if-not-exists'
 _lake_opts_lake_catalog_create_namespace='--if-not-exists'
 
 _lake_opts_lake_query='-q --quiet -f --format -H --header -c --command --import
-    --csv --jsonl --progress --no-progress -h --help --version'
+    --csv --jsonl --strict --progress --no-progress -h --help --version'
 _lake_args_lake_query='-f --format -c --command --import'
 
 # lake-metasrv takes every option before or after its command, so all of

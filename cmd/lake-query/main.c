@@ -2,7 +2,7 @@
  * lake-query - SQL (SQLite's engine) over lake tables.
  *
  *   lake-query [-f tsv|csv|json|jsonl|table] [-H] [-c SQL | SQL-FILE | -]
- *   lake-query --import NS.T [--csv | --jsonl] < DATA
+ *   lake-query --import NS.T [--csv | --jsonl] [--strict] < DATA
  *
  * Tables are named namespace.table.  Each statement of the script runs in
  * turn, its rows printed as they come (the aligned table format measures
@@ -39,7 +39,7 @@
 #define TABLE_SAMPLE 1000
 
 enum { OPT_FORMAT = 'f', OPT_HEADER = 'H', OPT_SQL = 'c', OPT_IMPORT = 0x100, OPT_CSV, OPT_JSONL,
-       OPT_PROGRESS, OPT_NO_PROGRESS };
+       OPT_STRICT, OPT_PROGRESS, OPT_NO_PROGRESS };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
@@ -49,6 +49,7 @@ static const cliOption options[] = {
     {OPT_IMPORT, 0, "import", "NS.T", "append the rows of CSV or JSON Lines on stdin to a table"},
     {OPT_CSV, 0, "csv", NULL, "with --import: the input is CSV with a header row"},
     {OPT_JSONL, 0, "jsonl", NULL, "with --import: the input is JSON Lines"},
+    {OPT_STRICT, 0, "strict", NULL, "with --import: a quote or lone CR in an unquoted CSV field is an error, not data"},
     {OPT_PROGRESS, 0, "progress", NULL, "with --import: draw a progress bar even if stderr is no terminal"},
     {OPT_NO_PROGRESS, 0, "no-progress", NULL, "with --import: never draw a progress bar"},
     {0, 0, NULL, NULL, NULL},
@@ -56,7 +57,7 @@ static const cliOption options[] = {
 
 static const cliSpec spec = {
     "[-f tsv|csv|json|jsonl|table] [-H] [-c SQL | SQL-FILE | -]\n"
-    "--import NS.T [--csv | --jsonl] < DATA",
+    "--import NS.T [--csv | --jsonl] [--strict] < DATA",
     "Run SQL over lake tables (namespace.table); INSERT and --import append new table versions.",
     options,
     0,
@@ -70,6 +71,7 @@ typedef struct run {
     int header;
     const char *sql, *import;
     importFormat importFmt;
+    int strict;
     progressMode progress;
     lakeConfig cfg;
     catalogSource *src;
@@ -469,14 +471,16 @@ static int runImport(run *r, lakeError *err) {
     char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
     if (!rc && (!cJSON_IsString(id) || !schema)) rc = errSet(err, LAKE_EFAIL, "%s: malformed registration", r->import);
     if (!rc) rc = segmentWriterOpen(r->stage, id->valuestring, schema, &opt, &w, err);
-    if (!rc) rc = importRun(&in, r->importFmt, w, &rows, &prog, err);
+    if (!rc) rc = importRun(&in, r->strict ? r->importFmt | IMPORT_STRICT : r->importFmt, w, &rows, &prog, err);
     progressEnd(&prog);
     if (!rc) rc = segmentWriterFinish(w, &segs, &files, err);
     if (!rc && rows > 0)
         rc = cacheAppendCommuting(r->cache, ns, name,
                                   (int64_t)cJSON_GetObjectItemCaseSensitive(reg, "version")->valuedouble, segs,
                                   files, &version, err);
-    if (!rc) logWarn("%s: %lld row%s appended", r->import, (long long)rows, rows == 1 ? "" : "s");
+    /* no rows is not an error: nothing is appended and no version made */
+    if (!rc && rows == 0) logWarn("%s: no rows: nothing appended", r->import);
+    else if (!rc) logWarn("%s: %lld row%s appended", r->import, (long long)rows, rows == 1 ? "" : "s");
     segmentWriterFree(w);
     cJSON_Delete(reg);
     cJSON_Delete(segs);
@@ -531,11 +535,14 @@ int main(int argc, char **argv) {
         case OPT_IMPORT: r.import = arg; break;
         case OPT_CSV: r.importFmt = IMPORT_CSV; break;
         case OPT_JSONL: r.importFmt = IMPORT_JSONL; break;
+        case OPT_STRICT: r.strict = 1; break;
         }
     }
     int operands = argc - first;
     if (r.import && (r.sql || operands)) cliUsageError(&spec, "--import reads data on stdin, not SQL");
-    if (!r.import && r.importFmt != IMPORT_AUTO) cliUsageError(&spec, "--csv and --jsonl go with --import");
+    if (!r.import && (r.importFmt != IMPORT_AUTO || r.strict))
+        cliUsageError(&spec, "--csv, --jsonl and --strict go with --import");
+    if (r.strict && r.importFmt == IMPORT_JSONL) cliUsageError(&spec, "--strict is for CSV; JSON Lines are always strict");
     if (r.sql && operands) cliUsageError(&spec, "give SQL with -c or as a file, not both");
     if (operands > 1) cliUsageError(&spec, "one SQL file at most");
 

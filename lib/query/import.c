@@ -27,6 +27,7 @@ enum { BYTE_EOF = -1, BYTE_ERR = -2 };
 struct importReader {
     lakeReader *in;
     importFormat fmt;
+    int strict;       /* CSV: IMPORT_STRICT was given */
     const segmentSchema *schema;
     int64_t max;
     char *buf;
@@ -148,8 +149,22 @@ static int crlf(importReader *r, lakeError *err) {
     return 0;
 }
 
+/* With --strict, a quote or a lone carriage return c inside an unquoted
+ * field is 65; otherwise (and for any other byte) 0. */
+static int csvStrictByte(importReader *r, int c, lakeError *err) {
+    if (!r->strict) return 0;
+    if (c == '"') return dataErr(r, err, r->line, "a quote inside an unquoted field");
+    if (c == '\r') return dataErr(r, err, r->line, "a carriage return without a line feed outside quotes");
+    return 0;
+}
+
 /* Read one CSV record into the field arrays: 1, 0 at the end of input, or
- * an error code. */
+ * an error code.  A line with no bytes is skipped, except after the header
+ * of a one-column file, where it is that column's empty unquoted field
+ * (NULL): how the -f csv output writes a one-column NULL row.  A quote or a
+ * carriage return without its line feed inside an unquoted field is data,
+ * as sqlite3's .import and Python's csv read it, unless r->strict (RFC
+ * 4180 allows neither there). */
 static int csvRecord(importReader *r, lakeError *err) {
     enum { START, UNQUOTED, QUOTED, QUOTE_IN_QUOTED } st = START;
     int rc;
@@ -172,6 +187,10 @@ static int csvRecord(importReader *r, lakeError *err) {
             if (c == BYTE_EOF || eol) {
                 if (r->nf == 0) { /* a blank line, or the end */
                     if (c == BYTE_EOF) return 0;
+                    if (r->nhdr == 1) { /* one column: a NULL */
+                        if ((rc = fldEnd(r, r->fld_len, 0, err))) return rc;
+                        return 1;
+                    }
                     r->rec_line = r->line;
                     continue;
                 }
@@ -185,6 +204,7 @@ static int csvRecord(importReader *r, lakeError *err) {
             } else if (c == ',') {
                 if ((rc = fldEnd(r, start, 0, err))) return rc;
             } else {
+                if ((rc = csvStrictByte(r, c, err))) return rc;
                 if ((rc = fldPut(r, c, err))) return rc;
                 st = UNQUOTED;
             }
@@ -194,9 +214,7 @@ static int csvRecord(importReader *r, lakeError *err) {
                 if ((rc = fldEnd(r, start, 0, err))) return rc;
                 if (c != ',') return 1;
                 st = START;
-            } else if (c == '"') {
-                return dataErr(r, err, r->line, "a quote inside an unquoted field");
-            } else if ((rc = fldPut(r, c, err))) {
+            } else if ((rc = csvStrictByte(r, c, err)) || (rc = fldPut(r, c, err))) {
                 return rc;
             }
             break;
@@ -235,6 +253,10 @@ static int csvHeader(importReader *r, lakeError *err) {
         name[n] = '\0';
         int col = n == r->flen[i] && n ? segmentSchemaFind(r->schema, name) : -1;
         char what[NAME_FIELD_MAX + 64];
+        if (col < 0 && memchr(r->fld + r->off[i], '\r', r->flen[i]))
+            return dataErr(r, err, r->rec_line,
+                           "header: a carriage return without a line feed "
+                           "(CR-only line ends are not read: end lines with LF or CRLF)");
         if (col < 0) {
             snprintf(what, sizeof what, "header: no column '%s' in the table", name);
             return dataErr(r, err, r->rec_line, what);
@@ -511,6 +533,8 @@ int importOpen(lakeReader *in, importFormat fmt, const segmentSchema *schema,
     int rc = 0;
     if (!r) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "import");
     r->in = in;
+    r->strict = (fmt & IMPORT_STRICT) != 0;
+    fmt &= ~IMPORT_STRICT;
     r->schema = schema;
     r->max = record_max > 0 ? record_max : IMPORT_RECORD_MAX;
     r->line = 1;

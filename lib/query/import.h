@@ -12,7 +12,7 @@
  *    segment.h), which segmentWriterAddRow takes as is; a column the input
  *    does not name, or a JSON key that is absent, is NULL.
  *  - Bad input is 65 naming the line: "line N: …" for malformed CSV (an
- *    unterminated quote, a stray quote, a row with another number of fields
+ *    unterminated quote, text after a closing quote, a row with another number of fields
  *    than the header), malformed JSON, a line over the cap, an unknown or
  *    repeated column; importRun adds the line to the writer's type errors
  *    ("line N: column c: 'abc' is not an INTEGER").  Line numbers count
@@ -20,9 +20,14 @@
  *
  * Both formats: a UTF-8 BOM and blank bytes at the start are skipped.
  *
- * CSV decisions: CRLF or LF ends a record (a lone CR is data); an unquoted
+ * CSV decisions: CRLF or LF ends a record; an unquoted
  * empty field is NULL, a quoted one ("") is the empty string; blank lines
- * are skipped; header names are matched to columns ignoring case.
+ * are skipped, except in a one-column file, where an empty line is a
+ * record whose value is NULL (how -f csv writes that row); header names
+ * are matched to columns ignoring case.  A quote or a lone CR inside an
+ * unquoted field is data, as sqlite3's .import reads it, unless
+ * IMPORT_STRICT; a header holding a lone CR (a file with CR-only line
+ * ends) is 65 saying so.
  *
  * JSON Lines decisions: blank lines are skipped; null is NULL, true/false
  * are booleans; a number written as an integer (digits, an optional '-')
@@ -46,7 +51,10 @@
 /* The most bytes of one CSV record's fields, or of one JSON line. */
 #define IMPORT_RECORD_MAX (16LL * 1024 * 1024)
 
-typedef enum { IMPORT_AUTO, IMPORT_CSV, IMPORT_JSONL } importFormat;
+/* IMPORT_STRICT may be or'ed into the format given to importOpen and
+ * importRun: a quote or a lone CR in an unquoted CSV field is then 65
+ * instead of data. */
+typedef enum { IMPORT_AUTO, IMPORT_CSV, IMPORT_JSONL, IMPORT_STRICT = 0x100 } importFormat;
 
 typedef struct importReader importReader;
 

@@ -109,8 +109,25 @@ static void testCsv(void) {
     ok(CSV("id,name\n1,\"two\nlines\"\n2,\"oops\n3,c\n", out, &err) == LAKE_EDATA &&
            strstr(err.msg, "line 4") && strstr(err.msg, "unterminated"),
        "CSV: an unterminated quote is 65 naming the line it opened on (%s)", err.msg);
-    ok(CSV("id,name\n1,a\"b\n", out, &err) == LAKE_EDATA && strstr(err.msg, "line 2"),
-       "CSV: a quote inside an unquoted field is 65");
+    ok(CSV("id,name\n1,5\" a\"b\"\n", out, &err) == 0 && strcmp(out, "[1]|[5\" a\"b\"]|NULL|NULL|NULL\n") == 0,
+       "CSV: a quote inside an unquoted field is data");
+    ok(collect("id,name\n1,a\n2,a\"b\n", 18, IMPORT_CSV | IMPORT_STRICT, 0, out, sizeof out, NULL, &err) ==
+               LAKE_EDATA && strstr(err.msg, "line 3: a quote inside an unquoted field"),
+       "CSV strict: a quote inside an unquoted field is 65 naming the line (%s)", err.msg);
+    ok(collect("id,name\n1,a\rb\n", 14, IMPORT_CSV | IMPORT_STRICT, 0, out, sizeof out, NULL, &err) ==
+               LAKE_EDATA && strstr(err.msg, "line 2: a carriage return"),
+       "CSV strict: a lone CR outside quotes is 65 (%s)", err.msg);
+    ok(collect("id,name\n\"a\rb\",\"x\"\"y\"\n", 21, IMPORT_CSV | IMPORT_STRICT, 0, out, sizeof out, NULL,
+               &err) == 0 && strcmp(out, "[a\rb]|[x\"y]|NULL|NULL|NULL\n") == 0,
+       "CSV strict: quotes and CRs inside quotes are data");
+    ok(CSV("id,name\r1,a\r", out, &err) == LAKE_EDATA && strstr(err.msg, "line 1") &&
+           strstr(err.msg, "CR-only"),
+       "CSV: CR-only line ends are 65 at the header, saying so (%s)", err.msg);
+    ok(CSV("name\n\nx\n\r\n\"\"\n", out, &err) == 0 &&
+           strcmp(out, "NULL|NULL|NULL|NULL|NULL\nNULL|[x]|NULL|NULL|NULL\nNULL|NULL|NULL|NULL|NULL\n"
+                       "NULL|[]|NULL|NULL|NULL\n") == 0,
+       "CSV: in a file of one column an empty line is a record of one NULL");
+    ok(CSV("id,name", out, &err) == 0 && !out[0], "CSV: a header without its newline has no records");
     ok(CSV("id,name\n1,\"a\"b\n", out, &err) == LAKE_EDATA && strstr(err.msg, "after a closing quote"),
        "CSV: text after a closing quote is 65");
     ok(collect("id,name\n1,abcdefghijklmnopqrstuvwxyz\n", 35, IMPORT_CSV, 16, out, sizeof out, NULL,
