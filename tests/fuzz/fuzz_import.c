@@ -42,7 +42,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    static const importFormat formats[] = {IMPORT_AUTO, IMPORT_CSV, IMPORT_JSONL, IMPORT_AUTO};
+    static const importFormat formats[] = {IMPORT_AUTO, IMPORT_CSV, IMPORT_JSONL, IMPORT_CSV | IMPORT_STRICT};
     importFormat fmt = formats[data[0] & 3];
     memReader src = {(const char *)data + 1, size - 1, 0, (size_t)(data[0] >> 2)};
     lakeReader in = {memRead, &src, "stdin"};
