@@ -27,5 +27,8 @@ void progressStart(progress *p, progressMode mode, const char *label, int64_t to
 void progressAdd(progress *p, int64_t n);
 /* Erase the bar if one was drawn. */
 void progressEnd(progress *p);
+/* Whether a bar is on stderr now (safe to call from a signal handler,
+ * which erases it before saying why the program stops). */
+int progressOnScreen(void);
 
 #endif
