@@ -432,7 +432,15 @@ static int attached(sqlite3 *db, const char *ns) {
 }
 
 static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char *name, int *nattached,
-                      lakeError *err) {
+                      int *listed, lakeError *err) {
+    if (!*listed) { /* the first pair: the directory (refreshed when expired) */
+        const cacheEntry *entries;
+        size_t n;
+        int rc = !ctx->cache && ctx->open ? ctx->open(ctx, err) : 0;
+        if (!rc) rc = cacheDirectory(ctx->cache, &entries, &n, err);
+        if (rc) return rc;
+        *listed = 1;
+    }
     if (!cacheFindTable(ctx->cache, ns, name)) return 0; /* not a lake table: SQLite will say */
     char *sql;
     if (!attached(db, ns)) {
@@ -458,10 +466,7 @@ static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char
 }
 
 int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err) {
-    const cacheEntry *entries;
-    size_t n;
-    int rc = cacheDirectory(ctx->cache, &entries, &n, err);
-    if (rc) return rc;
+    int rc = 0, listed = 0;
     int nattached = 0; /* namespaces attached already: all but main and temp */
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')", -1, &st, NULL) == SQLITE_OK &&
@@ -502,7 +507,7 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
             prev[0] = '\0';
         }
         if (k) { /* an identifier: id */
-            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, err);
+            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, &listed, err);
             memcpy(prev, id, sizeof prev);
             p += k;
             while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
