@@ -6,6 +6,7 @@
 # query-cli.bats.
 
 load helpers/common
+load helpers/background
 
 setup() {
   common_setup
@@ -17,35 +18,6 @@ teardown() {
   exec 4>&- 5>&- 2>/dev/null || true
   if [ -n "$SRV" ]; then kill -CONT "$METASRV_PID" 2>/dev/null || true; metasrv_stop; fi
   common_teardown
-}
-
-# start_bg IN OUT ERR CMD...: CMD in the background, its stdin, stdout
-# and stderr redirected there (a FIFO is opened by the background job, not
-# by this shell), with SIGINT, SIGTERM and SIGHUP at their defaults (a
-# non-interactive shell starts background jobs with SIGINT ignored, which
-# the programs respect); its pid in BG.
-start_bg() {
-  local in=$1 out=$2 errf=$3
-  shift 3
-  perl -e '$SIG{$_} = "DEFAULT" for qw(INT TERM HUP); exec @ARGV or die' "$@" <"$in" >"$out" 2>"$errf" &
-  BG=$!
-}
-
-# wait_bg: its exit status in status, its stderr in stderr.
-wait_bg() {
-  status=0
-  wait "$BG" || status=$?
-  BG=
-}
-
-# wait_for CMD...: until CMD succeeds (10 s at most).
-wait_for() {
-  local i
-  for i in $(seq 200); do
-    "$@" && return 0
-    sleep 0.05
-  done
-  fail "timed out waiting for: $*"
 }
 
 @test "lake-get interrupted erases its progress bar, says so and dies of the signal; -o DIR keeps no partial file" {
