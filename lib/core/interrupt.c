@@ -23,6 +23,7 @@ static volatile sig_atomic_t stopSignal; /* the first signal, or 0 */
 static int cooperative;
 static char sayLine[128];                /* "prog: interrupted\n" */
 static size_t sayLen;
+static int stderrTty;                    /* erase the echoed ^C too */
 
 static struct {
     volatile sig_atomic_t used;
@@ -39,9 +40,10 @@ static void removeTemps(void) {
                 unlinkat(temps[i].dirfd, temps[i].name, dirs ? AT_REMOVEDIR : 0);
 }
 
-/* Erase the bar, say so, remove the temporary names, die of sig. */
+/* Erase the bar (or the ^C a terminal echoed), say so, remove the
+ * temporary names, die of sig. */
 static void die(int sig) {
-    if (progressOnScreen() && write(STDERR_FILENO, "\r\033[K", 4) < 0) {}
+    if ((progressOnScreen() || stderrTty) && write(STDERR_FILENO, "\r\033[K", 4) < 0) {}
     if (write(STDERR_FILENO, sayLine, sayLen) < 0) {}
     removeTemps();
     struct sigaction sa;
@@ -66,6 +68,7 @@ static void onStop(int sig) {
 
 void interruptCatch(int coop) {
     cooperative = coop;
+    stderrTty = isatty(STDERR_FILENO);
     int n = snprintf(sayLine, sizeof sayLine, "%s: interrupted\n", logProgname());
     sayLen = n < 0 ? 0 : (size_t)n < sizeof sayLine ? (size_t)n : sizeof sayLine - 1;
     if (sayLen && sayLine[sayLen - 1] != '\n') sayLine[sayLen - 1] = '\n';

@@ -4,8 +4,9 @@
  * A program calls interruptCatch once, after parsing its options.  From
  * then on the first of these signals is handled in one of two ways:
  *
- *  - immediate (cooperative = 0): the handler itself erases a progress bar
- *    on stderr, prints "PROG: interrupted", removes every temporary file
+ *  - immediate (cooperative = 0): the handler itself erases the line on
+ *    stderr (a progress bar, or the ^C a terminal echoed), prints
+ *    "PROG: interrupted", removes every temporary file
  *    registered below and lets the process die of the signal.  For
  *    programs with nothing to undo but their temporary files.
  *  - cooperative (cooperative = 1): the handler only records the signal;
@@ -54,7 +55,7 @@ int interruptTempAdd(int dirfd, const char *name, int isdir);
 /* Forget a slot (after the name was removed or published); -1 is ignored. */
 void interruptTempDrop(int slot);
 
-/* If a stop signal arrived: erase a progress bar, print "PROG:
+/* If a stop signal arrived: erase the line as above, print "PROG:
  * interrupted", remove the registered names, flush stdout and die of the
  * signal.  Returns only when none arrived. */
 void interruptExit(void);

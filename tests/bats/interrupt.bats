@@ -92,3 +92,15 @@ teardown() {
   run lake-catalog list
   assert_success
 }
+
+@test "at a terminal the line is erased before the message (no ^C left in front of it)" {
+  command -v script >/dev/null || skip "script(1) is not installed"
+  # lake-get waits for REFs on the terminal that script(1) gives it
+  sleep 60 | script -qec "lake-get" /dev/null >"$T/tty" 2>&1 &
+  local scr=$! pid=
+  wait_for pgrep -P "$scr" -x lake-get
+  pid=$(pgrep -P "$scr" -x lake-get)
+  kill -TERM "$pid"
+  wait "$scr" || true
+  [[ $(cat "$T/tty") == $'\r\e[K'"lake-get: interrupted"* ]] || fail "not erased first: $(cat -v "$T/tty")"
+}
