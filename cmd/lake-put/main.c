@@ -477,10 +477,13 @@ int main(int argc, char **argv) {
         free(ns);
         free(name);
     }
-    if (rc && rows && plan.stored > 0) { /* say what became of the objects already put */
+    if ((rc || interruptPending()) && rows && plan.stored > 0) { /* say what became of the objects already put */
+        char note[256];
+        snprintf(note, sizeof note, "nothing appended to %s (the %d object%s stored stay%s unreferenced)", a.table,
+                 plan.stored, plan.stored == 1 ? "" : "s", plan.stored == 1 ? "s" : "");
         size_t n = strlen(err.msg);
-        snprintf(err.msg + n, sizeof err.msg - n, "; nothing appended to %s (the %d object%s stored stay%s unreferenced)",
-                 a.table, plan.stored, plan.stored == 1 ? "" : "s", plan.stored == 1 ? "s" : "");
+        snprintf(err.msg + n, sizeof err.msg - n, "; %s", note);
+        if (interruptPending()) interruptNote("%s", note);
     }
     if (rc && !interruptPending()) logError(&err);
     segmentWriterFree(plan.w);

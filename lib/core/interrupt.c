@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,8 +22,10 @@ static const int stopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 static volatile sig_atomic_t stopSignal; /* the first signal, or 0 */
 static int cooperative;
-static char sayLine[128];                /* "prog: interrupted\n" */
-static size_t sayLen;
+/* What die() prints: "prog: interrupted\n", or with a note; the pointer
+ * moves to a line only once it is whole. */
+static char sayLine[128], noteLine[640];
+static const char *volatile say = "interrupted\n";
 static int stderrTty;                    /* erase the echoed ^C too */
 
 static struct {
@@ -44,7 +47,8 @@ static void removeTemps(void) {
  * temporary names, die of sig. */
 static void die(int sig) {
     if ((progressOnScreen() || stderrTty) && write(STDERR_FILENO, "\r\033[K", 4) < 0) {}
-    if (write(STDERR_FILENO, sayLine, sayLen) < 0) {}
+    const char *line = say;
+    if (write(STDERR_FILENO, line, strlen(line)) < 0) {}
     removeTemps();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -69,9 +73,8 @@ static void onStop(int sig) {
 void interruptCatch(int coop) {
     cooperative = coop;
     stderrTty = isatty(STDERR_FILENO);
-    int n = snprintf(sayLine, sizeof sayLine, "%s: interrupted\n", logProgname());
-    sayLen = n < 0 ? 0 : (size_t)n < sizeof sayLine ? (size_t)n : sizeof sayLine - 1;
-    if (sayLen && sayLine[sayLen - 1] != '\n') sayLine[sayLen - 1] = '\n';
+    snprintf(sayLine, sizeof sayLine, "%.100s: interrupted\n", logProgname());
+    say = sayLine;
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = onStop; /* no SA_RESTART: a blocked read returns EINTR */
@@ -121,6 +124,17 @@ int interruptTempAdd(int dirfd, const char *name, int isdir) {
 
 void interruptTempDrop(int slot) {
     if (slot >= 0 && slot < INTERRUPT_TEMP_MAX) temps[slot].used = 0;
+}
+
+void interruptNote(const char *fmt, ...) {
+    char note[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, sizeof note, fmt, ap);
+    va_end(ap);
+    if (say == noteLine) say = sayLine; /* not rewritten while in use */
+    snprintf(noteLine, sizeof noteLine, "%.100s: interrupted; %s\n", logProgname(), note);
+    say = noteLine;
 }
 
 void interruptExit(void) {

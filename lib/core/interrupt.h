@@ -55,8 +55,12 @@ int interruptTempAdd(int dirfd, const char *name, int isdir);
 /* Forget a slot (after the name was removed or published); -1 is ignored. */
 void interruptTempDrop(int slot);
 
+/* Say more when interrupted: "PROG: interrupted; NOTE" (one line, e.g.
+ * what was left undone).  Not from a signal handler. */
+void interruptNote(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* If a stop signal arrived: erase the line as above, print "PROG:
- * interrupted", remove the registered names, flush stdout and die of the
+ * interrupted" (and the note), remove the registered names, flush stdout and die of the
  * signal.  Returns only when none arrived. */
 void interruptExit(void);
 

@@ -104,3 +104,23 @@ teardown() {
   wait "$scr" || true
   [[ $(cat "$T/tty") == $'\r\e[K'"lake-get: interrupted"* ]] || fail "not erased first: $(cat -v "$T/tty")"
 }
+
+@test "lake-put --table interrupted after storing an object says, in the same line, that nothing was appended" {
+  lake-catalog create-namespace t
+  lake-catalog create t.e 'id INTEGER, f FILE'
+  printf 'first' >"$T/a"
+  mkfifo "$T/fifo"
+  start_bg /dev/null "$T/out" "$T/err" lake-put --table t.e --column f --set id=1 "$T/a" "$T/fifo"
+  exec 4>"$T/fifo"
+  printf 'second, partly' >&4
+  wait_for test -s "$T/out" # the first FILE value is printed once stored
+  sleep 0.2
+  kill -TERM "$BG"
+  wait_bg
+  exec 4>&-
+  assert_equal "exit $status" "exit 143"
+  assert_equal "$(cat "$T/err")" \
+    "lake-put: interrupted; nothing appended to t.e (the 1 object stored stays unreferenced)"
+  run lake-query -c "SELECT count(*) FROM t.e"
+  assert_output 0
+}
