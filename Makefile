@@ -2,13 +2,16 @@
 #
 #   make                 build the programs into build/bin
 #   make deps            install the Debian packages the build and tests need
-#   make check           deps, build, every test; last line "N passed, N failed"
+#   make check           deps, the npm test peers, build, every test; last line
+#                        "N passed, N failed"
 #   make check SANITIZE=1  the same with ASan + UBSan (objects in build-san/)
 #   make demo            deps, build, a put -> get round trip on a fresh LAKE_HOME
 #   make bench           benchmarks: ratios against peers measured in one run,
 #                        one table, bench/RESULTS.md (BENCH="load s3": some;
 #                        BENCH_QUICK=1: every size shrunk, a smoke test)
 #   make install         PREFIX=/usr/local DESTDIR= (and uninstall)
+#   V=1                  print each compiler and linker command in full (the
+#                        default is one "  CC file" / "  LD file" line each)
 #   make fuzz            libFuzzer harnesses (tests/fuzz/, clang, objects in
 #                        build-fuzz/), each run FUZZ_SECONDS=60 on its committed
 #                        corpus; new inputs go to a scratch directory; prints
@@ -37,6 +40,17 @@ SANFLAGS   :=
 OPT        := -O2 -g
 endif
 
+# Quiet by default: "  CC build/lib/core/cli.o"; V=1 prints the commands.
+V          ?= 0
+say         = $(if $(filter 1,$(V)),,@printf '  %-3s %s\n' '$(1)' '$(2)';)
+
+# The git revision --version names (lib/core/version.c), "abc1234" or
+# "abc1234-dirty"; none outside a git checkout.  $(BUILD)/gitrev changes only
+# when it does, so only version.o is rebuilt, and only then.
+GIT_REV    := $(shell git rev-parse --short HEAD 2>/dev/null)
+GIT_REV    := $(if $(GIT_REV),$(GIT_REV)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty))
+GITREV_FILE = $(BUILD)/gitrev
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libcurl is loaded at run time (lib/core/curl.h): its headers, not its library
 PKG_LIBS   := $(filter-out -lcurl,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
@@ -48,11 +62,13 @@ LIBS       := $(PKG_LIBS) -lpthread -ldl
 
 LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c lib/catalog/registry/*.c lib/query/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
+PROG_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/*/*.c))
 LIBLAKE    := $(BUILD)/liblake.a
 PROGRAMS   := lake-put lake-get lake-catalog lake-metasrv lake-query
 BINS       := $(PROGRAMS:%=$(BUILD)/bin/%)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 MAN1       := $(wildcard man/*.1)
 MANALL     := $(wildcard man/*.[1-9])
 
@@ -62,32 +78,42 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
               valgrind postgresql libpq-dev
-# The npm test peers (s3rver), pinned by tests/package-lock.json.
+# The npm test peers (s3rver), pinned by tests/package-lock.json: only make
+# check needs them (and npm), never the build, demo or install.
 NPM_STAMP  := tests/node_modules/.package-lock.json
 
-.PHONY: all deps check unit-bins lint demo bench install uninstall clean
+.PHONY: all deps check unit-bins lint demo bench install uninstall clean objects
 
 all: $(BINS)
 
+# Named here so that make does not take the objects of the link rules below
+# for intermediate files and delete them after a build (the next make then
+# relinked every program).
+objects: $(LIB_OBJ) $(PROG_OBJ) $(UNIT_OBJ)
+
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(GITREV_FILE) 2>/dev/null)" = "$(GIT_REV)" ] || echo "$(GIT_REV)" >$(GITREV_FILE); })
+$(BUILD)/lib/core/version.o: $(GITREV_FILE)
+$(BUILD)/lib/core/version.o: ALL_CFLAGS += -DLAKE_GIT_REV='"$(GIT_REV)"'
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIBLAKE): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@
-	ar rcs $@ $^
+	@rm -f $@
+	$(call say,AR,$@)ar rcs $@ $^
 
 # A program is every .c file of its cmd/ folder over the library.
 objs_of = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/$(1)/*.c))
 .SECONDEXPANSION:
 $(BUILD)/bin/%: $$(call objs_of,$$*) $(LIBLAKE)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBLAKE) $(LIBS)
+	$(call say,LD,$@)$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o,$^) $(LIBLAKE) $(LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBLAKE)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBLAKE) $(LIBS)
+	$(call say,LD,$@)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBLAKE) $(LIBS)
 
 # Idempotent: asks apt only for what is missing, through sudo when not root.
 deps:
@@ -102,15 +128,15 @@ deps:
 	else echo "deps: all Debian packages present"; fi
 
 # npm ci runs again only when package.json or the lock file changed.
-deps: $(NPM_STAMP)
 $(NPM_STAMP): tests/package.json tests/package-lock.json
-	@command -v npm >/dev/null || { echo "deps: npm (Node.js) is needed for the test peers" >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "check: npm (Node.js 18 or later) is needed for the test peers: install the nodejs and npm packages" >&2; exit 1; }
 	npm ci --prefix tests --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# (a sub-make: its pkg-config flags are read after deps has installed them)
+# (a sub-make: its pkg-config flags are read after deps has installed them;
+# the test peers come after deps too)
 check: deps
-	@$(MAKE) --no-print-directory all unit-bins fuzz-bins
+	@$(MAKE) --no-print-directory $(NPM_STAMP) all unit-bins fuzz-bins
 	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin LAKE_UNIT=$(CURDIR)/$(BUILD)/tests \
 	  LAKE_SRC=$(CURDIR) bash tests/run
 
@@ -166,14 +192,14 @@ FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 
 $(FUZZ_BUILD)/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(call say,CC,$@)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_BUILD)/liblake.a: $(FUZZ_LIB_OBJ)
-	rm -f $@
-	ar rcs $@ $^
+	@rm -f $@
+	$(call say,AR,$@)ar rcs $@ $^
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/liblake.a
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -MF $@.d -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/liblake.a $(LIBS)
+	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_CFLAGS) -MF $@.d -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/liblake.a $(LIBS)
 
 fuzz-bins: $(FUZZ_BINS)
 

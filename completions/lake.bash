@@ -39,9 +39,11 @@ _lake_args_lake_catalog_gc='--grace'
 _lake_opts_lake_catalog_resolve='--version'
 _lake_args_lake_catalog_resolve='--version'
 _lake_opts_lake_catalog_refresh='--force'
+_lake_opts_lake_catalog_create='--if-not-exists'
+_lake_opts_lake_catalog_create_namespace='--if-not-exists'
 
 _lake_opts_lake_query='-q --quiet -f --format -H --header -c --command --import
-    --csv --jsonl -h --help --version'
+    --csv --jsonl --progress --no-progress -h --help --version'
 _lake_args_lake_query='-f --format -c --command --import'
 
 # lake-metasrv takes every option before or after its command, so all of
@@ -84,12 +86,21 @@ _lake_complete_value() {
         ;;
     -c | --command)
         # lake-query's SQL: the table name being typed ("FROM docs.pa"),
-        # from the snapshot cache; the rest of the word is kept as it is
+        # from the snapshot cache; the rest of the word is kept as it is.
+        # The SQL goes on after the name: no space, and inside an open
+        # quote no closing quote either.  Readline closes the quote of a
+        # word with one match, whatever nospace says, so one match gets a
+        # twin with a blank after it: readline inserts what the two have
+        # in common, the name, and stops (as zsh does).
         local tok=${3##*[!A-Za-z0-9_.]} t
+        compopt -o nospace 2>/dev/null
         if [ -n "$tok" ]; then
             for t in $(compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$tok"); do
                 COMPREPLY+=("${3%"$tok"}$t")
             done
+        fi
+        if [ "${#COMPREPLY[@]}" = 1 ] && [[ $3 == [\"\']* ]]; then
+            COMPREPLY+=("${COMPREPLY[0]} ")
         fi
         ;;
     *)

@@ -4,7 +4,7 @@
  *   lake-catalog [--json] [-H] [--max-age S] [--offline] [--strict] COMMAND
  *     list [NS] | show NS.T | resolve NS.T [--version N] | refresh [--force]
  *     | status | create-namespace NS | create NS.T 'COL TYPE, ...'
- *     | drop NS.T | whoami | actions | gc [--dry-run] [--grace S]
+ *     | drop NS.T | whoami | actions | gc [--dry-run] [--grace DURATION]
  *
  * Reads are answered from the snapshot cache (lib/catalog/cache): zero
  * source calls while it is fresh.  Changes go to the source, then refresh
@@ -22,12 +22,13 @@
 #include "catalog/source.h"
 #include "core/cli.h"
 #include "core/config.h"
+#include "core/duration.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
 
 enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT_STRICT,
-       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE };
+       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE, OPT_IF_NOT_EXISTS };
 
 #define GLOBAL_OPTIONS                                                                        \
     {'q', 'q', "quiet", NULL, "print no warnings"},                                           \
@@ -36,6 +37,9 @@ enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT
     {OPT_MAX_AGE, 0, "max-age", "S", "serve the cached catalog while younger than S seconds"}, \
     {OPT_OFFLINE, 0, "offline", NULL, "never call the metadata source; answer from the cache"}, \
     {OPT_STRICT, 0, "strict", NULL, "fail (69) instead of serving a stale catalog"}
+
+/* gc --grace: at most about 100 years */
+#define GRACE_MAX_S (36500LL * 86400)
 
 static const cliOption globalOptions[] = {GLOBAL_OPTIONS, {0, 0, NULL, NULL, NULL}};
 static const cliOption resolveOptions[] = {
@@ -47,10 +51,15 @@ static const cliOption refreshOptions[] = {
     {OPT_FORCE, 0, "force", NULL, "fetch the whole directory, not a conditional check"},
     {0, 0, NULL, NULL, NULL}};
 
+static const cliOption createOptions[] = {
+    GLOBAL_OPTIONS,
+    {OPT_IF_NOT_EXISTS, 0, "if-not-exists", NULL, "succeed, changing nothing, when it exists already (a table: with the same schema)"},
+    {0, 0, NULL, NULL, NULL}};
+
 static const cliOption gcCmdOptions[] = {
     GLOBAL_OPTIONS,
     {OPT_DRY_RUN, 0, "dry-run", NULL, "list what would be removed; remove nothing"},
-    {OPT_GRACE, 0, "grace", "S", "keep objects younger than S seconds (default 86400)"},
+    {OPT_GRACE, 0, "grace", "DURATION", "keep objects younger than this: seconds, or 45s, 30m, 12h, 1d (default 1d)"},
     {0, 0, NULL, NULL, NULL}};
 
 static const cliSpec spec = {
@@ -61,12 +70,15 @@ static const cliSpec spec = {
     "  resolve NS.T [--version N]    the registration (JSON)\n"
     "  refresh [--force]             ask the metadata source now\n"
     "  status                        the cached catalog: source, generation, age, staleness\n"
-    "  create-namespace NS           create a namespace\n"
-    "  create NS.T 'COL TYPE, ...'   create a table (INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE)\n"
+    "  create-namespace NS [--if-not-exists]\n"
+    "                                create a namespace\n"
+    "  create NS.T 'COL TYPE, ...' [--if-not-exists]\n"
+    "                                create a table (INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE)\n"
     "  drop NS.T                     drop a table\n"
     "  whoami                        the principal, its role and the stage\n"
     "  actions                       the actions this principal may run\n"
-    "  gc [--dry-run] [--grace S]    remove unreferenced stage objects older than S s (admin)",
+    "  gc [--dry-run] [--grace DURATION]\n"
+    "                                remove unreferenced stage objects older than DURATION (admin)",
     globalOptions,
     1,
     1,
@@ -89,20 +101,23 @@ static const command commands[] = {
      "Ask the metadata source now; a failing source is an error."},
     {"status", 0, 0, globalOptions, "status",
      "Describe the cached catalog (source, generation, age_s, stale, last_error); no source call."},
-    {"create-namespace", 1, 1, globalOptions, "create-namespace NS", "Create a namespace."},
-    {"create", 2, 2, globalOptions, "create NS.T 'COL TYPE, ...'",
-     "Create a table; types INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE."},
+    {"create-namespace", 1, 1, createOptions, "create-namespace NS [--if-not-exists]",
+     "Create a namespace; with --if-not-exists one that exists is success."},
+    {"create", 2, 2, createOptions, "create NS.T 'COL TYPE, ...' [--if-not-exists]",
+     "Create a table; types INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE.  With --if-not-exists a "
+     "table that exists with the same schema is success; with another schema it is refused."},
     {"drop", 1, 1, globalOptions, "drop NS.T", "Drop a table."},
     {"whoami", 0, 0, globalOptions, "whoami", "Print the principal, its role and the stage."},
     {"actions", 0, 0, globalOptions, "actions", "List the actions this principal may run."},
-    {"gc", 0, 0, gcCmdOptions, "gc [--dry-run] [--grace S]",
+    {"gc", 0, 0, gcCmdOptions, "gc [--dry-run] [--grace DURATION]",
      "Remove (--dry-run: list) the stage objects no table version references and older than "
-     "the grace (default 86400 s), as location<TAB>size; abort multipart uploads older than it. "
+     "the grace (seconds, or 45s, 30m, 12h, 1d; default 1d), as location<TAB>size; abort multipart "
+     "uploads older than it. "
      "Needs the admin role and the live source."},
 };
 
 typedef struct run {
-    int json, header, force, strict, offline, dry_run;
+    int json, header, force, strict, offline, dry_run, if_not_exists;
     int64_t max_age, version, grace;
     lakeConfig cfg;
     catalogSource *src;
@@ -128,7 +143,12 @@ static void parseOption(run *r, int c, const char *arg) {
     case OPT_VERSION: r->version = parseCount("--version", arg); break;
     case OPT_FORCE: r->force = 1; break;
     case OPT_DRY_RUN: r->dry_run = 1; break;
-    case OPT_GRACE: r->grace = parseCount("--grace", arg); break;
+    case OPT_IF_NOT_EXISTS: r->if_not_exists = 1; break;
+    case OPT_GRACE:
+        if (durationParse(arg, GRACE_MAX_S, &r->grace))
+            cliUsageError(&spec, "--grace: '%s' is not a duration (seconds, or with a unit: 45s, 30m, 12h, 1d)",
+                          arg);
+        break;
     }
 }
 
@@ -176,18 +196,14 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     return rc;
 }
 
-/* The cached directory entry of NS.T; 66 when there is none. */
+/* The directory entry of NS.T (for a principal denied the directory, from
+ * its registration); 66 when there is none. */
 static int findTable(run *r, const char *q, const cacheEntry **out, lakeError *err) {
     char *ns, *name;
-    const cacheEntry *e;
-    size_t n;
     if (nameSplitTable(q, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    int rc = cacheDirectory(r->cache, &e, &n, err);
-    if (!rc && !(*out = cacheFindTable(r->cache, ns, name)) && !r->offline) {
-        rc = cacheRefresh(r->cache, 0, err); /* created elsewhere since? ask once */
-        if (!rc) *out = cacheFindTable(r->cache, ns, name);
-    }
-    if (!rc && !*out) rc = errSet(err, LAKE_ENOINPUT, "%s: no such table", q);
+    int rc = cacheTable(r->cache, ns, name, out, err);
+    if (rc && err->status && strcmp(err->status, "not_found") == 0)
+        rc = errSet(err, LAKE_ENOINPUT, "%s: no such table", q);
     free(ns);
     free(name);
     return rc;
@@ -195,23 +211,10 @@ static int findTable(run *r, const char *q, const cacheEntry **out, lakeError *e
 
 static int cmdShow(run *r, char **args, lakeError *err) {
     const cacheEntry *e;
-    cJSON *schema = NULL, *c;
+    cJSON *c;
     int rc = findTable(r, args[0], &e, err);
-    if (rc && err->status && strcmp(err->status, "permission_denied") == 0) {
-        /* denied the directory (role user): the registration has the schema */
-        char *ns, *name;
-        cJSON *reg = NULL;
-        if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-        errClear(err);
-        rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
-        free(ns);
-        free(name);
-        if (!rc) schema = cJSON_DetachItemFromObjectCaseSensitive(reg, "schema");
-        cJSON_Delete(reg);
-    } else if (!rc) {
-        schema = cJSON_Parse(e->schema);
-    }
     if (rc) return rc;
+    cJSON *schema = cJSON_Parse(e->schema);
     if (!cJSON_IsArray(schema)) {
         cJSON_Delete(schema);
         return errSet(err, LAKE_EFAIL, "%s: malformed schema in the catalog", args[0]);
@@ -271,6 +274,59 @@ static int cmdStatus(run *r, lakeError *err) {
     return 0;
 }
 
+/* "a TEXT, b INTEGER" for a schema's JSON text (caller frees), NULL when
+ * it is not one. */
+static char *schemaText(const char *json) {
+    cJSON *schema = cJSON_Parse(json), *c;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = cJSON_IsArray(schema) ? open_memstream(&text, &len) : NULL;
+    if (f) {
+        cJSON_ArrayForEach(c, schema) {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+            fprintf(f, "%s%s %s", c == schema->child ? "" : ", ", cJSON_IsString(n) ? n->valuestring : "?",
+                    cJSON_IsString(t) ? t->valuestring : "?");
+        }
+        if (fclose(f) != 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    cJSON_Delete(schema);
+    return text;
+}
+
+/* --if-not-exists after the source refused a create (why): 0 when what
+ * was to be created exists already, the same (a table: the same schema);
+ * otherwise the refusal, or one naming the other schema. */
+static int existsAlready(run *r, const char *ns, const char *name, const char *schema, const lakeError *why,
+                         lakeError *err) {
+    int rc = cacheRefresh(r->cache, 0, err);
+    if (rc) return rc;
+    if (!name) {
+        if (cacheHasNamespace(r->cache, ns)) return 0;
+        *err = *why;
+        return err->code;
+    }
+    const cacheEntry *e = cacheFindTable(r->cache, ns, name);
+    if (!e) {
+        *err = *why;
+        return err->code;
+    }
+    char *have = NULL;
+    if ((rc = schemaCanonical(e->schema, &have, err))) return rc;
+    if (strcmp(have, schema) != 0) {
+        char *text = schemaText(have);
+        rc = errSetStatus(err, "failed_precondition",
+                          "%s.%s exists with another schema ('%s'); --if-not-exists changes nothing", ns, name,
+                          text ? text : have);
+        free(text);
+    }
+    cJSON_free(have);
+    return rc;
+}
+
 static int cmdDdl(run *r, const char *cmd, char **args, lakeError *err) {
     char *ns = NULL, *name = NULL, *schema = NULL;
     int64_t gen;
@@ -290,8 +346,13 @@ static int cmdDdl(run *r, const char *cmd, char **args, lakeError *err) {
             rc = sourceDropTable(r->src, ns, name, &gen, err);
         }
     }
-    /* the change is visible to the next command on this host */
-    if (!rc) rc = cacheAfterChange(r->cache, err);
+    if (rc && r->if_not_exists && err->status && strcmp(err->status, "failed_precondition") == 0) {
+        lakeError why = *err;
+        errClear(err);
+        rc = existsAlready(r, ns ? ns : args[0], name, schema, &why, err);
+    } else if (!rc) {
+        rc = cacheAfterChange(r->cache, err); /* visible to the next command on this host */
+    }
     free(ns);
     free(name);
     cJSON_free(schema);
@@ -344,6 +405,9 @@ static int gcPrint(void *ctx, const char *location, int64_t size, lakeError *err
     return bad ? errSetErrno(err, LAKE_EFAIL, errno, "stdout") : 0;
 }
 
+/* "s" unless there is exactly one: "1 object", "2 objects". */
+static const char *plural(long long n) { return n == 1 ? "" : "s"; }
+
 static void gcUpload(void *ctx, const char *location, long long initiated) {
     gcOut *o = ctx;
     char ts[32];
@@ -372,12 +436,12 @@ static int cmdGc(run *r, lakeError *err) {
         logWarn("gc: the object store does not list or abort multipart uploads; none aborted");
     char uploads[64] = "";
     if (stats.uploads)
-        snprintf(uploads, sizeof uploads, "; %lld multipart uploads %s", (long long)stats.uploads,
-                 r->dry_run ? "would be aborted" : "aborted");
-    logWarn("gc: %lld objects, %lld bytes %s; %lld kept (referenced), %lld kept (younger than the grace)%s",
-            (long long)stats.removed, (long long)stats.removed_bytes,
-            r->dry_run ? "would be removed" : "removed", (long long)stats.kept_referenced,
-            (long long)stats.kept_young, uploads);
+        snprintf(uploads, sizeof uploads, "; %lld multipart upload%s %s", (long long)stats.uploads,
+                 plural(stats.uploads), r->dry_run ? "would be aborted" : "aborted");
+    logWarn("gc: %lld object%s, %lld byte%s %s; %lld kept (referenced), %lld kept (younger than the grace)%s",
+            (long long)stats.removed, plural(stats.removed), (long long)stats.removed_bytes,
+            plural(stats.removed_bytes), r->dry_run ? "would be removed" : "removed",
+            (long long)stats.kept_referenced, (long long)stats.kept_young, uploads);
 done:
     stageClose(st);
     free(url);

@@ -21,85 +21,7 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 
-/* --- the set of names taken ------------------------------------------------
- * Keys are "f" + an entry name or "d" + a directory that entries imply. */
-
-typedef struct nameSet {
-    char **slot;
-    size_t cap, n; /* cap a power of two, n <= cap / 2 */
-} nameSet;
-
-/* FNV-1a of kind followed by the len bytes of name. */
-static uint64_t nameHash(char kind, const char *name, size_t len) {
-    uint64_t h = (1469598103934665603ULL ^ (unsigned char)kind) * 1099511628211ULL;
-    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
-    return h;
-}
-
-static int nameHas(const nameSet *ns, char kind, const char *name, size_t len) {
-    if (!ns->cap) return 0;
-    for (size_t i = nameHash(kind, name, len) & (ns->cap - 1); ns->slot[i];
-         i = (i + 1) & (ns->cap - 1)) {
-        const char *k = ns->slot[i];
-        if (k[0] == kind && strncmp(k + 1, name, len) == 0 && k[len + 1] == '\0') return 1;
-    }
-    return 0;
-}
-
-static int nameInsert(nameSet *ns, char *key) {
-    if (2 * (ns->n + 1) > ns->cap) {
-        size_t cap = ns->cap ? 2 * ns->cap : 64;
-        char **slot = calloc(cap, sizeof *slot);
-        if (!slot) return -1;
-        for (size_t j = 0; j < ns->cap; j++) {
-            if (!ns->slot[j]) continue;
-            size_t i = nameHash(ns->slot[j][0], ns->slot[j] + 1, strlen(ns->slot[j] + 1)) & (cap - 1);
-            while (slot[i]) i = (i + 1) & (cap - 1);
-            slot[i] = ns->slot[j];
-        }
-        free(ns->slot);
-        ns->slot = slot;
-        ns->cap = cap;
-    }
-    size_t i = nameHash(key[0], key + 1, strlen(key + 1)) & (ns->cap - 1);
-    while (ns->slot[i]) {
-        if (strcmp(ns->slot[i], key) == 0) { free(key); return 0; }
-        i = (i + 1) & (ns->cap - 1);
-    }
-    ns->slot[i] = key;
-    ns->n++;
-    return 0;
-}
-
-static int nameAdd(nameSet *ns, char kind, const char *name, size_t len) {
-    char *key = malloc(len + 2);
-    if (!key) return -1;
-    key[0] = kind;
-    memcpy(key + 1, name, len);
-    key[len + 1] = '\0';
-    return nameInsert(ns, key);
-}
-
-static void nameSetFree(nameSet *ns) {
-    for (size_t i = 0; i < ns->cap; i++) free(ns->slot[i]);
-    free(ns->slot);
-}
-
-/* True when name cannot be an entry: it is taken, is a directory of a
- * taken name, or one of its directories is a taken name. */
-static int nameClashes(const nameSet *ns, const char *name) {
-    size_t len = strlen(name);
-    if (nameHas(ns, 'f', name, len) || nameHas(ns, 'd', name, len)) return 1;
-    for (const char *p = name; (p = strchr(p, '/')); p++)
-        if (nameHas(ns, 'f', name, (size_t)(p - name))) return 1;
-    return 0;
-}
-
-static int nameClaim(nameSet *ns, const char *name) {
-    for (const char *p = name; (p = strchr(p, '/')); p++)
-        if (nameAdd(ns, 'd', name, (size_t)(p - name))) return -1;
-    return nameAdd(ns, 'f', name, strlen(name));
-}
+#include "names.h"
 
 /* --- the stream ------------------------------------------------------------ */
 
@@ -211,28 +133,6 @@ static char *safeName(const fileValue *fv) {
     return out;
 }
 
-/* Make name unique in t: "a.txt", then "a.1.txt", "a.2.txt"… (the number
- * goes before the last extension of the last component; a name without
- * one, or a dot file, gets ".N" at the end).  Takes name, returns the name
- * to use (caller frees) or NULL when out of memory. */
-static char *uniqueName(tarOut *t, char *name) {
-    if (!nameClashes(&t->names, name)) return name;
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    const char *dot = strrchr(base, '.');
-    size_t stem = dot && dot != base && dot[1] ? (size_t)(dot - name) : strlen(name);
-    size_t len = strlen(name) + 24;
-    char *cand = malloc(len);
-    if (!cand) { free(name); return NULL; }
-    for (unsigned long k = 1;; k++) {
-        snprintf(cand, len, "%.*s.%lu%s", (int)stem, name, k, name + stem);
-        if (!nameClashes(&t->names, cand)) break;
-    }
-    logWarn("%s: name already in the archive; writing %s", name, cand);
-    free(name);
-    return cand;
-}
-
 /* Feeds one entry's bytes from stageGet into libarchive, counting them
  * against the size its header states. */
 typedef struct entryFeed {
@@ -282,8 +182,8 @@ int tarAdd(tarOut *t, stage *st, const fileValue *fv, int verify, progress *prog
     else
         return errSet(err, LAKE_EDATA, "%s: last_modified is not an RFC 3339 time: %s",
                       fv->location, fv->last_modified);
-    if (!(name = safeName(fv)) || !(name = uniqueName(t, name)) ||
-        nameClaim(&t->names, name) || !(e = archive_entry_new())) {
+    if (!(name = safeName(fv)) || !(name = nameUnique(&t->names, name, "in the archive")) ||
+        !(e = archive_entry_new())) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "tar");
         goto out;
     }

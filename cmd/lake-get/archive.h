@@ -8,7 +8,7 @@
  *  - Entry names are safe (no leading '/', no empty, "." or ".."
  *    components) and unique within the stream, also against directory
  *    prefixes ("a" and "a/b" never both); every changed name is warned
- *    about.  Duplicates keep their extension: "a.txt", "a.1.txt",
+ *    about.  Duplicates keep their extension (names.h): "a.txt", "a.1.txt",
  *    "a.2.txt"…
  *  - Each entry's bytes stream from the stage with bounded memory and are
  *    verified as stageGet verifies them; the count must equal the FILE

@@ -5,6 +5,7 @@
  *
  * A REF is a location, a FILE value, or a JSON row with exactly one FILE
  * value; without REF arguments they are read one per line from stdin.
+ * A null FILE (a NULL FILE column) is skipped and counted in one warning.
  * Containment is checked before any I/O on a location.  The first failure
  * stops the run (a concatenated stdout stream with a hole in it would be
  * worse than none).  --archive writes one pax tar stream instead
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include "stage/stage.h"
 
 #include "archive.h"
+#include "names.h"
 
 /* The longest REF line read from stdin (a FILE value is well under 4 KiB;
  * a JSON row may carry other columns). */
@@ -37,7 +40,8 @@ enum { OPT_OUT = 'o', OPT_NO_VERIFY = 0x100, OPT_STAGE, OPT_PROGRESS, OPT_NO_PRO
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
-    {OPT_OUT, 'o', "output", "DIR", "write each object to a file in DIR, named by the FILE value"},
+    {OPT_OUT, 'o', "output", "DIR",
+     "write each object to a file in DIR, named by the FILE value (-: stdout, even a terminal)"},
     {OPT_ARCHIVE, 0, "archive", NULL, "write one pax tar stream of the objects to stdout"},
     {OPT_NO_VERIFY, 0, "no-verify", NULL, "do not check sizes and SHA-256 digests"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
@@ -61,8 +65,9 @@ typedef struct getRun {
     tarOut *tar;      /* --archive: the stream, else NULL */
     int verify;
     progressMode progress;
-    char **used;      /* output names taken in this run */
-    size_t nused, capused;
+    int tty;          /* stdout is a terminal and not forced (-o -): no binary */
+    nameSet names;    /* -o: the names written in this run */
+    long nulls;       /* REFs that were a null FILE, skipped */
 } getRun;
 
 /* The file name an object gets in -o DIR: the base name of its FILE name,
@@ -77,55 +82,81 @@ static const char *baseName(const fileValue *fv) {
     return n;
 }
 
-/* Make name unique within this run: "a.txt", then "a.txt~1", "a.txt~2"…
- * Returns a string owned by run. */
-static const char *claimName(getRun *run, const char *name, lakeError *err) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", name);
-    for (unsigned k = 1;; k++) {
-        size_t i;
-        for (i = 0; i < run->nused; i++)
-            if (strcmp(run->used[i], buf) == 0) break;
-        if (i == run->nused) break;
-        snprintf(buf, sizeof buf, "%s~%u", name, k);
+/* 1 when a media type (parameters aside) is text a terminal can show:
+ * any text type, JSON, XML, and a few scripting and data formats. */
+static int textType(const char *ct) {
+    static const char *const exact[] = {
+        "application/json", "application/xml", "application/javascript",
+        "application/x-ndjson", "application/csv", "application/sql", "application/x-sh",
+        "application/x-shellscript", "application/yaml", "application/x-yaml",
+        "application/toml", "inode/x-empty", "application/x-empty",
+    };
+    size_t n = strcspn(ct, "; \t");
+    if (strncasecmp(ct, "text/", 5) == 0) return 1;
+    if ((n > 5 && strncasecmp(ct + n - 5, "+json", 5) == 0) ||
+        (n > 4 && strncasecmp(ct + n - 4, "+xml", 4) == 0))
+        return 1;
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (strlen(exact[i]) == n && strncasecmp(ct, exact[i], n) == 0) return 1;
+    return 0;
+}
+
+/* stdout on a terminal: the bytes go through unless a chunk holds a NUL
+ * byte (curl's test for binary data), which stops the object there. */
+typedef struct ttyWriter {
+    int fd;
+    int binary; /* a NUL byte was seen: nothing more written */
+} ttyWriter;
+
+static int ttyWrite(void *ctx, const void *buf, size_t len) {
+    ttyWriter *t = ctx;
+    if (memchr(buf, '\0', len)) {
+        t->binary = 1;
+        errno = EILSEQ;
+        return -1;
     }
-    if (strcmp(buf, name) != 0) logWarn("%s: name already written; writing %s", name, buf);
-    if (run->nused == run->capused) {
-        size_t cap = run->capused ? 2 * run->capused : 16;
-        char **u = realloc(run->used, cap * sizeof *u);
-        if (!u) { errSetErrno(err, LAKE_EFAIL, ENOMEM, "names"); return NULL; }
-        run->used = u;
-        run->capused = cap;
-    }
-    if (!(run->used[run->nused] = strdup(buf))) {
-        errSetErrno(err, LAKE_EFAIL, ENOMEM, "names");
-        return NULL;
-    }
-    return run->used[run->nused++];
+    return fdWrite(&t->fd, buf, len);
+}
+
+static int ttyRefuse(const fileValue *fv, const char *what, lakeError *err) {
+    return errSet(err, LAKE_EUSAGE,
+                  "%s: refusing to write %s to a terminal; use -o DIR, redirect stdout, "
+                  "or -o - to write it anyway", fv->location, what);
 }
 
 static int getOne(getRun *run, const fileValue *fv, lakeError *err) {
     int rc;
     if ((rc = stageContains(run->st, fv->location, err))) return rc;
+    if (!run->tar && !run->outdir && run->tty && fv->content_type && !textType(fv->content_type))
+        return ttyRefuse(fv, fv->content_type, err);
     progress prog;
     progressStart(&prog, run->progress, fv->name ? fv->name : baseName(fv), fv->size);
     if (run->tar) {
         rc = tarAdd(run->tar, run->st, fv, run->verify, &prog, err);
+    } else if (!run->outdir && run->tty) {
+        ttyWriter t = {STDOUT_FILENO, 0};
+        lakeWriter w = {ttyWrite, &t, "stdout"};
+        rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
+        if (t.binary) rc = ttyRefuse(fv, "binary data", err);
     } else if (!run->outdir) {
         int fd = STDOUT_FILENO;
         lakeWriter w = {fdWrite, &fd, "stdout"};
         rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
     } else {
         atomicFile af;
-        const char *name = claimName(run, baseName(fv), err);
-        if (!name) return err->code;
+        char *name = strdup(baseName(fv));
+        if (!name || !(name = nameUnique(&run->names, name, "written"))) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "names");
+            goto out;
+        }
         if ((rc = atomicOpen(&af, run->outdir, name, 1, 0644, err))) goto out;
         lakeWriter w = {fdWrite, &af.fd, name};
         rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
         if (!rc) rc = atomicCommit(&af, err);
         atomicAbort(&af);
+    out:
+        free(name);
     }
-out:
     progressEnd(&prog);
     return rc;
 }
@@ -133,7 +164,8 @@ out:
 static int getRef(getRun *run, const char *text, const char *where, lakeError *err) {
     fileValue fv;
     int rc = refParse(text, &fv, err);
-    if (!rc) rc = getOne(run, &fv, err);
+    if (!rc && !fv.location) run->nulls++; /* a NULL FILE column: nothing to get */
+    else if (!rc) rc = getOne(run, &fv, err);
     if (rc && where && rc == LAKE_EDATA && !strstr(err->msg, fv.location ? fv.location : "\1"))
         errPrefix(err, "%s", where);
     fileValueFree(&fv);
@@ -192,6 +224,8 @@ int main(int argc, char **argv) {
     struct stat sb;
     int rc = 0;
     if (archive && run.outdir) cliUsageError(&spec, "-o and --archive cannot be used together");
+    if (run.outdir && strcmp(run.outdir, "-") == 0) run.outdir = NULL; /* stdout, forced */
+    else run.tty = isatty(STDOUT_FILENO);
     if (archive && isatty(STDOUT_FILENO))
         rc = errSet(&err, LAKE_EUSAGE, "refusing to write a tar stream to a terminal");
     if (!rc && run.outdir && (stat(run.outdir, &sb) < 0 || !S_ISDIR(sb.st_mode)))
@@ -210,9 +244,10 @@ int main(int argc, char **argv) {
         else tarAbort(run.tar);
     }
     if (rc) logError(&err);
+    else if (run.nulls)
+        logWarn("%ld %s no FILE (null): skipped", run.nulls, run.nulls == 1 ? "row had" : "rows had");
     stageClose(run.st);
     configFree(&cfg);
-    for (size_t i = 0; i < run.nused; i++) free(run.used[i]);
-    free(run.used);
+    nameSetFree(&run.names);
     return rc;
 }

@@ -214,6 +214,8 @@ int main(int argc, char **argv) {
     }
     if (first >= argc) cliUsageError(&spec, "a command is needed: init, serve or token");
     const char *cmd = argv[first], *sub = first + 1 < argc ? argv[first + 1] : NULL;
+    if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "token"))
+        cliUsageError(&spec, "unknown command '%s' (init, serve or token)", cmd);
     int extra = argc - first - (strcmp(cmd, "token") == 0 ? 2 : 1);
     if (extra > 0) cliUsageError(&spec, "unexpected argument '%s'", argv[argc - extra]);
     if (!a.db == !a.registry) cliUsageError(&spec, "one of --db PATH or --registry URL is required");
@@ -243,7 +245,7 @@ int main(int argc, char **argv) {
         a.srv.tls_key = a.key;
         a.srv.insecure = a.insecure;
         rc = serverRun(&a.srv, &err);
-    } else if (strcmp(cmd, "token") == 0) {
+    } else { /* token */
         if (!sub || (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "revoke")))
             cliUsageError(&spec, "token needs create, list or revoke");
         if (strcmp(sub, "list") != 0 && !nameIsValid(a.name))
@@ -253,8 +255,6 @@ int main(int argc, char **argv) {
                          strcmp(a.role, "metadata-peer") && strcmp(a.role, "user"))))
             cliUsageError(&spec, "token create needs --role admin|query-service|metadata-peer|user");
         rc = cmdToken(sub, &a, &err);
-    } else {
-        cliUsageError(&spec, "unknown command '%s'", cmd);
     }
     if (rc) logError(&err);
     return rc;

@@ -359,6 +359,45 @@ static int putArchive(stage *st, const putArgs *a, rowPlan *plan, const char *in
     return rc;
 }
 
+/* --table: pick the FILE column (--column, else the first) and convert
+ * every --set value, before any input is read: 64 naming a column that
+ * does not exist or is of the wrong type, 65 naming a value that is not
+ * of its column's type. */
+static int checkColumns(const putArgs *a, const segmentSchema *cols, rowPlan *plan, lakeError *err) {
+    plan->ncols = cols->ncols;
+    plan->filecol = -1;
+    if (a->column) {
+        int k = segmentSchemaFind(cols, a->column);
+        if (k < 0) return errSet(err, LAKE_EUSAGE, "--column %s: %s has no column '%s'", a->column, a->table, a->column);
+        if (cols->cols[k].type != LAKE_TYPE_FILE)
+            return errSet(err, LAKE_EUSAGE, "--column %s: %s.%s is %s, not FILE", a->column, a->table,
+                          cols->cols[k].name, lakeTypeName(cols->cols[k].type));
+        plan->filecol = k;
+    }
+    for (int i = 0; plan->filecol < 0 && i < cols->ncols; i++)
+        if (cols->cols[i].type == LAKE_TYPE_FILE) plan->filecol = i;
+    if (plan->filecol < 0) return errSet(err, LAKE_EUSAGE, "%s has no FILE column", a->table);
+    if (!(plan->vals = calloc((size_t)plan->ncols, sizeof *plan->vals)))
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", a->table);
+    for (int i = 0; i < a->nsets; i++) {
+        const char *set = a->sets[i], *eq = strchr(set, '=');
+        char col[NAME_MAX_LEN + 1];
+        if (!eq || eq == set) return errSet(err, LAKE_EUSAGE, "--set %s: not COL=VALUE", set);
+        snprintf(col, sizeof col, "%.*s", (int)(eq - set), set);
+        int k = (size_t)(eq - set) <= NAME_MAX_LEN ? segmentSchemaFind(cols, col) : -1;
+        if (k < 0) return errSet(err, LAKE_EUSAGE, "--set %s: %s has no column '%.*s'", set, a->table, (int)(eq - set), set);
+        if (k == plan->filecol)
+            return errSet(err, LAKE_EUSAGE, "--set %s: %s.%s is the FILE column that receives each object",
+                          set, a->table, cols->cols[k].name);
+        plan->vals[k] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = eq + 1, .n = strlen(eq + 1)};
+        if (segmentWriterCheckValue(plan->w, k, &plan->vals[k], err)) {
+            errPrefix(err, "--set %s", set);
+            return err->code;
+        }
+    }
+    return 0;
+}
+
 /* --table: resolve the table, check --column and --set against its
  * schema, and open the writer, all before any object is put. */
 static int planRows(const putArgs *a, stage *st, catalogCache *cache, rowPlan *plan, cJSON **reg,
@@ -366,35 +405,14 @@ static int planRows(const putArgs *a, stage *st, catalogCache *cache, rowPlan *p
     char *ns, *name, *schema = NULL;
     if (nameSplitTable(a->table, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
     int rc = cacheResolve(cache, ns, name, -1, reg, err);
+    if (!rc) rc = cacheMayRun(cache, "append", err); /* refused before anything is stored */
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(*reg, "id");
     if (!rc && !(schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(*reg, "schema"))))
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", a->table);
     segmentWriterOptions wopt = {.hex_blobs = 1}; /* --set gives text */
     if (!rc) rc = segmentWriterOpen(st, id->valuestring, schema, &wopt, &plan->w, err);
     const segmentSchema *cols = rc ? NULL : segmentWriterSchema(plan->w);
-    if (!rc) {
-        plan->ncols = cols->ncols;
-        plan->filecol = -1;
-        for (int i = 0; a->column == NULL && i < cols->ncols && plan->filecol < 0; i++)
-            if (cols->cols[i].type == LAKE_TYPE_FILE) plan->filecol = i;
-        if (a->column) plan->filecol = segmentSchemaFind(cols, a->column);
-        if (plan->filecol < 0 || cols->cols[plan->filecol].type != LAKE_TYPE_FILE)
-            rc = errSet(err, LAKE_EUSAGE, "%s: %s%s is not a FILE column", a->table, a->column ? a->column : "",
-                        a->column ? "" : "the table has no FILE column: it");
-    }
-    if (!rc && !(plan->vals = calloc((size_t)plan->ncols, sizeof *plan->vals)))
-        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", a->table);
-    for (int i = 0; !rc && i < a->nsets; i++) {
-        const char *eq = strchr(a->sets[i], '=');
-        char col[NAME_MAX_LEN + 1];
-        snprintf(col, sizeof col, "%.*s", eq ? (int)(eq - a->sets[i]) : 0, a->sets[i]);
-        int k = eq ? segmentSchemaFind(cols, col) : -1;
-        if (k < 0 || k == plan->filecol)
-            rc = errSet(err, LAKE_EUSAGE, "--set %s: not COL=VALUE for a column of %s other than its FILE column",
-                        a->sets[i], a->table);
-        else
-            plan->vals[k] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = eq + 1, .n = strlen(eq + 1)};
-    }
+    if (!rc) rc = checkColumns(a, cols, plan, err);
     /* --archive: a TEXT column "path" that --set leaves alone gets each entry's path */
     int k = rc || !a->archive ? -1 : segmentSchemaFind(cols, "path");
     if (k >= 0 && cols->cols[k].type == LAKE_TYPE_TEXT && plan->vals[k].kind == LAKE_VALUE_NULL)

@@ -18,10 +18,12 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "catalog/cache.h"
@@ -31,6 +33,9 @@
 #include "core/config.h"
 #include "core/interrupt.h"
 #include "core/log.h"
+#include "core/progress.h"
+#include "core/realtext.h"
+#include "core/utf8.h"
 #include "query/filefn.h"
 #include "query/import.h"
 #include "query/segcache.h"
@@ -42,16 +47,19 @@
 /* The aligned table format sizes its columns over this many rows. */
 #define TABLE_SAMPLE 1000
 
-enum { OPT_FORMAT = 'f', OPT_HEADER = 'H', OPT_SQL = 'c', OPT_IMPORT = 0x100, OPT_CSV, OPT_JSONL };
+enum { OPT_FORMAT = 'f', OPT_HEADER = 'H', OPT_SQL = 'c', OPT_IMPORT = 0x100, OPT_CSV, OPT_JSONL,
+       OPT_PROGRESS, OPT_NO_PROGRESS };
 
 static const cliOption options[] = {
-    {'q', 'q', "quiet", NULL, "print no warnings"},
+    {'q', 'q', "quiet", NULL, "print no warnings or progress"},
     {OPT_FORMAT, 'f', "format", "FMT", "output: tsv, csv, json, jsonl or table (default: table on a terminal, else tsv)"},
     {OPT_HEADER, 'H', "header", NULL, "print a header row (tsv, csv)"},
     {OPT_SQL, 'c', "command", "SQL", "run SQL instead of reading a script (repeatable: run in order)"},
     {OPT_IMPORT, 0, "import", "NS.T", "append the rows of CSV or JSON Lines on stdin to a table"},
     {OPT_CSV, 0, "csv", NULL, "with --import: the input is CSV with a header row"},
     {OPT_JSONL, 0, "jsonl", NULL, "with --import: the input is JSON Lines"},
+    {OPT_PROGRESS, 0, "progress", NULL, "with --import: draw a progress bar even if stderr is no terminal"},
+    {OPT_NO_PROGRESS, 0, "no-progress", NULL, "with --import: never draw a progress bar"},
     {0, 0, NULL, NULL, NULL},
 };
 
@@ -77,6 +85,7 @@ typedef struct run {
     lakeError lakeErr;
     int refreshed;     /* the one catalog refresh on an unknown table done */
     int guard;         /* the user's statement is being compiled: DDL checks */
+    progressMode progress;
     lakeConfig cfg;
     catalogSource *src;
     catalogCache *cache;
@@ -93,86 +102,159 @@ static int isFileColumn(sqlite3_stmt *st, int i) {
     return d && strncmp(d, "FILE", 4) == 0;
 }
 
-/* TSV: tabs, newlines and backslashes escaped as \t \n \\; NULL is empty. */
-static void tsvField(const char *s) {
-    for (; s && *s; s++) {
-        if (*s == '\t') fputs("\\t", stdout);
-        else if (*s == '\n') fputs("\\n", stdout);
-        else if (*s == '\r') fputs("\\r", stdout);
-        else if (*s == '\\') fputs("\\\\", stdout);
-        else putchar(*s);
+/* One value of a row as the text formats write it (see FORMATS in
+ * lake-query(1)): p == NULL for SQL NULL, else n bytes (TEXT may hold NUL
+ * bytes; a BLOB is its lowercase hex, like SQLite's hex(), so binary never
+ * reaches the terminal or the next program raw; a REAL the shortest text
+ * that reads back as the same double, core/realtext.h).  own is what to
+ * free, num the room for a number. */
+typedef struct cell {
+    const char *p;
+    size_t n;
+    char *own;
+    char num[REAL_TEXT_MAX];
+} cell;
+
+static int cellGet(sqlite3_stmt *st, int i, cell *c) {
+    c->own = NULL;
+    c->p = NULL;
+    c->n = 0;
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_NULL: return 0;
+    case SQLITE_FLOAT:
+        c->p = realText(sqlite3_column_double(st, i), c->num);
+        c->n = strlen(c->p);
+        return 0;
+    case SQLITE_BLOB: {
+        const unsigned char *b = sqlite3_column_blob(st, i);
+        size_t n = (size_t)sqlite3_column_bytes(st, i);
+        static const char digit[] = "0123456789abcdef";
+        if (!(c->own = malloc(n * 2 + 1))) return -1;
+        for (size_t k = 0; k < n; k++) {
+            c->own[2 * k] = digit[b[k] >> 4];
+            c->own[2 * k + 1] = digit[b[k] & 15];
+        }
+        c->own[2 * n] = '\0';
+        c->p = c->own;
+        c->n = 2 * n;
+        return 0;
+    }
+    default: /* INTEGER, TEXT: SQLite's text, with its length */
+        c->p = (const char *)sqlite3_column_text(st, i);
+        c->n = (size_t)sqlite3_column_bytes(st, i);
+        if (!c->p) return -1; /* out of memory */
+        return 0;
     }
 }
 
-/* CSV (RFC 4180): quoted when it holds a comma, quote or line break, or
- * is empty (so "" is the empty string and an empty field NULL, as
- * --import reads them). */
-static void csvField(const char *s) {
+/* TSV: tab, newline, carriage return, backslash and NUL escaped as \t \n
+ * \r \\ \0; NULL is an empty field (as is ''). */
+static void tsvField(const char *s, size_t n) {
+    for (size_t i = 0; s && i < n; i++) {
+        if (s[i] == '\t') fputs("\\t", stdout);
+        else if (s[i] == '\n') fputs("\\n", stdout);
+        else if (s[i] == '\r') fputs("\\r", stdout);
+        else if (s[i] == '\\') fputs("\\\\", stdout);
+        else if (s[i] == '\0') fputs("\\0", stdout);
+        else putchar(s[i]);
+    }
+}
+
+/* CSV (RFC 4180): NULL (s == NULL) is an empty unquoted field; a value is
+ * quoted when it is empty or holds a comma, quote, line break or NUL, so
+ * "" is the empty string, as --import reads them.  Bytes go out as they
+ * are. */
+static void csvField(const char *s, size_t n) {
     if (!s) return;
-    if (*s && !strpbrk(s, ",\"\r\n")) {
-        fputs(s, stdout);
+    int quote = n == 0;
+    for (size_t i = 0; i < n && !quote; i++) quote = strchr(",\"\r\n", s[i]) != NULL; /* NUL too */
+    if (!quote) {
+        fwrite(s, 1, n, stdout);
         return;
     }
     putchar('"');
-    for (; *s; s++) {
-        if (*s == '"') putchar('"');
-        putchar(*s);
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"') putchar('"');
+        putchar(s[i]);
     }
     putchar('"');
 }
 
-/* A BLOB as lowercase hex, like SQLite's hex() (malloc'd). */
-static char *blobHex(sqlite3_stmt *st, int i) {
-    const unsigned char *b = sqlite3_column_blob(st, i);
-    int n = sqlite3_column_bytes(st, i);
-    char *hex = malloc((size_t)n * 2 + 1);
-    if (!hex) return NULL;
-    static const char digit[] = "0123456789abcdef";
-    for (int k = 0; k < n; k++) {
-        hex[2 * k] = digit[b[k] >> 4];
-        hex[2 * k + 1] = digit[b[k] & 15];
+/* A JSON string literal of s[0..n) (malloc'd): " \ and control characters
+ * escaped (NUL as \u0000), a byte that starts no well-formed UTF-8
+ * sequence (only SQL expressions make such TEXT) as \ufffd. */
+static char *jsonQuote(const char *s, size_t n) {
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (!f) return NULL;
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = (unsigned char)s[i];
+        size_t k = ch < 0x80 ? 1 : utf8SeqLen((const unsigned char *)s + i, n - i);
+        if (k == 0) {
+            fputs("\\ufffd", f);
+            k = 1;
+        } else if (ch == '"' || ch == '\\') {
+            fprintf(f, "\\%c", ch);
+        } else if (ch == '\n') {
+            fputs("\\n", f);
+        } else if (ch == '\r') {
+            fputs("\\r", f);
+        } else if (ch == '\t') {
+            fputs("\\t", f);
+        } else if (ch < 0x20) {
+            fprintf(f, "\\u%04x", ch);
+        } else {
+            fwrite(s + i, 1, k, f);
+        }
+        i += k;
     }
-    hex[2 * n] = '\0';
-    return hex;
+    fputc('"', f);
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
 }
 
-/* A value as text for tsv, csv and table: SQLite's text of it, a BLOB in
- * hex (so NUL bytes and binary never reach the terminal or the next
- * program raw).  *own is what to free. */
-static const char *cellText(sqlite3_stmt *st, int i, char **own) {
-    *own = NULL;
-    if (sqlite3_column_type(st, i) == SQLITE_BLOB) return *own = blobHex(st, i);
-    return (const char *)sqlite3_column_text(st, i);
-}
-
+/* JSON: NULL is null, an INTEGER a number of all its digits, a REAL the
+ * shortest number that reads back as the same double (always with a '.'
+ * or an exponent; Inf and NaN, which JSON lacks, are null), TEXT a
+ * string, a BLOB a string of hex digits, a FILE value an object. */
 static cJSON *jsonValue(sqlite3_stmt *st, int i) {
-    switch (sqlite3_column_type(st, i)) {
-    case SQLITE_NULL: return cJSON_CreateNull();
-    case SQLITE_INTEGER: {
-        char num[32];
-        snprintf(num, sizeof num, "%lld", (long long)sqlite3_column_int64(st, i));
-        return cJSON_CreateRaw(num);
+    int type = sqlite3_column_type(st, i);
+    if (type == SQLITE_NULL) return cJSON_CreateNull();
+    if (type == SQLITE_FLOAT && !isfinite(sqlite3_column_double(st, i))) return cJSON_CreateNull();
+    if (type == SQLITE_TEXT && isFileColumn(st, i)) {
+        cJSON *file = cJSON_Parse((const char *)sqlite3_column_text(st, i));
+        if (file) return file;
     }
-    case SQLITE_FLOAT: return cJSON_CreateNumber(sqlite3_column_double(st, i));
-    case SQLITE_BLOB: {
-        char *hex = blobHex(st, i);
-        cJSON *j = hex ? cJSON_CreateString(hex) : NULL;
-        free(hex);
-        return j;
+    cell c;
+    if (cellGet(st, i, &c)) return NULL;
+    cJSON *j = NULL;
+    if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
+        j = cJSON_CreateRaw(c.p);
+    } else {
+        char *q = jsonQuote(c.p, c.n);
+        j = q ? cJSON_CreateRaw(q) : NULL;
+        free(q);
     }
-    default: {
-        const char *t = (const char *)sqlite3_column_text(st, i);
-        cJSON *file = isFileColumn(st, i) ? cJSON_Parse(t) : NULL;
-        return file ? file : cJSON_CreateString(t); /* a FILE value as an object */
-    }
-    }
+    free(c.own);
+    return j;
 }
 
 static int printJsonRow(sqlite3_stmt *st, int first, int array) {
     cJSON *o = cJSON_CreateObject();
-    for (int i = 0; i < sqlite3_column_count(st); i++)
-        cJSON_AddItemToObject(o, sqlite3_column_name(st, i), jsonValue(st, i));
-    char *text = cJSON_PrintUnformatted(o);
+    for (int i = 0; o && i < sqlite3_column_count(st); i++) {
+        cJSON *v = jsonValue(st, i);
+        if (!v || !cJSON_AddItemToObject(o, sqlite3_column_name(st, i), v)) {
+            cJSON_Delete(v);
+            cJSON_Delete(o);
+            return -1;
+        }
+    }
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!text) return -1;
     if (array) printf("%s%s", first ? "[\n" : ",\n", text);
@@ -181,53 +263,100 @@ static int printJsonRow(sqlite3_stmt *st, int first, int array) {
     return 0;
 }
 
+/* The aligned table shows a value on one line, as the terminal draws it:
+ * \n \t \r and NUL as those escapes, any other control character (C0,
+ * DEL, C1) and any byte that starts no well-formed UTF-8 sequence as
+ * \xNN; everything else as is.  NULL is an empty cell.  Returns the text
+ * (malloc'd, NUL-terminated) and its width in terminal columns
+ * (core/utf8.h: wide characters count 2). */
+static char *tableCell(const char *s, size_t n, int *width) {
+    char *out = NULL;
+    size_t len = 0;
+    int w = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (!f) return NULL;
+    for (size_t i = 0; s && i < n;) {
+        unsigned cp = (unsigned char)s[i];
+        size_t k = utf8Decode((const unsigned char *)s + i, n - i, &cp);
+        if (k == 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
+            const char *esc = cp == '\n' ? "\\n" : cp == '\t' ? "\\t" : cp == '\r' ? "\\r" : cp == 0 ? "\\0" : NULL;
+            if (esc) w += fprintf(f, "%s", esc);
+            else w += fprintf(f, "\\x%02x", k ? cp : (unsigned char)s[i]);
+            i += k ? k : 1;
+            continue;
+        }
+        fwrite(s + i, 1, k, f);
+        w += utf8Width(cp);
+        i += k;
+    }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    *width = w;
+    return out;
+}
+
 typedef struct tableSample {
-    char **cells; /* rows x cols, owned */
+    char **cells; /* rows x cols, owned: tableCell text */
+    int *cw;      /* rows x cols: their widths */
     int rows, cols;
     int *width;
 } tableSample;
 
-static void tablePrintRow(const tableSample *t, char *const *cells) {
-    for (int i = 0; i < t->cols; i++)
-        printf("%s%-*s", i ? "  " : "", i == t->cols - 1 ? 0 : t->width[i], cells[i] ? cells[i] : "");
+static void tablePrintRow(const tableSample *t, char *const *cells, const int *cw) {
+    for (int i = 0; i < t->cols; i++) {
+        if (i) fputs("  ", stdout);
+        if (cells[i]) fputs(cells[i], stdout);
+        for (int k = cw[i]; i != t->cols - 1 && k < t->width[i]; k++) putchar(' ');
+    }
     putchar('\n');
 }
 
-static void tableFlush(tableSample *t, sqlite3_stmt *st) {
+/* The header, the rule and the sampled rows. */
+static void tableFlush(tableSample *t, char *const *names, const int *nw) {
     if (!t->width) return;
-    char **names = calloc((size_t)t->cols, sizeof *names);
-    for (int i = 0; names && i < t->cols; i++) names[i] = (char *)sqlite3_column_name(st, i);
-    if (names) tablePrintRow(t, names);
+    tablePrintRow(t, names, nw);
     for (int i = 0; i < t->cols; i++) {
         for (int k = 0; k < t->width[i]; k++) putchar('-');
         putchar(i == t->cols - 1 ? '\n' : ' ');
         if (i != t->cols - 1) putchar(' ');
     }
     for (int r = 0; r < t->rows; r++) {
-        tablePrintRow(t, t->cells + (size_t)r * (size_t)t->cols);
-        for (int i = 0; i < t->cols; i++) free(t->cells[(size_t)r * (size_t)t->cols + (size_t)i]);
+        size_t at = (size_t)r * (size_t)t->cols;
+        tablePrintRow(t, t->cells + at, t->cw + at);
+        for (int i = 0; i < t->cols; i++) free(t->cells[at + (size_t)i]);
     }
-    free(names);
     t->rows = 0;
 }
 
 /* Run one prepared statement, printing its rows. */
 static int emit(run *r, sqlite3_stmt *st, int *printedHeader) {
-    int cols = sqlite3_column_count(st), first = 1, s;
+    int cols = sqlite3_column_count(st), first = 1, s = SQLITE_NOMEM;
     tableSample t = {0};
+    char **names = NULL;
+    int *nw = NULL;
     if (r->fmt == FMT_TABLE && cols) {
         t.cols = cols;
         t.width = calloc((size_t)cols, sizeof *t.width);
         t.cells = calloc((size_t)TABLE_SAMPLE * (size_t)cols, sizeof *t.cells);
-        if (!t.width || !t.cells) return SQLITE_NOMEM;
-        for (int i = 0; i < cols; i++) t.width[i] = (int)strlen(sqlite3_column_name(st, i));
+        t.cw = calloc((size_t)TABLE_SAMPLE * (size_t)cols, sizeof *t.cw);
+        names = calloc((size_t)cols, sizeof *names);
+        nw = calloc((size_t)cols, sizeof *nw);
+        if (!t.width || !t.cells || !t.cw || !names || !nw) goto out;
+        for (int i = 0; i < cols; i++) {
+            const char *name = sqlite3_column_name(st, i);
+            if (!(names[i] = tableCell(name, strlen(name), &nw[i]))) goto out;
+            t.width[i] = nw[i];
+        }
     }
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (first && r->header && !*printedHeader && (r->fmt == FMT_TSV || r->fmt == FMT_CSV)) {
             for (int i = 0; i < cols; i++) {
+                const char *name = sqlite3_column_name(st, i);
                 if (i) putchar(r->fmt == FMT_TSV ? '\t' : ',');
-                if (r->fmt == FMT_TSV) tsvField(sqlite3_column_name(st, i));
-                else csvField(sqlite3_column_name(st, i));
+                if (r->fmt == FMT_TSV) tsvField(name, strlen(name));
+                else csvField(name, strlen(name));
             }
             putchar('\n');
             *printedHeader = 1;
@@ -236,36 +365,44 @@ static int emit(run *r, sqlite3_stmt *st, int *printedHeader) {
         case FMT_TSV:
         case FMT_CSV:
             for (int i = 0; i < cols; i++) {
+                cell c;
                 if (i) putchar(r->fmt == FMT_TSV ? '\t' : ',');
-                char *own;
-                const char *v = cellText(st, i, &own);
-                if (r->fmt == FMT_TSV) tsvField(v);
-                else csvField(v);
-                free(own);
+                if (cellGet(st, i, &c)) { s = SQLITE_NOMEM; goto out; }
+                if (r->fmt == FMT_TSV) tsvField(c.p, c.n);
+                else csvField(c.p, c.n);
+                free(c.own);
             }
             putchar('\n');
             break;
         case FMT_JSON:
         case FMT_JSONL:
-            if (printJsonRow(st, first, r->fmt == FMT_JSON)) return SQLITE_NOMEM;
+            if (printJsonRow(st, first, r->fmt == FMT_JSON)) { s = SQLITE_NOMEM; goto out; }
             break;
         case FMT_TABLE: {
-            char **row = t.rows < TABLE_SAMPLE ? t.cells + (size_t)t.rows * (size_t)cols : NULL;
+            size_t at = (size_t)t.rows * (size_t)cols;
+            int sampled = t.rows < TABLE_SAMPLE;
             char *tmp[64];
-            char **cells = row ? row : (cols <= 64 ? tmp : NULL);
-            if (!cells) return SQLITE_NOMEM;
+            int tmpw[64];
+            char **cells = sampled ? t.cells + at : (cols <= 64 ? tmp : NULL);
+            int *cw = sampled ? t.cw + at : tmpw;
+            if (!cells) { s = SQLITE_NOMEM; goto out; }
             for (int i = 0; i < cols; i++) {
-                char *own;
-                const char *v = cellText(st, i, &own);
-                cells[i] = own ? own : v ? strdup(v) : NULL;
-                int w = v ? (int)strlen(v) : 0;
-                if (row && w > t.width[i]) t.width[i] = w;
+                cell c;
+                cells[i] = NULL;
+                if (cellGet(st, i, &c) || !(cells[i] = tableCell(c.p, c.n, &cw[i]))) {
+                    free(c.own);
+                    for (int k = 0; k < i; k++) free(cells[k]);
+                    s = SQLITE_NOMEM;
+                    goto out;
+                }
+                free(c.own);
+                if (sampled && cw[i] > t.width[i]) t.width[i] = cw[i];
             }
-            if (row) {
+            if (sampled) {
                 t.rows++;
             } else {
-                if (t.rows) tableFlush(&t, st);
-                tablePrintRow(&t, cells);
+                if (t.rows) tableFlush(&t, names, nw);
+                tablePrintRow(&t, cells, cw);
                 for (int i = 0; i < cols; i++) free(cells[i]);
             }
             break;
@@ -275,8 +412,15 @@ static int emit(run *r, sqlite3_stmt *st, int *printedHeader) {
     }
     if (r->fmt == FMT_JSON && !first) puts("\n]");
     if (r->fmt == FMT_JSON && first && cols) puts("[]");
-    if (r->fmt == FMT_TABLE && t.rows) tableFlush(&t, st);
+    if (r->fmt == FMT_TABLE && t.rows) tableFlush(&t, names, nw);
+out:
+    for (int r0 = 0; t.cells && r0 < t.rows; r0++)
+        for (int i = 0; i < cols; i++) free(t.cells[(size_t)r0 * (size_t)cols + (size_t)i]);
+    for (int i = 0; names && i < cols; i++) free(names[i]);
+    free(names);
+    free(nw);
     free(t.cells);
+    free(t.cw);
     free(t.width);
     return s == SQLITE_DONE ? SQLITE_OK : s;
 }
@@ -476,7 +620,10 @@ static int compile(run *r, const char *sql, sqlite3_stmt **st, const char **next
         if (!attempt && !r->refreshed && !r->q.err.code && r->cache && !isDdl(skipBlank(sql)) &&
             unknownLakeTable(sqlite3_errmsg(r->db))) {
             r->refreshed = 1;
-            if ((rc = cacheRefresh(r->cache, 0, err))) return rc;
+            rc = cacheRefresh(r->cache, 0, err);
+            /* a principal denied the directory resolved the name already */
+            if (rc && err->status && strcmp(err->status, "permission_denied") == 0) return sqlFailure(r, skipBlank(sql), 1, err);
+            if (rc) return rc;
             continue;
         }
         return sqlFailure(r, skipBlank(sql), 1, err);
@@ -531,13 +678,19 @@ static int runImport(run *r, lakeError *err) {
     int fd = STDIN_FILENO;
     lakeReader in = {interruptRead, &fd, "stdin"};
     segmentWriterOptions opt = {.hex_blobs = 1};
+    progress prog;
+    struct stat sb; /* stdin a file: its size, for the percentage */
+    int64_t total = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? sb.st_size - lseek(fd, 0, SEEK_CUR) : -1;
+    progressStart(&prog, r->progress, r->import, total < 0 ? -1 : total);
     int rc = lakeOpen(r, err);
     if (!rc) rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
+    if (!rc) rc = cacheMayRun(r->cache, "append", err); /* before any segment is stored */
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
     if (!rc && (!cJSON_IsString(id) || !schema)) rc = errSet(err, LAKE_EFAIL, "%s: malformed registration", r->import);
     if (!rc) rc = segmentWriterOpen(r->stage, id->valuestring, schema, &opt, &w, err);
-    if (!rc) rc = importRun(&in, r->importFmt, w, &rows, err);
+    if (!rc) rc = importRun(&in, r->importFmt, w, &rows, &prog, err);
+    progressEnd(&prog);
     if (!rc) rc = segmentWriterFinish(w, &segs, &files, err);
     if (!rc && interruptPending()) rc = errSet(err, LAKE_EFAIL, "%s: interrupted", r->import);
     if (!rc && rows > 0)
@@ -609,7 +762,9 @@ int main(int argc, char **argv) {
     }
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
         switch (c) {
-        case 'q': logSetQuiet(1); break;
+        case 'q': logSetQuiet(1); r.progress = PROGRESS_OFF; break;
+        case OPT_PROGRESS: if (!logQuiet()) r.progress = PROGRESS_ON; break;
+        case OPT_NO_PROGRESS: r.progress = PROGRESS_OFF; break;
         case OPT_FORMAT:
             if (strcmp(arg, "tsv") == 0) r.fmt = FMT_TSV;
             else if (strcmp(arg, "csv") == 0) r.fmt = FMT_CSV;

@@ -65,6 +65,18 @@ typedef struct snapshot {
     size_t n;
 } snapshot;
 
+/* A table this process knows from a resolve by name, because its
+ * principal may not read the directory (role user): the directory entry
+ * the callers use, and the current registration while it is fresh.  id
+ * NULL: the source said there is no such table. */
+typedef struct pointTable {
+    struct pointTable *next;
+    cacheEntry e; /* its strings are owned, below */
+    char *ns, *name, *id, *schema;
+    cJSON *reg;          /* current registration; NULL after this host appended */
+    int64_t resolved_ms;
+} pointTable;
+
 struct catalogCache {
     catalogSource *src;
     cacheOptions opt;
@@ -73,6 +85,11 @@ struct catalogCache {
     int lockfd;
     snapshot snap;
     int refreshed; /* this process asked the source already */
+    /* the principal may not take the snapshot: tables are resolved by
+     * name (DESIGN §5); denied_msg is the source's refusal */
+    int denied;
+    char denied_msg[sizeof ((lakeError *)0)->msg];
+    pointTable *points;
     int warned;    /* about a corrupt snapshot file, once per process */
     /* Served stale: the directory, whoami, the last table's registration.
      * A statement asks the cache many times; during one outage each kind
@@ -370,8 +387,21 @@ int cacheOpen(const lakeConfig *cfg, catalogSource *src, const cacheOptions *opt
     return 0;
 }
 
+static void pointFree(pointTable *p) {
+    free(p->ns);
+    free(p->name);
+    free(p->id);
+    free(p->schema);
+    cJSON_Delete(p->reg);
+    free(p);
+}
+
 void cacheClose(catalogCache *c) {
     if (!c) return;
+    for (pointTable *p = c->points, *next; p; p = next) {
+        next = p->next;
+        pointFree(p);
+    }
     snapFree(&c->snap);
     if (c->lockfd >= 0) close(c->lockfd);
     free(c->dir);
@@ -387,6 +417,16 @@ static int fresh(const catalogCache *c, int64_t now) {
 }
 
 /* --- refreshing ------------------------------------------------------- */
+
+static int deniedKnown(catalogCache *c, lakeError *err);
+static void deniedRecord(catalogCache *c, const lakeError *err);
+static void deniedClear(catalogCache *c);
+
+/* The source refused the directory to this principal (not "who are you":
+ * unauthenticated is never remembered). */
+static int isDenied(const lakeError *err) {
+    return err->status && strcmp(err->status, "permission_denied") == 0;
+}
 
 /* Why the cache is serving what it has, naming the source once:
  * "https://h:7700 unreachable", "local:/x/registry.db: registry busy…". */
@@ -437,6 +477,8 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
     c->refreshed = 1;
     int rc = sourceSnapshot(c->src, known, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, &ans, err);
     now = nowMs();
+    if (rc && isDenied(err)) deniedRecord(c, err);
+    if (!rc) deniedClear(c);
     if (rc) {
         if (!c->snap.valid || !sourceOutage(err)) return rc;
         free(c->snap.last_error);
@@ -542,6 +584,7 @@ int cacheRefresh(catalogCache *c, int force, lakeError *err) {
 /* Load the directory: the file if fresh, else a refresh. */
 static int load(catalogCache *c, lakeError *err) {
     if (c->snap.valid && (c->refreshed || fresh(c, nowMs()))) return 0;
+    if (deniedKnown(c, err)) return err->code;
     int rc = lockWait(c, LOCK_SH, CACHE_REFRESH_WAIT_MS, err);
     if (rc > 1) return rc;
     /* timed out behind a refresher: the file is only ever replaced whole
@@ -577,8 +620,12 @@ static const cacheEntry *find(const snapshot *s, const char *ns, const char *nam
     return NULL;
 }
 
+static pointTable *pointFind(const catalogCache *c, const char *ns, const char *name);
+
 const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *name) {
-    return c->snap.valid ? find(&c->snap, ns, name) : NULL;
+    if (c->snap.valid) return find(&c->snap, ns, name);
+    const pointTable *p = pointFind(c, ns, name);
+    return p && p->id ? &p->e : NULL;
 }
 
 int cacheHasNamespace(catalogCache *c, const char *ns) {
@@ -672,6 +719,160 @@ static void regStore(const catalogCache *c, const cJSON *reg) {
     checkedJsonStore(dir, name, reg);
 }
 
+/* --- a principal denied the directory -------------------------------------
+ *
+ * The file "denied" ({"denied_ms","message"}, checksummed like the JSON
+ * files above) remembers the source's refusal of catalog_snapshot for
+ * CACHE_DENIED_KEEP_S (or the TTL when longer), so the commands of a user
+ * do not each ask again for what the source refuses; an explicit refresh
+ * asks anyway, and a snapshot that succeeds removes the file. */
+
+static void deniedPath(const catalogCache *c, char *out, size_t n) {
+    snprintf(out, n, "%s/denied", c->dir);
+}
+
+/* 1 with the refusal in err when this principal is known to be denied the
+ * directory; 0 otherwise. */
+static int deniedKnown(catalogCache *c, lakeError *err) {
+    if (!c->denied) {
+        char path[PATH_MAX];
+        deniedPath(c, path, sizeof path);
+        cJSON *j = checkedJsonLoad(path);
+        const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "denied_ms");
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(j, "message");
+        int64_t now = nowMs(), keep = c->opt.ttl_s > CACHE_DENIED_KEEP_S ? c->opt.ttl_s : CACHE_DENIED_KEEP_S;
+        if (cJSON_IsNumber(at) && cJSON_IsString(msg) && now - (int64_t)at->valuedouble < keep * 1000 &&
+            (int64_t)at->valuedouble <= now + 1000) {
+            c->denied = 1;
+            snprintf(c->denied_msg, sizeof c->denied_msg, "%s", msg->valuestring);
+        }
+        cJSON_Delete(j);
+    }
+    if (!c->denied) return 0;
+    errSetStatus(err, "permission_denied", "%s", c->denied_msg);
+    return 1;
+}
+
+static void deniedRecord(catalogCache *c, const lakeError *err) {
+    c->denied = 1;
+    snprintf(c->denied_msg, sizeof c->denied_msg, "%s", err->msg);
+    cJSON *j = cJSON_CreateObject();
+    if (j && cJSON_AddNumberToObject(j, "denied_ms", (double)nowMs()) &&
+        cJSON_AddStringToObject(j, "message", c->denied_msg))
+        checkedJsonStore(c->dir, "denied", j);
+    cJSON_Delete(j);
+}
+
+static void deniedClear(catalogCache *c) {
+    char path[PATH_MAX];
+    deniedPath(c, path, sizeof path);
+    c->denied = 0;
+    unlink(path);
+}
+
+static pointTable *pointFind(const catalogCache *c, const char *ns, const char *name) {
+    for (pointTable *p = c->points; p; p = p->next)
+        if (strcmp(p->ns, ns) == 0 && strcmp(p->name, name) == 0) return p;
+    return NULL;
+}
+
+/* Remember what the source answered for ns.name: reg (borrowed), or NULL
+ * for "no such table". */
+static int pointKeep(catalogCache *c, const char *ns, const char *name, const cJSON *reg, lakeError *err) {
+    pointTable *p = pointFind(c, ns, name);
+    if (!p) {
+        if (!(p = calloc(1, sizeof *p)) || !(p->ns = strdup(ns)) || !(p->name = strdup(name))) {
+            if (p) pointFree(p);
+            return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+        }
+        p->next = c->points;
+        c->points = p;
+    }
+    free(p->id);
+    free(p->schema);
+    cJSON_Delete(p->reg);
+    p->id = p->schema = NULL;
+    p->reg = NULL;
+    if (reg) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
+        const cJSON *schema = cJSON_GetObjectItemCaseSensitive(reg, "schema");
+        if (!cJSON_IsString(id) || !idIsValid(id->valuestring) || !cJSON_IsArray(schema))
+            return errSetStatus(err, "internal", "%s.%s: malformed registration", ns, name);
+        if (!(p->id = strdup(id->valuestring)) || !(p->schema = cJSON_PrintUnformatted(schema)) ||
+            !(p->reg = cJSON_Duplicate(reg, 1)))
+            return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+        p->resolved_ms = nowMs();
+    }
+    p->e = (cacheEntry){p->ns, p->name, p->id, p->schema};
+    return 0;
+}
+
+/* cacheResolve for a principal denied the directory: the registration
+ * this process resolved while fresh, an immutable version from the
+ * registration cache, else a resolve by name. */
+static int pointResolve(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
+                        lakeError *err) {
+    pointTable *p = pointFind(c, ns, name);
+    if (p && !p->id) return errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
+    if (version < 0 && p && p->reg && nowMs() - p->resolved_ms < c->opt.ttl_s * 1000)
+        return (*reg = cJSON_Duplicate(p->reg, 1)) ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+    if (version >= 0 && p && (*reg = regLoad(c, p->id, version))) return 0;
+    if (c->opt.offline)
+        return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
+    int rc = sourceResolve(c->src, ns, name, version, reg, err);
+    if (rc) {
+        if (version < 0 && err->status && strcmp(err->status, "not_found") == 0) {
+            lakeError ignored = {0};
+            pointKeep(c, ns, name, NULL, &ignored);
+        }
+        return rc;
+    }
+    regStore(c, *reg);
+    if (version < 0 && (rc = pointKeep(c, ns, name, *reg, err))) {
+        cJSON_Delete(*reg);
+        *reg = NULL;
+    }
+    return rc;
+}
+
+int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEntry **out, lakeError *err) {
+    *out = NULL;
+    int rc = load(c, err);
+    if (rc && isDenied(err)) {
+        cJSON *reg = NULL;
+        errClear(err);
+        if ((rc = pointResolve(c, ns, name, -1, &reg, err))) return rc;
+        cJSON_Delete(reg);
+        *out = &pointFind(c, ns, name)->e;
+        return 0;
+    }
+    if (rc) return rc;
+    if (!(*out = cacheFindTable(c, ns, name)) && !c->refreshed && !c->opt.offline) {
+        /* created elsewhere since? ask once */
+        if ((rc = cacheRefresh(c, 0, err))) return rc;
+        *out = cacheFindTable(c, ns, name);
+    }
+    return *out ? 0 : errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
+}
+
+int cacheMayRun(catalogCache *c, const char *action, lakeError *err) {
+    cJSON *who = NULL;
+    int rc = cacheWhoami(c, &who, err);
+    if (rc) return rc;
+    const cJSON *acts = cJSON_GetObjectItemCaseSensitive(who, "actions"), *a;
+    int may = 0;
+    cJSON_ArrayForEach(a, acts) may |= cJSON_IsString(a) && strcmp(a->valuestring, action) == 0;
+    if (!may) {
+        const cJSON *pr = cJSON_GetObjectItemCaseSensitive(who, "principal");
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(who, "role");
+        rc = errSetStatus(err, "permission_denied", "%s: principal %s (role %s) may not run %s",
+                          sourceName(c->src), cJSON_IsString(pr) ? pr->valuestring : "?",
+                          cJSON_IsString(role) ? role->valuestring : "?", action);
+    }
+    cJSON_Delete(who);
+    return rc;
+}
+
 static tableState *stateOf(snapshot *s, const char *id, int create) {
     for (size_t i = 0; i < s->ntables; i++)
         if (strcmp(s->tables[i].id, id) == 0) return &s->tables[i];
@@ -712,13 +913,11 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
                  lakeError *err) {
     *reg = NULL;
     int rc = load(c, err);
-    if (rc && err->status && strcmp(err->status, "permission_denied") == 0 && !c->opt.offline) {
+    if (rc && isDenied(err)) {
         /* a principal that may resolve but not read the directory (role
          * user): ask for the table by name */
         errClear(err);
-        if ((rc = sourceResolve(c->src, ns, name, version, reg, err))) return rc;
-        regStore(c, *reg);
-        return 0;
+        return pointResolve(c, ns, name, version, reg, err);
     }
     if (rc) return rc;
     const cacheEntry *e = cacheFindTable(c, ns, name);
@@ -778,6 +977,28 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
     return 0;
 }
 
+/* Versions of ns.name below epoch are no longer served on this host: the
+ * table's state in the snapshot file, or, for a principal denied the
+ * directory, the registration this process holds. */
+static int raiseEpoch(catalogCache *c, const char *ns, const char *name, int64_t epoch, lakeError *err) {
+    int rc = load(c, err);
+    if (rc && isDenied(err)) {
+        pointTable *p = pointFind(c, ns, name);
+        if (p) {
+            cJSON_Delete(p->reg);
+            p->reg = NULL;
+        }
+        errClear(err);
+        return 0;
+    }
+    if (rc) return rc;
+    const cacheEntry *e = cacheFindTable(c, ns, name);
+    if (!e) return 0;
+    char id[64];
+    snprintf(id, sizeof id, "%s", e->id);
+    return updateState(c, id, epoch, 0, -1, err);
+}
+
 int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int64_t expected,
                          const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
     for (int attempt = 1;; attempt++) {
@@ -786,13 +1007,7 @@ int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int6
             return rc;
         /* the table moved on: the next resolve must ask, not use the
          * version this host lost to */
-        if ((rc = load(c, err))) return rc;
-        const cacheEntry *e = cacheFindTable(c, ns, name);
-        if (e) {
-            char id[64];
-            snprintf(id, sizeof id, "%s", e->id);
-            updateState(c, id, expected + 1, 0, -1, NULL);
-        }
+        if ((rc = raiseEpoch(c, ns, name, expected + 1, err))) return rc;
         struct timespec pause = {0, (long)(1 + rand() % 20) * attempt * 1000000L};
         nanosleep(&pause, NULL);
         cJSON *reg = NULL;
@@ -808,12 +1023,7 @@ int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expec
     int rc = sourceAppend(c->src, ns, name, expected, segments, files, version, err);
     if (rc) return rc;
     /* read-your-writes: raise the epoch before anyone resolves again */
-    if ((rc = load(c, err))) return rc;
-    const cacheEntry *e = cacheFindTable(c, ns, name);
-    if (!e) return 0;
-    char id[64];
-    snprintf(id, sizeof id, "%s", e->id);
-    return updateState(c, id, *version, 0, -1, err);
+    return raiseEpoch(c, ns, name, *version, err);
 }
 
 /* --- whoami ------------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /*
  * cache.h - the on-disk catalog snapshot cache (DESIGN §5).
  *
- * Per source, a directory under cache_dir holds:
+ * Per source and principal (sourceKey), a directory under cache_dir holds:
  *   snapshot        the last good directory (generation, entries), its fetch
  *                   time, the last failure, per-table registration state,
  *                   and a SHA-256 over all of it (a torn or corrupt file is
@@ -22,7 +22,13 @@
  *  - the same holds for resolving a table's current version: an outage
  *    serves the last registration this host resolved, with a warning;
  *  - after this host's append is acknowledged the table's epoch is raised
- *    before anything resolves it again: reads on this host never go back.
+ *    before anything resolves it again: reads on this host never go back;
+ *  - a principal the source refuses the snapshot (role user) still reads
+ *    and appends: each table a command names is resolved by name, once
+ *    per TTL in a process, and its registrations are cached as usual;
+ *    only the whole directory (cacheDirectory) is refused, 77.  The
+ *    refusal is remembered (file "denied") for CACHE_DENIED_KEEP_S or the
+ *    TTL when longer, so later commands do not ask for the snapshot again.
  */
 #ifndef LAKE_CACHE_H
 #define LAKE_CACHE_H
@@ -37,6 +43,7 @@
 struct cJSON;
 
 #define CACHE_FAILURE_BACKOFF_MS 5000
+#define CACHE_DENIED_KEEP_S 600
 /* How long a reader with a stale snapshot waits for another process's
  * refresh before serving the stale one with a warning. */
 #define CACHE_REFRESH_WAIT_MS 2000
@@ -80,8 +87,18 @@ void cacheClose(catalogCache *c);
 /* The directory, sorted by (namespace, name), a namespace before its
  * tables.  *entries stays owned by the cache until the next call. */
 int cacheDirectory(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err);
-/* One table's entry, or NULL (no refresh). */
+/* One table's entry, or NULL (no refresh, no source call). */
 const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *name);
+/* One table's entry, asking as needed: the directory, refreshed once when
+ * the name is unknown; for a principal denied the directory, a resolve by
+ * name.  *out stays owned by the cache; 66 for an unknown table. */
+int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEntry **out,
+               lakeError *err);
+/* 0 when this principal may run action (the cached whoami's actions);
+ * 77 naming the principal and its role otherwise.  Asked before work that
+ * leaves objects behind (lake-put --table, INSERT, --import), so that a
+ * refused append stores nothing. */
+int cacheMayRun(catalogCache *c, const char *action, lakeError *err);
 int cacheHasNamespace(catalogCache *c, const char *ns);
 
 /* Ask the source now: conditional, or unconditional with force.  Unlike the

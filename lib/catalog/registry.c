@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "catalog/registry/sqldb.h"
 #include "core/id.h"
@@ -32,6 +35,7 @@ struct registry {
     char *path;      /* for messages: the file, or the redacted URL */
     char *stage;
     char *authority; /* the marker's authority id; NULL without a marker */
+    int embedded;    /* REGISTRY_EMBEDDED: file faults name the file */
     void (*scan_hook)(void *ctx, int scan);
     void *scan_ctx;
 };
@@ -41,14 +45,47 @@ struct registry {
  * are `unavailable` (503, 75): retry later; so is a full disk: the
  * transaction rolled back, nothing changed, and the same request (an
  * append is idempotent) succeeds once space is freed, as a mail server
- * defers rather than refuses mail when its spool is full. */
+ * defers rather than refuses mail when its spool is full.  The embedded
+ * registry, whose files are the user's own, names the file and the
+ * system's reason instead: 75 for a full disk, 77 for a file or directory
+ * this user may not write (a read-only lake, or one another user owns). */
+/* Into out: "" when path belongs to this user, else " (it belongs to
+ * NAME)", for a message about a registry this user may not write. */
+static void ownerNote(const char *path, char *out, size_t n) {
+    struct stat st;
+    out[0] = '\0';
+    if (stat(path, &st) != 0 || st.st_uid == geteuid()) return;
+    struct passwd *pw = getpwuid(st.st_uid);
+    if (pw) snprintf(out, n, " (it belongs to %s)", pw->pw_name);
+    else snprintf(out, n, " (it belongs to uid %lu)", (unsigned long)st.st_uid);
+}
+
+/* The embedded registry's file fault (SQLC_FULL or SQLC_DENIED), naming
+ * the file and the system's reason. */
+static int fileFault(registry *r, sqlClass cls, lakeError *err) {
+    int sys = sqlErrorErrno(r->db);
+    const char *why = sys ? strerror(sys) : cls == SQLC_FULL ? "disk full" : "read-only";
+    if (cls == SQLC_FULL) return errSet(err, LAKE_ETEMP, "%s: %s; retry once space is freed", r->path, why);
+    char owner[96];
+    ownerNote(r->path, owner, sizeof owner);
+    return errSet(err, LAKE_EPERM, "%s: %s%s%s; the registry and its directory must be writable "
+                  "(SQLite keeps -wal and -shm files beside it)", r->path, why,
+                  sys == EROFS ? "" : " for this user", owner);
+}
+
 static int sqlErr(registry *r, lakeError *err, const char *what) {
     int rc;
-    switch (sqlErrorClass(r->db)) {
-    case SQLC_BUSY: rc = errSetStatus(err, "unavailable", "registry busy: %s", what); break;
-    case SQLC_GONE: rc = errSetStatus(err, "unavailable", "registry unreachable: %s", what); break;
-    case SQLC_FULL: rc = errSetStatus(err, "unavailable", "registry: disk full; retry once space is freed"); break;
-    default: rc = errSetStatus(err, "internal", "registry: %s failed", what); break;
+    sqlClass cls = sqlErrorClass(r->db);
+    if (r->embedded && (cls == SQLC_FULL || cls == SQLC_DENIED)) {
+        rc = fileFault(r, cls, err);
+    } else {
+        switch (cls) {
+        case SQLC_BUSY: rc = errSetStatus(err, "unavailable", "registry busy: %s", what); break;
+        case SQLC_GONE: rc = errSetStatus(err, "unavailable", "registry unreachable: %s", what); break;
+        case SQLC_FULL: rc = errSetStatus(err, "unavailable", "registry: disk full; retry once space is freed"); break;
+        case SQLC_DENIED: rc = errSetStatus(err, "internal", "registry: its files may not be written: %s", what); break;
+        default: rc = errSetStatus(err, "internal", "registry: %s failed", what); break;
+        }
     }
     if (err) snprintf(err->cause, sizeof err->cause, "%s: %s", what, sqlErrorText(r->db));
     return rc;
@@ -216,6 +253,8 @@ static int openOn(sqlDb *db, const char *name, int mode, const char *stage_url, 
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
     }
     r->db = db;
+    r->embedded = (mode & REGISTRY_EMBEDDED) != 0;
+    mode &= ~REGISTRY_EMBEDDED;
     const sqlDialect *d = db->dialect;
     /* instances starting at once migrate one after the other */
     int rc = d->schema_lock ? exec(r, d->schema_lock, err) : 0;
@@ -242,7 +281,7 @@ int registryOpen(const char *path, int create, const char *stage_url, registry *
                  lakeError *err) {
     *out = NULL;
     sqlDb *db;
-    if (sqliteDbOpen(path, create != REGISTRY_EXISTING, &db, err)) return err->code;
+    if (sqliteDbOpen(path, (create & ~REGISTRY_EMBEDDED) != REGISTRY_EXISTING, &db, err)) return err->code;
     return openOn(db, path, create, stage_url, out, err);
 }
 

@@ -40,6 +40,10 @@ typedef struct registry registry;
 #define REGISTRY_EXISTING 0 /* a registry (78 if it is not one; 66 for a missing file) */
 #define REGISTRY_CREATE 1   /* a registry, made in a missing or empty database */
 #define REGISTRY_NEW 2      /* an empty database, made a registry (1 if one exists) */
+/* Or'd in: the embedded lake's own registry (local mode).  A file fault
+ * names the file and the system's reason (75 disk full, 77 not writable)
+ * instead of the redacted message a server answers its clients. */
+#define REGISTRY_EMBEDDED 0x10
 
 /* Open the SQLite registry at path.  create (REGISTRY_*) says what it
  * requires; a new registry gets a fresh directory marker.  stage_url,

@@ -32,7 +32,9 @@ void sourceClose(catalogSource *s);
 
 /* "local:/path/registry.db" or the endpoint URL. */
 const char *sourceName(const catalogSource *s);
-/* A file-name-safe key naming this source in the cache directory. */
+/* A file-name-safe key naming this source in the cache directory; for a
+ * remote source it names the principal too (a hash of the token), so
+ * each principal has a cache of its own. */
 const char *sourceKey(const catalogSource *s);
 
 /* A remote source may name several instances of one catalog (metasrv =

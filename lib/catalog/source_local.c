@@ -51,7 +51,8 @@ int sourceLocalRegistry(catalogSource *s, registry **reg, lakeError *err) {
             *slash = '\0';
             if (mkdirs(dir, 0755, err)) return err->code;
         }
-        if (registryOpen(ls->path, 1, ls->stage_url, &ls->reg, err)) return err->code;
+        if (registryOpen(ls->path, REGISTRY_CREATE | REGISTRY_EMBEDDED, ls->stage_url, &ls->reg, err))
+            return err->code;
     }
     *reg = ls->reg;
     return 0;

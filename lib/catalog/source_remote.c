@@ -20,6 +20,7 @@
 #include "catalog/source_impl.h"
 #include "core/http.h"
 #include "core/log.h"
+#include "core/sha256.h"
 
 typedef struct remoteSource {
     catalogSource base;
@@ -127,6 +128,20 @@ static char *joined(char *const *list, size_t n) {
     return text;
 }
 
+/* 64 hex digits of SHA-256 over a label and the token: names the
+ * principal in the cache directory without holding anything that would
+ * authenticate (nor the hash the registry keeps of the token). */
+static int principalHash(const char *token, char hex[SHA256_HEX_LEN + 1]) {
+    static const char label[] = "lake cache principal\n";
+    sha256Ctx *h = sha256New();
+    if (!h) return -1;
+    sha256Update(h, label, sizeof label - 1);
+    sha256Update(h, token, strlen(token));
+    sha256FinalHex(h, hex);
+    sha256Free(h);
+    return 0;
+}
+
 int sourceRemoteOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err) {
     *out = NULL;
     char *token = NULL;
@@ -145,15 +160,18 @@ int sourceRemoteOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err)
         return err->code;
     }
     /* name: the endpoints as given; key: the same set in any order names
-     * the same catalog, and so the same cache */
-    char *sorted[CONFIG_MAX_ENDPOINTS], key[40];
+     * the same catalog, and the principal (a hash of its token, never the
+     * token) its own cache, so that no principal is served what another's
+     * call returned (DESIGN §5) */
+    char *sorted[CONFIG_MAX_ENDPOINTS], key[40], principal[SHA256_HEX_LEN + 1], both[96];
     memcpy(sorted, rs->endpoints, rs->n * sizeof *sorted);
     qsort(sorted, rs->n, sizeof *sorted, byText);
     char *set = joined(sorted, rs->n);
     rs->base.name = joined(rs->endpoints, rs->n);
-    if (set) {
+    if (set && principalHash(token, principal) == 0) {
         sourceMakeKey(key, "remote", set);
-        rs->base.key = strdup(key);
+        snprintf(both, sizeof both, "%s-%.16s", key, principal);
+        rs->base.key = strdup(both);
     }
     free(set);
     if (cfg->ca_file) rs->ca_file = strdup(cfg->ca_file);

@@ -3,20 +3,35 @@
  */
 #include "core/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
+#include "core/version.h"
 
 enum { CLI_HELP = 0x10000, CLI_VERSION };
 
 static const cliOption builtins[] = {
     {CLI_HELP, 'h', "help", NULL, "show this help and exit"},
-    {CLI_VERSION, 0, "version", NULL, "show the version and exit"},
+    {CLI_VERSION, 0, "version", NULL, "show the version and the versions of the libraries, and exit"},
 };
+
+/* At exit: stdout must have reached its file whole.  A write that failed
+ * late (--help to /dev/full, the last buffered rows) makes the exit status
+ * 1 with one line, as GNU's close_stdout does; after an error already
+ * reported the status it chose stands. */
+static void closeStdout(void) {
+    int bad = fflush(stdout) != 0 || ferror(stdout), e = errno;
+    if (fclose(stdout) != 0 && !bad) bad = 1, e = errno;
+    if (!bad || logErrored()) return;
+    fprintf(stderr, "%s: stdout: %s\n", logProgname(), strerror(e ? e : EIO));
+    _exit(1);
+}
 
 /* 1 when the spec defines a long option of this name itself. */
 static int ownOption(const cliSpec *spec, const char *name) {
@@ -75,7 +90,7 @@ void cliUsageError(const cliSpec *spec, const char *fmt, ...) {
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     (void)spec;
-    fprintf(stderr, "%s: %s (see '%s --help')\n", logProgname(), line, logProgname());
+    logErrorf("%s (see '%s --help')", line, logProgname());
     exit(64);
 }
 
@@ -84,6 +99,8 @@ int cliNext(const cliSpec *spec, int argc, char **argv, const char **arg,
     static struct option longs[64];
     static char shorts[128];
     static const cliSpec *built;
+    static int registered;
+    if (!registered) registered = atexit(closeStdout) == 0;
     if (built != spec) {
         size_t nl = 0, ns = 0;
         const cliOption *lists[2] = {spec->opts, builtins};
@@ -114,7 +131,7 @@ int cliNext(const cliSpec *spec, int argc, char **argv, const char **arg,
     if (c == -1) return -1;
     if (c == 'h' || c == CLI_HELP) help(spec);
     if (c == CLI_VERSION) {
-        printf("%s %s\n", logProgname(), LAKE_VERSION);
+        versionPrint(stdout);
         exit(0);
     }
     const char *bad = argv[optind - 1];

@@ -5,7 +5,10 @@
  * Parsing is GNU-style getopt_long (permuted operands, "--" ends options,
  * unambiguous prefixes of long options accepted).  -h/--help and --version
  * are handled here: they print to stdout and exit 0 (a spec may define its
- * own "version" option, which then wins).  Parsing a second spec (a
+ * own "version" option, which then wins).  The first call also makes the
+ * exit check stdout: a failed write or close of it (a full disk, /dev/full)
+ * prints "prog: stdout: <reason>" and exits 1 unless an error was already
+ * reported.  Parsing a second spec (a
  * command's options after the command word) restarts getopt.  A bad option prints
  * one line, "prog: unknown option '--x' (see 'prog --help')", and exits 64.
  */

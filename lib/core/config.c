@@ -143,8 +143,9 @@ static int readFile(lakeConfig *cfg, layerState *st, const char *path,
     return rc;
 }
 
-/* $VAR if set and absolute, else $HOME/fallback. */
-static char *xdgDir(const char *var, const char *fallback, lakeError *err) {
+/* $VAR if set and absolute, else $HOME/fallback; when neither is, the
+ * error names the setting that answers directly (LAKE_HOME, LAKE_CACHE_DIR). */
+static char *xdgDir(const char *var, const char *fallback, const char *direct, lakeError *err) {
     const char *v = getenv(var);
     char buf[PATH_MAX];
     if (v && v[0] == '/') {
@@ -152,7 +153,8 @@ static char *xdgDir(const char *var, const char *fallback, lakeError *err) {
     } else {
         const char *home = getenv("HOME");
         if (!home || home[0] != '/') {
-            errSet(err, LAKE_ECONFIG, "neither %s nor HOME is set", var);
+            errSet(err, LAKE_ECONFIG, "neither %s nor HOME is set to an absolute path; set %s (or one of them)",
+                   var, direct);
             return NULL;
         }
         snprintf(buf, sizeof buf, "%s/%s", home, fallback);
@@ -163,7 +165,7 @@ static char *xdgDir(const char *var, const char *fallback, lakeError *err) {
 static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     if (!cfg->metasrv) cfg->metasrv = strdup("local");
     if (!cfg->home) {
-        char *d = xdgDir("XDG_DATA_HOME", ".local/share", err);
+        char *d = xdgDir("XDG_DATA_HOME", ".local/share", "LAKE_HOME", err);
         if (!d) return err->code;
         size_t n = strlen(d) + sizeof "/lake";
         cfg->home = malloc(n);
@@ -171,7 +173,7 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
         free(d);
     }
     if (!cfg->cache_dir) {
-        char *d = xdgDir("XDG_CACHE_HOME", ".cache", err);
+        char *d = xdgDir("XDG_CACHE_HOME", ".cache", "LAKE_CACHE_DIR", err);
         if (!d) return err->code;
         size_t n = strlen(d) + sizeof "/lake";
         cfg->cache_dir = malloc(n);
@@ -251,7 +253,7 @@ int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err)
     if (explicit && *explicit) {
         rc = readFile(cfg, &st, explicit, 1, err);
     } else {
-        char *dir = xdgDir("XDG_CONFIG_HOME", ".config", NULL);
+        char *dir = xdgDir("XDG_CONFIG_HOME", ".config", "LAKE_CONFIG", NULL);
         if (dir) {
             char path[PATH_MAX];
             snprintf(path, sizeof path, "%s/lake/config", dir);

@@ -62,3 +62,11 @@ const lakeCurlApi *lakeCurlLoad(void) {
     pthread_once(&once, load);
     return &lakeCurl;
 }
+
+const char *lakeCurlVersion(void) {
+    void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    char *(*fn)(void);
+    if (!h) return NULL;
+    *(void **)(&fn) = dlsym(h, "curl_version");
+    return fn ? fn() : NULL; /* h stays open: the text lives in it */
+}

@@ -47,6 +47,9 @@ typedef struct lakeCurlApi {
 /* The bound functions; lakeCurlLoad() fills them (once, thread-safe). */
 extern lakeCurlApi lakeCurl;
 const lakeCurlApi *lakeCurlLoad(void);
+/* curl_version() of libcurl.so.4 ("libcurl/8.5.0 OpenSSL/…"), or NULL when
+ * it cannot be loaded; never exits (for --version). */
+const char *lakeCurlVersion(void);
 
 #ifndef LAKE_CURL_IMPL
 /* the makers load the library; the rest take what the makers made */

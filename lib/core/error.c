@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/utf8.h"
+
 void errClear(lakeError *e) {
     if (!e) return;
     e->code = LAKE_OK;
@@ -16,20 +18,19 @@ void errClear(lakeError *e) {
     e->status = NULL;
 }
 
-/* A message is one line of plain text, whatever a cause or the user's
- * input smuggled in: white space (newline, tab…) becomes a blank, any
- * other control byte (an escape sequence reaching a terminal or a log
- * line) a '?'. */
-static void oneLine(char *msg) {
-    for (unsigned char *p = (unsigned char *)msg; *p; p++)
-        if (*p == '\n' || *p == '\r' || *p == '\t' || *p == '\v' || *p == '\f') *p = ' ';
-        else if (*p < 0x20 || *p == 0x7f) *p = '?';
+/* A message is one line of printable text, whatever a cause or the user's
+ * input smuggled in (utf8Fold): no line break, no escape sequence reaching
+ * a terminal or a log line, no invalid UTF-8. */
+static void oneLine(lakeError *e) {
+    char tmp[sizeof e->msg];
+    size_t n = utf8Fold(e->msg, tmp, sizeof tmp);
+    memcpy(e->msg, tmp, n + 1);
 }
 
 static void errVSet(lakeError *e, lakeCode code, const char *fmt, va_list ap) {
     e->code = code;
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    oneLine(e->msg);
+    oneLine(e);
 }
 
 int errSet(lakeError *e, lakeCode code, const char *fmt, ...) {
@@ -117,7 +118,7 @@ void errPrefix(lakeError *e, const char *fmt, ...) {
     /* A long message is cut, never overflowed. */
     if (snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old) >= (int)sizeof e->msg)
         e->msg[sizeof e->msg - 1] = '\0';
-    oneLine(e->msg);
+    oneLine(e);
 }
 
 lakeCode errCodeForErrno(int errnum) {

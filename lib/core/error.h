@@ -27,8 +27,9 @@ typedef enum {
 
 typedef struct lakeError {
     lakeCode code;
-    char msg[512];   /* one line, shown to the user: control bytes are
-                        folded (white space to a blank, others to ?) */
+    char msg[512];   /* one line, shown to the user: folded by utf8Fold
+                        (line breaks to a blank, controls and bad UTF-8
+                        to \xNN, C1 controls to \u00NN) */
     char cause[256]; /* detail for logs: "errno 2", "curl 7", "sqlite 5" */
     const char *status; /* action error code ("not_found"…) or NULL */
 } lakeError;

@@ -15,6 +15,7 @@ struct httpClient {
     struct curl_slist *headers;
     httpOptions opt;
     int reached; /* the last request may have reached the server */
+    char errbuf[CURL_ERROR_SIZE]; /* curl's words for the last failure */
 };
 
 typedef struct sink {
@@ -84,6 +85,7 @@ int httpOpen(const char *base, const httpOptions *opt, httpClient **out, lakeErr
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     if (opt->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, opt->ca_file);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onData);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
     *out = h;
     return 0;
 }
@@ -96,9 +98,42 @@ void httpClose(httpClient *h) {
     free(h);
 }
 
+/* Why a transfer failed, in words that point at the fix: curl's own
+ * detail (its error buffer, the system's errno), and for the mistakes
+ * people make, what to change. */
+static void transferCause(httpClient *h, CURLcode cc, char *buf, size_t n) {
+    long oserr = 0;
+    curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &oserr);
+    const char *detail = h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc);
+    int plain = strncmp(h->base, "http://", 7) == 0;
+    switch (cc) {
+    case CURLE_COULDNT_CONNECT:
+        snprintf(buf, n, "%s", oserr ? strerror((int)oserr) : detail);
+        break;
+    case CURLE_COULDNT_RESOLVE_HOST: snprintf(buf, n, "cannot resolve the host name: %s", detail); break;
+    case CURLE_OPERATION_TIMEDOUT:
+        if (!h->reached)
+            snprintf(buf, n, "no connection within %ld ms; LAKE_CONNECT_TIMEOUT sets the limit",
+                     h->opt.connect_timeout_ms);
+        else
+            snprintf(buf, n, "no answer within %ld ms", h->opt.timeout_ms);
+        break;
+    case CURLE_GOT_NOTHING:
+        snprintf(buf, n, "the server closed the connection without an answer%s",
+                 plain ? "; if it serves TLS, the URL must start https://" : "");
+        break;
+    case CURLE_SSL_CONNECT_ERROR:
+        snprintf(buf, n, "TLS handshake failed (%s); is it a plain http:// server?", detail);
+        break;
+    default: snprintf(buf, n, "%s", detail); break;
+    }
+}
+
 /* The error of a failed transfer. */
 static int transferError(httpClient *h, CURLcode cc, const sink *s, lakeError *err) {
     int rc;
+    char cause[400];
+    transferCause(h, cc, cause, sizeof cause);
     switch (cc) {
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
@@ -107,7 +142,8 @@ static int transferError(httpClient *h, CURLcode cc, const sink *s, lakeError *e
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:
-        rc = errSet(err, LAKE_EUNAVAIL, "%s unreachable", h->base);
+    case CURLE_SSL_CONNECT_ERROR:
+        rc = errSet(err, LAKE_EUNAVAIL, "%s unreachable (%s)", h->base, cause);
         break;
     case CURLE_URL_MALFORMAT:
         rc = errSet(err, LAKE_ECONFIG, "%s: not a usable URL", h->base);
@@ -115,8 +151,12 @@ static int transferError(httpClient *h, CURLcode cc, const sink *s, lakeError *e
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
-        rc = errSet(err, LAKE_ECONFIG, "%s: TLS verification failed (%s)", h->base,
-                    curl_easy_strerror(cc));
+        if (h->opt.ca_file)
+            rc = errSet(err, LAKE_ECONFIG, "%s: TLS verification failed (%s): LAKE_CA_FILE %s did not sign the "
+                        "server's certificate", h->base, cause, h->opt.ca_file);
+        else
+            rc = errSet(err, LAKE_ECONFIG, "%s: TLS verification failed (%s): set LAKE_CA_FILE (ca_file) to "
+                        "the CA certificate that signed the server's", h->base, cause);
         break;
     case CURLE_WRITE_ERROR:
         if (s->overflow) {
@@ -125,7 +165,7 @@ static int transferError(httpClient *h, CURLcode cc, const sink *s, lakeError *e
         }
         /* fall through */
     default:
-        rc = errSet(err, LAKE_EUNAVAIL, "%s: %s", h->base, curl_easy_strerror(cc));
+        rc = errSet(err, LAKE_EUNAVAIL, "%s: %s", h->base, cause);
     }
     if (err) snprintf(err->cause, sizeof err->cause, "curl %d", (int)cc);
     return rc;
@@ -173,6 +213,7 @@ static int perform(httpClient *h, const char *path, const char *body, cJSON **an
     snprintf(url, n, "%s%s", h->base, path);
     sink s = {.max = h->opt.max_response};
     CURL *c = h->curl;
+    h->errbuf[0] = '\0';
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(c, CURLOPT_POST, 1L);

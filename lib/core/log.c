@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
+
 static const char *progname = "lake";
 static int quiet;
+static int errored; /* an error line was printed */
 
 void logInit(const char *name) {
     const char *slash = strrchr(name, '/');
@@ -19,19 +22,31 @@ void logInit(const char *name) {
 const char *logProgname(void) { return progname; }
 void logSetQuiet(int q) { quiet = q; }
 int logQuiet(void) { return quiet; }
+int logErrored(void) { return errored; }
+
+/* The one way a line reaches stderr: "prefix: text", folded by utf8Fold
+ * (whatever input the text quotes cannot break the line, reach the
+ * terminal as an escape, or be invalid UTF-8), in one fprintf so that
+ * concurrent writers do not interleave words. */
+static void logLine(const char *prefix, const char *text) {
+    char folded[2048];
+    utf8Fold(text, folded, sizeof folded);
+    fprintf(stderr, "%s: %s\n", prefix, folded);
+}
 
 static void logV(const char *fmt, va_list ap) {
-    /* One fprintf per line so concurrent writers do not interleave words. */
     char line[1024];
     vsnprintf(line, sizeof line, fmt, ap);
-    fprintf(stderr, "%s: %s\n", progname, line);
+    logLine(progname, line);
 }
 
 void logError(const lakeError *e) {
-    fprintf(stderr, "%s: %s\n", progname, e->msg[0] ? e->msg : "failed");
+    errored = 1;
+    logLine(progname, e->msg[0] ? e->msg : "failed");
 }
 
 void logErrorf(const char *fmt, ...) {
+    errored = 1;
     va_list ap;
     va_start(ap, fmt);
     logV(fmt, ap);
@@ -62,5 +77,7 @@ void traceLine(const char *kind, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "trace: %s %s\n", kind, line);
+    char folded[2048];
+    utf8Fold(line, folded, sizeof folded);
+    fprintf(stderr, "trace: %s %s\n", kind, folded);
 }

@@ -21,6 +21,8 @@ int logQuiet(void);
 /* "prog: message" for an error; always printed, even with -q. */
 void logError(const lakeError *e);
 void logErrorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* True once logError or logErrorf has printed an error. */
+int logErrored(void);
 /* "prog: message" for a warning; dropped with -q. */
 void logWarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

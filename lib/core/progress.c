@@ -25,6 +25,7 @@ void progressStart(progress *p, progressMode mode, const char *label, int64_t to
     p->label = label;
     p->total = total;
     p->done = 0;
+    p->rows = -1;
     p->start = p->last_draw = mode == PROGRESS_OFF ? 0 : now();
     p->drawn = 0;
 }
@@ -37,8 +38,10 @@ static void human(char *buf, size_t n, double v) {
 }
 
 static void draw(progress *p, double t) {
-    char done[32], rate[32];
+    char done[32], rate[32], rows[40] = "";
     double secs = t - p->start;
+    if (p->rows >= 0)
+        snprintf(rows, sizeof rows, "%lld row%s ", (long long)p->rows, p->rows == 1 ? "" : "s");
     human(done, sizeof done, (double)p->done);
     human(rate, sizeof rate, secs > 0 ? (double)p->done / secs : 0);
     if (p->total > 0) {
@@ -47,10 +50,10 @@ static void draw(progress *p, double t) {
         char bar[31];
         for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
         bar[width] = '\0';
-        fprintf(stderr, "\r%-20.20s [%s] %3d%% %s %s/s\033[K", p->label, bar, pct,
-                done, rate);
+        fprintf(stderr, "\r%-20.20s [%s] %3d%% %s%s %s/s\033[K", p->label, bar, pct,
+                rows, done, rate);
     } else {
-        fprintf(stderr, "\r%-20.20s %s %s/s\033[K", p->label, done, rate);
+        fprintf(stderr, "\r%-20.20s %s%s %s/s\033[K", p->label, rows, done, rate);
     }
     p->drawn = 1;
     onScreen = 1;
@@ -64,6 +67,12 @@ void progressAdd(progress *p, int64_t n) {
     if (p->mode == PROGRESS_AUTO && t - p->start < 1.0) return;
     if (p->drawn && t - p->last_draw < 0.1) return;
     draw(p, t);
+}
+
+void progressRows(progress *p, int64_t n) {
+    if (p->rows < 0) p->rows = 0;
+    p->rows += n;
+    progressAdd(p, 0);
 }
 
 void progressEnd(progress *p) {

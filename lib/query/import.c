@@ -8,16 +8,15 @@
 #include "query/import.h"
 
 #include "catalog/names.h"
+#include "core/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define INPUT_BUF (64 * 1024)
-#define EXACT_INT_MAX 9007199254740992.0 /* 2^53 */
 /* A header names distinct columns, so no valid record has more fields than
  * a table has columns: this bounds the field index arrays too. */
 #define SCHEMA_FIELDS_MAX SCHEMA_MAX_COLUMNS
@@ -48,8 +47,12 @@ struct importReader {
     char *lbuf;
     size_t llen, lcap;
     cJSON *obj;
-    char **printed;   /* per column: FILE objects printed as text */
+    char **printed;   /* per column: FILE objects printed as text, or a
+                         string with its U+0000 restored */
     char *seen;       /* per column: named on this line */
+    size_t *num;      /* the offsets of the line's numbers, in order */
+    size_t nnum, num_cap;
+    unsigned nul;     /* the stand-in for U+0000 in the parsed line, or 0 */
 };
 
 /* The next input byte, BYTE_EOF, or BYTE_ERR with err set. */
@@ -306,6 +309,121 @@ static int blank(const char *p, size_t n) {
     return 1;
 }
 
+/* What cJSON does not keep of a line, found by one pass over its text
+ * before it is parsed (backslashes and quotes occur only inside strings
+ * of valid JSON, so strings are easy to skip):
+ *  - the offset of every number, in document order, so that an integer
+ *    is read from its own digits, exact in the whole 64-bit range, and a
+ *    number written with a '.' or an exponent (2.0, -0.0) stays a REAL;
+ *  - every \u0000 escape: cJSON returns NUL-terminated strings, so each
+ *    is replaced, in place and at the same length, by \uXXXX of a
+ *    private-use character the line does not contain in any form
+ *    (r->nul), which jsonString turns back into a NUL byte. */
+static int jsonScan(importReader *r, lakeError *err) {
+    enum { PUA_LO = 0xE000, PUA_HI = 0xF8FF };
+    unsigned char used[(PUA_HI - PUA_LO + 1) / 8 + 1] = {0};
+    char *l = r->lbuf;
+    size_t n = r->llen, nuls = 0;
+    r->nnum = 0;
+    r->nul = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned cp;
+        if (l[i] == '"') { /* a string: note its escapes and characters */
+            for (i++; i < n && l[i] != '"'; i++) {
+                size_t k;
+                if (l[i] == '\\' && i + 1 < n && l[i + 1] == 'u' && i + 5 < n) {
+                    char hex[5] = {l[i + 2], l[i + 3], l[i + 4], l[i + 5], 0};
+                    cp = (unsigned)strtoul(hex, NULL, 16);
+                    if (strcmp(hex, "0000") == 0) nuls++;
+                    else if (cp >= PUA_LO && cp <= PUA_HI) used[(cp - PUA_LO) / 8] |= (unsigned char)(1u << (cp % 8));
+                    i += 5;
+                } else if (l[i] == '\\') {
+                    i++;
+                } else if ((k = utf8Decode((const unsigned char *)l + i, n - i, &cp)) > 1) {
+                    if (cp >= PUA_LO && cp <= PUA_HI) used[(cp - PUA_LO) / 8] |= (unsigned char)(1u << (cp % 8));
+                    i += k - 1;
+                }
+            }
+        } else if (l[i] == '-' || (l[i] >= '0' && l[i] <= '9')) {
+            if (r->nnum == r->num_cap) {
+                size_t cap = r->num_cap ? r->num_cap * 2 : 64;
+                size_t *o = realloc(r->num, cap * sizeof *o);
+                if (!o) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "import");
+                r->num = o;
+                r->num_cap = cap;
+            }
+            r->num[r->nnum++] = i;
+            while (i + 1 < n && l[i + 1] && strchr("+-.eE0123456789", l[i + 1])) i++;
+        }
+    }
+    if (!nuls) return 0;
+    for (unsigned cp = PUA_LO; cp <= PUA_HI && !r->nul; cp++)
+        if (!(used[(cp - PUA_LO) / 8] & (1u << (cp % 8)))) r->nul = cp;
+    if (!r->nul) return dataErr(r, err, r->rec_line, "too many private-use characters around a \\u0000");
+    for (size_t i = 0; i < n; i++) { /* the same walk, rewriting */
+        if (l[i] != '"') continue;
+        for (i++; i < n && l[i] != '"'; i++) {
+            if (l[i] != '\\') continue;
+            if (i + 5 < n && strncmp(l + i + 1, "u0000", 5) == 0) {
+                char hex[5];
+                snprintf(hex, sizeof hex, "%04X", r->nul);
+                memcpy(l + i + 2, hex, 4);
+            }
+            i += i + 1 < n && l[i + 1] == 'u' ? 5 : 1;
+        }
+    }
+    return 0;
+}
+
+/* The number member v, the k-th number of the line, as a value. */
+static lakeValue jsonNumber(importReader *r, const cJSON *v, size_t k) {
+    const char *t = k < r->nnum ? r->lbuf + r->num[k] : NULL;
+    size_t len = t ? strspn(t, "+-.eE0123456789") : 0;
+    if (t && strspn(t, "-0123456789") == len) { /* an integer literal */
+        char *end;
+        errno = 0;
+        long long x = strtoll(t, &end, 10);
+        if (errno == 0 && end == t + len) return (lakeValue){.kind = LAKE_VALUE_INT, .i = x};
+    }
+    return (lakeValue){.kind = LAKE_VALUE_REAL, .r = v->valuedouble};
+}
+
+/* The numbers inside v (a FILE object), to keep the count in step. */
+static size_t jsonCountNumbers(const cJSON *v) {
+    size_t k = cJSON_IsNumber(v) ? 1 : 0;
+    for (const cJSON *c = v->child; c; c = c->next) k += jsonCountNumbers(c);
+    return k;
+}
+
+/* The string member v of column c as a value, with its U+0000 restored
+ * (see jsonScan). */
+static int jsonString(importReader *r, int c, const cJSON *v, lakeValue *out, lakeError *err) {
+    const char *s = v->valuestring;
+    size_t n = strlen(s);
+    *out = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = s, .n = n};
+    if (!r->nul) return 0;
+    char mark[4];
+    mark[0] = (char)(0xE0 | (r->nul >> 12));
+    mark[1] = (char)(0x80 | ((r->nul >> 6) & 0x3F));
+    mark[2] = (char)(0x80 | (r->nul & 0x3F));
+    mark[3] = '\0';
+    if (!strstr(s, mark)) return 0;
+    char *t = malloc(n + 1);
+    if (!t) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "import");
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        if (strncmp(s + i, mark, 3) == 0) {
+            t[k++] = '\0';
+            i += 3;
+        } else {
+            t[k++] = s[i++];
+        }
+    }
+    r->printed[c] = t;
+    *out = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = t, .n = k};
+    return 0;
+}
+
 static int jsonNext(importReader *r, lakeError *err) {
     int rc;
     const segmentSchema *s = r->schema;
@@ -313,6 +431,8 @@ static int jsonNext(importReader *r, lakeError *err) {
         if ((rc = jsonLine(r, err)) != 1) return rc;
     } while (blank(r->lbuf, r->llen));
     cJSON_Delete(r->obj);
+    r->obj = NULL;
+    if ((rc = jsonScan(r, err))) return rc;
     const char *end = NULL;
     r->obj = cJSON_ParseWithLengthOpts(r->lbuf, r->llen, &end, 0);
     if (!r->obj || !end || !blank(end, r->llen - (size_t)(end - r->lbuf)))
@@ -325,6 +445,7 @@ static int jsonNext(importReader *r, lakeError *err) {
         r->seen[c] = 0;
     }
     const cJSON *v;
+    size_t k = 0; /* numbers so far */
     cJSON_ArrayForEach(v, r->obj) {
         int c = segmentSchemaFind(s, v->string);
         char what[NAME_FIELD_MAX + 64];
@@ -343,15 +464,11 @@ static int jsonNext(importReader *r, lakeError *err) {
         } else if (cJSON_IsBool(v)) {
             *out = (lakeValue){.kind = LAKE_VALUE_BOOL, .i = cJSON_IsTrue(v)};
         } else if (cJSON_IsNumber(v)) {
-            double d = v->valuedouble;
-            if (d == floor(d) && fabs(d) <= EXACT_INT_MAX)
-                *out = (lakeValue){.kind = LAKE_VALUE_INT, .i = (int64_t)d};
-            else
-                *out = (lakeValue){.kind = LAKE_VALUE_REAL, .r = d};
+            *out = jsonNumber(r, v, k++);
         } else if (cJSON_IsString(v)) {
-            *out = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = v->valuestring,
-                               .n = strlen(v->valuestring)};
+            if ((rc = jsonString(r, c, v, out, err))) return rc;
         } else if (cJSON_IsObject(v) && s->cols[c].type == LAKE_TYPE_FILE) {
+            k += jsonCountNumbers(v);
             if (!(r->printed[c] = cJSON_PrintUnformatted(v)))
                 return errSetErrno(err, LAKE_EFAIL, ENOMEM, "import");
             *out = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = r->printed[c],
@@ -432,6 +549,7 @@ void importClose(importReader *r) {
     free(r->printed);
     cJSON_Delete(r->obj);
     free(r->lbuf);
+    free(r->num);
     free(r->seen);
     free(r->map);
     free(r->off);
@@ -443,12 +561,27 @@ void importClose(importReader *r) {
     free(r);
 }
 
+/* A reader that tells a progress bar how many bytes passed. */
+typedef struct countedReader {
+    lakeReader *in;
+    progress *prog;
+} countedReader;
+
+static ssize_t countedRead(void *ctx, void *buf, size_t len) {
+    countedReader *c = ctx;
+    ssize_t n = c->in->read(c->in->ctx, buf, len);
+    if (n > 0) progressAdd(c->prog, n);
+    return n;
+}
+
 int importRun(lakeReader *in, importFormat fmt, segmentWriter *w, int64_t *rows,
-              lakeError *err) {
+              progress *prog, lakeError *err) {
     importReader *r;
     const segmentSchema *s = segmentWriterSchema(w);
     int64_t n = 0;
-    int rc = importOpen(in, fmt, s, 0, &r, err);
+    countedReader counted = {in, prog};
+    lakeReader viaProgress = {countedRead, &counted, in->what};
+    int rc = importOpen(prog ? &viaProgress : in, fmt, s, 0, &r, err);
     if (rc) return rc;
     const lakeValue *vals;
     while ((rc = importNext(r, &vals, err)) == 1) {
@@ -457,6 +590,7 @@ int importRun(lakeReader *in, importFormat fmt, segmentWriter *w, int64_t *rows,
             break;
         }
         n++;
+        if (prog) progressRows(prog, 1);
     }
     if (rows) *rows = n;
     importClose(r);

@@ -25,8 +25,10 @@
  * are skipped; header names are matched to columns ignoring case.
  *
  * JSON Lines decisions: blank lines are skipped; null is NULL, true/false
- * are booleans, numbers are integers when integral (exact within ±2^53;
- * give larger integers as strings) else reals, strings are text; an object
+ * are booleans; a number written as an integer (digits, an optional '-')
+ * is an integer, exact over the whole 64-bit range, any other number
+ * (2.0, -0.0, 1e3, or an integer out of that range) a real; strings are
+ * text, \u0000 (a NUL byte) included; an object
  * is accepted only for a FILE column (the FILE value itself) and is
  * otherwise 65, as is an array: nested data is not flattened or stored as
  * JSON text silently.
@@ -37,6 +39,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "query/segment.h"
 #include "stage/stage.h"
 
@@ -69,9 +72,9 @@ int64_t importLine(const importReader *r);
 void importClose(importReader *r);
 
 /* Read every record of in into w, prefixing the writer's errors with the
- * record's line; the number of records in *rows (may be NULL).  Does not
- * finish w. */
+ * record's line; the number of records in *rows (may be NULL).  prog (may
+ * be NULL) counts the bytes read and the rows.  Does not finish w. */
 int importRun(lakeReader *in, importFormat fmt, segmentWriter *w, int64_t *rows,
-              lakeError *err);
+              progress *prog, lakeError *err);
 
 #endif

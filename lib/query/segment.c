@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/interrupt.h"
+#include "core/realtext.h"
 #include "core/rfc3339.h"
 #include "core/utf8.h"
 #include "stage/filevalue.h"
@@ -241,7 +242,12 @@ static int convert(segmentWriter *w, const segmentColumn *c, const lakeValue *v,
     b->kind = SQLITE_NULL;
     if (v->kind == LAKE_VALUE_NULL) return 0;
     const char *s = NULL;
-    if (v->kind == LAKE_VALUE_TEXT && c->type != LAKE_TYPE_BLOB) {
+    if (v->kind == LAKE_VALUE_TEXT && c->type == LAKE_TYPE_TEXT) {
+        /* U+0000 is a character like any other in TEXT */
+        if (!utf8ValidNul((const unsigned char *)v->p, v->n))
+            return errSet(err, LAKE_EDATA, "column %s: invalid UTF-8", c->name);
+    } else if (v->kind == LAKE_VALUE_TEXT && c->type != LAKE_TYPE_BLOB) {
+        /* parsed as a C string: a NUL would end it early */
         if (!utf8Valid((const unsigned char *)v->p, v->n))
             return errSet(err, LAKE_EDATA, "column %s: invalid UTF-8 (or a NUL byte)", c->name);
         if (c->type != LAKE_TYPE_TEXT && !(s = cstr(v, &w->tmp, &w->tmp_cap)))
@@ -274,14 +280,16 @@ static int convert(segmentWriter *w, const segmentColumn *c, const lakeValue *v,
             char *end;
             errno = 0;
             double x = strtod(s, &end);
-            if (!*end && isfinite(x) && errno != ERANGE) { b->r = x; return 0; }
+            /* ERANGE with a finite result is underflow: 4.9e-324 is the
+             * nearest (subnormal) double, as SQLite reads it too */
+            if (!*end && isfinite(x)) { b->r = x; return 0; }
         }
         return mismatch(c, v, err);
     case LAKE_TYPE_TEXT: {
         char num[40];
         if (v->kind == LAKE_VALUE_TEXT) return putText(w, b, SQLITE_TEXT, v->p, v->n, err);
         if (v->kind == LAKE_VALUE_INT) snprintf(num, sizeof num, "%lld", (long long)v->i);
-        else if (v->kind == LAKE_VALUE_REAL && isfinite(v->r)) snprintf(num, sizeof num, "%.17g", v->r);
+        else if (v->kind == LAKE_VALUE_REAL && isfinite(v->r)) realText(v->r, num);
         else if (v->kind == LAKE_VALUE_BOOL) snprintf(num, sizeof num, "%s", v->i ? "true" : "false");
         else return mismatch(c, v, err);
         return putText(w, b, SQLITE_TEXT, num, strlen(num), err);
@@ -534,6 +542,17 @@ static int pendingKeep(segmentWriter *w, lakeError *err) {
     return 0;
 }
 
+int segmentWriterCheckValue(segmentWriter *w, int col, const lakeValue *v, lakeError *err) {
+    if (col < 0 || col >= w->schema->ncols) return errSet(err, LAKE_EUSAGE, "column %d: no such column", col + 1);
+    size_t len = w->scratch_len;
+    boundValue b;
+    int rc = convert(w, &w->schema->cols[col], v, &b, err);
+    w->scratch_len = len;
+    free(w->pending[col]); /* a FILE value's location: nothing was stored */
+    w->pending[col] = NULL;
+    return rc;
+}
+
 static int rowAdd(segmentWriter *w, const lakeValue *vals, int n, lakeError *err);
 
 int segmentWriterAddRow(segmentWriter *w, const lakeValue *vals, int n, lakeError *err) {
@@ -555,13 +574,18 @@ static int rowAdd(segmentWriter *w, const lakeValue *vals, int n, lakeError *err
     int64_t est = 8;
     for (int i = 0; i < n; i++) {
         const boundValue *b = &w->bound[i];
-        const char *p = w->scratch + b->off;
+        /* an empty value still binds a pointer: a NULL one would bind SQL
+         * NULL, and the scratch buffer is NULL until something is put */
+        const char *p = b->n ? w->scratch + b->off : "";
         int r;
         switch (b->kind) {
         case SQLITE_INTEGER: r = sqlite3_bind_int64(w->ins, i + 1, b->i); est += 8; break;
         case SQLITE_FLOAT: r = sqlite3_bind_double(w->ins, i + 1, b->r); est += 8; break;
         case SQLITE_TEXT: r = sqlite3_bind_text64(w->ins, i + 1, p, b->n, SQLITE_STATIC, SQLITE_UTF8); est += (int64_t)b->n + 2; break;
-        case SQLITE_BLOB: r = sqlite3_bind_blob64(w->ins, i + 1, p, b->n, SQLITE_STATIC); est += (int64_t)b->n + 2; break;
+        case SQLITE_BLOB:
+            r = b->n ? sqlite3_bind_blob64(w->ins, i + 1, p, b->n, SQLITE_STATIC) : sqlite3_bind_zeroblob(w->ins, i + 1, 0);
+            est += (int64_t)b->n + 2;
+            break;
         default: r = sqlite3_bind_null(w->ins, i + 1); est += 1; break;
         }
         if (r != SQLITE_OK) return sqlErr(w->db, err, w->path);

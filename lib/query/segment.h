@@ -24,7 +24,7 @@
  * Column mapping (lake type -> declared type in `rows` -> stored value):
  *   INTEGER   -> INTEGER            64-bit integer
  *   REAL      -> REAL               double
- *   TEXT      -> TEXT               valid UTF-8, no NUL
+ *   TEXT      -> TEXT               valid UTF-8 (U+0000 included)
  *   BLOB      -> BLOB               bytes
  *   BOOLEAN   -> "BOOLEAN INTEGER"  0 or 1 (integer affinity)
  *   TIMESTAMP -> "TIMESTAMP TEXT"   RFC 3339 text normalised to UTC,
@@ -93,7 +93,9 @@ void segmentSchemaFree(segmentSchema *s);
 int segmentSchemaFind(const segmentSchema *s, const char *name);
 
 /* One value of a row, as an input gives it; the writer converts it to the
- * column's type.  Text and blob bytes are borrowed (p, n) for the call. */
+ * column's type.  Text and blob bytes are borrowed (p, n) for the call; p
+ * may be NULL when n is 0 (SQLite's empty BLOB), and the value is then
+ * the empty text or BLOB, never NULL. */
 typedef enum {
     LAKE_VALUE_NULL,
     LAKE_VALUE_INT,
@@ -115,9 +117,12 @@ typedef struct lakeValue {
  *   INTEGER:   INT; BOOL as 0/1; REAL when integral and within ±2^53;
  *              TEXT that is exactly an optional sign and decimal digits in
  *              range.
- *   REAL:      INT, REAL; TEXT that strtod reads whole (finite).
- *   TEXT:      TEXT (valid UTF-8, no NUL); INT and REAL as their decimal
- *              text; BOOL as "true"/"false".
+ *   REAL:      INT, REAL; TEXT that strtod reads whole (finite; a value
+ *              below the smallest double rounds to the nearest one).
+ *   TEXT:      TEXT (valid UTF-8; a NUL byte is a character like any
+ *              other); INT as its decimal text, REAL as the shortest text
+ *              that reads back as the same double (core/realtext.h); BOOL
+ *              as "true"/"false".
  *   BLOB:      BLOB; TEXT as its bytes, or, with the hex_blobs option
  *              (text inputs: imports, lake-put --set), TEXT of hexadecimal
  *              digit pairs as the bytes they spell (lake-query's output
@@ -158,6 +163,11 @@ const segmentSchema *segmentWriterSchema(const segmentWriter *w);
  * current segment (any stage error).  After a failure other than 65 the
  * writer is unusable: abandon it with segmentWriterFree. */
 int segmentWriterAddRow(segmentWriter *w, const lakeValue *vals, int n, lakeError *err);
+
+/* Check that v converts to the type of column col (as segmentWriterAddRow
+ * would) without storing anything: 0, or 65 "column NAME: …".  For values
+ * fixed before any input is read (lake-put --set). */
+int segmentWriterCheckValue(segmentWriter *w, int col, const lakeValue *v, lakeError *err);
 
 /* The same for SQL values (an INSERT through the virtual table): NULL,
  * INTEGER, FLOAT, TEXT and BLOB become the lakeValue kinds of those

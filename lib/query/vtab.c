@@ -331,9 +331,14 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     case SQLITE_TEXT:
         sqlite3_result_text(ctx, (const char *)sqlite3_value_text(v), sqlite3_value_bytes(v), SQLITE_TRANSIENT);
         break;
-    case SQLITE_BLOB:
-        sqlite3_result_blob(ctx, sqlite3_value_blob(v), sqlite3_value_bytes(v), SQLITE_TRANSIENT);
+    case SQLITE_BLOB: {
+        /* the empty BLOB has a NULL pointer, which result_blob takes for
+         * SQL NULL */
+        int n = sqlite3_value_bytes(v);
+        if (n) sqlite3_result_blob(ctx, sqlite3_value_blob(v), n, SQLITE_TRANSIENT);
+        else sqlite3_result_zeroblob(ctx, 0);
         break;
+    }
     default: sqlite3_result_null(ctx); break;
     }
     return SQLITE_OK;
@@ -353,6 +358,8 @@ static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int6
     lakeError *err = &t->ctx->err;
     if (!t->writer) {
         segmentWriterOptions opt = {.tmp_dir = t->ctx->tmp_dir};
+        /* refused before any segment is stored */
+        if (cacheMayRun(t->ctx->cache, "append", err)) return fail(t, err);
         if (segmentWriterOpen(t->ctx->stage, t->id, t->schema, &opt, &t->writer, err)) return fail(t, err);
     }
     if (segmentWriterAddSqlRow(t->writer, argv + 2, argc - 2, err)) return fail(t, err);
@@ -432,16 +439,31 @@ static int attached(sqlite3 *db, const char *ns) {
 }
 
 static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char *name, int *nattached,
-                      int *listed, lakeError *err) {
+                      int *listed, int *byName, lakeError *err) {
     if (!*listed) { /* the first pair: the directory (refreshed when expired) */
         const cacheEntry *entries;
         size_t n;
         int rc = !ctx->cache && ctx->open ? ctx->open(ctx, err) : 0;
-        if (!rc) rc = cacheDirectory(ctx->cache, &entries, &n, err);
+        if (rc) return rc;
+        rc = cacheDirectory(ctx->cache, &entries, &n, err);
+        /* a principal denied the directory (role user) names its tables */
+        *byName = rc && err->status && strcmp(err->status, "permission_denied") == 0;
+        if (*byName) {
+            rc = 0;
+            errClear(err);
+        }
         if (rc) return rc;
         *listed = 1;
     }
-    if (!cacheFindTable(ctx->cache, ns, name)) return 0; /* not a lake table: SQLite will say */
+    const cacheEntry *e = NULL;
+    if (*byName && nameIsValid(ns) && nameIsValid(name)) { /* denied the directory: ask by name */
+        int rc = cacheTable(ctx->cache, ns, name, &e, err);
+        if (rc && err->status && strcmp(err->status, "not_found") == 0) errClear(err);
+        else if (rc) return rc;
+    } else if (!*byName) {
+        e = cacheFindTable(ctx->cache, ns, name);
+    }
+    if (!e) return 0; /* not a lake table: SQLite will say */
     char *sql;
     if (!attached(db, ns)) {
         if (++*nattached > QUERY_MAX_NAMESPACES)
@@ -466,7 +488,7 @@ static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char
 }
 
 int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err) {
-    int rc = 0, listed = 0;
+    int rc = 0, listed = 0, byName = 0;
     int nattached = 0; /* namespaces attached already: all but main and temp */
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')", -1, &st, NULL) == SQLITE_OK &&
@@ -507,7 +529,7 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
             prev[0] = '\0';
         }
         if (k) { /* an identifier: id */
-            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, &listed, err);
+            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, &listed, &byName, err);
             memcpy(prev, id, sizeof prev);
             p += k;
             while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;

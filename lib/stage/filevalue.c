@@ -99,6 +99,8 @@ int refParse(const char *text, fileValue *fv, lakeError *err) {
     memset(fv, 0, sizeof *fv);
     fv->size = -1;
     while (*text == ' ' || *text == '\t') text++;
+    if (strncmp(text, "null", 4) == 0 && text[4 + strspn(text + 4, " \t\r\n")] == '\0')
+        return 0; /* a null FILE: nothing to get */
     if (*text != '{') {
         size_t n = strcspn(text, " \t\r\n");
         if (n == 0) return errSet(err, LAKE_EDATA, "empty reference");
@@ -116,14 +118,16 @@ int refParse(const char *text, fileValue *fv, lakeError *err) {
         rc = errSet(err, LAKE_EDATA, "not a JSON object");
     } else {
         cJSON *found = NULL, *foundOwned = NULL, *field;
-        int count = 0;
+        int count = 0, nulls = 0;
         cJSON_ArrayForEach(field, doc) {
             cJSON *owned, *f = fieldAsFile(field, &owned);
+            nulls += cJSON_IsNull(field);
             if (!f) continue;
             if (count++ == 0) { found = f; foundOwned = owned; }
             else cJSON_Delete(owned);
         }
         if (count == 1) rc = fileValueFromJson(found, fv, err);
+        else if (count == 0 && nulls) rc = 0; /* the FILE column is NULL in this row */
         else if (count == 0) rc = errSet(err, LAKE_EDATA, "no FILE value in the row");
         else rc = errSet(err, LAKE_EDATA, "%d FILE values in the row; select one column", count);
         cJSON_Delete(foundOwned);

@@ -43,7 +43,10 @@ void fileValueFree(fileValue *fv);
 
 /* Parse one REF (DESIGN §9): a location, a FILE value, or a JSON object with
  * exactly one FILE-valued field (given as an object or as JSON text).
- * Fails with 65 on malformed JSON or when no single FILE value is found. */
+ * A null FILE (the text "null", or a row with no FILE-valued field but a
+ * null one, as lake-query prints a NULL FILE column) succeeds with
+ * fv->location NULL: there is nothing to get.  Fails with 65 on malformed
+ * JSON, or when no single FILE value is found and no field is null. */
 int refParse(const char *text, fileValue *fv, lakeError *err);
 
 /* The safe form of a FILE name as a relative path (for an archive entry,

@@ -318,3 +318,20 @@ refuse_outside() {
   assert_output ""
   assert_file_not_exists "$T/nope"
 }
+
+@test "diagnostics fold what they quote: bad UTF-8 and C0 as \\xNN, C1 as \\u00NN, DEL; one line" {
+  run --separate-stderr bash -c "printf 'ab\\xff\\x9b31m\\xc2\\x9b31m\\x1b[1m\\x7f\\n' | lake-get"
+  assert_error lake-get 65 'stdin:1: ab\xff\x9b31m\u009b31m\x1b[1m\x7f: outside the managed stage'
+  run --separate-stderr lake-put --$'a\xc2\x9b\xff\nb'
+  assert_error lake-put 64 "unknown option '--a\\u009b\\xff b'"
+  run --separate-stderr lake-catalog show $'t.a\xc2\x85\x1b]0;x\x07'
+  [ "$status" -ne 0 ]
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ $stderr == *'t.a\u0085\x1b]0;x\x07'* ]] || fail "not folded: $stderr"
+  run --separate-stderr lake-query -c $'SELECT \xc2\x9b1m FROM x'
+  [ "$status" -ne 0 ]
+  assert_equal "${#stderr_lines[@]}" 1
+  # nothing raw left: no byte 0x80-0x9f after C2, no invalid UTF-8, no C0
+  ! LC_ALL=C grep -qP '[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' <<<"$stderr" || fail "raw: $stderr"
+  iconv -f UTF-8 -t UTF-8 <<<"$stderr" >/dev/null
+}

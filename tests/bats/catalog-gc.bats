@@ -122,7 +122,7 @@ gc_locations() {
   run --separate-stderr lake-catalog gc
   assert_success
   assert_output "$(printf '%s\t4' "$old")"
-  assert_equal "$stderr" "lake-catalog: gc: 1 objects, 4 bytes removed; 3 kept (referenced), 3 kept (younger than the grace)"
+  assert_equal "$stderr" "lake-catalog: gc: 1 object, 4 bytes removed; 3 kept (referenced), 3 kept (younger than the grace)"
   assert_equal "$(stage_locations)" "$(printf '%s\n' "$GARBAGE" "$REFERENCED" | sort)"
 
   # a referenced object is kept however old it is
@@ -133,9 +133,42 @@ gc_locations() {
   [ -f "${KEPT_FILE#file://}" ]
 }
 
-@test "gc --grace takes whole seconds: negative or garbage is a usage error (64)" {
+@test "gc --grace takes durations: 1d, 12h, 30m, 45s or plain seconds" {
+  make_garbage
+  local old young
+  old=$(echo old | lake-put | json_field location)
+  young=$(echo young | lake-put | json_field location)
+  touch -d '13 hours ago' "${old#file://}"
+  touch -d '11 hours ago' "${young#file://}"
+  # the make_garbage objects are new: only "old" is older than 12 h
+  run --separate-stderr lake-catalog gc --dry-run --grace 12h
+  assert_success
+  assert_output "$(printf '%s	4' "$old")"
+  assert_equal "$stderr" "lake-catalog: gc: 1 object, 4 bytes would be removed; 3 kept (referenced), 4 kept (younger than the grace)"
+  local g
+  for g in 1d 86400 1440m; do
+    run --separate-stderr lake-catalog -q gc --dry-run --grace "$g"
+    assert_clean_success
+    assert_output ""
+  done
+  for g in 660m 39600s 39600; do # 11 h: both
+    run --separate-stderr lake-catalog -q gc --dry-run --grace "$g"
+    assert_clean_success
+    assert_equal "${#lines[@]}" 2
+  done
+  # one byte, one object
+  local one
+  one=$(printf x | lake-put | json_field location)
+  touch -d '2 days ago' "${one#file://}"
+  run --separate-stderr lake-catalog gc --grace 1d
+  assert_success
+  assert_output "$(printf '%s	1' "$one")"
+  assert_equal "$stderr" "lake-catalog: gc: 1 object, 1 byte removed; 3 kept (referenced), 5 kept (younger than the grace)"
+}
+
+@test "gc --grace: a negative, fractional or unknown duration is a usage error (64)" {
   local bad
-  for bad in -1 abc 1.5 ''; do
+  for bad in -1 abc 1.5 '' 1w 12H '1 d' 1dd d 99999999999999999999; do
     run --separate-stderr lake-catalog gc --grace "$bad"
     assert_error lake-catalog 64 "--grace"
   done

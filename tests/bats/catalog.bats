@@ -25,6 +25,41 @@ catalog_state() {
 
 # --- round trips ------------------------------------------------------------
 
+@test "--if-not-exists: create-namespace and create succeed, changing nothing, when the same exists; another schema is refused" {
+  run --separate-stderr lake-catalog create-namespace --if-not-exists docs
+  assert_clean_success
+  run --separate-stderr lake-catalog create-namespace docs --if-not-exists
+  assert_clean_success
+  assert_output ""
+  run --separate-stderr lake-catalog create --if-not-exists docs.p 'title TEXT, year INTEGER'
+  assert_clean_success
+  local before
+  before=$(catalog_state)
+  # the same schema, written differently: the same table
+  run --separate-stderr lake-catalog create docs.p ' title text,year   integer' --if-not-exists
+  assert_clean_success
+  assert_output ""
+  assert_equal "$(catalog_state)" "$before"
+  assert_equal "$(lake-catalog resolve docs.p | jq .version)" 0
+
+  # another schema: refused, nothing changed, the schema it has is shown
+  run --separate-stderr lake-catalog create --if-not-exists docs.p 'title TEXT'
+  assert_error lake-catalog 1 "docs.p exists with another schema ('title TEXT, year INTEGER')"
+  run --separate-stderr lake-catalog create --if-not-exists docs.p 'year INTEGER, title TEXT'
+  assert_error lake-catalog 1 "another schema"
+  assert_equal "$(catalog_state)" "$before"
+
+  # without the option an existing one is still an error (1)
+  run --separate-stderr lake-catalog create-namespace docs
+  assert_error lake-catalog 1 docs
+  run --separate-stderr lake-catalog create docs.p 'title TEXT, year INTEGER'
+  assert_error lake-catalog 1 docs.p
+  # and a missing namespace is still 66
+  run --separate-stderr lake-catalog create --if-not-exists nope.p 'a TEXT'
+  assert_error lake-catalog 66 nope
+  assert_equal "$(catalog_state)" "$before"
+}
+
 @test "create-namespace and create print nothing; show gives every column type upper-case" {
   run --separate-stderr lake-catalog create-namespace docs
   assert_clean_success

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# --help and --version of lake-put and lake-get (DESIGN §1: every program).
+# --help and --version of the programs (DESIGN §1: every program).
 
 load helpers/common
 
@@ -42,14 +42,37 @@ teardown() {
   assert_no_objects
 }
 
-@test "--version prints the program name and exits 0" {
-  local prog
-  for prog in lake-put lake-get; do
+@test "--version: the program's version and git revision, then the libraries it links" {
+  local prog lib want
+  for prog in lake-put lake-get lake-catalog lake-query lake-metasrv; do
     run --separate-stderr "$prog" --version
     assert_clean_success
-    assert_equal "${#lines[@]}" 1
-    assert_output --regexp "^$prog [0-9]+\.[0-9]+"
+    assert_equal "${#lines[@]}" 2
+    # "lake-put 0.1.0" and, built from a git checkout, " (git abc1234[-dirty])"
+    assert_line --index 0 --regexp "^$prog [0-9]+\.[0-9]+\.[0-9]+( \(git [0-9a-f]{7,}(-dirty)?\))?\$"
+    if git -C "$LAKE_SRC" rev-parse HEAD >/dev/null 2>&1; then
+      assert_line --index 0 --partial "(git $(git -C "$LAKE_SRC" rev-parse --short HEAD)"
+    fi
+    # "Name/version" words, libcurl (loaded at run time) last
+    assert_line --index 1 --regexp '^([A-Za-z]+/[0-9][0-9A-Za-z.-]* )+libcurl/[0-9][0-9.]*$'
+    for lib in OpenSSL SQLite cJSON; do
+      assert_line --index 1 --partial "$lib/"
+    done
+    # each program names only what it links
+    for lib in libarchive libmicrohttpd GnuTLS libpq; do
+      case $prog:$lib in
+        lake-put:libarchive | lake-get:libarchive | lake-metasrv:lib[mp]* | lake-metasrv:GnuTLS)
+          want=1 ;;
+        *) want=0 ;;
+      esac
+      if [ "$want" = 1 ]; then assert_line --index 1 --partial " $lib/"
+      else refute_line --index 1 --partial "$lib/"; fi
+    done
   done
+  # the versions are the libraries' own
+  run lake-put --version
+  assert_line --index 1 --partial "SQLite/$(sqlite3 --version | cut -d' ' -f1)"
+  assert_line --index 1 --partial "OpenSSL/$(openssl version | cut -d' ' -f2)"
 }
 
 @test "a missing option argument is 64" {
@@ -59,4 +82,35 @@ teardown() {
   run --separate-stderr lake-get -o
   assert_error lake-get 64
   assert_output ""
+}
+
+@test "--help, --version and data written to a full stdout (/dev/full) exit 1 with one line" {
+  local prog opt
+  for prog in lake-put lake-get lake-catalog lake-query lake-metasrv; do
+    for opt in --help --version; do
+      run --separate-stderr "$prog" "$opt"
+      assert_success
+      run --separate-stderr bash -c "$prog $opt >/dev/full"
+      assert_error "$prog" 1 "stdout: No space left on device"
+    done
+  done
+  lake-catalog create-namespace t
+  lake-catalog create t.a 'id INTEGER, f FILE'
+  printf 'x\n' >"$T/x"
+  run --separate-stderr bash -c 'lake-put "$0" >/dev/full' "$T/x"
+  assert_error lake-put 1 "stdout"
+  ref=$(lake-put --table t.a --set id=1 "$T/x")
+  run --separate-stderr bash -c 'lake-get "$0" >/dev/full' "$ref"
+  assert_error lake-get 1 "stdout"
+  run --separate-stderr bash -c 'lake-get --archive "$0" >/dev/full' "$ref"
+  assert_error lake-get 1 "stdout"
+  local f
+  for f in tsv csv jsonl table; do
+    run --separate-stderr bash -c "lake-query -f $f -c 'SELECT * FROM t.a' >/dev/full"
+    assert_error lake-query 1 "stdout"
+  done
+  for opt in list "list --json" "show t.a" "resolve t.a" status whoami; do
+    run --separate-stderr bash -c "lake-catalog $opt >/dev/full"
+    assert_error lake-catalog 1 "stdout"
+  done
 }

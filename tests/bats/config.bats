@@ -186,3 +186,12 @@ put_lands_in() {
     assert_failure 69
   done
 }
+
+@test "config: neither XDG_CACHE_HOME nor HOME: 78 naming LAKE_CACHE_DIR, which is enough by itself" {
+  run --separate-stderr env -u HOME -u XDG_CACHE_HOME lake-catalog list
+  assert_error lake-catalog 78 "neither XDG_CACHE_HOME nor HOME is set" "set LAKE_CACHE_DIR"
+  run --separate-stderr env -u HOME -u XDG_CACHE_HOME LAKE_CACHE_DIR="$T/c" lake-catalog list
+  assert_clean_success
+  run --separate-stderr env -u HOME -u XDG_DATA_HOME -u LAKE_HOME lake-catalog list
+  assert_error lake-catalog 78 "neither XDG_DATA_HOME nor HOME is set" "set LAKE_HOME"
+}

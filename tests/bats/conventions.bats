@@ -27,8 +27,8 @@ teardown() { common_teardown; }
   mkdir "$T/out"
   run --separate-stderr lake-get -o "$T/out" <<<"$refs"
   assert_success
-  assert_equal "$stderr" "lake-get: x: name already written; writing x~1"
-  assert_file_exist "$T/out/x~1"
+  assert_equal "$stderr" "lake-get: x: name already written; writing x.1"
+  assert_file_exist "$T/out/x.1"
   run --separate-stderr lake-get -q -o "$T/out" <<<"$refs"
   assert_success
   assert_equal "$stderr" ""
@@ -85,8 +85,83 @@ teardown() { common_teardown; }
   done
   run "$root/opt/lake/bin/lake-put" --version
   assert_success
-  assert_output --regexp '^lake-put [0-9]+\.[0-9]+\.[0-9]+$'
+  assert_line --index 0 --regexp '^lake-put [0-9]+\.[0-9]+\.[0-9]+( \(git [0-9a-f-]+(dirty)?\))?$'
   run make -s -C "$LAKE_SRC" uninstall DESTDIR="$root" PREFIX=/opt/lake
   assert_success
   [ -z "$(find "$root" -type f)" ]
+}
+
+@test "make: after a build nothing is left to do (no object deleted); quiet lines, V=1 the commands" {
+  # the build the tests run against is complete: make -q must agree (the
+  # programs' objects were once deleted as intermediate files, and the
+  # next make relinked every program)
+  local san=
+  [[ $LAKE_BIN == */build-san/bin ]] && san=SANITIZE=1
+  [[ $LAKE_BIN == "$LAKE_SRC"/build*/bin ]] || skip "LAKE_BIN is not a build of LAKE_SRC"
+  run make -q -C "$LAKE_SRC" $san all
+  assert_success
+  local p
+  for p in lake-put lake-get lake-catalog lake-query lake-metasrv; do
+    assert_file_exist "${LAKE_BIN%/bin}/cmd/$p/main.o"
+  done
+  run make -n -C "$LAKE_SRC" $san all
+  assert_success
+  refute_output --partial "rm "
+  # one short line per step by default, the whole command with V=1 (into
+  # a private build directory: the real one is not touched)
+  run make --no-print-directory -C "$LAKE_SRC" BUILD="$T/b" "$T/b/lib/core/id.o"
+  assert_success
+  assert_output "  CC  $T/b/lib/core/id.o"
+  rm -rf "$T/b"
+  run make --no-print-directory -C "$LAKE_SRC" BUILD="$T/b" V=1 "$T/b/lib/core/id.o"
+  assert_success
+  assert_output --regexp " -Werror .* -c lib/core/id.c -o $T/b/lib/core/id.o\$"
+}
+
+@test "make demo does not need npm (only make check installs the test peers)" {
+  # -W: as if tests/package.json had changed, so the npm step is due
+  run make -n -C "$LAKE_SRC" -W tests/package.json demo
+  assert_success
+  refute_output --partial npm
+  run make -n -C "$LAKE_SRC" -W tests/package.json check
+  assert_success
+  assert_output --partial tests/node_modules/.package-lock.json
+}
+
+@test "lake-query --import: --progress draws rows and bytes (with a percentage for a file), -q and --no-progress none" {
+  lake-catalog create-namespace t
+  lake-catalog create t.n 'id INTEGER, s TEXT'
+  seq 1 200000 | awk 'BEGIN { print "id,s" } { print $1 ",row" $1 }' >"$T/in.csv"
+  run --separate-stderr lake-query --import t.n --progress <"$T/in.csv"
+  assert_success
+  [[ $stderr == *"t.n "*"%"*" rows "*"B/s"* ]] || fail "no bar: $stderr"
+  [[ $stderr == *"200000 rows appended" ]]
+  # a pipe has no size: rows and bytes without a percentage
+  run --separate-stderr bash -c 'cat "$0" | lake-query --import t.n --progress' "$T/in.csv"
+  assert_success
+  [[ $stderr == *" rows "*"B/s"* ]] || fail "no bar: $stderr"
+  [[ $stderr != *"%"* ]] || fail "a percentage without a size: $stderr"
+  # not a terminal, --no-progress, -q (wherever it stands): no bar
+  run --separate-stderr lake-query --import t.n <"$T/in.csv"
+  assert_equal "$stderr" "lake-query: t.n: 200000 rows appended"
+  run --separate-stderr lake-query --import t.n --progress --no-progress <"$T/in.csv"
+  assert_equal "$stderr" "lake-query: t.n: 200000 rows appended"
+  run --separate-stderr lake-query --progress -q --import t.n <"$T/in.csv"
+  assert_equal "$stderr" ""
+  assert_equal "$(lake-query -c 'SELECT count(*) FROM t.n')" 1000000
+}
+
+@test "--progress and --no-progress: taken by exactly the programs lake(7) says" {
+  local p
+  for p in lake-put lake-get lake-query; do
+    "$p" --help | grep -q -- '--progress' || fail "$p has no --progress"
+    "$p" --help | grep -q -- '--no-progress' || fail "$p has no --no-progress"
+  done
+  for p in lake-catalog lake-metasrv; do
+    run --separate-stderr "$p" --progress
+    assert_error "$p" 64 "--progress"
+  done
+  # lake(7) names them
+  run bash -c "mandoc -Tutf8 '$LAKE_SRC/man/man7/lake.7' | col -b | tr -s ' \n' ' '"
+  assert_output --partial "lake-put(1), lake-get(1) and lake-query(1) --import draw a progress bar"
 }

@@ -119,3 +119,70 @@ used_kib() {
   metasrv_stop
   assert_equal "$(sqlite3 "$MNT/registry.db" 'PRAGMA integrity_check')" ok
 }
+
+@test "full disk: the embedded registry's commands (list too) exit 75 naming the file and why; nothing changes; space freed, they work" {
+  # a lake on the tmpfs; then an empty snapshot cache
+  export LAKE_HOME=$MNT/lake
+  lake-catalog create-namespace e
+  lake-catalog create e.t 'n INTEGER'
+  lake-query -c 'INSERT INTO e.t VALUES (1)'
+  rm -rf "$XDG_CACHE_HOME"
+  [ ! -e "$MNT/lake/registry.db-shm" ] || fail "the registry's -shm file outlived its last user"
+  dd if=/dev/zero of="$MNT/fill" bs=64k 2>/dev/null || true
+  assert_equal "$(df -k --output=avail "$MNT" | tail -n 1 | tr -d ' ')" 0
+
+  local c
+  for c in "lake-catalog list" "lake-catalog create-namespace z" "lake-query -c 'SELECT n FROM e.t'" \
+           "lake-query -c 'INSERT INTO e.t VALUES (2)'"; do
+    echo "# $c"
+    eval "run --separate-stderr $c"
+    assert_error "${c%% *}" 75 "$MNT/lake/registry.db" "No space left on device" "retry once space is freed"
+    assert_output ""
+  done
+
+  rm -f "$MNT/fill"
+  run --separate-stderr lake-catalog list
+  assert_clean_success
+  assert_output $'e\tt'
+  assert_equal "$(lake-query -c 'SELECT group_concat(n) FROM e.t')" 1
+  assert_equal "$(sqlite3 "$MNT/lake/registry.db" 'PRAGMA integrity_check')" ok
+}
+
+@test "a read-only or foreign-owned lake: every command (list too) exits 77 naming the file and why, and changes nothing" {
+  lake-catalog create-namespace r
+  lake-catalog create r.t 'n INTEGER'
+  lake-query -c 'INSERT INTO r.t VALUES (1)'
+  local before
+  before=$(sha_of "$LAKE_HOME/registry.db")
+
+  # another user's lake (root's, mode 0755: readable, not writable), read
+  # by a user with its own cache
+  chmod 0755 "$T"
+  mkdir "$T/nobody"
+  chown nobody "$T/nobody"
+  local c
+  for c in "lake-catalog list" "lake-catalog create-namespace z" "lake-query -c 'SELECT n FROM r.t'" \
+           "lake-query -c 'INSERT INTO r.t VALUES (2)'"; do
+    echo "# nobody: $c"
+    eval "run --separate-stderr runuser -u nobody -- env PATH=\"\$PATH\" LAKE_HOME=\"\$LAKE_HOME\" \
+      XDG_CACHE_HOME=\"\$T/nobody\" HOME=/nonexistent $c"
+    assert_error "${c%% *}" 77 "$LAKE_HOME/registry.db" "for this user (it belongs to root)" "must be writable"
+    assert_output ""
+  done
+
+  # a lake on a read-only mount, for root too
+  LAKE_HOME=$MNT/lake lake-catalog create-namespace r
+  LAKE_HOME=$MNT/lake lake-catalog create r.t 'n INTEGER'
+  rm -rf "$XDG_CACHE_HOME"
+  mount -o remount,ro "$MNT"
+  for c in "lake-catalog list" "lake-catalog create-namespace z" "lake-query -c 'SELECT n FROM r.t'"; do
+    echo "# read-only mount: $c"
+    eval "run --separate-stderr env LAKE_HOME=\"\$MNT/lake\" $c"
+    assert_error "${c%% *}" 77 "$MNT/lake/registry.db" "Read-only file system"
+    assert_output ""
+  done
+  mount -o remount,rw "$MNT"
+
+  assert_equal "$(sha_of "$LAKE_HOME/registry.db")" "$before"
+  assert_equal "$(lake-query -c 'SELECT group_concat(n) FROM r.t')" 1
+}

@@ -26,6 +26,20 @@ teardown() {
   common_teardown
 }
 
+# A second server over the same registry, plain http:// on loopback
+# (--insecure-listen): sets PLAIN_PID and PLAIN_URL.
+plain_start() {
+  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 --insecure-listen \
+    >"$T/plain.out" 2>"$T/plain.log" 3>&- &
+  PLAIN_PID=$!
+  local _
+  for _ in $(seq 200); do
+    grep -q '^listening on ' "$T/plain.out" && break
+    sleep 0.025
+  done
+  PLAIN_URL=$(sed -n 's/^listening on //p' "$T/plain.out")
+}
+
 now_ms() {
   echo $(($(date +%s%N) / 1000000))
 }
@@ -90,7 +104,7 @@ requests_counted() {
   assert_success
   assert_output $'m\tt\nm\tu'
   assert_equal "${#stderr_lines[@]}" 1
-  [[ ${stderr_lines[0]} =~ ^lake-catalog:\ $url\ unreachable\;\ serving\ generation\ 3\ fetched\ [0-9]+\ s\ ago$ ]] ||
+  [[ ${stderr_lines[0]} =~ ^lake-catalog:\ $url\ unreachable\ \(Connection\ refused\)\;\ serving\ generation\ 3\ fetched\ [0-9]+\ s\ ago$ ]] ||
     fail "not the outage warning: $stderr"
   echo "# outage answered in $((t1 - t0)) ms"
   [ $((t1 - t0)) -lt 1000 ] || fail "took $((t1 - t0)) ms"
@@ -197,16 +211,8 @@ requests_counted() {
   run --separate-stderr lake-metasrv serve --db "$SRV/registry.db" --listen 127.0.0.1:0
   assert_error lake-metasrv 64
 
-  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 --insecure-listen \
-    >"$T/plain.out" 2>"$T/plain.log" 3>&- &
-  PLAIN_PID=$!
-  local _
-  for _ in $(seq 200); do
-    grep -q '^listening on ' "$T/plain.out" && break
-    sleep 0.025
-  done
-  local url
-  url=$(sed -n 's/^listening on //p' "$T/plain.out")
+  plain_start
+  local url=$PLAIN_URL
   [[ $url =~ ^http://127\.0\.0\.1:[0-9]+$ ]] || fail "not a plain loopback URL: $(cat "$T/plain.out" "$T/plain.log")"
   run curl -sS "$url/v1/health"
   assert_success
@@ -299,4 +305,44 @@ requests_counted() {
   [ -p "$LAKE_HOME/registry.db" ] || fail "the FIFO was replaced"
   assert_equal "requests: $(requests_counted)" "requests: 0"
   [ "${#wrong[@]}" = 0 ] || fail "$(printf 'not 78 on one line naming it: %s\n' "${wrong[@]}")"
+}
+
+@test "why a server is unreachable: refused, TLS to a plain server, plain to a TLS server, a timeout; a CA that does not verify names LAKE_CA_FILE" {
+  # a closed port: a port that was bound and is closed again
+  local closed
+  closed=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  run --separate-stderr env LAKE_METASRV="http://127.0.0.1:$closed" lake-catalog whoami
+  assert_error lake-catalog 69 "http://127.0.0.1:$closed unreachable (Connection refused)"
+
+  # the TLS server addressed as http://
+  run --separate-stderr env LAKE_METASRV="http://127.0.0.1:$METASRV_PORT" lake-catalog whoami
+  assert_error lake-catalog 69 "unreachable (the server closed the connection without an answer; if it serves TLS, the URL must start https://)"
+
+  # a plain server addressed as https://
+  plain_start
+  local url=$PLAIN_URL
+  run --separate-stderr env LAKE_METASRV="https://${url#http://}" lake-catalog whoami
+  assert_error lake-catalog 69 "https://${url#http://} unreachable (TLS handshake failed (" "is it a plain http:// server?"
+
+  # a server that accepts and never answers the handshake: the connect timeout
+  python3 -c '
+import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
+time.sleep(30)
+' >"$T/hung.port" &
+  local hung=$!
+  for _ in $(seq 100); do [ -s "$T/hung.port" ] && break; sleep 0.05; done
+  run --separate-stderr env LAKE_CONNECT_TIMEOUT=1 LAKE_METASRV="https://127.0.0.1:$(cat "$T/hung.port")" lake-catalog whoami
+  kill "$hung" 2>/dev/null || true
+  wait "$hung" 2>/dev/null || true
+  assert_error lake-catalog 69 "unreachable (no connection within 1000 ms; LAKE_CONNECT_TIMEOUT sets the limit)"
+
+  # the certificate does not verify: the message says what to set
+  run --separate-stderr env -u LAKE_CA_FILE lake-catalog whoami
+  assert_error lake-catalog 78 "$METASRV_URL: TLS verification failed (" "set LAKE_CA_FILE"
+  mkdir "$T/other"
+  metasrv_certs "$T/other"
+  run --separate-stderr env LAKE_CA_FILE="$T/other/cert.pem" lake-catalog whoami
+  assert_error lake-catalog 78 "TLS verification failed (" "LAKE_CA_FILE $T/other/cert.pem did not sign the server's certificate"
 }

@@ -173,7 +173,8 @@ while True:
   run --separate-stderr env LAKE_TRACE=1 lake-catalog create-namespace docs
   assert_failure 69
   assert_equal "$(trace_count source)" 1
-  [[ $(untraced_stderr) == "lake-catalog: http://127.0.0.1:"*" unreachable" ]] || fail "$stderr"
+  [[ $(untraced_stderr) == "lake-catalog: http://127.0.0.1:"*" unreachable (the server closed the connection without an answer; if it serves TLS, the URL must start https://)" ]] ||
+    fail "$stderr"
   # nothing was created through B: creating it there now succeeds (a
   # second create would be a conflict)
   run --separate-stderr env LAKE_METASRV="$B_URL" lake-catalog create-namespace docs

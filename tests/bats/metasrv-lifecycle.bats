@@ -260,3 +260,13 @@ EOF
     assert_output ""
   done
 }
+
+@test "an unknown command is named as such (64), before any missing option" {
+  run --separate-stderr lake-metasrv bogus
+  assert_error lake-metasrv 64 "unknown command 'bogus'"
+  run --separate-stderr lake-metasrv bogus --db "$T/x.db"
+  assert_error lake-metasrv 64 "unknown command 'bogus'"
+  [ ! -e "$T/x.db" ]
+  run --separate-stderr lake-metasrv serve
+  assert_error lake-metasrv 64 "--db"
+}

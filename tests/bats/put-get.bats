@@ -247,3 +247,149 @@ round_trip() {
   cat "$T"/v.* | lake-get -o "$T/out"
   for i in 1 2 3 4 5 6 7 8; do cmp "$T/in/$i" "$T/out/n$i"; done
 }
+
+@test "a NULL FILE column is skipped, counted in one warning, on stdout, -o and --archive" {
+  # lake(7)'s EXAMPLES: SELECT pdf ... | lake-get with some rows NULL
+  lake-catalog create-namespace t
+  lake-catalog create t.p 'id INTEGER, pdf FILE'
+  printf 'one\n' >"$T/in/a"
+  printf 'two\n' >"$T/in/b"
+  lake-put --name a.txt --table t.p --set id=1 <"$T/in/a" >/dev/null
+  lake-query -c "INSERT INTO t.p VALUES (2, NULL), (3, NULL)"
+  lake-put --name b.txt --table t.p --set id=4 <"$T/in/b" >/dev/null
+  lake-query -f jsonl -c "SELECT pdf FROM t.p ORDER BY id" >"$T/rows"
+  assert_equal "$(sed -n 2p "$T/rows")" '{"pdf":null}'
+
+  run_to "$T/got" lake-get <"$T/rows"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-get: 2 rows had no FILE (null): skipped"
+  assert_equal "$(cat "$T/got")" "$(printf 'one\ntwo')"
+
+  run_to "$T/got" lake-get -o "$T/out" <"$T/rows"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-get: 2 rows had no FILE (null): skipped"
+  assert_equal "$(ls "$T/out")" "$(printf 'a.txt\nb.txt')"
+
+  run_to "$T/got.tar" lake-get --archive <"$T/rows"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-get: 2 rows had no FILE (null): skipped"
+  assert_equal "$(tar -tf "$T/got.tar")" "$(printf 'a.txt\nb.txt')"
+
+  # one row, other columns beside it, a bare null; -q silences the count
+  lake-query -f jsonl -c "SELECT id, pdf FROM t.p WHERE id = 2" >"$T/one"
+  run_to "$T/got" lake-get "$(cat "$T/one")" null
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-get: 2 rows had no FILE (null): skipped"
+  run_to "$T/got" lake-get "$(cat "$T/one")"
+  assert_equal "$stderr" "lake-get: 1 row had no FILE (null): skipped"
+  run_to "$T/got" lake-get -q <"$T/rows"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" ""
+
+  # a row with no FILE and no null stays an error
+  run --separate-stderr lake-get '{"id":2}'
+  assert_error lake-get 65 "no FILE value in the row"
+}
+
+@test "-o DIR: duplicate names follow --archive's rule: a.txt, a.1.txt, a.2.txt; README.1" {
+  local i
+  for i in 1 2 3; do printf 'a%d\n' "$i" >"$T/in/a$i"; done
+  {
+    lake-put --name a.txt <"$T/in/a1"
+    lake-put --name d/a.txt <"$T/in/a2"
+    lake-put --name a.txt <"$T/in/a3"
+    lake-put --name README <"$T/in/a1"
+    lake-put --name README <"$T/in/a2"
+  } >"$T/refs"
+  run_to "$T/got" lake-get -o "$T/out" <"$T/refs"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "$(printf '%s\n' \
+    "lake-get: a.txt: name already written; writing a.1.txt" \
+    "lake-get: a.txt: name already written; writing a.2.txt" \
+    "lake-get: README: name already written; writing README.1")"
+  assert_equal "$(ls "$T/out" | LC_ALL=C sort)" "$(printf '%s\n' README README.1 a.1.txt a.2.txt a.txt)"
+  cmp "$T/in/a1" "$T/out/a.txt"
+  cmp "$T/in/a2" "$T/out/a.1.txt"
+  cmp "$T/in/a3" "$T/out/a.2.txt"
+  cmp "$T/in/a2" "$T/out/README.1"
+}
+
+# run_tty OUT CMD [ARG...]: CMD with stdout on a pseudo-terminal (its bytes
+# to OUT), stdin from /dev/null, stderr captured; sets status, stderr,
+# stderr_lines like run_to.
+run_tty() {
+  local out=$1 errf
+  shift
+  errf=$(mktemp "$T/.stderr.XXXXXX")
+  status=0
+  python3 - "$out" "$@" 2>"$errf" <<'PY' || status=$?
+import os, pty, select, subprocess, sys
+m, s = pty.openpty()
+tty = os.ttyname(s)
+p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=s)
+os.close(s)
+got = b""
+while True:
+    r, _, _ = select.select([m], [], [], 0.2)
+    if r:
+        try:
+            d = os.read(m, 65536)
+        except OSError:
+            d = b""
+        if d:
+            got += d
+            continue
+    if p.poll() is not None and not r:
+        break
+    if r and not d:
+        break
+open(sys.argv[1], "wb").write(got.replace(b"\r\n", b"\n"))
+sys.exit(p.wait())
+PY
+  stderr=$(cat "$errf")
+  mapfile -t stderr_lines <"$errf"
+  rm -f "$errf"
+}
+
+@test "stdout a terminal: text is written, binary refused (64) unless -o -; a redirection takes anything" {
+  printf 'hello terminal\n' >"$T/in/t.txt"
+  printf 'PK\003\004\000\000bin\000ary' >"$T/in/b.zip"
+  printf '%s\n' '{"a":1}' >"$T/in/j.json"
+  local vt vb vj vx
+  vt=$(lake-put "$T/in/t.txt")
+  vb=$(lake-put "$T/in/b.zip")
+  vj=$(lake-put "$T/in/j.json")
+  vx=$(lake-put --content-type text/plain <"$T/in/b.zip")   # says text, holds a NUL
+
+  run_tty "$T/got" lake-get "$vt"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(cat "$T/got")" "hello terminal"
+  run_tty "$T/got" lake-get "$vj"
+  assert_equal "exit $status" "exit 0"
+
+  # the content type says binary: refused before any byte
+  run_tty "$T/got" lake-get "$vb"
+  assert_error lake-get 64 "refusing to write" "to a terminal" "-o DIR" "-o -"
+  assert_equal "$(stat -c %s "$T/got")" 0
+  # no content type to go by (a bare location), or a wrong one: the bytes decide
+  run_tty "$T/got" lake-get "$(json_field location "$vb")"
+  assert_error lake-get 64 "refusing to write binary data to a terminal"
+  run_tty "$T/got" lake-get "$vx"
+  assert_error lake-get 64 "refusing to write binary data to a terminal"
+  # the first refusal stops the run, as any failure does
+  run_tty "$T/got" lake-get "$vt" "$vb" "$vt"
+  assert_error lake-get 64
+  assert_equal "$(cat "$T/got")" "hello terminal"
+
+  # -o - forces it, as curl's --output - does
+  run_tty "$T/got" lake-get -o - "$vb"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" ""
+  [ "$(stat -c %s "$T/got")" -ge 10 ]
+  run --separate-stderr lake-get -o - --archive "$vb"
+  assert_error lake-get 64 "-o and --archive"
+  # not a terminal: no check at all
+  run_to "$T/got" lake-get "$vb"
+  assert_clean_success
+  cmp "$T/in/b.zip" "$T/got"
+}

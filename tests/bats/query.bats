@@ -170,3 +170,34 @@ teardown() {
   assert_failure 66
   assert_equal "$(lake-catalog resolve docs.papers | jq .version)" 1
 }
+
+@test "lake-put --table checks every --column and --set before reading any input, with plain messages" {
+  lake-catalog create docs.nofile 'title TEXT, year INTEGER'
+  head -c 3000000 /dev/zero >"$T/big"
+  local v0
+  v0=$(lake-catalog resolve docs.papers | jq .version)
+  # each refusal: one line, the documented status, nothing stored or printed
+  refused() { # refused CODE TEXT ARGS...: lake-put ARGS $T/big is refused so
+    local code=$1 text=$2
+    shift 2
+    run --separate-stderr lake-put "$@" - <"$T/big"
+    assert_error lake-put "$code" "$text"
+    assert_equal "$output" ""
+    assert_no_objects
+  }
+  refused 65 "--set year=abc: column year: 'abc' is not an INTEGER" --table docs.papers --set year=abc
+  refused 65 "--set year=: column year: '' is not an INTEGER" --table docs.papers --set year=
+  refused 65 "--set year=1.5: column year" --table docs.papers --set year=1.5
+  refused 64 "--set nope=1: docs.papers has no column 'nope'" --table docs.papers --set nope=1
+  refused 64 "--set year: not COL=VALUE" --table docs.papers --set year
+  refused 64 "--set pdf=x: docs.papers.pdf is the FILE column that receives each object" --table docs.papers --set pdf=x
+  refused 64 "--column nope: docs.papers has no column 'nope'" --table docs.papers --column nope
+  refused 64 "--column year: docs.papers.year is INTEGER, not FILE" --table docs.papers --column year
+  refused 64 "docs.nofile has no FILE column" --table docs.nofile
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" "$v0"
+  # and a good --set still works, on a value of the column's type
+  run --separate-stderr lake-put --table docs.papers --column pdf --set year=-7 --set title= - <"$T/big"
+  assert_success
+  run lake-query -c "SELECT year, quote(title), fl_get_size(pdf) FROM docs.papers"
+  assert_output $'-7\t\'\'\t3000000'
+}

@@ -2,15 +2,18 @@
  * test_core.c - unit tests of lib/core: ids, SHA-256, errors, atomic files.
  */
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/duration.h"
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/id.h"
+#include "core/realtext.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
@@ -63,6 +66,10 @@ static void testErrors(void) {
        "ENOENT maps to 66 with the cause kept apart");
     errSet(&e, LAKE_EFAIL, "line one\nline two");
     ok(strchr(e.msg, '\n') == NULL, "a message is always one line");
+    errSet(&e, LAKE_EDATA, "%s: bad", "ab\xff\x9b" "31m\xc2\x9b" "31m\x1b[1m\x7f");
+    errPrefix(&e, "stdin:%d", 1);
+    ok(strcmp(e.msg, "stdin:1: ab\\xff\\x9b31m\\u009b31m\\x1b[1m\\x7f: bad") == 0,
+       "a message folds bad UTF-8, C0, C1 and DEL, once (%s)", e.msg);
 }
 
 static void testAtomic(void) {
@@ -130,6 +137,14 @@ static void testText(void) {
            !utf8Valid((const unsigned char *)"\xe2\x80", 2),
        "UTF-8: no overlong form, surrogate, code point past U+10FFFF, NUL or cut sequence");
 
+    char f[16];
+    ok(utf8Fold("a\tb\xe2\x80\x94\xc2\xa0", f, sizeof f) == 8 && strcmp(f, "a b\xe2\x80\x94\xc2\xa0") == 0,
+       "fold: a tab is a blank; U+2014 and U+00A0 stay");
+    utf8Fold("\x01\xc2\x9f\xe2\x80", f, sizeof f);
+    ok(strcmp(f, "\\x01\\u009f\\xe2") == 0, "fold: C0, C1 and a cut sequence are escaped, cut whole (%s)", f);
+    utf8Fold("\\x01", f, sizeof f);
+    ok(strcmp(f, "\\x01") == 0, "fold: a backslash stays (folding twice changes nothing)");
+
     char name[64];
     ok(fileNameSafe("./a//b/./c.txt", name, sizeof name) == 0 && strcmp(name, "a/b/c.txt") == 0,
        "safe name: ./, // and . are spelling, silently dropped");
@@ -139,6 +154,41 @@ static void testText(void) {
        "safe name: a byte that is not UTF-8 becomes ?");
     ok(fileNameSafe("../..", name, sizeof name) < 0 && fileNameSafe("abcdef", name, 4) < 0,
        "safe name: nothing left, or too long for the buffer, is -1");
+}
+
+/* Values written exactly: REAL text, TEXT with NUL, terminal widths. */
+static void testValueText(void) {
+    static const double reals[] = {0.0, -0.0, 0.1, 2.0, 1e-300, 5e-324, 2.2250738585072014e-308,
+                                   1.7976931348623157e308, -123456.789, 1e21, 0.30000000000000004};
+    char out[REAL_TEXT_MAX];
+    int exact = 1;
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+        realText(reals[i], out);
+        double back = strtod(out, NULL);
+        if (memcmp(&back, &reals[i], sizeof back) != 0 || !strpbrk(out, ".e")) {
+            exact = 0;
+            ok(0, "realText: %.17g gave %s", reals[i], out);
+        }
+    }
+    ok(exact, "realText: every double reads back bit for bit, and looks like a REAL");
+    ok(strcmp(realText(0.1, out), "0.1") == 0 && strcmp(realText(2.0, out), "2.0") == 0 &&
+           strcmp(realText(-0.0, out), "-0.0") == 0 &&
+           strcmp(realText(1.7976931348623157e308, out), "1.7976931348623157e+308") == 0,
+       "realText: the shortest text (%s)", realText(1.7976931348623157e308, out));
+    ok(strcmp(realText(INFINITY, out), "Inf") == 0 && strcmp(realText(-INFINITY, out), "-Inf") == 0,
+       "realText: infinities as SQLite writes them");
+
+    ok(utf8ValidNul((const unsigned char *)"a\0b\xc3\xaf", 5) && !utf8ValidNul((const unsigned char *)"a\xff", 2),
+       "UTF-8 with NUL: NUL allowed, a bad byte is not");
+    unsigned cp = 0;
+    ok(utf8Decode((const unsigned char *)"\xf0\x9f\x98\x80", 4, &cp) == 4 && cp == 0x1F600 &&
+           utf8Decode((const unsigned char *)"\xc2\x85", 2, &cp) == 2 && cp == 0x85 &&
+           utf8Decode((const unsigned char *)"\xff", 1, &cp) == 0,
+       "utf8Decode: code points, 0 for a bad byte");
+    ok(utf8Width('a') == 1 && utf8Width(0x65E5) == 2 && utf8Width(0x1F600) == 2 && utf8Width(0xAC00) == 2 &&
+           utf8Width(0xFF21) == 2 && utf8Width(0x0301) == 0 && utf8Width(0x200B) == 0 && utf8Width(0xE9) == 1 &&
+           utf8Width(0x2014) == 1,
+       "utf8Width: CJK, emoji, Hangul and fullwidth 2, combining and zero-width 0, others 1");
 }
 
 /* configEndpoints: a list of metadata servers, each checked. */
@@ -163,9 +213,33 @@ static void testEndpoints(void) {
     }
 }
 
+static void testDurations(void) {
+    static const struct { const char *text; int64_t max, want; } good[] = {
+        {"86400", 1000000, 86400}, {"45s", 1000, 45}, {"30m", 10000, 1800}, {"12h", 100000, 43200},
+        {"1d", 86400, 86400}, {"0", 10, 0}, {"0d", 10, 0}, {"007h", 100000, 25200},
+    };
+    static const struct { const char *text; int64_t max; } bad[] = {
+        {"", 100}, {"d", 100}, {"-1", 100}, {"+1", 100}, {"1.5h", 100000}, {"1w", 10000000},
+        {"1 d", 100000}, {"1dd", 100000}, {"12H", 100000}, {" 1", 100}, {"2d", 86400},
+        {"99999999999999999999", INT64_MAX}, {"106751991167301d", INT64_MAX}, {NULL, 100},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        int64_t s = -1;
+        ok(durationParse(good[i].text, good[i].max, &s) == 0 && s == good[i].want, "duration '%s' is %lld s",
+           good[i].text, (long long)good[i].want);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t s = -7;
+        ok(durationParse(bad[i].text, bad[i].max, &s) == -1 && s == -7, "duration '%s' (at most %lld s) is refused",
+           bad[i].text ? bad[i].text : "(null)", (long long)bad[i].max);
+    }
+}
+
 int main(void) {
+    testDurations();
     testEndpoints();
     testText();
+    testValueText();
     testIds();
     testSha256();
     testErrors();

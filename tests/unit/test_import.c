@@ -4,6 +4,8 @@
  * endless input, and a generated import streamed into rolling segments.
  */
 #include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +64,7 @@ static int run(const char *input, importFormat fmt, int64_t *rows, lakeError *er
     segmentWriter *w;
     segmentWriterOptions o = {.tmp_dir = root};
     if (segmentWriterOpen(st, "TI", schemaJson, &o, &w, err)) return -1;
-    int rc = importRun(&in, fmt, w, rows, err);
+    int rc = importRun(&in, fmt, w, rows, NULL, err);
     segmentWriterFree(w);
     return rc;
 }
@@ -173,6 +175,52 @@ static void testJsonl(void) {
        "JSONL: a FILE value outside the stage is 65");
 }
 
+/* The values of the one JSON Lines record in input, into v (text copied
+ * into buf); the importNext result. */
+static int oneJsonl(const char *input, lakeValue *v, char *buf, size_t cap) {
+    memReader src = {input, strlen(input), 0, 0};
+    lakeReader in = {memRead, &src, "stdin"};
+    importReader *r;
+    lakeError err = {0};
+    const lakeValue *got;
+    int rc = importOpen(&in, IMPORT_JSONL, schema, 0, &r, &err);
+    if (rc) return rc;
+    rc = importNext(r, &got, &err);
+    size_t k = 0;
+    for (int c = 0; rc == 1 && c < schema->ncols; c++) {
+        v[c] = got[c];
+        if ((got[c].kind == LAKE_VALUE_TEXT) && k + got[c].n <= cap) {
+            memcpy(buf + k, got[c].p, got[c].n);
+            v[c].p = buf + k;
+            k += got[c].n;
+        }
+    }
+    importClose(r);
+    return rc;
+}
+
+/* What cJSON does not keep: an integer's digits, a REAL's form, U+0000. */
+static void testJsonlExact(void) {
+    lakeValue v[5];
+    char buf[256];
+    ok(oneJsonl("{\"id\":9223372036854775807,\"score\":-0.0,\"name\":\"a\\u0000b\\u0000\"}\n", v, buf, sizeof buf) == 1 &&
+           v[0].kind == LAKE_VALUE_INT && v[0].i == INT64_MAX && v[2].kind == LAKE_VALUE_REAL &&
+           v[2].r == 0 && signbit(v[2].r) && v[1].n == 4 && memcmp(v[1].p, "a\0b\0", 4) == 0,
+       "JSONL: an integer exact to 2^63-1, -0.0 a REAL, \\u0000 a NUL byte");
+    ok(oneJsonl("{\"id\":-9223372036854775808,\"score\":2.0}\n", v, buf, sizeof buf) == 1 &&
+           v[0].kind == LAKE_VALUE_INT && v[0].i == INT64_MIN && v[2].kind == LAKE_VALUE_REAL && v[2].r == 2.0,
+       "JSONL: -2^63 exact, 2.0 stays a REAL");
+    ok(oneJsonl("{\"name\":\"\\\\u0000\",\"id\":-0}\n", v, buf, sizeof buf) == 1 && v[1].n == 6 &&
+           memcmp(v[1].p, "\\u0000", 6) == 0 && v[0].kind == LAKE_VALUE_INT && v[0].i == 0,
+       "JSONL: an escaped backslash before u0000 is text; -0 is the integer 0");
+    ok(oneJsonl("{\"name\":\"\\ue000\xee\x80\x81\\u0000\"}\n", v, buf, sizeof buf) == 1 && v[1].n == 7 &&
+           memcmp(v[1].p, "\xee\x80\x80\xee\x80\x81\0", 7) == 0,
+       "JSONL: private-use characters in the line are kept; the NUL still comes back");
+    ok(oneJsonl("{\"f\":{\"location\":\"x\",\"size\":5,\"n\":[1,2]},\"id\":7,\"score\":1e3}\n", v, buf, sizeof buf) == 1 &&
+           v[0].kind == LAKE_VALUE_INT && v[0].i == 7 && v[2].kind == LAKE_VALUE_REAL && v[2].r == 1000,
+       "JSONL: numbers inside a FILE object keep the count in step");
+}
+
 static void testDetect(void) {
     char out[1024];
     lakeError err = {0};
@@ -265,7 +313,7 @@ static void testStreaming(void) {
     segmentWriterOptions o = {.tmp_dir = root, .max_bytes = 512 * 1024};
     segmentWriterOpen(st, "TS", schemaJson, &o, &w, &err);
     int64_t rows = 0;
-    int rc = importRun(&in, IMPORT_AUTO, w, &rows, &err);
+    int rc = importRun(&in, IMPORT_AUTO, w, &rows, NULL, &err);
     cJSON *segs = NULL;
     if (!rc) rc = segmentWriterFinish(w, &segs, NULL, &err);
     int64_t total = 0;
@@ -290,6 +338,7 @@ int main(void) {
     if (stageOpen(url, &st, &err) || segmentSchemaParse(schemaJson, &schema, &err)) return 1;
     testCsv();
     testJsonl();
+    testJsonlExact();
     testDetect();
     testBounded();
     testStreaming();

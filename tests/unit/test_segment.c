@@ -272,6 +272,18 @@ static void testConversions(stage *st) {
     ok(one(st, "FILE", TXT("{\"size\":1}"), NULL, 0, &err) == LAKE_EDATA, "an invalid FILE value is 65");
     ok(one(st, "BLOB", (lakeValue){.kind = LAKE_VALUE_REAL, .r = 1}, NULL, 0, &err) == LAKE_EDATA,
        "a number for BLOB is 65");
+    /* the first row of a writer: its scratch buffer is still NULL */
+    ok(one(st, "TEXT", TXT(""), got, sizeof got, &err) == 0 && strcmp(got, "''") == 0,
+       "'' is stored as '', not NULL (%s)", got);
+    ok(one(st, "BLOB", (lakeValue){.kind = LAKE_VALUE_BLOB, .p = NULL, .n = 0}, got, sizeof got, &err) == 0 &&
+           strcmp(got, "X''") == 0,
+       "x'' is stored as x'', not NULL (%s)", got);
+    ok(one(st, "TEXT", TXT("a\0b"), got, sizeof got, &err) == 0, "TEXT may hold a NUL byte");
+    ok(one(st, "REAL", TXT("4.9e-324"), got, sizeof got, &err) == 0 && strcmp(got, "4.94065645841247e-324") == 0,
+       "'4.9e-324' for REAL is the smallest subnormal, not 65 (%s)", got);
+    ok(one(st, "TEXT", (lakeValue){.kind = LAKE_VALUE_REAL, .r = 0.1}, got, sizeof got, &err) == 0 &&
+           strcmp(got, "'0.1'") == 0,
+       "a REAL for TEXT is its shortest exact text (%s)", got);
 
     /* A failed row leaves the segment as it was. */
     segmentWriter *w;
@@ -282,6 +294,10 @@ static void testConversions(stage *st) {
     ok(segmentWriterAddRow(w, row, 2, &err) == LAKE_EDATA && segmentWriterRows(w) == 0,
        "a row with a bad value is not added");
     ok(segmentWriterAddRow(w, row, 1, &err) == LAKE_EDATA, "a row of the wrong width is 65");
+    ok(segmentWriterCheckValue(w, 1, &row[1], &err) == LAKE_EDATA && strstr(err.msg, "column b") &&
+           segmentWriterCheckValue(w, 1, &TXT("-12"), &err) == 0 &&
+           segmentWriterCheckValue(w, 0, &row[0], &err) == 0 && segmentWriterRows(w) == 0,
+       "a value is checked against its column without storing a row");
     /* SQL values, as an INSERT passes them */
     sqlite3 *db;
     sqlite3_stmt *q;

@@ -119,6 +119,10 @@ static void testRefs(void) {
     fileValueFree(&fv);
     ok(refParse("{\"title\":\"x\"}", &fv, &err) == LAKE_EDATA, "a row without FILE is refused");
     fileValueFree(&fv);
+    ok(refParse("{\"pdf\":null}", &fv, &err) == 0 && !fv.location, "a NULL FILE column is no FILE");
+    fileValueFree(&fv);
+    ok(refParse(" null ", &fv, &err) == 0 && !fv.location, "null is no FILE");
+    fileValueFree(&fv);
     ok(refParse("{\"location\": ", &fv, &err) == LAKE_EDATA && strstr(err.msg, "malformed"),
        "malformed JSON is refused");
     fileValueFree(&fv);

@@ -321,9 +321,15 @@ static void pgClose(sqlDb *d) {
     free(d);
 }
 
+/* a server's failures are its own: no local errno */
+static int pgErrorErrno(sqlDb *d) {
+    (void)d;
+    return 0;
+}
+
 static const sqlDriver driver = {pgExec,    pgPrepare,    pgBindText,   pgBindInt64,
                                  pgStep,    pgColumnText, pgColumnInt64, pgFinalize,
-                                 pgChanges, pgErrorClass, pgErrorText,  pgClose};
+                                 pgChanges, pgErrorClass, pgErrorText,  pgErrorErrno, pgClose};
 
 static int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *err) {
     *out = NULL;

@@ -33,6 +33,7 @@ typedef enum sqlClass {
     SQLC_GONE,       /* the database is unreachable or the connection lost */
     SQLC_CONSTRAINT, /* a constraint refused the change */
     SQLC_FULL,       /* out of disk */
+    SQLC_DENIED,     /* the file or its directory may not be written (permissions, a read-only mount) */
     SQLC_NOTADB,     /* the file is not a database */
 } sqlClass;
 
@@ -62,6 +63,7 @@ typedef struct sqlDriver {
     int64_t (*changes)(sqlDb *db); /* rows the last statement changed */
     sqlClass (*errorClass)(sqlDb *db);
     const char *(*errorText)(sqlDb *db); /* the detail, for logs only */
+    int (*errorErrno)(sqlDb *db);        /* the system's errno behind the failure, or 0 */
     void (*close)(sqlDb *db);
 } sqlDriver;
 
@@ -89,6 +91,7 @@ static inline int sqlExec(sqlDb *db, const char *sql) { return db->drv->exec(db,
 static inline sqlStmt *sqlPrepare(sqlDb *db, const char *sql) { return db->drv->prepare(db, sql); }
 static inline sqlClass sqlErrorClass(sqlDb *db) { return db->drv->errorClass(db); }
 static inline const char *sqlErrorText(sqlDb *db) { return db->drv->errorText(db); }
+static inline int sqlErrorErrno(sqlDb *db) { return db->drv->errorErrno(db); }
 static inline int64_t sqlChanges(sqlDb *db) { return db->drv->changes(db); }
 static inline void sqlBindText(sqlStmt *st, int i, const char *v) { st->db->drv->bindText(st, i, v); }
 static inline void sqlBindInt64(sqlStmt *st, int i, int64_t v) { st->db->drv->bindInt64(st, i, v); }

@@ -4,10 +4,12 @@
  * writers queue on SQLite's lock, and BEGIN IMMEDIATE for writes.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "catalog/registry.h"
 #include "catalog/registry/sqldb.h"
@@ -18,6 +20,7 @@ typedef struct liteDb {
     sqlDb base;
     sqlite3 *db;
     char detail[256];
+    char dir[PATH_MAX]; /* the database's directory, where -wal and -shm go */
 } liteDb;
 
 typedef struct liteStmt {
@@ -107,13 +110,35 @@ static void liteFinalize(sqlStmt *s) {
 
 static int64_t liteChanges(sqlDb *d) { return sqlite3_changes(((liteDb *)d)->db); }
 
+/* The system's errno behind the last failure.  SQLite reports a -wal or
+ * -shm file it could not make (a read-only mount, a directory this user
+ * may not write) as "cannot open" with the errno of its first, read-only
+ * attempt (ENOENT); the directory then says why. */
+static int liteErrorErrno(sqlDb *d) {
+    liteDb *l = (liteDb *)d;
+    int sys = sqlite3_system_errno(l->db), code = sqlite3_extended_errcode(l->db) & 0xff;
+    if ((code == SQLITE_CANTOPEN || code == SQLITE_READONLY) && (sys == 0 || sys == ENOENT) &&
+        access(l->dir, W_OK) != 0)
+        sys = errno;
+    return sys;
+}
+
 static sqlClass liteErrorClass(sqlDb *d) {
+    int sys = liteErrorErrno(d);
     switch (sqlite3_extended_errcode(((liteDb *)d)->db) & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED: return SQLC_BUSY;
     case SQLITE_CONSTRAINT: return SQLC_CONSTRAINT;
     case SQLITE_FULL: return SQLC_FULL;
     case SQLITE_NOTADB: return SQLC_NOTADB;
+    case SQLITE_READONLY:
+    case SQLITE_PERM: return SQLC_DENIED;
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR:
+        /* the -wal or -shm file could not be made or written: say why */
+        if (sys == ENOSPC || sys == EDQUOT) return SQLC_FULL;
+        if (sys == EACCES || sys == EPERM || sys == EROFS) return SQLC_DENIED;
+        return SQLC_OTHER;
     default: return SQLC_OTHER;
     }
 }
@@ -130,9 +155,10 @@ static void liteClose(sqlDb *d) {
     free(d);
 }
 
-static const sqlDriver driver = {liteExec,     litePrepare,    liteBindText,    liteBindInt64,
-                                 liteStep,     liteColumnText, liteColumnInt64, liteFinalize,
-                                 liteChanges,  liteErrorClass, liteErrorText,   liteClose};
+static const sqlDriver driver = {liteExec,       litePrepare,    liteBindText,    liteBindInt64,
+                                 liteStep,       liteColumnText, liteColumnInt64, liteFinalize,
+                                 liteChanges,    liteErrorClass, liteErrorText,   liteErrorErrno,
+                                 liteClose};
 
 static int bytewise(void *ctx, int na, const void *a, int nb, const void *b) {
     (void)ctx;
@@ -146,12 +172,24 @@ int sqliteDbOpen(const char *path, int create, sqlDb **out, lakeError *err) {
     if (!l) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
     l->base.drv = &driver;
     l->base.dialect = &dialect;
+    snprintf(l->dir, sizeof l->dir, "%s", path);
+    char *slash = strrchr(l->dir, '/');
+    if (slash && slash != l->dir) *slash = '\0';
+    else snprintf(l->dir, sizeof l->dir, "%s", slash ? "/" : ".");
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(path, &l->db, flags, NULL) != SQLITE_OK) {
         /* missing is 66 only where it must exist (lake-metasrv serve) */
-        int rc = !create && l->db && sqlite3_errcode(l->db) == SQLITE_CANTOPEN
-                     ? errSet(err, LAKE_ENOINPUT, "%s: no such registry", path)
-                     : errSet(err, LAKE_EFAIL, "%s: cannot open registry", path);
+        int sys = l->db ? sqlite3_system_errno(l->db) : 0, rc;
+        if (!create && l->db && sqlite3_errcode(l->db) == SQLITE_CANTOPEN && (sys == ENOENT || !sys))
+            rc = errSet(err, LAKE_ENOINPUT, "%s: no such registry", path);
+        else if (sys == EACCES || sys == EPERM || sys == EROFS)
+            rc = errSet(err, LAKE_EPERM, "%s: cannot open registry: %s", path, strerror(sys));
+        else if (sys == ENOSPC || sys == EDQUOT)
+            rc = errSet(err, LAKE_ETEMP, "%s: cannot open registry: %s; retry once space is freed", path,
+                        strerror(sys));
+        else
+            rc = errSet(err, LAKE_EFAIL, "%s: cannot open registry%s%s", path, sys ? ": " : "",
+                        sys ? strerror(sys) : "");
         liteClose(&l->base);
         return rc;
     }
