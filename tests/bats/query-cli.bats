@@ -173,6 +173,17 @@ EOF
   assert_error lake-query 66 "no such table: t.never"
 }
 
+@test "for a principal denied the snapshot (role user) the one refresh keeps an unknown table 66, not 77" {
+  [ "$LAKE_TEST_SOURCE" != local ] || skip "roles need a metadata server"
+  local alice
+  alice=$(metasrv_token user alice)
+  run_to "$T/out" env LAKE_TOKEN_FILE="$alice" lake-query -c "SELECT * FROM t.never"
+  assert_error lake-query 66 "no such table: t.never"
+  run --separate-stderr env LAKE_TOKEN_FILE="$alice" lake-query -c "SELECT count(*) FROM t.e"
+  assert_success
+  assert_output 2
+}
+
 # --- signals (bug 3) ------------------------------------------------------------
 
 segment_file() { compgen -G "$T/tmp/lake-segments-*/segment-*" >/dev/null; }
