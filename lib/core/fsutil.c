@@ -130,8 +130,11 @@ int mkdirs(const char *path, mode_t mode, lakeError *err) {
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
-            if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                return errSetErrno(err, LAKE_EFAIL, errno, "cannot create %s", buf);
+            if (mkdir(buf, mode) < 0 && errno != EEXIST) {
+                /* not ours to write is a permission problem (77), not a failure */
+                int denied = errno == EACCES || errno == EPERM || errno == EROFS;
+                return errSetErrno(err, denied ? LAKE_EPERM : LAKE_EFAIL, errno, "cannot create %s", buf);
+            }
             *p = c;
             if (!c) break;
         }

@@ -43,7 +43,9 @@ int atomicCommit(atomicFile *af, lakeError *err);
  * and on a zeroed struct. */
 void atomicAbort(atomicFile *af);
 
-/* mkdir -p with mode 0755 (or 0700 for private trees); ok if it exists. */
+/* mkdir -p with mode 0755 (or 0700 for private trees); ok if it exists.
+ * A directory this user may not write (EACCES, EPERM, EROFS) is
+ * LAKE_EPERM (77); any other failure LAKE_EFAIL. */
 int mkdirs(const char *path, mode_t mode, lakeError *err);
 
 /* write(2) until done, retrying EINTR; -1 with errno on failure. */

@@ -170,6 +170,12 @@ used_kib() {
     assert_output ""
   done
 
+  # a LAKE_HOME not yet made, under a directory this user may not write
+  run --separate-stderr runuser -u nobody -- env PATH="$PATH" LAKE_HOME="$T/new/lake" \
+    XDG_CACHE_HOME="$T/nobody" HOME=/nonexistent lake-catalog list
+  assert_error lake-catalog 77 "cannot create $T/new" "Permission denied"
+  assert_output ""
+
   # a lake on a read-only mount, for root too
   LAKE_HOME=$MNT/lake lake-catalog create-namespace r
   LAKE_HOME=$MNT/lake lake-catalog create r.t 'n INTEGER'
