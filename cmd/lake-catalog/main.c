@@ -23,6 +23,7 @@
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/duration.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
 
@@ -469,6 +470,9 @@ int main(int argc, char **argv) {
     if (nargs < cmd->min_args || nargs > cmd->max_args)
         cliUsageError(&spec, "usage: lake-catalog %s", cmd->usage);
 
+    /* a stop signal removes the snapshot's temporary file, says so and
+     * ends the run (core/interrupt.h) */
+    interruptCatch(0);
     lakeError err = {0};
     int rc = configLoad(&r.cfg, NULL, 0, &err);
     cacheOptions copt = {r.max_age >= 0 ? r.max_age : r.cfg.catalog_ttl, r.offline, r.strict};

@@ -24,6 +24,7 @@
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/fsutil.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "stage/stage.h"
 
@@ -214,6 +215,9 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* a stop signal erases the progress bar, removes a file of -o DIR
+     * being written, says so and ends the run (core/interrupt.h) */
+    interruptCatch(0);
     lakeError err = {0};
     lakeConfig cfg = {0};
     configOverride ov[] = {{"stage", stageUrlOpt}};

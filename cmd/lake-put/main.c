@@ -10,12 +10,12 @@
  * archive, in archive order); each FILE value is printed (one JSON line) as
  * soon as its object is durable.  The first failure stops the run.
  * SIGINT, SIGTERM and SIGHUP make the put in progress give up and clean up
- * (an S3 upload is aborted); then lake-put dies of the same signal.
+ * (an S3 upload is aborted); then lake-put says "interrupted" and dies of
+ * the same signal (core/interrupt.h).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 #include "core/cli.h"
 #include "core/config.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "detect.h"
@@ -90,46 +91,6 @@ typedef struct rowPlan {
     lakeValue *vals; /* the --set values; the FILE column filled per row */
     int stored;      /* objects put so far, none of them referenced yet */
 } rowPlan;
-
-/* The signal that told the run to stop, or 0. */
-static volatile sig_atomic_t stopSignal;
-
-static void onStopSignal(int sig) { stopSignal = sig; }
-
-/* Catch the signals that end a run, without SA_RESTART, so that a read
- * blocked on a slow input returns EINTR and the put can clean up.  A
- * signal ignored from the start (nohup, a background job) stays ignored. */
-static void catchStopSignals(void) {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = onStopSignal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-}
-
-/* Read from the fd that ctx points to until len bytes or the end, like
- * fdRead, but give up (-1, EINTR) once a stop signal has arrived.  (A
- * signal landing between the check and the read(2) waits for the next
- * bytes or the end of the input.) */
-static ssize_t inputRead(void *ctx, void *buf, size_t len) {
-    int fd = *(int *)ctx;
-    size_t got = 0;
-    while (got < len) {
-        if (stopSignal) {
-            errno = EINTR;
-            return -1;
-        }
-        ssize_t n = read(fd, (char *)buf + got, len - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -1;
-        if (n == 0) break;
-        got += (size_t)n;
-    }
-    return (ssize_t)got;
-}
 
 static long long parseSize(const char *s) {
     char *end;
@@ -296,7 +257,7 @@ static int putStream(stage *st, const putArgs *a, rowPlan *plan, outBatch *batch
     lakeReader pr = {peekRead, &peek, r->what};
     stagePutOptions opt = {.name = name, .content_type = later ? "application/octet-stream" : a->content_type,
                            .expect_size = a->size, .expect_sha256 = a->sha256, .progress = &prog,
-                           .part_size = a->part_size, .jobs = a->jobs, .stop = &stopSignal,
+                           .part_size = a->part_size, .jobs = a->jobs, .stop = interruptFlag(),
                            .defer_sync = batch != NULL};
     fileValue fv;
     int rc = stagePut(st, later ? &pr : r, &opt, &fv, err);
@@ -359,7 +320,7 @@ static int putOne(stage *st, const putArgs *a, rowPlan *plan, const char *input,
     int64_t total = a->size >= 0                                   ? a->size
                     : fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (int64_t)sb.st_size
                                                                    : -1;
-    lakeReader r = {inputRead, &fd, what};
+    lakeReader r = {interruptRead, &fd, what};
     int rc = putStream(st, a, plan, NULL, &r, name, total, NULL, err);
     if (fd != STDIN_FILENO) close(fd);
     return rc;
@@ -381,8 +342,8 @@ static int putArchive(stage *st, const putArgs *a, rowPlan *plan, const char *in
     int rc = 0;
     /* a local stage's types can wait for the flush: detect them aside */
     if (!a->content_type && stageTypeInValue(st)) rc = detectorStart(&batch->detect, err);
-    if (!rc) rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, &stopSignal, &in, err);
-    while (!rc && !stopSignal && !(rc = archiveInNext(in, &e, err)) && e.path) {
+    if (!rc) rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, interruptFlag(), &in, err);
+    while (!rc && !interruptPending() && !(rc = archiveInNext(in, &e, err)) && e.path) {
         rc = putStream(st, a, plan, batch, &e.reader, e.path, e.size, e.path, err);
         if (rc && archiveInDataError(in, err)) rc = err->code; /* the archive's fault: 65 */
     }
@@ -517,12 +478,12 @@ int main(int argc, char **argv) {
     if (!rc) rc = stageOpen(stageUrl, &st, &err);
     free(stageUrl);
     if (!rc && rows) rc = planRows(&a, st, cache, &plan, &reg, &err);
-    if (!rc) catchStopSignals();
+    if (!rc) interruptCatch(1);
     int (*put)(stage *, const putArgs *, rowPlan *, const char *, lakeError *) = a.archive ? putArchive : putOne;
-    for (int i = first; !rc && !stopSignal && i < argc; i++) rc = put(st, &a, rows, argv[i], &err);
-    if (!rc && !stopSignal && ninputs == 0) rc = put(st, &a, rows, "-", &err);
+    for (int i = first; !rc && !interruptPending() && i < argc; i++) rc = put(st, &a, rows, argv[i], &err);
+    if (!rc && !interruptPending() && ninputs == 0) rc = put(st, &a, rows, "-", &err);
     /* the rows of every object, in one append: all or none */
-    if (!rc && !stopSignal && rows) {
+    if (!rc && !interruptPending() && rows) {
         int64_t version;
         char *ns, *name;
         nameSplitTable(a.table, &ns, &name, NULL);
@@ -534,12 +495,15 @@ int main(int argc, char **argv) {
         free(ns);
         free(name);
     }
-    if (rc && rows && plan.stored > 0) { /* say what became of the objects already put */
+    if ((rc || interruptPending()) && rows && plan.stored > 0) { /* say what became of the objects already put */
+        char note[256];
+        snprintf(note, sizeof note, "nothing appended to %s (the %d object%s stored stay%s unreferenced)", a.table,
+                 plan.stored, plan.stored == 1 ? "" : "s", plan.stored == 1 ? "s" : "");
         size_t n = strlen(err.msg);
-        snprintf(err.msg + n, sizeof err.msg - n, "; nothing appended to %s (the %d object%s stored stay%s unreferenced)",
-                 a.table, plan.stored, plan.stored == 1 ? "" : "s", plan.stored == 1 ? "s" : "");
+        snprintf(err.msg + n, sizeof err.msg - n, "; %s", note);
+        if (interruptPending()) interruptNote("%s", note);
     }
-    if (rc) logError(&err);
+    if (rc && !interruptPending()) logError(&err);
     segmentWriterFree(plan.w);
     free(plan.vals);
     cJSON_Delete(reg);
@@ -549,10 +513,6 @@ int main(int argc, char **argv) {
     sourceClose(src);
     stageClose(st);
     configFree(&cfg);
-    if (stopSignal) { /* cleaned up: now die of the signal, as the caller expects */
-        fflush(stdout);
-        signal(stopSignal, SIG_DFL);
-        raise(stopSignal);
-    }
+    interruptExit(); /* cleaned up: now die of the signal, as the caller expects */
     return rc;
 }

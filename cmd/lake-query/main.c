@@ -1,20 +1,28 @@
 /*
  * lake-query - SQL (SQLite's engine) over lake tables.
  *
- *   lake-query [-f tsv|csv|json|jsonl|table] [-H] [-c SQL | SQL-FILE | -]
+ *   lake-query [-f tsv|csv|json|jsonl|table] [-H] [-c SQL]... [SQL-FILE | -]
  *   lake-query --import NS.T [--csv | --jsonl] [--strict] < DATA
  *
- * Tables are named namespace.table.  Each statement of the script runs in
- * turn, its rows printed as they come (the aligned table format measures
- * its columns over the first TABLE_SAMPLE rows).  INSERT and --import
- * append one new table version each (query/vtab, query/segment).
+ * Tables are named namespace.table.  Each statement of the script (each
+ * -c in order, else the file or stdin) runs in turn, its rows printed as
+ * they come (the aligned table format measures its columns over the first
+ * TABLE_SAMPLE rows).  INSERT and --import append one new table version
+ * each (query/vtab, query/segment).  The catalog, the stage and the
+ * segment cache are opened only when a statement names a lake table (or
+ * calls a FILE function).  A failing statement is reported as
+ * "SCRIPT:LINE: message"; SQL's own errors are bad input (65), a table
+ * that does not exist 66, DDL on lake tables a usage error (64).
+ * SIGINT, SIGTERM and SIGHUP stop the run cleanly (core/interrupt.h).
  */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +31,7 @@
 #include "catalog/source.h"
 #include "core/cli.h"
 #include "core/config.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/realtext.h"
@@ -45,7 +54,7 @@ static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
     {OPT_FORMAT, 'f', "format", "FMT", "output: tsv, csv, json, jsonl or table (default: table on a terminal, else tsv)"},
     {OPT_HEADER, 'H', "header", NULL, "print a header row (tsv, csv)"},
-    {OPT_SQL, 'c', "command", "SQL", "run SQL instead of reading a script"},
+    {OPT_SQL, 'c', "command", "SQL", "run SQL instead of reading a script (repeatable: run in order)"},
     {OPT_IMPORT, 0, "import", "NS.T", "append the rows of CSV or JSON Lines on stdin to a table"},
     {OPT_CSV, 0, "csv", NULL, "with --import: the input is CSV with a header row"},
     {OPT_JSONL, 0, "jsonl", NULL, "with --import: the input is JSON Lines"},
@@ -56,7 +65,7 @@ static const cliOption options[] = {
 };
 
 static const cliSpec spec = {
-    "[-f tsv|csv|json|jsonl|table] [-H] [-c SQL | SQL-FILE | -]\n"
+    "[-f tsv|csv|json|jsonl|table] [-H] [-c SQL]... [SQL-FILE | -]\n"
     "--import NS.T [--csv | --jsonl] [--strict] < DATA",
     "Run SQL over lake tables (namespace.table); INSERT and --import append new table versions.",
     options,
@@ -68,10 +77,16 @@ typedef enum { FMT_TSV, FMT_CSV, FMT_JSON, FMT_JSONL, FMT_TABLE } format;
 
 typedef struct run {
     format fmt;
-    int header;
-    const char *sql, *import;
+    int header, printedHeader;
+    const char **sqls; /* the -c arguments, in order */
+    int nsql;
+    const char *import;
     importFormat importFmt;
     int strict;
+    int lakeRc;        /* lakeOpen: 0 not yet, -1 open, else its failure */
+    lakeError lakeErr;
+    int refreshed;     /* the one catalog refresh on an unknown table done */
+    int guard;         /* the user's statement is being compiled: DDL checks */
     progressMode progress;
     lakeConfig cfg;
     catalogSource *src;
@@ -412,38 +427,241 @@ out:
     return s == SQLITE_DONE ? SQLITE_OK : s;
 }
 
+/* --- the lake, opened on first use ---------------------------------------- */
+
+/* Open the configuration, the catalog cache, the stage and the segment
+ * cache, and register the FILE functions: once, when the first statement
+ * names a lake table or calls a FILE function (SQL without either needs
+ * no catalog and no writable cache directory).  A failure is kept and
+ * returned again. */
+static int lakeOpen(run *r, lakeError *err) {
+    if (r->lakeRc) {
+        if (r->lakeRc > 0) *err = r->lakeErr;
+        return r->lakeRc > 0 ? r->lakeRc : 0;
+    }
+    lakeError *e = &r->lakeErr;
+    char *stageUrl = NULL;
+    int64_t segMax = 0;
+    int rc = configLoad(&r->cfg, NULL, 0, e);
+    cacheOptions copt = {r->cfg.catalog_ttl, 0, 0};
+    if (!rc) rc = sourceOpen(&r->cfg, &r->src, e);
+    if (!rc) rc = cacheOpen(&r->cfg, r->src, &copt, &r->cache, e);
+    if (!rc) rc = catalogStageUrl(&r->cfg, r->cache, &stageUrl, e);
+    if (!rc) rc = stageOpen(stageUrl, &r->stage, e);
+    if (!rc) rc = segcacheMaxFromEnv(&segMax, e);
+    if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &r->segs, e);
+    if (!rc && r->db) rc = fileFunctionsRegister(r->db, r->stage, e);
+    free(stageUrl);
+    if (!rc) {
+        r->q.cache = r->cache;
+        r->q.stage = r->stage;
+        r->q.segs = r->segs;
+    }
+    r->lakeRc = rc ? rc : -1;
+    if (rc) *err = *e;
+    return rc;
+}
+
+static int lakeOpenHook(queryContext *q, lakeError *err) { return lakeOpen(q->open_arg, err); }
+
+/* Does the statement call a FILE function (which needs the stage)?  A
+ * plain substring test: a false positive only opens the lake early. */
+static int callsFileFunction(const char *sql) {
+    for (const char *p = sql; *p; p++)
+        if (strncasecmp(p, "fl_get_", 7) == 0 || strncasecmp(p, "to_file", 7) == 0) return 1;
+    return 0;
+}
+
+/* --- DDL on lake tables ------------------------------------------------------ */
+
+#define NO_ALTER "a lake table cannot be altered: create another with 'lake-catalog create' (and 'lake-catalog drop' this one)"
+#define ONLY_TABLES "a lake namespace holds only lake tables ('lake-catalog create|drop'); put indexes, views and triggers in temp"
+
+/* The authorizer: while the user's statement compiles, refuse creating,
+ * dropping or altering anything in a lake namespace's schema (anything
+ * but main and temp): lake tables change with lake-catalog, and SQL that
+ * "dropped" one would only drop this run's declaration of it. */
+static int authorize(void *arg, int action, const char *a1, const char *a2, const char *db, const char *trigger) {
+    run *r = arg;
+    (void)trigger;
+    if (!r->guard) return SQLITE_OK;
+    const char *schema = action == SQLITE_ALTER_TABLE ? a1 : db, *name = a1;
+    if (action == SQLITE_ALTER_TABLE || action == SQLITE_CREATE_INDEX || action == SQLITE_CREATE_TRIGGER) name = a2;
+    if (!schema || strcmp(schema, "main") == 0 || strcmp(schema, "temp") == 0) return SQLITE_OK;
+    if (!name) name = "?";
+    switch (action) {
+    case SQLITE_CREATE_TABLE:
+    case SQLITE_CREATE_VTABLE:
+        errSet(&r->q.err, LAKE_EUSAGE, "%s.%s: a lake table is created with 'lake-catalog create %s.%s COLUMNS', not SQL",
+               schema, name, schema, name);
+        break;
+    case SQLITE_DROP_TABLE:
+    case SQLITE_DROP_VTABLE:
+        errSet(&r->q.err, LAKE_EUSAGE, "%s.%s: a lake table is dropped with 'lake-catalog drop %s.%s', not SQL", schema,
+               name, schema, name);
+        break;
+    case SQLITE_ALTER_TABLE:
+        errSet(&r->q.err, LAKE_EUSAGE, "%s.%s: %s", schema, name, NO_ALTER);
+        break;
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_CREATE_TRIGGER:
+    case SQLITE_CREATE_VIEW:
+    case SQLITE_DROP_INDEX:
+    case SQLITE_DROP_TRIGGER:
+    case SQLITE_DROP_VIEW:
+        errSet(&r->q.err, LAKE_EUSAGE, "%s.%s: %s", schema, name, ONLY_TABLES);
+        break;
+    default: return SQLITE_OK;
+    }
+    return SQLITE_DENY;
+}
+
+/* The first keyword of a statement is CREATE, DROP or ALTER. */
+static int isDdl(const char *sql) {
+    static const char *const kw[] = {"CREATE", "DROP", "ALTER"};
+    for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++) {
+        size_t n = strlen(kw[i]);
+        if (strncasecmp(sql, kw[i], n) == 0 && !isalnum((unsigned char)sql[n]) && sql[n] != '_') return 1;
+    }
+    return 0;
+}
+
 /* --- running ------------------------------------------------------------- */
 
-/* The lake error behind a failed statement, else an SQL one (1). */
-static int sqlFailure(run *r, lakeError *err) {
+/* One script: its text and the name errors give it ("report.sql",
+ * "stdin", "-c" or "-c#2"); located: errors carry SCRIPT:LINE. */
+typedef struct script {
+    const char *text;
+    char label[64];
+    const char *name; /* the file name, when longer than label */
+    int located;
+} script;
+
+/* SQLite stops a statement that runs when a stop signal has arrived. */
+static int onProgress(void *arg) {
+    (void)arg;
+    return interruptPending() != 0;
+}
+
+/* Skip white space and comments: where a statement really starts. */
+static const char *skipBlank(const char *p) {
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
+        if (p[0] == '-' && p[1] == '-') p += strcspn(p, "\n");
+        else if (p[0] == '/' && p[1] == '*') {
+            const char *e = strstr(p + 2, "*/");
+            p = e ? e + 2 : p + strlen(p);
+        } else return p;
+    }
+}
+
+static long lineAt(const char *text, const char *at) {
+    long line = 1;
+    for (const char *p = text; p < at && *p; p++) line += *p == '\n';
+    return line;
+}
+
+/* The exit status of an SQL failure (lake-query(1), EXIT STATUS): the lake
+ * error behind it if any; a table that does not exist 66; DDL naming an
+ * unknown lake namespace or table 64; SQLite's own errors (syntax, an
+ * unknown column or function, a FILE function refusing its argument, a
+ * constraint, a type) 65; resource failures (memory, I/O) 1; an
+ * interrupted statement 1 (the process then dies of the signal). */
+static int sqlFailure(run *r, const char *stmt, int compiling, lakeError *err) {
     if (r->q.err.code) {
         *err = r->q.err;
         return err->code;
     }
-    return errSet(err, LAKE_EFAIL, "%s", sqlite3_errmsg(r->db));
+    const char *m = sqlite3_errmsg(r->db);
+    int code = sqlite3_errcode(r->db) & 0xff, rc;
+    if (compiling && isDdl(stmt) && strcmp(m, "virtual tables may not be altered") == 0)
+        rc = errSet(err, LAKE_EUSAGE, "%s", NO_ALTER);
+    else if (compiling && isDdl(stmt) && (strncmp(m, "virtual tables may not be ", 26) == 0 ||
+                                          strcmp(m, "cannot create triggers on virtual tables") == 0))
+        rc = errSet(err, LAKE_EUSAGE, "%s: lake tables change only with 'lake-catalog create|drop'", m);
+    else if (compiling && isDdl(stmt) && (strncmp(m, "unknown database ", 17) == 0 ||
+                                     (strncmp(m, "no such table: ", 15) == 0 && strchr(m + 15, '.') &&
+                                      strncmp(m + 15, "main.", 5) != 0 && strncmp(m + 15, "temp.", 5) != 0)))
+        rc = errSet(err, LAKE_EUSAGE, "%s: lake tables are created and dropped with 'lake-catalog create|drop', not SQL", m);
+    else if (compiling && strncmp(m, "no such table", 13) == 0)
+        rc = errSet(err, LAKE_ENOINPUT, "%s", m);
+    else if (code == SQLITE_ERROR || code == SQLITE_CONSTRAINT || code == SQLITE_MISMATCH || code == SQLITE_RANGE ||
+             code == SQLITE_TOOBIG || code == SQLITE_AUTH)
+        rc = errSet(err, LAKE_EDATA, "%s", m);
+    else
+        rc = errSet(err, LAKE_EFAIL, "%s", m);
+    snprintf(err->cause, sizeof err->cause, "sqlite %d", sqlite3_extended_errcode(r->db));
+    return rc;
 }
 
-static int runScript(run *r, const char *sql, lakeError *err) {
-    int printedHeader = 0;
-    for (const char *tail = sql; tail && *tail;) {
-        sqlite3_stmt *st = NULL;
+/* "no such table: NS.T" where NS.T could be a lake table. */
+static int unknownLakeTable(const char *m) {
+    if (strncmp(m, "no such table: ", 15) != 0) return 0;
+    char *ns = NULL, *name = NULL;
+    int ok = nameSplitTable(m + 15, &ns, &name, NULL) == 0;
+    free(ns);
+    free(name);
+    return ok;
+}
+
+/* Compile the statement at sql: its lake tables declared first (from the
+ * cached directory), DDL on them refused; when SQLite does not know a
+ * table NS.T, the catalog is refreshed once per run (another host may
+ * have created it within the cache's TTL) and the statement compiled
+ * again.  *st is NULL when only blanks or comments were left. */
+static int compile(run *r, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err) {
+    for (int attempt = 0;; attempt++) {
         errClear(&r->q.err);
-        /* declare the lake tables this statement names, from the cache */
-        const char *next = NULL;
-        int rc = queryDeclare(r->db, &r->q, tail, err);
+        int rc = callsFileFunction(sql) ? lakeOpen(r, err) : 0;
+        if (!rc) rc = queryDeclare(r->db, &r->q, sql, err);
         if (rc) return rc;
-        if (sqlite3_prepare_v2(r->db, tail, -1, &st, &next) != SQLITE_OK) {
-            /* a statement SQLite cannot compile is bad input (65), one
-             * naming a table that does not exist a missing input (66) */
-            if (r->q.err.code) return sqlFailure(r, err);
-            const char *m = sqlite3_errmsg(r->db);
-            return errSet(err, strncmp(m, "no such table", 13) == 0 ? LAKE_ENOINPUT : LAKE_EDATA, "%s", m);
+        r->guard = 1;
+        int s = sqlite3_prepare_v2(r->db, sql, -1, st, next);
+        r->guard = 0;
+        if (s == SQLITE_OK) return 0;
+        if (!attempt && !r->refreshed && !r->q.err.code && r->cache && !isDdl(skipBlank(sql)) &&
+            unknownLakeTable(sqlite3_errmsg(r->db))) {
+            r->refreshed = 1;
+            rc = cacheRefresh(r->cache, 0, err);
+            /* a principal denied the directory resolved the name already */
+            if (rc && err->status && strcmp(err->status, "permission_denied") == 0) return sqlFailure(r, skipBlank(sql), 1, err);
+            if (rc) return rc;
+            continue;
+        }
+        return sqlFailure(r, skipBlank(sql), 1, err);
+    }
+}
+
+/* Where a failure of the statement at stmt (tail: its text with what
+ * precedes it) happened: the line of SQLite's error offset while
+ * compiling, else of the statement's first token. */
+static void locate(run *r, const script *sc, const char *tail, int compiling, lakeError *err) {
+    if (!sc->located) return;
+    int off = compiling ? sqlite3_error_offset(r->db) : -1;
+    const char *at = off >= 0 && (size_t)off <= strlen(tail) ? tail + off : skipBlank(tail);
+    errPrefix(err, "%s:%ld", sc->name ? sc->name : sc->label, lineAt(sc->text, at));
+}
+
+static int runScript(run *r, const script *sc, lakeError *err) {
+    for (const char *tail = sc->text; tail && *tail;) {
+        sqlite3_stmt *st = NULL;
+        const char *next = NULL;
+        if (interruptPending()) return errSet(err, LAKE_EFAIL, "interrupted");
+        int rc = compile(r, tail, &st, &next, err);
+        if (rc) {
+            locate(r, sc, tail, 1, err);
+            return rc;
         }
         if (!st) break; /* only white space or comments left */
-        rc = emit(r, st, &printedHeader);
+        errClear(&r->q.err);
+        rc = emit(r, st, &r->printedHeader);
         sqlite3_finalize(st);
         queryUnpin(&r->q); /* the next statement resolves afresh */
-        if (rc != SQLITE_OK) return sqlFailure(r, err);
+        if (rc != SQLITE_OK) {
+            rc = sqlFailure(r, skipBlank(tail), 0, err);
+            locate(r, sc, tail, 0, err);
+            return rc;
+        }
         if (fflush(stdout) == EOF) return errSetErrno(err, LAKE_EFAIL, errno, "stdout");
         tail = next;
     }
@@ -451,7 +669,8 @@ static int runScript(run *r, const char *sql, lakeError *err) {
 }
 
 /* --import NS.T: stdin through the import reader into new segments, then
- * one append. */
+ * one append.  A stop signal makes the read give up: nothing is appended
+ * and the temporary segment is removed. */
 static int runImport(run *r, lakeError *err) {
     char *ns, *name;
     if (nameSplitTable(r->import, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
@@ -459,13 +678,14 @@ static int runImport(run *r, lakeError *err) {
     segmentWriter *w = NULL;
     int64_t rows = 0, version;
     int fd = STDIN_FILENO;
-    lakeReader in = {fdRead, &fd, "stdin"};
+    lakeReader in = {interruptRead, &fd, "stdin"};
     segmentWriterOptions opt = {.hex_blobs = 1};
     progress prog;
     struct stat sb; /* stdin a file: its size, for the percentage */
     int64_t total = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? sb.st_size - lseek(fd, 0, SEEK_CUR) : -1;
     progressStart(&prog, r->progress, r->import, total < 0 ? -1 : total);
-    int rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
+    int rc = lakeOpen(r, err);
+    if (!rc) rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
     if (!rc) rc = cacheMayRun(r->cache, "append", err); /* before any segment is stored */
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
@@ -474,6 +694,7 @@ static int runImport(run *r, lakeError *err) {
     if (!rc) rc = importRun(&in, r->strict ? r->importFmt | IMPORT_STRICT : r->importFmt, w, &rows, &prog, err);
     progressEnd(&prog);
     if (!rc) rc = segmentWriterFinish(w, &segs, &files, err);
+    if (!rc && interruptPending()) rc = errSet(err, LAKE_EFAIL, "%s: interrupted", r->import);
     if (!rc && rows > 0)
         rc = cacheAppendCommuting(r->cache, ns, name,
                                   (int64_t)cJSON_GetObjectItemCaseSensitive(reg, "version")->valuedouble, segs,
@@ -491,18 +712,40 @@ static int runImport(run *r, lakeError *err) {
     return rc;
 }
 
-/* The whole script: -c, a file, or stdin; bounded. */
+/* Might this operand be SQL rather than a file name?  White space, a
+ * semicolon, or a lone SQL keyword. */
+static int looksLikeSql(const char *s) {
+    static const char *const kw[] = {"SELECT", "INSERT", "WITH", "VALUES", "PRAGMA", "EXPLAIN",
+                                     "CREATE", "DROP", "ALTER", "UPDATE", "DELETE"};
+    if (strpbrk(s, " \t\n;")) return 1;
+    for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
+        if (strcasecmp(s, kw[i]) == 0) return 1;
+    return 0;
+}
+
+/* The whole script of a file or stdin ("-"), bounded; a NUL byte is
+ * refused (65, naming its line) rather than silently ending the script. */
 static char *readScript(const char *path, lakeError *err) {
+    const char *what = strcmp(path, "-") == 0 ? "stdin" : path;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f && errno == ENOENT && looksLikeSql(path)) {
+        errSet(err, LAKE_EUSAGE, "%s: no such file; to run SQL, give it with -c", path);
+        return NULL;
+    }
     if (!f) {
         errSetErrno(err, errCodeForErrno(errno), errno, "%s", path);
         return NULL;
     }
     char *buf = malloc(SCRIPT_MAX + 1);
     size_t n = buf ? fread(buf, 1, SCRIPT_MAX + 1, f) : 0;
+    int failed = buf && ferror(f), e = errno;
     if (f != stdin) fclose(f);
-    if (!buf) errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", path);
-    else if (n > SCRIPT_MAX) errSet(err, LAKE_EDATA, "%s: a script of more than %d bytes", path, SCRIPT_MAX);
+    char *nul = buf && !failed ? memchr(buf, '\0', n < SCRIPT_MAX ? n : SCRIPT_MAX) : NULL;
+    if (!buf) errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
+    else if (failed && interruptPending()) errSet(err, LAKE_EFAIL, "%s: interrupted", what);
+    else if (failed) errSetErrno(err, LAKE_EFAIL, e, "%s", what);
+    else if (n > SCRIPT_MAX) errSet(err, LAKE_EDATA, "%s: a script of more than %d bytes", what, SCRIPT_MAX);
+    else if (nul) errSet(err, LAKE_EDATA, "%s:%ld: a NUL byte in the script", what, lineAt(buf, nul));
     else {
         buf[n] = '\0';
         return buf;
@@ -517,6 +760,10 @@ int main(int argc, char **argv) {
     run r = {.fmt = isatty(STDOUT_FILENO) ? FMT_TABLE : FMT_TSV, .importFmt = IMPORT_AUTO};
     const char *arg;
     int c, first;
+    if (!(r.sqls = calloc((size_t)argc, sizeof *r.sqls))) {
+        logErrorf("out of memory");
+        return LAKE_EFAIL;
+    }
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
         switch (c) {
         case 'q': logSetQuiet(1); r.progress = PROGRESS_OFF; break;
@@ -531,7 +778,7 @@ int main(int argc, char **argv) {
             else cliUsageError(&spec, "--format: '%s' is not tsv, csv, json, jsonl or table", arg);
             break;
         case OPT_HEADER: r.header = 1; break;
-        case OPT_SQL: r.sql = arg; break;
+        case OPT_SQL: r.sqls[r.nsql++] = arg; break;
         case OPT_IMPORT: r.import = arg; break;
         case OPT_CSV: r.importFmt = IMPORT_CSV; break;
         case OPT_JSONL: r.importFmt = IMPORT_JSONL; break;
@@ -539,44 +786,52 @@ int main(int argc, char **argv) {
         }
     }
     int operands = argc - first;
-    if (r.import && (r.sql || operands)) cliUsageError(&spec, "--import reads data on stdin, not SQL");
+    if (r.import && (r.nsql || operands)) cliUsageError(&spec, "--import reads data on stdin, not SQL");
     if (!r.import && (r.importFmt != IMPORT_AUTO || r.strict))
         cliUsageError(&spec, "--csv, --jsonl and --strict go with --import");
     if (r.strict && r.importFmt == IMPORT_JSONL) cliUsageError(&spec, "--strict is for CSV; JSON Lines are always strict");
-    if (r.sql && operands) cliUsageError(&spec, "give SQL with -c or as a file, not both");
+    if (r.nsql && operands) cliUsageError(&spec, "give SQL with -c or as a file, not both");
     if (operands > 1) cliUsageError(&spec, "one SQL file at most");
+    if (!r.import && !r.nsql && !operands && isatty(STDIN_FILENO))
+        cliUsageError(&spec, "no SQL: give it with -c 'SQL', as a file, or on standard input");
+    interruptCatch(1); /* stop cleanly: statements and imports look */
 
     lakeError err = {0};
-    char *script = NULL, *stageUrl = NULL;
-    int64_t segMax = 0;
-    int rc = configLoad(&r.cfg, NULL, 0, &err);
-    cacheOptions copt = {r.cfg.catalog_ttl, 0, 0};
-    if (!rc) rc = sourceOpen(&r.cfg, &r.src, &err);
-    if (!rc) rc = cacheOpen(&r.cfg, r.src, &copt, &r.cache, &err);
-    if (!rc) rc = catalogStageUrl(&r.cfg, r.cache, &stageUrl, &err);
-    if (!rc) rc = stageOpen(stageUrl, &r.stage, &err);
-    if (!rc) rc = segcacheMaxFromEnv(&segMax, &err);
-    if (!rc) rc = segcacheOpen(r.cfg.cache_dir, segMax, &r.segs, &err);
-    if (!rc && !r.import) {
-        script = r.sql ? strdup(r.sql) : readScript(operands ? argv[first] : "-", &err);
-        if (!script && !err.code) rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "script");
-        else if (!script) rc = err.code;
-    }
+    char *text = NULL;
+    int rc = 0;
+    r.q = (queryContext){.open = lakeOpenHook, .open_arg = &r};
+    if (sqlite3_open_v2(":memory:", &r.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+        rc = errSet(&err, LAKE_EFAIL, "sqlite: cannot open");
+    if (!rc) rc = queryRegister(r.db, &r.q, &err);
     if (!rc) {
-        r.q = (queryContext){.cache = r.cache, .stage = r.stage, .segs = r.segs};
-        if (sqlite3_open_v2(":memory:", &r.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) rc = errSet(&err, LAKE_EFAIL, "sqlite: cannot open");
-        if (!rc) rc = queryRegister(r.db, &r.q, &err);
-        if (!rc) rc = fileFunctionsRegister(r.db, r.stage, &err);
+        sqlite3_set_authorizer(r.db, authorize, &r);
+        sqlite3_progress_handler(r.db, 1000, onProgress, NULL);
     }
-    if (!rc) rc = r.import ? runImport(&r, &err) : runScript(&r, script, &err);
-    if (rc) logError(&err);
+    if (!rc && r.import) rc = runImport(&r, &err);
+    for (int i = 0; !rc && i < r.nsql; i++) {
+        /* -c: located when there are several, or lines to count */
+        script sc = {.text = r.sqls[i], .located = r.nsql > 1 || strchr(r.sqls[i], '\n') != NULL};
+        snprintf(sc.label, sizeof sc.label, r.nsql > 1 ? "-c#%d" : "-c", i + 1);
+        rc = runScript(&r, &sc, &err);
+    }
+    if (!rc && !r.import && !r.nsql) {
+        const char *path = operands ? argv[first] : "-";
+        script sc = {.located = 1};
+        if (!(text = readScript(path, &err))) rc = err.code;
+        snprintf(sc.label, sizeof sc.label, "stdin");
+        sc.name = strcmp(path, "-") == 0 ? NULL : path;
+        sc.text = text;
+        if (!rc) rc = runScript(&r, &sc, &err);
+    }
+    if (rc && !interruptPending()) logError(&err);
     sqlite3_close(r.db);
     segcacheClose(r.segs);
     cacheClose(r.cache);
     stageClose(r.stage);
     sourceClose(r.src);
     configFree(&r.cfg);
-    free(script);
-    free(stageUrl);
+    free(text);
+    free(r.sqls);
+    interruptExit(); /* cleaned up: now die of the signal, as the caller expects */
     return rc;
 }

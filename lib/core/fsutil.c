@@ -14,6 +14,17 @@
 #include <unistd.h>
 
 #include "core/id.h"
+#include "core/interrupt.h"
+
+/* Name af's temp in the interrupt registry (after it was created). */
+static void tempRegister(atomicFile *af) {
+    af->temp_slot = interruptTempAdd(af->dirfd, af->tmp, 0) + 1;
+}
+
+static void tempForget(atomicFile *af) {
+    interruptTempDrop(af->temp_slot - 1);
+    af->temp_slot = 0;
+}
 
 /* A fresh ".tmp-<id>" name; NULL with err set on failure. */
 static char *newTmpName(lakeError *err) {
@@ -53,6 +64,7 @@ int atomicOpen(atomicFile *af, const char *dir, const char *name, int replace,
         atomicAbort(af);
         return errSetErrno(err, LAKE_EFAIL, e, "%s", dir);
     }
+    tempRegister(af);
     return 0;
 oom:
     atomicAbort(af);
@@ -76,6 +88,7 @@ int atomicCommit(atomicFile *af, lakeError *err) {
             af->tmp = NULL;
             goto out;
         }
+        tempRegister(af);
     }
     if (af->tmp) {
         if (af->replace) {
@@ -87,7 +100,7 @@ int atomicCommit(atomicFile *af, lakeError *err) {
                 rc = errSetErrno(err, LAKE_EFAIL, errno, "link");
             unlinkat(af->dirfd, af->tmp, 0);
         }
-        if (!rc) { free(af->tmp); af->tmp = NULL; }
+        if (!rc) { tempForget(af); free(af->tmp); af->tmp = NULL; }
     } else {
         if (linkat(AT_FDCWD, proc, af->dirfd, af->final, AT_SYMLINK_FOLLOW) < 0)
             rc = errSetErrno(err, LAKE_EFAIL, errno, "link");
@@ -100,6 +113,7 @@ out:
 
 void atomicAbort(atomicFile *af) {
     if (af->tmp && af->dirfd >= 0) unlinkat(af->dirfd, af->tmp, 0);
+    tempForget(af);
     if (af->fd >= 0) close(af->fd);
     if (af->dirfd >= 0) close(af->dirfd);
     free(af->tmp);

@@ -9,7 +9,8 @@
  * (create) or still holds the old bytes (replace).  Where the filesystem
  * supports O_TMPFILE a killed writer leaves nothing behind at all (but for
  * the instant of a replacing commit); elsewhere it leaves a ".tmp-<id>"
- * file in the directory, which the lake's gc removes.
+ * file in the directory, which the lake's gc removes; a named temp is
+ * registered with core/interrupt.h, so a stop signal removes it.
  */
 #ifndef LAKE_FSUTIL_H
 #define LAKE_FSUTIL_H
@@ -25,6 +26,8 @@ typedef struct atomicFile {
     int replace;     /* rename over an existing name instead of link */
     char *final;     /* name relative to dirfd */
     char *tmp;       /* named temp relative to dirfd, NULL for O_TMPFILE */
+    int temp_slot;   /* the named temp's slot in the interrupt registry
+                        plus one, 0 when none (core/interrupt.h) */
     int nosync;      /* set after atomicOpen: commit without the fsyncs (the
                         caller makes the file durable later, e.g. syncfs) */
 } atomicFile;

@@ -3,9 +3,15 @@
  */
 #include "core/progress.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A bar is drawn and not yet erased (read by the interrupt handler). */
+static volatile sig_atomic_t onScreen;
+
+int progressOnScreen(void) { return onScreen; }
 
 static double now(void) {
     struct timespec ts;
@@ -50,6 +56,7 @@ static void draw(progress *p, double t) {
         fprintf(stderr, "\r%-20.20s %s%s %s/s\033[K", p->label, rows, done, rate);
     }
     p->drawn = 1;
+    onScreen = 1;
     p->last_draw = t;
 }
 
@@ -70,5 +77,6 @@ void progressRows(progress *p, int64_t n) {
 
 void progressEnd(progress *p) {
     if (p->drawn) fputs("\r\033[K", stderr);
+    if (p->drawn) onScreen = 0;
     p->drawn = 0;
 }

@@ -32,5 +32,8 @@ void progressAdd(progress *p, int64_t n);
 void progressRows(progress *p, int64_t n);
 /* Erase the bar if one was drawn. */
 void progressEnd(progress *p);
+/* Whether a bar is on stderr now (safe to call from a signal handler,
+ * which erases it before saying why the program stops). */
+int progressOnScreen(void);
 
 #endif

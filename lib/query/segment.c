@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/interrupt.h"
 #include "core/realtext.h"
 #include "core/rfc3339.h"
 #include "core/utf8.h"
@@ -145,6 +146,7 @@ struct segmentWriter {
     segmentWriterOptions opt;
     char *tmpdir;
     char *path;          /* the open segment's file, NULL when none */
+    int dir_slot, path_slot; /* their interrupt registry slots, or -1 */
     sqlite3 *db;
     sqlite3_stmt *ins;
     int64_t seg_rows, rows, since_check, est_since_check;
@@ -357,6 +359,7 @@ static int segmentBegin(segmentWriter *w, lakeError *err) {
         w->path = NULL;
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
     }
+    w->path_slot = interruptTempAdd(AT_FDCWD, w->path, 0);
     if (sqlite3_open_v2(w->path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK)
         return sqlErr(w->db, err, w->path);
@@ -392,6 +395,8 @@ static void segmentDiscard(segmentWriter *w) {
     sqlite3_close(w->db);
     w->db = NULL;
     if (w->path) unlink(w->path);
+    interruptTempDrop(w->path_slot);
+    w->path_slot = -1;
     free(w->path);
     w->path = NULL;
 }
@@ -416,7 +421,8 @@ static int segmentEnd(segmentWriter *w, lakeError *err) {
         goto out;
     }
     lakeReader r = {fdRead, &fd, "segment"};
-    stagePutOptions po = {.content_type = "application/vnd.sqlite3", .expect_size = -1, .progress = w->opt.progress};
+    stagePutOptions po = {.content_type = "application/vnd.sqlite3", .expect_size = -1, .progress = w->opt.progress,
+                          .stop = interruptFlag()};
     if ((rc = stagePutInto(w->st, w->key_dir, &r, &po, &fv, err))) goto out;
     cJSON *rec = cJSON_CreateObject();
     if (!rec || !cJSON_AddItemToArray(w->segments, rec) ||
@@ -457,6 +463,7 @@ int segmentWriterOpen(stage *st, const char *table_id, const char *schema_json,
     if (w->opt.max_bytes <= 0) w->opt.max_bytes = SEGMENT_MAX_BYTES;
     if (w->opt.max_rows <= 0) w->opt.max_rows = SEGMENT_MAX_ROWS;
     w->st = st;
+    w->dir_slot = w->path_slot = -1;
     if ((rc = segmentSchemaParse(schema_json, &w->schema, err))) goto out;
     const char *parent = w->opt.tmp_dir;
     if (!parent) parent = getenv("TMPDIR");
@@ -477,6 +484,7 @@ int segmentWriterOpen(stage *st, const char *table_id, const char *schema_json,
         w->tmpdir = NULL;
         goto out;
     }
+    w->dir_slot = interruptTempAdd(AT_FDCWD, w->tmpdir, 1);
 out:
     if (rc) segmentWriterFree(w);
     else *out = w;
@@ -656,6 +664,7 @@ void segmentWriterFree(segmentWriter *w) {
     if (!w) return;
     segmentDiscard(w);
     if (w->tmpdir) removeTree(w->tmpdir, w->nseg);
+    interruptTempDrop(w->dir_slot);
     free(w->tmpdir);
     free(w->key_dir);
     if (w->pending && w->schema) pendingClear(w);

@@ -16,7 +16,9 @@
  *  - What was uploaded is described by records of exactly the shape
  *    registryAppend takes: [{"location","size","sha256","rows"}…], plus the
  *    FILE locations the rows reference (append's "files").
- *  - A failed or abandoned writer removes its temporary files.  Segments
+ *  - A failed or abandoned writer removes its temporary files, and so
+ *    does a stop signal (core/interrupt.h: they are registered there; an
+ *    upload gives up once the signal has arrived).  Segments
  *    it already uploaded stay in the stage unreferenced (gc's to remove).
  *
  * Column mapping (lake type -> declared type in `rows` -> stored value):

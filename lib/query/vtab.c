@@ -438,14 +438,29 @@ static int attached(sqlite3 *db, const char *ns) {
     return sqlite3_db_filename(db, ns) != NULL;
 }
 
-static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char *name, int byName,
-                      int *nattached, lakeError *err) {
+static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char *name, int *nattached,
+                      int *listed, int *byName, lakeError *err) {
+    if (!*listed) { /* the first pair: the directory (refreshed when expired) */
+        const cacheEntry *entries;
+        size_t n;
+        int rc = !ctx->cache && ctx->open ? ctx->open(ctx, err) : 0;
+        if (rc) return rc;
+        rc = cacheDirectory(ctx->cache, &entries, &n, err);
+        /* a principal denied the directory (role user) names its tables */
+        *byName = rc && err->status && strcmp(err->status, "permission_denied") == 0;
+        if (*byName) {
+            rc = 0;
+            errClear(err);
+        }
+        if (rc) return rc;
+        *listed = 1;
+    }
     const cacheEntry *e = NULL;
-    if (byName && nameIsValid(ns) && nameIsValid(name)) { /* denied the directory: ask by name */
+    if (*byName && nameIsValid(ns) && nameIsValid(name)) { /* denied the directory: ask by name */
         int rc = cacheTable(ctx->cache, ns, name, &e, err);
         if (rc && err->status && strcmp(err->status, "not_found") == 0) errClear(err);
         else if (rc) return rc;
-    } else if (!byName) {
+    } else if (!*byName) {
         e = cacheFindTable(ctx->cache, ns, name);
     }
     if (!e) return 0; /* not a lake table: SQLite will say */
@@ -473,16 +488,7 @@ static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char
 }
 
 int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err) {
-    const cacheEntry *entries;
-    size_t n;
-    int rc = cacheDirectory(ctx->cache, &entries, &n, err);
-    /* a principal denied the directory (role user) names its tables */
-    int byName = rc && err->status && strcmp(err->status, "permission_denied") == 0;
-    if (byName) {
-        rc = 0;
-        errClear(err);
-    }
-    if (rc) return rc;
+    int rc = 0, listed = 0, byName = 0;
     int nattached = 0; /* namespaces attached already: all but main and temp */
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')", -1, &st, NULL) == SQLITE_OK &&
@@ -523,7 +529,7 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
             prev[0] = '\0';
         }
         if (k) { /* an identifier: id */
-            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, byName, &nattached, err);
+            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, &listed, &byName, err);
             memcpy(prev, id, sizeof prev);
             p += k;
             while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;

@@ -47,13 +47,20 @@ typedef struct queryContext {
     const char *tmp_dir; /* for segments being written; NULL: $TMPDIR */
     lakeError err;       /* the lake failure behind the last SQL error */
     struct queryTable *tables; /* declared so far (list) */
+    /* When cache is NULL: called once, before the first NS.T pair a
+     * statement names is looked up, to open cache, stage and segs (so
+     * that SQL naming no lake table needs no catalog); a failure fails
+     * queryDeclare.  NULL: cache must be set. */
+    int (*open)(struct queryContext *ctx, lakeError *err);
+    void *open_arg;
 } queryContext;
 
 /* Register the module on db (once). */
 int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err);
 
 /* Declare every lake table sql names (namespace.table, outside string
- * literals and comments) that the cached directory knows. */
+ * literals and comments) that the cached directory knows.  SQL with no
+ * such pair asks nothing of the catalog. */
 int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err);
 
 /* End of a statement: drop every pin so the next statement resolves

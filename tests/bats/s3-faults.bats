@@ -210,7 +210,7 @@ wait_put() {
   wait_put
   exec 4>&-
   assert_equal "exit $status" "exit $((128 + 15))"
-  assert_traced_error lake-put 143 "stdin: interrupted"
+  assert_traced_error lake-put 143 "lake-put: interrupted"
   assert_equal "$(count_requests DELETE '\?uploadId=')" 1
   assert_equal "$(count_requests POST '\?uploadId=')" 0
   assert_nothing_stored
@@ -233,7 +233,7 @@ wait_put() {
   kill -INT "$PUT"
   wait_put
   exec 4>&-
-  assert_traced_error lake-put 130 "stdin: interrupted"
+  assert_traced_error lake-put 130 "lake-put: interrupted"
   assert_equal "$(count_requests DELETE '\?uploadId=')" 1
   assert_nothing_stored
 }

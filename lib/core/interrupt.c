@@ -1,0 +1,145 @@
+/*
+ * interrupt.c - the stop signals and the registry of temporary names (see
+ * interrupt.h).  The handler uses only async-signal-safe calls: write,
+ * unlinkat, sigaction, sigprocmask, raise.
+ */
+#include "core/interrupt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/progress.h"
+
+static const int stopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+#define NSTOP (int)(sizeof stopSignals / sizeof stopSignals[0])
+
+static volatile sig_atomic_t stopSignal; /* the first signal, or 0 */
+static int cooperative;
+/* What die() prints: "prog: interrupted\n", or with a note; the pointer
+ * moves to a line only once it is whole. */
+static char sayLine[128], noteLine[640];
+static const char *volatile say = "interrupted\n";
+static int stderrTty;                    /* erase the echoed ^C too */
+
+static struct {
+    volatile sig_atomic_t used;
+    int dirfd;
+    int isdir;
+    char name[PATH_MAX];
+} temps[INTERRUPT_TEMP_MAX];
+
+/* Files first, then the directories that held them (newest first). */
+static void removeTemps(void) {
+    for (int dirs = 0; dirs < 2; dirs++)
+        for (int i = INTERRUPT_TEMP_MAX - 1; i >= 0; i--)
+            if (temps[i].used && temps[i].isdir == dirs)
+                unlinkat(temps[i].dirfd, temps[i].name, dirs ? AT_REMOVEDIR : 0);
+}
+
+/* Erase the bar (or the ^C a terminal echoed), say so, remove the
+ * temporary names, die of sig. */
+static void die(int sig) {
+    if ((progressOnScreen() || stderrTty) && write(STDERR_FILENO, "\r\033[K", 4) < 0) {}
+    const char *line = say;
+    if (write(STDERR_FILENO, line, strlen(line)) < 0) {}
+    removeTemps();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    _exit(128 + sig); /* not reached: the default action ends the process */
+}
+
+static void onStop(int sig) {
+    int saved = errno;
+    if (!cooperative || stopSignal) die(sig);
+    stopSignal = sig;
+    errno = saved;
+}
+
+void interruptCatch(int coop) {
+    cooperative = coop;
+    stderrTty = isatty(STDERR_FILENO);
+    snprintf(sayLine, sizeof sayLine, "%.100s: interrupted\n", logProgname());
+    say = sayLine;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = onStop; /* no SA_RESTART: a blocked read returns EINTR */
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NSTOP; i++) sigaddset(&sa.sa_mask, stopSignals[i]);
+    for (int i = 0; i < NSTOP; i++)
+        if (sigaction(stopSignals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(stopSignals[i], &sa, NULL);
+}
+
+int interruptPending(void) { return stopSignal; }
+
+const volatile sig_atomic_t *interruptFlag(void) { return &stopSignal; }
+
+/* (A signal landing between the check and the read(2) waits for the next
+ * bytes or the end of the input.) */
+ssize_t interruptRead(void *ctx, void *buf, size_t len) {
+    int fd = *(int *)ctx;
+    size_t got = 0;
+    while (got < len) {
+        if (stopSignal) {
+            errno = EINTR;
+            return -1;
+        }
+        ssize_t n = read(fd, (char *)buf + got, len - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+int interruptTempAdd(int dirfd, const char *name, int isdir) {
+    if (!name || strlen(name) >= PATH_MAX) return -1;
+    for (int i = 0; i < INTERRUPT_TEMP_MAX; i++) {
+        if (temps[i].used) continue;
+        temps[i].dirfd = dirfd;
+        temps[i].isdir = isdir;
+        strcpy(temps[i].name, name);
+        atomic_signal_fence(memory_order_seq_cst); /* the name before the flag */
+        temps[i].used = 1;
+        return i;
+    }
+    return -1;
+}
+
+void interruptTempDrop(int slot) {
+    if (slot >= 0 && slot < INTERRUPT_TEMP_MAX) temps[slot].used = 0;
+}
+
+void interruptNote(const char *fmt, ...) {
+    char note[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, sizeof note, fmt, ap);
+    va_end(ap);
+    if (say == noteLine) say = sayLine; /* not rewritten while in use */
+    snprintf(noteLine, sizeof noteLine, "%.100s: interrupted; %s\n", logProgname(), note);
+    say = noteLine;
+}
+
+void interruptExit(void) {
+    int sig = stopSignal;
+    if (!sig) return;
+    fflush(stdout);
+    die(sig);
+}

@@ -1,0 +1,32 @@
+# Background programs for the signal tests (interrupt.bats,
+# query-cli.bats): start one, wait for a condition, reap it.  The caller's
+# teardown kills $BG if it is still set.
+
+# start_bg IN OUT ERR CMD...: CMD in the background, its stdin, stdout
+# and stderr redirected there (a FIFO is opened by the background job, not
+# by this shell), with SIGINT, SIGTERM and SIGHUP at their defaults (a
+# non-interactive shell starts background jobs with SIGINT ignored, which
+# the programs respect); its pid in BG.
+start_bg() {
+  local in=$1 out=$2 errf=$3
+  shift 3
+  perl -e '$SIG{$_} = "DEFAULT" for qw(INT TERM HUP); exec @ARGV or die' "$@" <"$in" >"$out" 2>"$errf" &
+  BG=$!
+}
+
+# wait_bg: wait for it; its exit status in status.
+wait_bg() {
+  status=0
+  wait "$BG" || status=$?
+  BG=
+}
+
+# wait_for CMD...: until CMD succeeds (10 s at most).
+wait_for() {
+  local i
+  for i in $(seq 200); do
+    "$@" && return 0
+    sleep 0.05
+  done
+  fail "timed out waiting for: $*"
+}
