@@ -1,0 +1,116 @@
+#!/usr/bin/env bats
+# Action bodies are strict JSON (issue 15, sections 1 and 2; lake-metasrv(8)
+# REQUESTS): a \u0000 in a namespace or name, a number outside RFC 8259, an
+# invalid escape, a raw control character in a string, text after the
+# object, a key given twice: each is 400 invalid_argument "the request body
+# must be one JSON object: ..." from a real TLS lake-metasrv, and nothing
+# is created, resolved or changed.
+
+load helpers/common
+load helpers/metasrv
+
+setup() {
+  metasrv_setup nouse
+  metasrv_post "$ADMIN" create_namespace '{"namespace":"t"}'
+  metasrv_post "$ADMIN" create_table '{"namespace":"t","name":"x","schema":[{"name":"a","type":"TEXT"}]}'
+  [ "$HTTP_CODE" = 200 ] || fail "create_table: $HTTP_CODE $HTTP_BODY"
+}
+
+teardown() {
+  metasrv_stop
+  common_teardown
+}
+
+# The catalog as the server has it: generation and entries, one line.
+directory() {
+  metasrv_post "$ADMIN" catalog_snapshot '{"known_generation":-1}'
+  [ "$HTTP_CODE" = 200 ] || fail "catalog_snapshot: $HTTP_CODE $HTTP_BODY"
+  jq -c '[.generation, [.entries[] | [.namespace, .name]]]' <<<"$HTTP_BODY"
+}
+
+# The last answer is 400 invalid_argument for a body that is not strict JSON.
+refused_as_json() {
+  metasrv_assert_error 400 invalid_argument
+  [[ $(jq -r .error.message <<<"$HTTP_BODY") == "the request body must be one JSON object: "* ]] ||
+    fail "not refused as JSON: $HTTP_BODY"
+}
+
+@test "the issue's examples: \\u0000 in a namespace or name is 400, never cut at the NUL" {
+  local before
+  before=$(directory)
+  # the exact requests of the issue: each used to answer for t.x or create x
+  metasrv_post "$ADMIN" resolve '{"namespace":"t\u0000x","name":"x"}'
+  refused_as_json
+  metasrv_post "$ADMIN" resolve '{"namespace":"t","name":"x\u0000evil"}'
+  refused_as_json
+  metasrv_post "$ADMIN" create_namespace '{"namespace":"x\u0000y"}'
+  refused_as_json
+  metasrv_post "$ADMIN" create_table '{"namespace":"t","name":"y\u0000z","schema":[{"name":"a","type":"TEXT"}]}'
+  refused_as_json
+  metasrv_post "$ADMIN" create_table '{"namespace":"t","name":"y","schema":[{"name":"a\u0000b","type":"TEXT"}]}'
+  refused_as_json
+  metasrv_post "$ADMIN" drop_table '{"namespace":"t","name":"x\u0000"}'
+  refused_as_json
+  assert_equal "$(directory)" "$before"
+  # the same requests without the NUL are served
+  metasrv_post "$ADMIN" resolve '{"namespace":"t","name":"x"}'
+  assert_equal "$HTTP_CODE" 200
+}
+
+@test "numbers outside RFC 8259, invalid escapes, raw control characters, text after the object, repeated keys: 400, nothing changed" {
+  local before
+  before=$(directory)
+  local cases=(
+    # numbers: cJSON read each of these (1. as 1)
+    $'catalog_snapshot\t{"known_generation":-01}'
+    $'catalog_snapshot\t{"known_generation":012}'
+    $'catalog_snapshot\t{"known_generation":1.}'
+    $'catalog_snapshot\t{"known_generation":-2.}'
+    $'catalog_snapshot\t{"known_generation":0.e1}'
+    $'catalog_snapshot\t{"known_generation":2.e3}'
+    $'catalog_snapshot\t{"known_generation":-.123}'
+    $'catalog_snapshot\t{"known_generation":+1}'
+    $'catalog_snapshot\t{"known_generation":.5}'
+    $'catalog_snapshot\t{"known_generation":00}'
+    $'catalog_snapshot\t{"known_generation":0x10}'
+    $'catalog_snapshot\t{"known_generation":NaN}'
+    $'catalog_snapshot\t{"known_generation":Infinity}'
+    $'resolve\t{"namespace":"t","name":"x","version":1.}'
+    $'resolve\t{"namespace":"t","name":"x","version":-01}'
+    # escapes
+    $'resolve\t{"namespace":"t","name":"\\uqqqq"}'
+    $'resolve\t{"namespace":"t","name":"\\x41"}'
+    $'resolve\t{"namespace":"t","name":"\\ud800"}'
+    $'create_namespace\t{"namespace":"\\udc00"}'
+    # raw control characters in a string
+    $'resolve\t{"namespace":"t","name":"x\t"}'
+    $'create_namespace\t{"namespace":"a\x01"}'
+    $'create_namespace\t{"namespace":"a\nb"}'
+    # text after the object
+    $'create_namespace\t{"namespace":"g"}garbage'
+    $'create_namespace\t{"namespace":"g"},'
+    # repeated keys: the dispatch would see only one of them
+    $'create_namespace\t{"namespace":"ok1","namespace":"ok2"}'
+    $'resolve\t{"namespace":"t","name":"x","name":"nope"}'
+    $'create_table\t{"namespace":"t","name":"y","schema":[{"name":"a","type":"TEXT","type":"INTEGER"}]}'
+  )
+  local c action body
+  for c in "${cases[@]}"; do
+    action=${c%%$'\t'*} body=${c#*$'\t'}
+    echo "# $action: $body"
+    metasrv_post "$ADMIN" "$action" "$body"
+    refused_as_json
+  done
+  # a NUL byte after the object (curl sends it from a file)
+  printf '{"namespace":"n"}\0{"x":1}' >"$T/nul.json"
+  metasrv_req "$ADMIN" POST /v1/actions/create_namespace "" --data-binary "@$T/nul.json"
+  refused_as_json
+  assert_equal "$(directory)" "$before"
+  # the forms RFC 8259 allows are served
+  metasrv_post "$ADMIN" catalog_snapshot '{"known_generation":-1}'
+  assert_equal "$HTTP_CODE" 200
+  metasrv_post "$ADMIN" catalog_snapshot $'{ "known_generation" :\t0e0 }\r\n'
+  assert_equal "$HTTP_CODE" 200
+  metasrv_post "$ADMIN" resolve '{"namespace":"\u0074","name":"x"}'
+  assert_equal "$HTTP_CODE" 200
+}
