@@ -4,7 +4,8 @@
 # invalid escape, a raw control character in a string, text after the
 # object, a key given twice: each is 400 invalid_argument "the request body
 # must be one JSON object: ..." from a real TLS lake-metasrv, and nothing
-# is created, resolved or changed.
+# is created, resolved or changed.  A client reads the answers by the
+# same rules.
 
 load helpers/common
 load helpers/metasrv
@@ -17,6 +18,10 @@ setup() {
 }
 
 teardown() {
+  if [ -n "${CRAFTED_PID:-}" ]; then
+    kill "$CRAFTED_PID" 2>/dev/null || true
+    wait "$CRAFTED_PID" 2>/dev/null || true
+  fi
   metasrv_stop
   common_teardown
 }
@@ -113,4 +118,46 @@ refused_as_json() {
   assert_equal "$HTTP_CODE" 200
   metasrv_post "$ADMIN" resolve '{"namespace":"\u0074","name":"x"}'
   assert_equal "$HTTP_CODE" 200
+}
+
+# A server that answers every POST with 200 and the body in $T/answer.
+crafted_start() {
+  python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = open(sys.argv[1], "rb").read()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+' "$T/answer" >"$T/crafted.port" &
+  CRAFTED_PID=$!
+  local _
+  for _ in $(seq 200); do [ -s "$T/crafted.port" ] && break; sleep 0.025; done
+  CRAFTED_URL=http://127.0.0.1:$(cat "$T/crafted.port")
+}
+
+@test "a client reads the server's answers by the same rules: \\u0000, a lax number, a repeated key are a malformed answer" {
+  crafted_start
+  local answer
+  for answer in '{"principal":"ad\u0000min","role":"admin","actions":[]}' \
+                '{"principal":"admin","role":"admin","actions":[],"x":01}' \
+                '{"principal":"admin","role":"admin","role":"user","actions":[]}' \
+                '{"principal":"admin","role":"admin","actions":[]} trailing'; do
+    echo "# $answer"
+    printf '%s' "$answer" >"$T/answer"
+    run --separate-stderr env LAKE_METASRV="$CRAFTED_URL" LAKE_TOKEN_FILE="$ADMIN" lake-catalog whoami
+    assert_error lake-catalog 1 "malformed answer (not one JSON object: "
+  done
+  # the same answer, strict, is taken
+  printf '%s' '{"principal":"admin","role":"admin","actions":["whoami"]}' >"$T/answer"
+  run --separate-stderr env LAKE_METASRV="$CRAFTED_URL" LAKE_TOKEN_FILE="$ADMIN" lake-catalog whoami
+  assert_success
 }
