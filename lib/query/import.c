@@ -3,7 +3,8 @@
  *
  * Both read through one 64 KiB input buffer.  CSV is a small state machine
  * over bytes (no Debian CSV library is among the dependencies); JSON Lines
- * collects one line at a time and hands it to cJSON.
+ * collects one line at a time and hands it to jsonStrictParse (one
+ * validating pass, which also notes where the numbers are, then cJSON).
  */
 #include "query/import.h"
 
@@ -302,9 +303,11 @@ static int jsonLine(importReader *r, lakeError *err) {
     return 1;
 }
 
+/* 1 when p[0..n) is only blanks and carriage returns (a NUL byte is not
+ * one: strchr would find the terminator). */
 static int blank(const char *p, size_t n) {
     for (size_t i = 0; i < n; i++)
-        if (!strchr(" \t\r", p[i])) return 0;
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r') return 0;
     return 1;
 }
 

@@ -26,13 +26,6 @@ teardown() {
   common_teardown
 }
 
-# The catalog as the server has it: generation and entries, one line.
-directory() {
-  metasrv_post "$ADMIN" catalog_snapshot '{"known_generation":-1}'
-  [ "$HTTP_CODE" = 200 ] || fail "catalog_snapshot: $HTTP_CODE $HTTP_BODY"
-  jq -c '[.generation, [.entries[] | [.namespace, .name]]]' <<<"$HTTP_BODY"
-}
-
 # The last answer is 400 invalid_argument for a body that is not strict JSON.
 refused_as_json() {
   metasrv_assert_error 400 invalid_argument
@@ -42,7 +35,7 @@ refused_as_json() {
 
 @test "the issue's examples: \\u0000 in a namespace or name is 400, never cut at the NUL" {
   local before
-  before=$(directory)
+  before=$(metasrv_directory)
   # the exact requests of the issue: each used to answer for t.x or create x
   metasrv_post "$ADMIN" resolve '{"namespace":"t\u0000x","name":"x"}'
   refused_as_json
@@ -56,7 +49,7 @@ refused_as_json() {
   refused_as_json
   metasrv_post "$ADMIN" drop_table '{"namespace":"t","name":"x\u0000"}'
   refused_as_json
-  assert_equal "$(directory)" "$before"
+  assert_equal "$(metasrv_directory)" "$before"
   # the same requests without the NUL are served
   metasrv_post "$ADMIN" resolve '{"namespace":"t","name":"x"}'
   assert_equal "$HTTP_CODE" 200
@@ -64,7 +57,7 @@ refused_as_json() {
 
 @test "numbers outside RFC 8259, invalid escapes, raw control characters, text after the object, repeated keys: 400, nothing changed" {
   local before
-  before=$(directory)
+  before=$(metasrv_directory)
   local cases=(
     # numbers: cJSON read each of these (1. as 1)
     $'catalog_snapshot\t{"known_generation":-01}'
@@ -110,7 +103,7 @@ refused_as_json() {
   printf '{"namespace":"n"}\0{"x":1}' >"$T/nul.json"
   metasrv_req "$ADMIN" POST /v1/actions/create_namespace "" --data-binary "@$T/nul.json"
   refused_as_json
-  assert_equal "$(directory)" "$before"
+  assert_equal "$(metasrv_directory)" "$before"
   # the forms RFC 8259 allows are served
   metasrv_post "$ADMIN" catalog_snapshot '{"known_generation":-1}'
   assert_equal "$HTTP_CODE" 200

@@ -45,6 +45,11 @@ import_refused() {
   run --separate-stderr lake-query --import j.t --jsonl <"$T/nul.jsonl"
   assert_error lake-query 65 "line 1" "raw control character"
   assert_equal "$(rows)" 0
+  # a line of NUL bytes is not a blank line
+  printf '{"k":"x"}\n\0\0\n' >"$T/nul.jsonl"
+  run --separate-stderr lake-query --import j.t --jsonl <"$T/nul.jsonl"
+  assert_error lake-query 65 "line 2" "not a JSON value"
+  assert_equal "$(rows)" 0
   # an escaped backslash before u0000 is text, and a BLOB is hex
   printf '%s\n' '{"k":"\\u0000","b":"00ff00"}' | lake-query -q --import j.t
   run lake-query -c 'SELECT hex(k), hex(b) FROM j.t'
