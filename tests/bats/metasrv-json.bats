@@ -154,3 +154,34 @@ s.serve_forever()
   run --separate-stderr env LAKE_METASRV="$CRAFTED_URL" LAKE_TOKEN_FILE="$ADMIN" lake-catalog whoami
   assert_success
 }
+
+@test "a cache file that is not strict JSON is not used, even with a right checksum: the server is asked again" {
+  metasrv_use
+  export LAKE_CATALOG_TTL=600
+  printf 'hello\n' >"$T/a"
+  local v
+  v=$(lake-put --name a <"$T/a") # caches whoami, which advertises the stage
+  local f
+  f=$(find "$XDG_CACHE_HOME" -type f -name whoami)
+  [ -n "$f" ] || fail "no whoami cache file under $XDG_CACHE_HOME"
+  cached() { # cached JSON: write it as the whoami cache file, checksummed
+    python3 -c 'import sys, zlib
+text = sys.argv[2].encode()
+open(sys.argv[1], "wb").write(text + b"\ncrc32 %08x\n" % zlib.crc32(text))' "$f" "$1"
+  }
+  local who='"principal":"admin","role":"admin","actions":["whoami"],"stage":"file:///elsewhere"'
+  # a fresh cache file is used (the cache is the user's own): strict JSON
+  # advertising another stage puts the REF outside it
+  cached "{$who}"
+  run --separate-stderr lake-get "$v"
+  assert_error lake-get 65 "outside the managed stage"
+  # the same, not strict, is not used: the server answers with the real stage
+  local bad
+  for bad in "{$who,\"n\":01}" "{$who,\"role\":\"user\"}" "{$who,\"x\":\"\\u0000\"}" "{$who} x"; do
+    echo "# $bad"
+    cached "$bad"
+    run --separate-stderr lake-get "$v"
+    assert_success
+    assert_output hello
+  done
+}
