@@ -173,21 +173,35 @@ static int getRef(getRun *run, const char *text, const char *where, lakeError *e
 }
 
 /* REFs one per line from stdin; blank lines are skipped.  A line longer
- * than REF_LINE_MAX is refused without being held in memory. */
+ * than REF_LINE_MAX is refused without being held in memory, and so is a
+ * line with a NUL byte, which would cut the REF short where it is read as
+ * a C string and leave the rest unseen. */
 static int getStdin(getRun *run, lakeError *err) {
-    char *line = malloc(REF_LINE_MAX + 2);
-    int rc = 0;
+    char *line = malloc(REF_LINE_MAX + 1);
+    int rc = 0, c = 0;
     long lineno = 0;
     if (!line) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "stdin");
-    while (!rc && fgets(line, REF_LINE_MAX + 2, stdin)) {
+    while (!rc && c != EOF) {
+        size_t n = 0;
+        int nul = 0;
+        while ((c = getc(stdin)) != EOF && c != '\n') {
+            if (n == REF_LINE_MAX) break;
+            nul |= c == '\0';
+            line[n++] = (char)c;
+        }
+        if (c == EOF && n == 0) break;
         lineno++;
-        size_t n = strlen(line);
-        if (n > REF_LINE_MAX && line[n - 1] != '\n') {
+        if (n == REF_LINE_MAX && c != '\n' && c != EOF) {
             rc = errSet(err, LAKE_EDATA, "stdin:%ld: line longer than %d bytes", lineno,
                         REF_LINE_MAX);
             break;
         }
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (nul) {
+            rc = errSet(err, LAKE_EDATA, "stdin:%ld: a NUL byte in the line", lineno);
+            break;
+        }
+        while (n && line[n - 1] == '\r') n--;
+        line[n] = '\0';
         if (line[strspn(line, " \t")] == '\0') continue;
         char where[64];
         snprintf(where, sizeof where, "stdin:%ld", lineno);

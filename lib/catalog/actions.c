@@ -4,11 +4,13 @@
 #include "catalog/actions.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "catalog/names.h"
+#include "core/jsonstrict.h"
 #include "core/utf8.h"
 
 /* One page of `references` at most: locations, and bytes of their text. */
@@ -219,13 +221,17 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
 int actionsHandle(const actionContext *ctx, const char *action, const char *body, size_t len,
                   cJSON **answer, lakeError *err) {
     *answer = NULL;
-    const char *end = NULL;
-    cJSON *req = len ? cJSON_ParseWithOpts(body, &end, 1) : cJSON_CreateObject();
-    /* end short of len: a NUL inside the body cut the parse short, and the
-     * bytes after it would be ignored */
-    if (!cJSON_IsObject(req) || (len && end != body + len)) {
+    /* strict JSON (core/jsonstrict.h): no string cut at a \u0000, no key
+     * given twice for the dispatch to pick one of, nothing after it */
+    jsonFault f;
+    cJSON *req = len ? jsonStrictParse(body, len, NULL, NULL, &f) : cJSON_CreateObject();
+    if (!req && (!len || f.nomem)) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    if (!cJSON_IsObject(req)) {
+        char why[96];
+        if (req) snprintf(why, sizeof why, "not an object");
+        else jsonFaultText(&f, why, sizeof why);
         cJSON_Delete(req);
-        return errSetStatus(err, "invalid_argument", "the request body must be one JSON object");
+        return errSetStatus(err, "invalid_argument", "the request body must be one JSON object: %s", why);
     }
     int rc = actionsDispatch(ctx, action, req, answer, err);
     cJSON_Delete(req);

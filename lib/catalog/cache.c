@@ -43,6 +43,7 @@
 
 #include "catalog/names.h"
 #include "core/fsutil.h"
+#include "core/jsonstrict.h"
 #include "core/log.h"
 
 typedef struct tableState {
@@ -672,7 +673,8 @@ static cJSON *checkedJsonLoad(const char *path) {
         if ((nl = strchr(buf, '\n'))) {
             snprintf(hex, sizeof hex, "crc32 %08lx", crc32(0, (const Bytef *)buf, (uInt)(nl - buf)));
             *nl = '\0';
-            if (strncmp(nl + 1, hex, strlen(hex)) == 0) j = cJSON_Parse(buf);
+            if (strncmp(nl + 1, hex, strlen(hex)) == 0)
+                j = jsonStrictParse(buf, (size_t)(nl - buf), NULL, NULL, &(jsonFault){0});
         }
     }
     free(buf);

@@ -3,6 +3,8 @@
  */
 #include "catalog/names.h"
 
+#include "core/jsonstrict.h"
+
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -111,7 +113,8 @@ int schemaParse(const char *def, char **json, lakeError *err) {
 
 int schemaCanonical(const char *json, char **canonical, lakeError *err) {
     *canonical = NULL;
-    cJSON *in = cJSON_Parse(json), *arr = cJSON_CreateArray(), *c;
+    cJSON *in = jsonStrictParse(json, strlen(json), NULL, NULL, &(jsonFault){0});
+    cJSON *arr = cJSON_CreateArray(), *c;
     int rc = 0;
     if (!cJSON_IsArray(in)) rc = errSet(err, LAKE_EDATA, "schema: not a JSON array");
     cJSON *cols = rc ? NULL : in;

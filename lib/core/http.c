@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include "core/curl.h"
+#include "core/jsonstrict.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,12 +175,16 @@ static int transferError(httpClient *h, CURLcode cc, const sink *s, lakeError *e
 /* Decode the answer body: exactly one JSON object; an error object for a
  * non-2xx status. */
 static int decode(httpClient *h, long status, const sink *s, cJSON **answer, lakeError *err) {
-    const char *end = NULL;
-    cJSON *j = s->buf ? cJSON_ParseWithOpts(s->buf, &end, 1) : NULL;
+    jsonFault f = {.off = JSON_NO_OFFSET, .why = "an empty body"};
+    cJSON *j = s->buf ? jsonStrictParse(s->buf, s->len, NULL, NULL, &f) : NULL;
     if (status >= 200 && status < 300) {
         if (!cJSON_IsObject(j)) {
+            char why[96];
+            if (j) snprintf(why, sizeof why, "not an object");
+            else jsonFaultText(&f, why, sizeof why);
             cJSON_Delete(j);
-            return errSet(err, LAKE_EFAIL, "%s: malformed answer (not one JSON object)", h->base);
+            if (f.nomem) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", h->base);
+            return errSet(err, LAKE_EFAIL, "%s: malformed answer (not one JSON object: %s)", h->base, why);
         }
         *answer = j;
         return 0;

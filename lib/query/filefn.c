@@ -12,24 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonstrict.h"
 #include "stage/filevalue.h"
 
 /* Parse text as a FILE value into fv (caller frees fv whatever happens).
  * 65 on malformed JSON or a bad field. */
-static int parseFileValue(const char *text, fileValue *fv, lakeError *err) {
+static int parseFileValue(const char *text, size_t n, fileValue *fv, lakeError *err) {
     memset(fv, 0, sizeof *fv);
     fv->size = -1;
-    cJSON *j = cJSON_Parse(text);
-    if (!j) return errSet(err, LAKE_EDATA, "not a FILE value: malformed JSON");
+    cJSON *j = jsonStrictLoad(text, n, "not a FILE value", err);
+    if (!j) return err->code;
     int rc = fileValueFromJson(j, fv, err);
     cJSON_Delete(j);
     return rc;
 }
 
-int fileColumnCheck(const stage *st, const char *text, char **canonical, lakeError *err) {
+int fileColumnCheck(const stage *st, const char *text, size_t n, char **canonical, lakeError *err) {
     fileValue fv;
     *canonical = NULL;
-    int rc = parseFileValue(text, &fv, err);
+    int rc = parseFileValue(text, n, &fv, err);
     if (!rc) rc = stageContains(st, fv.location, err);
     if (!rc && !(*canonical = fileValueToJson(&fv)))
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "FILE value");
@@ -77,7 +78,8 @@ static void accessor(sqlite3_context *ctx, enum field f, int argc, sqlite3_value
         resultError(ctx, fnNames[f], &err);
         return;
     }
-    if (parseFileValue((const char *)sqlite3_value_text(argv[0]), &fv, &err)) {
+    if (parseFileValue((const char *)sqlite3_value_text(argv[0]), (size_t)sqlite3_value_bytes(argv[0]),
+                       &fv, &err)) {
         resultError(ctx, fnNames[f], &err);
         fileValueFree(&fv);
         return;
@@ -129,8 +131,8 @@ static void toFile(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     } else if (type != SQLITE_TEXT) {
         errSet(&err, LAKE_EDATA, "not a FILE value: not text");
         resultError(ctx, "to_file", &err);
-    } else if (fileColumnCheck(st, (const char *)sqlite3_value_text(argv[0]), &canonical,
-                               &err)) {
+    } else if (fileColumnCheck(st, (const char *)sqlite3_value_text(argv[0]),
+                               (size_t)sqlite3_value_bytes(argv[0]), &canonical, &err)) {
         resultError(ctx, "to_file", &err);
     } else {
         sqlite3_result_text(ctx, canonical, -1, free);

@@ -42,12 +42,13 @@
  * registration. */
 int fileFunctionsRegister(sqlite3 *db, const stage *st, lakeError *err);
 
-/* The check of a FILE column's INSERT path: text must be a valid FILE value
+/* The check of a FILE column's INSERT path: text (n bytes, a NUL among them
+ * refused as malformed JSON) must be a valid FILE value
  * (fileValueFromJson) whose location lies inside st (stageContains).  On
  * success *canonical is its canonical JSON text (caller frees) and 0 is
  * returned.  On failure *canonical is NULL and the return is 65 with a
  * one-line message naming the problem (malformed JSON, the bad field, or
  * "<location>: outside the managed stage"); 1 when out of memory. */
-int fileColumnCheck(const stage *st, const char *text, char **canonical, lakeError *err);
+int fileColumnCheck(const stage *st, const char *text, size_t n, char **canonical, lakeError *err);
 
 #endif

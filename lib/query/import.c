@@ -3,11 +3,13 @@
  *
  * Both read through one 64 KiB input buffer.  CSV is a small state machine
  * over bytes (no Debian CSV library is among the dependencies); JSON Lines
- * collects one line at a time and hands it to cJSON.
+ * collects one line at a time and hands it to jsonStrictParse (one
+ * validating pass, which also notes where the numbers are, then cJSON).
  */
 #include "query/import.h"
 
 #include "catalog/names.h"
+#include "core/jsonstrict.h"
 #include "core/utf8.h"
 
 #include <cjson/cJSON.h>
@@ -48,12 +50,10 @@ struct importReader {
     char *lbuf;
     size_t llen, lcap;
     cJSON *obj;
-    char **printed;   /* per column: FILE objects printed as text, or a
-                         string with its U+0000 restored */
+    char **printed;   /* per column: FILE objects printed as text */
     char *seen;       /* per column: named on this line */
     size_t *num;      /* the offsets of the line's numbers, in order */
     size_t nnum, num_cap;
-    unsigned nul;     /* the stand-in for U+0000 in the parsed line, or 0 */
 };
 
 /* The next input byte, BYTE_EOF, or BYTE_ERR with err set. */
@@ -325,75 +325,27 @@ static int jsonLine(importReader *r, lakeError *err) {
     return 1;
 }
 
+/* 1 when p[0..n) is only blanks and carriage returns (a NUL byte is not
+ * one: strchr would find the terminator). */
 static int blank(const char *p, size_t n) {
     for (size_t i = 0; i < n; i++)
-        if (!strchr(" \t\r", p[i])) return 0;
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r') return 0;
     return 1;
 }
 
-/* What cJSON does not keep of a line, found by one pass over its text
- * before it is parsed (backslashes and quotes occur only inside strings
- * of valid JSON, so strings are easy to skip):
- *  - the offset of every number, in document order, so that an integer
- *    is read from its own digits, exact in the whole 64-bit range, and a
- *    number written with a '.' or an exponent (2.0, -0.0) stays a REAL;
- *  - every \u0000 escape: cJSON returns NUL-terminated strings, so each
- *    is replaced, in place and at the same length, by \uXXXX of a
- *    private-use character the line does not contain in any form
- *    (r->nul), which jsonString turns back into a NUL byte. */
-static int jsonScan(importReader *r, lakeError *err) {
-    enum { PUA_LO = 0xE000, PUA_HI = 0xF8FF };
-    unsigned char used[(PUA_HI - PUA_LO + 1) / 8 + 1] = {0};
-    char *l = r->lbuf;
-    size_t n = r->llen, nuls = 0;
-    r->nnum = 0;
-    r->nul = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned cp;
-        if (l[i] == '"') { /* a string: note its escapes and characters */
-            for (i++; i < n && l[i] != '"'; i++) {
-                size_t k;
-                if (l[i] == '\\' && i + 1 < n && l[i + 1] == 'u' && i + 5 < n) {
-                    char hex[5] = {l[i + 2], l[i + 3], l[i + 4], l[i + 5], 0};
-                    cp = (unsigned)strtoul(hex, NULL, 16);
-                    if (strcmp(hex, "0000") == 0) nuls++;
-                    else if (cp >= PUA_LO && cp <= PUA_HI) used[(cp - PUA_LO) / 8] |= (unsigned char)(1u << (cp % 8));
-                    i += 5;
-                } else if (l[i] == '\\') {
-                    i++;
-                } else if ((k = utf8Decode((const unsigned char *)l + i, n - i, &cp)) > 1) {
-                    if (cp >= PUA_LO && cp <= PUA_HI) used[(cp - PUA_LO) / 8] |= (unsigned char)(1u << (cp % 8));
-                    i += k - 1;
-                }
-            }
-        } else if (l[i] == '-' || (l[i] >= '0' && l[i] <= '9')) {
-            if (r->nnum == r->num_cap) {
-                size_t cap = r->num_cap ? r->num_cap * 2 : 64;
-                size_t *o = realloc(r->num, cap * sizeof *o);
-                if (!o) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "import");
-                r->num = o;
-                r->num_cap = cap;
-            }
-            r->num[r->nnum++] = i;
-            while (i + 1 < n && l[i + 1] && strchr("+-.eE0123456789", l[i + 1])) i++;
-        }
+/* jsonStrictParse's note of a number: its offset, so that an integer is
+ * read from its own digits, exact in the whole 64-bit range, and a number
+ * written with a '.' or an exponent (2.0, -0.0) stays a REAL. */
+static int jsonNoteNumber(void *arg, size_t off) {
+    importReader *r = arg;
+    if (r->nnum == r->num_cap) {
+        size_t cap = r->num_cap ? r->num_cap * 2 : 64;
+        size_t *o = realloc(r->num, cap * sizeof *o);
+        if (!o) return 1;
+        r->num = o;
+        r->num_cap = cap;
     }
-    if (!nuls) return 0;
-    for (unsigned cp = PUA_LO; cp <= PUA_HI && !r->nul; cp++)
-        if (!(used[(cp - PUA_LO) / 8] & (1u << (cp % 8)))) r->nul = cp;
-    if (!r->nul) return dataErr(r, err, r->rec_line, "too many private-use characters around a \\u0000");
-    for (size_t i = 0; i < n; i++) { /* the same walk, rewriting */
-        if (l[i] != '"') continue;
-        for (i++; i < n && l[i] != '"'; i++) {
-            if (l[i] != '\\') continue;
-            if (i + 5 < n && strncmp(l + i + 1, "u0000", 5) == 0) {
-                char hex[5];
-                snprintf(hex, sizeof hex, "%04X", r->nul);
-                memcpy(l + i + 2, hex, 4);
-            }
-            i += i + 1 < n && l[i + 1] == 'u' ? 5 : 1;
-        }
-    }
+    r->num[r->nnum++] = off;
     return 0;
 }
 
@@ -417,35 +369,6 @@ static size_t jsonCountNumbers(const cJSON *v) {
     return k;
 }
 
-/* The string member v of column c as a value, with its U+0000 restored
- * (see jsonScan). */
-static int jsonString(importReader *r, int c, const cJSON *v, lakeValue *out, lakeError *err) {
-    const char *s = v->valuestring;
-    size_t n = strlen(s);
-    *out = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = s, .n = n};
-    if (!r->nul) return 0;
-    char mark[4];
-    mark[0] = (char)(0xE0 | (r->nul >> 12));
-    mark[1] = (char)(0x80 | ((r->nul >> 6) & 0x3F));
-    mark[2] = (char)(0x80 | (r->nul & 0x3F));
-    mark[3] = '\0';
-    if (!strstr(s, mark)) return 0;
-    char *t = malloc(n + 1);
-    if (!t) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "import");
-    size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        if (strncmp(s + i, mark, 3) == 0) {
-            t[k++] = '\0';
-            i += 3;
-        } else {
-            t[k++] = s[i++];
-        }
-    }
-    r->printed[c] = t;
-    *out = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = t, .n = k};
-    return 0;
-}
-
 static int jsonNext(importReader *r, lakeError *err) {
     int rc;
     const segmentSchema *s = r->schema;
@@ -454,11 +377,19 @@ static int jsonNext(importReader *r, lakeError *err) {
     } while (blank(r->lbuf, r->llen));
     cJSON_Delete(r->obj);
     r->obj = NULL;
-    if ((rc = jsonScan(r, err))) return rc;
-    const char *end = NULL;
-    r->obj = cJSON_ParseWithLengthOpts(r->lbuf, r->llen, &end, 0);
-    if (!r->obj || !end || !blank(end, r->llen - (size_t)(end - r->lbuf)))
-        return dataErr(r, err, r->rec_line, "malformed JSON");
+    /* strict JSON (core/jsonstrict.h): a \u0000 that would cut a key or a
+     * value short, a raw control character, a number or escape outside
+     * RFC 8259, text after the object: all malformed */
+    jsonFault f;
+    r->nnum = 0;
+    if (!(r->obj = jsonStrictParse(r->lbuf, r->llen, jsonNoteNumber, r, &f))) {
+        if (f.nomem) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "import");
+        char why[128];
+        jsonFaultText(&f, why, sizeof why);
+        char what[160];
+        snprintf(what, sizeof what, "malformed JSON: %s", why);
+        return dataErr(r, err, r->rec_line, what);
+    }
     if (!cJSON_IsObject(r->obj)) return dataErr(r, err, r->rec_line, "not a JSON object");
     for (int c = 0; c < s->ncols; c++) {
         r->vals[c] = (lakeValue){.kind = LAKE_VALUE_NULL};
@@ -488,7 +419,7 @@ static int jsonNext(importReader *r, lakeError *err) {
         } else if (cJSON_IsNumber(v)) {
             *out = jsonNumber(r, v, k++);
         } else if (cJSON_IsString(v)) {
-            if ((rc = jsonString(r, c, v, out, err))) return rc;
+            *out = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = v->valuestring, .n = strlen(v->valuestring)};
         } else if (cJSON_IsObject(v) && s->cols[c].type == LAKE_TYPE_FILE) {
             k += jsonCountNumbers(v);
             if (!(r->printed[c] = cJSON_PrintUnformatted(v)))

@@ -33,10 +33,11 @@
  * are booleans; a number written as an integer (digits, an optional '-')
  * is an integer, exact over the whole 64-bit range, any other number
  * (2.0, -0.0, 1e3, or an integer out of that range) a real; strings are
- * text, \u0000 (a NUL byte) included; an object
- * is accepted only for a FILE column (the FILE value itself) and is
- * otherwise 65, as is an array: nested data is not flattened or stored as
- * JSON text silently.
+ * text; an object is accepted only for a FILE column (the FILE value
+ * itself) and is otherwise 65, as is an array: nested data is not
+ * flattened or stored as JSON text silently.  Each line is strict JSON
+ * (core/jsonstrict.h): RFC 8259 exactly, no \u0000 (no key or TEXT value
+ * from JSON holds a NUL; a BLOB comes as hex), no key twice; else 65.
  */
 #ifndef LAKE_IMPORT_H
 #define LAKE_IMPORT_H

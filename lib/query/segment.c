@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/interrupt.h"
+#include "core/jsonstrict.h"
 #include "core/realtext.h"
 #include "core/rfc3339.h"
 #include "core/utf8.h"
@@ -315,10 +316,10 @@ static int convert(segmentWriter *w, const segmentColumn *c, const lakeValue *v,
     }
     case LAKE_TYPE_FILE: {
         if (!s) return mismatch(c, v, err);
-        cJSON *j = cJSON_Parse(s);
         fileValue fv = {.size = -1};
         lakeError e = {0};
-        int rc = j ? fileValueFromJson(j, &fv, &e) : errSet(&e, LAKE_EDATA, "not a FILE value");
+        cJSON *j = jsonStrictLoad(s, strlen(s), "not a FILE value", &e);
+        int rc = j ? fileValueFromJson(j, &fv, &e) : (int)e.code;
         cJSON_Delete(j);
         if (!rc) rc = stageContains(w->st, fv.location, &e);
         char *canon = rc ? NULL : fileValueToJson(&fv);

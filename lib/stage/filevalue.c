@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonstrict.h"
 #include "core/utf8.h"
 
 void fileValueFree(fileValue *fv) {
@@ -88,7 +89,8 @@ static cJSON *fieldAsFile(const cJSON *field, cJSON **owned) {
     *owned = NULL;
     if (fileValueLooksLike(field)) return (cJSON *)field;
     if (cJSON_IsString(field) && field->valuestring[0] == '{') {
-        cJSON *inner = cJSON_Parse(field->valuestring);
+        cJSON *inner = jsonStrictParse(field->valuestring, strlen(field->valuestring), NULL, NULL,
+                                       &(jsonFault){0});
         if (fileValueLooksLike(inner)) return *owned = inner;
         cJSON_Delete(inner);
     }
@@ -109,8 +111,8 @@ int refParse(const char *text, fileValue *fv, lakeError *err) {
         fv->location = strndup(text, n);
         return fv->location ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "reference");
     }
-    cJSON *doc = cJSON_Parse(text);
-    if (!doc) return errSet(err, LAKE_EDATA, "malformed JSON");
+    cJSON *doc = jsonStrictLoad(text, strlen(text), "REF", err);
+    if (!doc) return err ? err->code : LAKE_EDATA;
     int rc;
     if (fileValueLooksLike(doc)) {
         rc = fileValueFromJson(doc, fv, err);

@@ -19,13 +19,6 @@ teardown() {
   common_teardown
 }
 
-# The catalog as the server has it: generation and entries, one line.
-directory() {
-  metasrv_post "$ADMIN" catalog_snapshot '{"known_generation":-1}'
-  [ "$HTTP_CODE" = 200 ] || fail "catalog_snapshot: $HTTP_CODE $HTTP_BODY"
-  jq -c '[.generation, [.entries[] | [.namespace, .name]]]' <<<"$HTTP_BODY"
-}
-
 # The log line format of lake-metasrv(8), LOGGING.
 LOG_LINE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z request_id=[0-9A-Z]+ principal=[^ ]+ action=[^ ]+ status=[0-9]+ duration_ms=[0-9]+\.[0-9]+( |$)'
 
@@ -33,7 +26,7 @@ LOG_LINE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z request_id=[0-
   metasrv_post "$ADMIN" create_namespace '{"namespace":"m"}'
   metasrv_post "$ADMIN" create_table '{"namespace":"m","name":"t","schema":[{"name":"a","type":"TEXT"}]}'
   local before
-  before=$(directory)
+  before=$(metasrv_directory)
 
   # ACTION<TAB>BODY, one request each
   local cases=(
@@ -91,7 +84,7 @@ LOG_LINE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z request_id=[0-
   done
   metasrv_check_errors
 
-  assert_equal "$(directory)" "$before"
+  assert_equal "$(metasrv_directory)" "$before"
   local total=0 a n
   for a in catalog_snapshot resolve append create_namespace create_table drop_table whoami; do
     n=$(metasrv_count "$a" 400)

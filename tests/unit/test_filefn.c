@@ -173,16 +173,42 @@ int main(void) {
 
     /* the C check of a FILE column */
     char *c = NULL;
-    ok(fileColumnCheck(st, json, &c, &err) == 0 && c && strcmp(c, json) == 0,
+    ok(fileColumnCheck(st, json, strlen(json), &c, &err) == 0 && c && strcmp(c, json) == 0,
        "fileColumnCheck accepts a valid value inside the stage");
     free(c);
-    ok(fileColumnCheck(st, "nonsense", &c, &err) == LAKE_EDATA && !c,
+    ok(fileColumnCheck(st, "nonsense", 8, &c, &err) == LAKE_EDATA && !c,
        "fileColumnCheck refuses malformed JSON with 65 (%s)", err.msg);
     snprintf(want, sizeof want, "{\"location\":\"file:///etc/passwd\",\"size\":1,\"sha256\":\"%s\"}",
              fv.sha256);
-    ok(fileColumnCheck(st, want, &c, &err) == LAKE_EDATA && !c &&
+    ok(fileColumnCheck(st, want, strlen(want), &c, &err) == LAKE_EDATA && !c &&
            strstr(err.msg, "outside the managed stage"),
        "fileColumnCheck refuses a location outside the stage with 65");
+    /* strict JSON: a NUL byte after the object, a repeated key, a number
+     * RFC 8259 refuses, \u0000 in a string (issue 15) */
+    char bad[2048];
+    int n = snprintf(bad, sizeof bad, "%s", json);
+    bad[n] = '\0';
+    memcpy(bad + n + 1, "junk", 5);
+    ok(fileColumnCheck(st, bad, (size_t)n + 5, &c, &err) == LAKE_EDATA && !c &&
+           strstr(err.msg, "malformed JSON"),
+       "fileColumnCheck refuses text after a NUL byte (%s)", err.msg);
+    snprintf(bad, sizeof bad, "{\"location\":\"file:///etc/passwd\",%s", json + 1);
+    ok(fileColumnCheck(st, bad, strlen(bad), &c, &err) == LAKE_EDATA && !c &&
+           strstr(err.msg, "a key repeated"),
+       "fileColumnCheck refuses a repeated key (%s)", err.msg);
+    snprintf(bad, sizeof bad, "{\"location\":\"%s\",\"size\":5.,\"sha256\":\"%s\"}", fv.location,
+             fv.sha256);
+    ok(fileColumnCheck(st, bad, strlen(bad), &c, &err) == LAKE_EDATA && !c &&
+           strstr(err.msg, "digits after its '.'"),
+       "fileColumnCheck refuses the number 5. (%s)", err.msg);
+    snprintf(bad, sizeof bad, "{\"location\":\"%s\\u0000x\",\"size\":5,\"sha256\":\"%s\"}",
+             fv.location, fv.sha256);
+    ok(fileColumnCheck(st, bad, strlen(bad), &c, &err) == LAKE_EDATA && !c &&
+           strstr(err.msg, "\\u0000"),
+       "fileColumnCheck refuses \\u0000 in the location (%s)", err.msg);
+    ok(one(db, "SELECT to_file(CAST(x'7b7d00' AS TEXT))", NULL, out, sizeof out, em, sizeof em) ==
+               SQLITE_ERROR && strstr(em, "malformed JSON"),
+       "to_file refuses JSON text with a NUL byte (%s)", em);
 
     /* the flags: usable in an index expression and a CHECK constraint */
     ok(sqlite3_exec(db,

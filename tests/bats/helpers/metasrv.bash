@@ -157,6 +157,7 @@ metasrv_count() {
 #   metasrv_log_lines [DIR]            the request lines of DIR/serve.log
 #   metasrv_tables NS PREFIX COUNT [TOKENFILE]  NS and COUNT tables, one curl
 #   metasrv_segment LOCATION           one append segment (JSON) at LOCATION
+#   metasrv_directory                  the catalog as the server has it, one line
 #   metasrv_allowed ACTION ROLE        the role table: may ROLE run ACTION?
 #                                      ($METASRV_ACTIONS: every action)
 
@@ -282,6 +283,14 @@ metasrv_allowed() {
     references:admin) return 0 ;;
   esac
   return 1
+}
+
+# The catalog as the server has it: generation and entries, one line
+# (asked as $ADMIN).
+metasrv_directory() {
+  metasrv_post "$ADMIN" catalog_snapshot '{"known_generation":-1}'
+  [ "$HTTP_CODE" = 200 ] || fail "catalog_snapshot: $HTTP_CODE $HTTP_BODY"
+  jq -c '[.generation, [.entries[] | [.namespace, .name]]]' <<<"$HTTP_BODY"
 }
 
 metasrv_segment() { # (test locations need no JSON escaping)
