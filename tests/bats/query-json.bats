@@ -139,13 +139,13 @@ import_refused() {
   for bad in "{\"location\":\"$loc\",\"size\":2.}" "{\"location\":\"$loc\\u0000.evil\"}" \
              "{\"location\":\"$loc\",\"location\":\"$loc\"}" "{\"location\":\"$loc\"}x"; do
     echo "# $bad"
-    # an error raised by a FILE function is an SQL error (1, lake-query(1))
+    # a FILE function given a bad value is bad input (65, lake-query(1))
     run --separate-stderr lake-query -c "SELECT to_file('$bad')"
-    assert_error lake-query 1 "to_file: not a FILE value: malformed JSON"
+    assert_error lake-query 65 "to_file: not a FILE value: malformed JSON"
     run --separate-stderr lake-query -c "INSERT INTO j.f VALUES ('$bad')"
     assert_error lake-query 65 "column f: not a FILE value: malformed JSON"
   done
   run --separate-stderr lake-query -c "SELECT to_file('$v' || char(0) || 'x')"
-  assert_error lake-query 1 "to_file: not a FILE value: malformed JSON: text after the value"
+  assert_error lake-query 65 "to_file: not a FILE value: malformed JSON: text after the value"
   assert_equal "$(lake-query -c 'SELECT count(*) FROM j.f')" 0
 }
