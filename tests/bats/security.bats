@@ -109,13 +109,16 @@ handshake() {
     assert_equal "$stderr" \
       "lake-catalog: token_file: $tok is accessible by group or others (mode 0$mode); chmod 600 $tok"
   done
-  # the config file's token_file too, and another program (lake-query)
+  # the config file's token_file too, and another program (lake-query,
+  # which reads its configuration only for a statement naming a lake table)
+  env LAKE_TOKEN_FILE="$tok" lake-catalog create-namespace sec 2>/dev/null
+  env LAKE_TOKEN_FILE="$tok" lake-catalog create sec.t 'n INTEGER' 2>/dev/null
   chmod 644 "$tok"
   printf 'metasrv = %s\ntoken_file = %s\nca_file = %s\n' "$METASRV_URL" "$tok" "$SRV/cert.pem" >"$T/lake.conf"
   run --separate-stderr env -u LAKE_METASRV -u LAKE_TOKEN_FILE -u LAKE_CA_FILE LAKE_CONFIG="$T/lake.conf" \
-    lake-query -c 'select 1'
+    lake-query -c 'select count(*) from sec.t'
   assert_success
-  assert_output 1
+  assert_output 0
   assert_equal "$stderr" \
     "lake-query: token_file: $tok is accessible by group or others (mode 0644); chmod 600 $tok"
 
