@@ -49,11 +49,11 @@ _lake_args_lake_query='-f --format -c --command --import'
 # lake-metasrv takes every option before or after its command, so all of
 # them are global; "token" takes create, list or revoke as its operand.
 _lake_opts_lake_metasrv='-q --quiet --db --registry --stage --listen --tls-cert
-    --tls-key --insecure-listen --threads --pool --max-connections --timeout --max-body
+    --tls-key --tls-priority --insecure-listen --threads --pool --max-connections --timeout --max-body
     --snapshot-permits --max-entries --max-bytes --max-schema-bytes --role
     --name --json -h --help --version'
 _lake_args_lake_metasrv='--db --registry --stage --listen --tls-cert --tls-key
-    --threads --pool --max-connections --timeout --max-body --snapshot-permits --max-entries
+    --tls-priority --threads --pool --max-connections --timeout --max-body --snapshot-permits --max-entries
     --max-bytes --max-schema-bytes --role --name'
 _lake_commands_lake_metasrv='init serve token'
 
@@ -106,7 +106,7 @@ _lake_complete_value() {
     *)
         # --name, --content-type, --size, --sha256, --part-size, --jobs,
         # --stage, --max-age, resolve's --version N, lake-metasrv's
-        # --listen, --name and numbers: free text
+        # --listen, --tls-priority, --name and numbers: free text
         COMPREPLY=()
         ;;
     esac

@@ -519,6 +519,10 @@ catalog_fixture() {
   # free text: the address, the names, the numbers
   run bash_complete lake-metasrv serve --listen ''
   assert_output ""
+  run bash_complete lake-metasrv serve --tls-priority ''
+  assert_output ""
+  run bash_complete lake-metasrv serve --tls-p
+  assert_output --tls-priority
   run bash_complete lake-metasrv token create --name ''
   assert_output ""
 }

@@ -3,6 +3,7 @@
 # helpers/common.  Every function works in a directory (default $T/srv).
 #
 #   metasrv_init  [DIR] [STAGE_URL]   registry + admin token (DIR/admin.token)
+#   metasrv_certs DIR [rsa]            the test certificate (before metasrv_init: RSA)
 #   metasrv_start [DIR] [PORT] [serve options…]   sets METASRV_URL, _PID, _PORT
 #   metasrv_stop  [DIR]                SIGTERM, waits for the drain
 #   metasrv_kill                       SIGKILL
@@ -32,10 +33,14 @@ sqlite_registry_only() {
   [ "${LAKE_TEST_REGISTRY:-sqlite}" != pg ] || skip "a SQLite registry only: $1"
 }
 
+# metasrv_certs DIR [rsa]: DIR/cert.pem and DIR/key.pem, ECDSA P-256 (or
+# RSA 2048), unless DIR has a certificate already
 metasrv_certs() {
-  local dir=$1
+  local dir=$1 key=(-newkey ec -pkeyopt ec_paramgen_curve:P-256)
+  [ "${2:-}" = rsa ] && key=(-newkey rsa:2048)
   [ -f "$dir/cert.pem" ] && return 0
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+  mkdir -p "$dir"
+  openssl req -x509 "${key[@]}" -nodes \
     -keyout "$dir/key.pem" -out "$dir/cert.pem" -days 2 -subj /CN=localhost \
     -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" >/dev/null 2>&1 ||
     fail "openssl could not make a test certificate"
