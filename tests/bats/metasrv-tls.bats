@@ -16,8 +16,8 @@ load helpers/common
 load helpers/metasrv
 
 setup() {
-  [ "${LAKE_TEST_REGISTRY:-sqlite}" != pg ] || skip "TLS does not depend on the registry"
   common_setup
+  [ "${LAKE_TEST_REGISTRY:-sqlite}" != pg ] || skip "TLS does not depend on the registry"
   metasrv_init "$T/ec"
   metasrv_certs "$T/rsa" rsa
   metasrv_init "$T/rsa"
