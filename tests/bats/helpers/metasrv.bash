@@ -57,6 +57,7 @@ metasrv_init() {
     [ -n "${PG_DIR:-}" ] || fail "LAKE_TEST_REGISTRY=pg needs a PostgreSQL: bash tests/bats/helpers/pg.bash run bats …"
     # shellcheck source=pg.bash
     source "${BATS_TEST_DIRNAME}/helpers/pg.bash"
+    # shellcheck disable=SC2119 # no options: the plain URL
     pg_fresh_url >"$dir/registry.url" || fail "cannot create a PostgreSQL database"
   fi
   metasrv_regopt "$dir"
@@ -276,6 +277,7 @@ metasrv_tables() {
 
 # DESIGN §5's role table, written out here, not read from the program:
 # metasrv_allowed ACTION ROLE succeeds when ROLE may run ACTION.
+# shellcheck disable=SC2034 # for the suites
 METASRV_ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami references"
 metasrv_allowed() {
   case "$1:$2" in
@@ -300,10 +302,12 @@ metasrv_segment() { # (test locations need no JSON escaping)
 # directory), ADMIN (the admin token file) and STAGE_URL.
 metasrv_setup() {
   common_setup
-  metasrv_init
-  metasrv_start
-  [ "${1:-}" = nouse ] || metasrv_use
   SRV=$T/srv
+  metasrv_init "$SRV"
+  metasrv_start "$SRV"
+  [ "${1:-}" = nouse ] || metasrv_use "$SRV"
+  # shellcheck disable=SC2034 # ADMIN and STAGE_URL are the suites'
   ADMIN=$SRV/admin.token
+  # shellcheck disable=SC2034 # (the same)
   STAGE_URL=file://$SRV/stage
 }
