@@ -28,7 +28,7 @@ BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
 
 CC         ?= cc
-PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib libmicrohttpd libpq
+PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib libmicrohttpd gnutls libpq
 SANITIZE   ?=
 ifeq ($(SANITIZE),1)
 BUILD      := build-san
@@ -74,10 +74,10 @@ MANALL     := $(wildcard man/*.[1-9])
 
 # Every Debian package the build, the tests and the benchmarks need.
 DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
-              libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
+              libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev libgnutls28-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
-              valgrind postgresql libpq-dev
+              valgrind postgresql libpq-dev shellcheck
 # The npm test peers (s3rver), pinned by tests/package-lock.json: only make
 # check needs them (and npm), never the build, demo or install.
 NPM_STAMP  := tests/node_modules/.package-lock.json

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/lib.sh - the set-up every benchmark shares; sourced, not run.
 #
 #   bench_init NAME        a private work dir ($work) removed on exit (kept with
@@ -21,6 +22,7 @@
 #                          a TLS lake-metasrv on an ephemeral loopback port;
 #                          sets srv_url and srv_pid; its log goes to OUT.log
 #                          with BENCH_KEEP=1, else nowhere
+#   alternate ...          timed rounds of commands: T[NAME], RSS[NAME] (below)
 set -eu
 : "${LAKE_BIN:?set LAKE_BIN (make bench does)}"
 LAKE_BIN=$(cd "$LAKE_BIN" && pwd)
@@ -79,8 +81,7 @@ free_port() {
 }
 
 wait_line() {
-  local i
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     grep -q "$2" "$1" 2>/dev/null && return 0
     sleep 0.05
   done
@@ -95,22 +96,25 @@ metasrv_serve() {
   [ -f "$work/cert.pem" ] || bench_certs
   bench_spawn "$LAKE_BIN/lake-metasrv" serve --db "$db" --listen 127.0.0.1:0 --tls-cert "$work/cert.pem" \
     --tls-key "$work/key.pem" "$@" >"$out" 2>"$log"
+  # shellcheck disable=SC2034 # srv_pid and srv_url are the caller's (bench/load, bench/metasrv)
   srv_pid=$!
   wait_line "$out" '^listening'
+  # shellcheck disable=SC2034 # (the same)
   srv_url=$(sed -n 's/^listening on //p' "$out")
 }
 
 # alternate [-p PREP] NAME CMD [NAME CMD]...: $runs rounds, each running
 # every CMD once in turn (PREP, untimed, and sync before every run), so a
-# noisy neighbour slows them alike; sets T_NAME to the median wall seconds
-# and RSS_NAME to the largest peak RSS (KiB) of the measured process tree,
+# noisy neighbour slows them alike; sets T[NAME] to the median wall seconds
+# and RSS[NAME] to the largest peak RSS (KiB) of the measured process tree,
 # and prints both.
+declare -A T=() RSS=()
 alternate() {
-  local prep=true i k t m names=() cmds=()
+  local prep=true k t m names=() cmds=()
   if [ "$1" = -p ]; then prep=$2; shift 2; fi
   while [ $# -ge 2 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
   for k in "${!names[@]}"; do : >"$work/${names[k]}.t"; : >"$work/${names[k]}.rss"; done
-  for i in $(seq "$runs"); do
+  for _ in $(seq "${runs:?alternate needs runs}"); do
     for k in "${!names[@]}"; do
       bash -c "$prep"
       sync
@@ -121,9 +125,8 @@ alternate() {
     done
   done
   for k in "${!names[@]}"; do
-    printf -v "T_${names[k]}" '%s' "$(median "$work/${names[k]}.t")"
-    printf -v "RSS_${names[k]}" '%s' "$(sort -n "$work/${names[k]}.rss" | tail -1)"
-    printf '%-22s %8.2f s   peak RSS %7d KiB\n' "${names[k]}" "$(median "$work/${names[k]}.t")" \
-      "$(sort -n "$work/${names[k]}.rss" | tail -1)"
+    T[${names[k]}]=$(median "$work/${names[k]}.t")
+    RSS[${names[k]}]=$(sort -n "$work/${names[k]}.rss" | tail -1)
+    printf '%-22s %8.2f s   peak RSS %7d KiB\n' "${names[k]}" "${T[${names[k]}]}" "${RSS[${names[k]}]}"
   done
 }

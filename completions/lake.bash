@@ -49,40 +49,72 @@ _lake_args_lake_query='-f --format -c --command --import'
 # lake-metasrv takes every option before or after its command, so all of
 # them are global; "token" takes create, list or revoke as its operand.
 _lake_opts_lake_metasrv='-q --quiet --db --registry --stage --listen --tls-cert
-    --tls-key --insecure-listen --threads --pool --max-connections --timeout --max-body
+    --tls-key --tls-priority --insecure-listen --threads --pool --max-connections --timeout --max-body
     --snapshot-permits --max-entries --max-bytes --max-schema-bytes --role
     --name --json -h --help --version'
 _lake_args_lake_metasrv='--db --registry --stage --listen --tls-cert --tls-key
-    --threads --pool --max-connections --timeout --max-body --snapshot-permits --max-entries
+    --tls-priority --threads --pool --max-connections --timeout --max-body --snapshot-permits --max-entries
     --max-bytes --max-schema-bytes --role --name'
 _lake_commands_lake_metasrv='init serve token'
+
+# COMPREPLY from compgen ARGS..., one word a line: word splitting would
+# cut a file name "my dir" into "my" and "dir".  (-W lists are of words
+# without blanks: options, commands, table names.)
+_lake_compgen() {
+    mapfile -t COMPREPLY < <(compgen "$@" 2>/dev/null)
+}
+
+# The word $1 as the shell will read it: without the quote it opens ("my,
+# 'my) or the backslashes that escape its characters (my\ d; inside double
+# quotes only \$ \` \" \\).  compgen -f takes the name itself, and readline
+# quotes what it inserts again.
+_lake_dequote() {
+    local w=$1 out='' i c dq=''
+    case $w in
+    \'*) printf '%s' "${w#\'}"; return ;;
+    \"*) w=${w#\"} dq=1 ;;
+    esac
+    for ((i = 0; i < ${#w}; i++)); do
+        c=${w:i:1}
+        if [ "$c" = "\\" ] && { [ -z "$dq" ] || [[ ${w:i+1:1} == [\$\`\"\\] ]]; }; then
+            i=$((i + 1))
+            c=${w:i:1}
+        fi
+        out+=$c
+    done
+    printf '%s' "$out"
+}
+
+# Complete file names (-f) or directories (-d), $1, from the word $2.
+_lake_files() {
+    compopt -o filenames 2>/dev/null
+    _lake_compgen "$1" -- "$(_lake_dequote "$2")"
+}
 
 # Complete the argument of option $2 of program $1 from the word $3.
 _lake_complete_value() {
     case $2 in
     -o | --output)
-        compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -d -- "$3"))
+        _lake_files -d "$3"
         ;;
     --db | --tls-cert | --tls-key)
         # lake-metasrv's registry, certificate and key files
-        compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -f -- "$3"))
+        _lake_files -f "$3"
         ;;
     --registry)
         # a URL: offer the schemes
-        COMPREPLY=($(compgen -W 'sqlite: postgresql://' -- "$3"))
+        _lake_compgen -W 'sqlite: postgresql://' -- "$3"
         ;;
     --role)
-        COMPREPLY=($(compgen -W 'admin query-service metadata-peer user' -- "$3"))
+        _lake_compgen -W 'admin query-service metadata-peer user' -- "$3"
         ;;
     -f | --format)
-        COMPREPLY=($(compgen -W 'tsv csv json jsonl table' -- "$3"))
+        _lake_compgen -W 'tsv csv json jsonl table' -- "$3"
         ;;
     --import | --table)
         # lake-query --import, lake-put --table: an existing table, from the
         # snapshot cache alone
-        COMPREPLY=($(compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$3"))
+        _lake_compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$3"
         ;;
     -c | --command)
         # lake-query's SQL: the table name being typed ("FROM docs.pa"),
@@ -95,8 +127,9 @@ _lake_complete_value() {
         local tok=${3##*[!A-Za-z0-9_.]} t
         compopt -o nospace 2>/dev/null
         if [ -n "$tok" ]; then
-            for t in $(compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$tok"); do
-                COMPREPLY+=("${3%"$tok"}$t")
+            _lake_compgen -W "$(_lake_catalog_cached | tr '\t' '.')" -- "$tok"
+            for t in "${!COMPREPLY[@]}"; do
+                COMPREPLY[t]=${3%"$tok"}${COMPREPLY[t]}
             done
         fi
         if [ "${#COMPREPLY[@]}" = 1 ] && [[ $3 == [\"\']* ]]; then
@@ -106,7 +139,7 @@ _lake_complete_value() {
     *)
         # --name, --content-type, --size, --sha256, --part-size, --jobs,
         # --stage, --max-age, resolve's --version N, lake-metasrv's
-        # --listen, --name and numbers: free text
+        # --listen, --tls-priority, --name and numbers: free text
         COMPREPLY=()
         ;;
     esac
@@ -132,16 +165,16 @@ _lake_complete_operand() {
         case $3:$4 in
         show:1 | resolve:1 | drop:1)
             list=$(_lake_catalog_cached | tr '\t' '.')
-            COMPREPLY=($(compgen -W "$list" -- "$2"))
+            _lake_compgen -W "$list" -- "$2"
             ;;
         list:1)
             list=$(_lake_catalog_cached | cut -f1 | uniq)
-            COMPREPLY=($(compgen -W "$list" -- "$2"))
+            _lake_compgen -W "$list" -- "$2"
             ;;
         create:1)
             # a new table: offer "namespace." and let the name be typed
             list=$(_lake_catalog_cached | cut -f1 | uniq | sed 's/$/./')
-            COMPREPLY=($(compgen -W "$list" -- "$2"))
+            _lake_compgen -W "$list" -- "$2"
             compopt -o nospace 2>/dev/null
             ;;
         *)
@@ -152,7 +185,7 @@ _lake_complete_operand() {
         ;;
     lake-metasrv)
         case $3:$4 in
-        token:1) COMPREPLY=($(compgen -W 'create list revoke' -- "$2")) ;;
+        token:1) _lake_compgen -W 'create list revoke' -- "$2" ;;
         *) COMPREPLY=() ;; # init and serve take no operands
         esac
         ;;
@@ -163,17 +196,13 @@ _lake_complete_operand() {
             COMPREPLY=()
             ;;
         *)
-            if [ "$4" = 1 ]; then
-                compopt -o filenames 2>/dev/null
-                COMPREPLY=($(compgen -f -- "$2"))
-            fi
+            [ "$4" != 1 ] || _lake_files -f "$2"
             ;;
         esac
         ;;
     *)
         # lake-put: files to store; lake-get: REFs, but a path is handy too
-        compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -f -- "$2"))
+        _lake_files -f "$2"
         ;;
     esac
 }
@@ -183,7 +212,7 @@ _lake_complete() {
     local key=${prog//-/_}
     local opts_var=_lake_opts_$key args_var=_lake_args_$key cmds_var=_lake_commands_$key
     local opts=${!opts_var-} args=${!args_var-} cmds=${!cmds_var-}
-    local cur=${COMP_WORDS[COMP_CWORD]} prev= i w cmd= operands=0 dashdash=0
+    local cur=${COMP_WORDS[COMP_CWORD]} prev='' i w cmd='' operands=0 dashdash=0
     local IFS=$' \t\n'
     COMPREPLY=()
     [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
@@ -238,13 +267,13 @@ _lake_complete() {
         esac
 
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+            _lake_compgen -W "$opts" -- "$cur"
             return 0
         fi
     fi
 
     if [ -n "$cmds" ] && [ -z "$cmd" ]; then
-        COMPREPLY=($(compgen -W "$cmds" -- "$cur"))
+        _lake_compgen -W "$cmds" -- "$cur"
         return 0
     fi
     _lake_complete_operand "$prog" "$cur" "$cmd" $((operands + 1))

@@ -5,7 +5,7 @@
  *
  *   lake-metasrv init (--db PATH | --registry URL) [--stage URL]
  *   lake-metasrv serve (--db PATH | --registry URL) --listen HOST:PORT
- *                [--tls-cert F --tls-key F | --insecure-listen] [limits]
+ *                [--tls-cert F --tls-key F [--tls-priority S] | --insecure-listen] [limits]
  *   lake-metasrv token create|list|revoke (--db PATH | --registry URL) [--role ROLE] [--name NAME]
  *
  * Tokens are "lk_<name>_<64 hex digits>" from OpenSSL's RNG, printed once,
@@ -30,7 +30,7 @@
 
 enum { OPT_DB = 0x100, OPT_STAGE, OPT_LISTEN, OPT_CERT, OPT_KEY, OPT_INSECURE, OPT_ROLE, OPT_NAME,
        OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_PERMITS, OPT_MAXENTRIES, OPT_MAXBYTES,
-       OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL };
+       OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL, OPT_PRIORITY };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings"},
@@ -40,6 +40,7 @@ static const cliOption options[] = {
     {OPT_LISTEN, 0, "listen", "HOST:PORT", "serve: address to listen on (port 0: any free port)"},
     {OPT_CERT, 0, "tls-cert", "FILE", "serve: TLS certificate chain (PEM)"},
     {OPT_KEY, 0, "tls-key", "FILE", "serve: TLS private key (PEM)"},
+    {OPT_PRIORITY, 0, "tls-priority", "STRING", "serve: GnuTLS priorities instead of the default of lake-metasrv(8)"},
     {OPT_INSECURE, 0, "insecure-listen", NULL, "serve: plain HTTP, refused unless on loopback"},
     {OPT_THREADS, 0, "threads", "N", "serve: worker threads (default 4)"},
     {OPT_MAXCONN, 0, "max-connections", "N", "serve: open connections at most (default 512)"},
@@ -68,7 +69,7 @@ static const cliSpec spec = {
 };
 
 typedef struct args {
-    const char *db, *registry, *stage, *listen, *cert, *key, *role, *name;
+    const char *db, *registry, *stage, *listen, *cert, *key, *priority, *role, *name;
     char url[4096]; /* the registry as a URL */
     int insecure, json;
     serverConfig srv;
@@ -196,6 +197,7 @@ int main(int argc, char **argv) {
         case OPT_LISTEN: a.listen = arg; break;
         case OPT_CERT: a.cert = arg; break;
         case OPT_KEY: a.key = arg; break;
+        case OPT_PRIORITY: a.priority = arg; break;
         case OPT_INSECURE: a.insecure = 1; break;
         case OPT_ROLE: a.role = arg; break;
         case OPT_NAME: a.name = arg; break;
@@ -236,13 +238,15 @@ int main(int argc, char **argv) {
         rc = cmdInit(&a, &err);
     } else if (strcmp(cmd, "serve") == 0) {
         if (!a.listen) cliUsageError(&spec, "serve needs --listen HOST:PORT");
-        if (a.insecure && (a.cert || a.key)) cliUsageError(&spec, "--insecure-listen takes no certificate");
+        if (a.insecure && (a.cert || a.key || a.priority))
+            cliUsageError(&spec, "--insecure-listen takes no certificate or TLS priorities");
         if (!a.insecure && (!a.cert || !a.key))
             cliUsageError(&spec, "serve needs --tls-cert and --tls-key (or --insecure-listen on loopback)");
         splitListen(a.listen, host, sizeof host, &a.srv);
         a.srv.db = a.url;
         a.srv.tls_cert = a.cert;
         a.srv.tls_key = a.key;
+        a.srv.tls_priority = a.insecure ? NULL : a.priority ? a.priority : SERVER_TLS_PRIORITY;
         a.srv.insecure = a.insecure;
         rc = serverRun(&a.srv, &err);
     } else { /* token */

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -43,9 +44,6 @@
 #include "stage/stage.h"
 
 #define PEM_MAX (1024 * 1024)
-/* GnuTLS priorities: its normal choices, but only TLS 1.2 and 1.3; a
- * client offering nothing newer than TLS 1.1 fails the handshake. */
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 /* --- state shared by the worker threads -------------------------------- */
 
@@ -447,6 +445,21 @@ static int isLoopback(const struct sockaddr *sa) {
     return 0;
 }
 
+/* Parse a GnuTLS priority string as libmicrohttpd will (it gives no reason
+ * when it fails); one GnuTLS refuses is a configuration error (78) naming
+ * where GnuTLS stopped reading and why. */
+static int checkTlsPriority(const char *prio, lakeError *err) {
+    gnutls_priority_t p;
+    const char *at = NULL;
+    int g = gnutls_priority_init(&p, prio, &at);
+    if (g == GNUTLS_E_SUCCESS) {
+        gnutls_priority_deinit(p);
+        return 0;
+    }
+    if (!at || !*at) return errSet(err, LAKE_ECONFIG, "--tls-priority '%s': %s", prio, gnutls_strerror(g));
+    return errSet(err, LAKE_ECONFIG, "--tls-priority: GnuTLS refuses '%s': %s", at, gnutls_strerror(g));
+}
+
 int serverRun(const serverConfig *cfg, lakeError *err) {
     conf = cfg;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
@@ -458,6 +471,10 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     if (cfg->insecure && !isLoopback(ai->ai_addr)) {
         freeaddrinfo(ai);
         return errSet(err, LAKE_EUSAGE, "--insecure-listen is refused on %s: not a loopback address", cfg->host);
+    }
+    if (!cfg->insecure && checkTlsPriority(cfg->tls_priority, err)) {
+        freeaddrinfo(ai);
+        return err->code;
     }
 
     /* the registry must be there and authoritative before we listen */
@@ -523,7 +540,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
                              cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
                              MHD_OPTION_NOTIFY_CONNECTION, deadlineNotify, NULL,
                              MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_HTTPS_MEM_KEY, key,
-                             MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+                             MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_PRIORITIES, cfg->tls_priority,
                              MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {

@@ -19,12 +19,24 @@
 #include "catalog/registry.h"
 #include "core/error.h"
 
+/* The TLS the server offers unless --tls-priority says otherwise
+ * (lake-metasrv(8), TLS), as Mozilla's "intermediate" profile: TLS 1.2 and
+ * 1.3 only; ECDHE key exchange (no static RSA, no DHE: every TLS 1.2 client
+ * does ECDHE, and DHE would need parameters of its own); AEAD ciphers only
+ * (no CBC, no SHA-1 MAC); X25519, P-256 and P-384; and the server's order
+ * wins over the client's. */
+#define SERVER_TLS_PRIORITY                                                                   \
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-CIPHER-ALL:" \
+    "+AES-256-GCM:+CHACHA20-POLY1305:+AES-128-GCM:-MAC-ALL:+AEAD:-GROUP-ALL:+GROUP-X25519:"   \
+    "+GROUP-SECP256R1:+GROUP-SECP384R1:%SERVER_PRECEDENCE"
+
 typedef struct serverConfig {
     const char *db;          /* the registry: sqlite:PATH or postgresql://… */
     const char *host;        /* as given in --listen */
     unsigned port;           /* 0: ephemeral */
     const char *tls_cert;    /* PEM files; NULL with insecure */
     const char *tls_key;
+    const char *tls_priority; /* GnuTLS priority string; NULL with insecure */
     int insecure;
     unsigned threads;
     unsigned max_connections;

@@ -519,6 +519,10 @@ catalog_fixture() {
   # free text: the address, the names, the numbers
   run bash_complete lake-metasrv serve --listen ''
   assert_output ""
+  run bash_complete lake-metasrv serve --tls-priority ''
+  assert_output ""
+  run bash_complete lake-metasrv serve --tls-p
+  assert_output --tls-priority
   run bash_complete lake-metasrv token create --name ''
   assert_output ""
 }
@@ -624,6 +628,68 @@ PY
   # elsewhere a unique match still ends the word
   run readline_tab 'lake-catalog show web.pa'
   assert_output 'ges '
+}
+
+# A directory and files whose names hold a blank, beside names that begin
+# the same: "my<TAB>" must offer "my dir", never "my" and "dir".
+blank_names() {
+  mkdir -p "$T/w/my dir" "$T/w/my dir2/sub"
+  : >"$T/w/my file.pem"
+  : >"$T/w/my file.sql"
+  cd "$T/w"
+}
+
+@test "completions: bash keeps a file name with a blank whole (COMPREPLY)" {
+  blank_names
+  run bash_complete lake-get -o my
+  assert_success
+  assert_output "$(printf '%s\n' 'my dir' 'my dir2')"
+  run bash_complete lake-get --output = 'my\ dir'
+  assert_output "$(printf '%s\n' 'my dir' 'my dir2')"
+  run bash_complete lake-get -o '"my d'
+  assert_output "$(printf '%s\n' 'my dir' 'my dir2')"
+  run bash_complete lake-get -o "'my dir2"
+  assert_output 'my dir2'
+  run bash_complete lake-put 'my f'
+  assert_output "$(printf '%s\n' 'my file.pem' 'my file.sql')"
+  run bash_complete lake-put 'my\ file.s'
+  assert_output 'my file.sql'
+  run bash_complete lake-metasrv serve --tls-cert 'my\ file.p'
+  assert_output 'my file.pem'
+  run bash_complete lake-metasrv --db 'my\ file.s'
+  assert_output 'my file.sql'
+  run bash_complete lake-query 'my\ file.s'
+  assert_output 'my file.sql'
+}
+
+@test "completions: bash completes a file name with a blank in an interactive shell, quoted as typed" {
+  blank_names
+  rmdir "$T/w/my dir"
+  # one directory: the rest of its name, the blank escaped as typed, a slash
+  run readline_tab 'lake-get -o my'
+  assert_output '\ dir2/'
+  run readline_tab 'lake-get --output=my'
+  assert_output '\ dir2/'
+  run readline_tab 'lake-get -o my\ d'
+  assert_output 'ir2/'
+  run readline_tab 'lake-get -o "my'
+  assert_output ' dir2"/'
+  run readline_tab "lake-get -o 'my"
+  assert_output " dir2'/"
+  # one file: the rest of its name and a space (after the closing quote)
+  run readline_tab 'lake-put my\ file.s'
+  assert_output 'ql '
+  run readline_tab 'lake-put "my file.s'
+  assert_output 'ql" '
+  run readline_tab 'lake-query my\ file.s'
+  assert_output 'ql '
+  run readline_tab "lake-metasrv serve --tls-cert 'my file.p"
+  assert_output "em' "
+  run readline_tab 'lake-put my\ file.sql my\ file.p'
+  assert_output 'em '
+  # several: what they have in common, the blank escaped
+  run readline_tab 'lake-put my'
+  assert_output '\ '
 }
 
 @test "completions: zsh -n accepts _lake" {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Conventions shared by the programs: progress, -q, LAKE_TRACE lines, and
-# make install/uninstall.
+# Conventions shared by the programs: progress, -q, LAKE_TRACE lines,
+# make install/uninstall, and shellcheck over the repository's shell.
 
 load helpers/common
 
@@ -164,4 +164,38 @@ teardown() { common_teardown; }
   # lake(7) names them
   run bash -c "mandoc -Tutf8 '$LAKE_SRC/man/man7/lake.7' | col -b | tr -s ' \n' ' '"
   assert_output --partial "lake-put(1), lake-get(1) and lake-query(1) --import draw a progress bar"
+}
+
+# The repository's shell: every file under bench/, tests/, .ci/ and
+# completions/ named *.bash or *.sh or starting with a bash or sh #!, the
+# test peers' node_modules and the bats suites aside.
+shell_scripts() {
+  local f
+  (cd "$LAKE_SRC" && find bench tests .ci completions -path tests/node_modules -prune -o -type f -print) |
+    sort | while IFS= read -r f; do
+      case $f in
+        *.bats) ;;
+        *.bash | *.sh) printf '%s\n' "$f" ;;
+        *) head -n 1 "$LAKE_SRC/$f" | grep -qE '^#!.*[/ ](ba)?sh( |$)' && printf '%s\n' "$f" ;;
+      esac
+    done
+}
+
+@test "shellcheck: the repository's shell is clean, and every warning kept says why" {
+  command -v shellcheck >/dev/null || fail "shellcheck is not installed (make deps)"
+  local files f
+  mapfile -t files < <(shell_scripts)
+  for f in bench/lib.sh bench/put-get bench/report tests/run tests/demo.sh tests/fuzz/run .ci/run \
+    completions/lake.bash tests/bats/helpers/common.bash tests/bats/helpers/metasrv.bash; do
+    printf '%s\n' "${files[@]}" | grep -qxF "$f" || fail "$f is not among the scripts checked: ${files[*]}"
+  done
+  # .shellcheckrc: sourced files are followed, found beside their script
+  cd "$LAKE_SRC"
+  run shellcheck -f gcc "${files[@]}"
+  [ "$status" -eq 0 ] && [ -z "$output" ] || fail "shellcheck: $output"
+  # a kept warning: "# shellcheck disable=SCnnnn # why"
+  run grep -nE '^[[:space:]]*# shellcheck disable=' "${files[@]}"
+  assert_success
+  run grep -nvE '# shellcheck disable=SC[0-9]+(,SC[0-9]+)* # [^ ].*' <<<"$output"
+  assert_output ""
 }

@@ -15,6 +15,7 @@ start_bg() {
 }
 
 # wait_bg: wait for it; its exit status in status.
+# shellcheck disable=SC2034 # status is read by the suites, as bats' run sets it
 wait_bg() {
   status=0
   wait "$BG" || status=$?
@@ -23,8 +24,7 @@ wait_bg() {
 
 # wait_for CMD...: until CMD succeeds (10 s at most).
 wait_for() {
-  local i
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     "$@" && return 0
     sleep 0.05
   done

@@ -36,6 +36,7 @@ crash_now_ms() {
   printf '%s\n' $(( t / 1000 ))
 }
 
+# shellcheck disable=SC2034 # CRASH_RC is the suites'
 crash_reap() {
   CRASH_RC=0
   wait "$1" || CRASH_RC=$?

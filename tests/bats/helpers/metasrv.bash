@@ -3,6 +3,7 @@
 # helpers/common.  Every function works in a directory (default $T/srv).
 #
 #   metasrv_init  [DIR] [STAGE_URL]   registry + admin token (DIR/admin.token)
+#   metasrv_certs DIR [rsa]            the test certificate (before metasrv_init: RSA)
 #   metasrv_start [DIR] [PORT] [serve options…]   sets METASRV_URL, _PID, _PORT
 #   metasrv_stop  [DIR]                SIGTERM, waits for the drain
 #   metasrv_kill                       SIGKILL
@@ -32,10 +33,14 @@ sqlite_registry_only() {
   [ "${LAKE_TEST_REGISTRY:-sqlite}" != pg ] || skip "a SQLite registry only: $1"
 }
 
+# metasrv_certs DIR [rsa]: DIR/cert.pem and DIR/key.pem, ECDSA P-256 (or
+# RSA 2048), unless DIR has a certificate already
 metasrv_certs() {
-  local dir=$1
+  local dir=$1 key=(-newkey ec -pkeyopt ec_paramgen_curve:P-256)
+  [ "${2:-}" = rsa ] && key=(-newkey rsa:2048)
   [ -f "$dir/cert.pem" ] && return 0
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+  mkdir -p "$dir"
+  openssl req -x509 "${key[@]}" -nodes \
     -keyout "$dir/key.pem" -out "$dir/cert.pem" -days 2 -subj /CN=localhost \
     -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" >/dev/null 2>&1 ||
     fail "openssl could not make a test certificate"
@@ -52,6 +57,7 @@ metasrv_init() {
     [ -n "${PG_DIR:-}" ] || fail "LAKE_TEST_REGISTRY=pg needs a PostgreSQL: bash tests/bats/helpers/pg.bash run bats …"
     # shellcheck source=pg.bash
     source "${BATS_TEST_DIRNAME}/helpers/pg.bash"
+    # shellcheck disable=SC2119 # no options: the plain URL
     pg_fresh_url >"$dir/registry.url" || fail "cannot create a PostgreSQL database"
   fi
   metasrv_regopt "$dir"
@@ -272,6 +278,7 @@ metasrv_tables() {
 
 # DESIGN §5's role table, written out here, not read from the program:
 # metasrv_allowed ACTION ROLE succeeds when ROLE may run ACTION.
+# shellcheck disable=SC2034 # for the suites
 METASRV_ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami references"
 metasrv_allowed() {
   case "$1:$2" in
@@ -304,10 +311,12 @@ metasrv_segment() { # (test locations need no JSON escaping)
 # directory), ADMIN (the admin token file) and STAGE_URL.
 metasrv_setup() {
   common_setup
-  metasrv_init
-  metasrv_start
-  [ "${1:-}" = nouse ] || metasrv_use
   SRV=$T/srv
+  metasrv_init "$SRV"
+  metasrv_start "$SRV"
+  [ "${1:-}" = nouse ] || metasrv_use "$SRV"
+  # shellcheck disable=SC2034 # ADMIN and STAGE_URL are the suites'
   ADMIN=$SRV/admin.token
+  # shellcheck disable=SC2034 # (the same)
   STAGE_URL=file://$SRV/stage
 }

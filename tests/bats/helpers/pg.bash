@@ -24,7 +24,7 @@
 
 pg_bindir() {
   local d
-  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+  for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V -r); do
     [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && { printf '%s\n' "$d"; return 0; }
   done
   echo "pg.bash: no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql)" >&2
@@ -43,7 +43,7 @@ pg_as() {
 pg_daemon() {
   (
     local fd
-    for fd in /proc/$BASHPID/fd/*; do
+    for fd in "/proc/$BASHPID/fd/"*; do
       fd=${fd##*/}
       [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
     done

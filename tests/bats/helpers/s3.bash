@@ -18,12 +18,13 @@
 S3RVER="$LAKE_SRC/tests/node_modules/s3rver/bin/s3rver.js"
 S3_BUCKET=lake-test
 S3_PIDS=
+# shellcheck disable=SC2034 # for the suites
 MIB=$((1024 * 1024))
 
 # Wait until file $1 has a line "... listening on ...:PORT"; echo PORT.
 _s3_port_of() {
-  local i port
-  for i in $(seq 100); do
+  local port
+  for _ in $(seq 100); do
     port=$(sed -nE 's/.*[Ll]istening on [^ ]*:([0-9]+).*/\1/p' "$1" 2>/dev/null | head -n 1)
     if [ -n "$port" ]; then
       printf '%s\n' "$port"
@@ -116,6 +117,7 @@ assert_no_s3_objects() {
 # The trace lines in $stderr of METHOD on a target (s3://BUCKET/key?query)
 # that matches the extended regular expression RE, counted.
 count_requests() {
+  # shellcheck disable=SC2154 # $stderr is bats' (run --separate-stderr)
   grep -cE "^trace: stage $1 s3://$S3_BUCKET/[^ ]*$2" <<<"$stderr" || true
 }
 
@@ -131,6 +133,7 @@ traced_key() {
 assert_traced_error() {
   local prog=$1 code=$2 text lines
   shift 2
+  # shellcheck disable=SC2154 # $status is bats' (run)
   assert_equal "exit $status" "exit $code"
   lines=$(untraced_stderr)
   if [ "$(grep -c . <<<"$lines")" -ne 1 ]; then

@@ -14,6 +14,7 @@
 # A private lake for one test, talking to the chosen source.  Sets:
 #   REGISTRY     the registry database behind the source
 #   SOURCE_NAME  what `lake-catalog status` prints after "source="
+# shellcheck disable=SC2034 # REGISTRY and SOURCE_NAME are the suites'
 source_setup() {
   common_setup
   LAKE_TEST_SOURCE=${LAKE_TEST_SOURCE:-local}
@@ -122,7 +123,7 @@ cached_generation() {
 snapshot_file() {
   local f
   f=("$XDG_CACHE_HOME"/lake/*/snapshot)
-  [ "${#f[@]}" -eq 1 ] && [ -f "${f[0]}" ] || fail "expected one snapshot file, found: ${f[*]}"
+  [[ ${#f[@]} -eq 1 && -f ${f[0]} ]] || fail "expected one snapshot file, found: ${f[*]}"
   printf '%s\n' "${f[0]}"
 }
 
@@ -132,8 +133,8 @@ stage_corrupt() {
   local loc=$1 tmp=$T/corrupt.$$
   case $loc in
     file://*)
-      local f=${loc#file://}
-      printf 'X' | dd of="$f" bs=1 seek=100 conv=notrunc status=none || fail "cannot corrupt $f"
+      local path=${loc#file://}
+      printf 'X' | dd of="$path" bs=1 seek=100 conv=notrunc status=none || fail "cannot corrupt $path"
       ;;
     s3://*)
       s3_curl -o "$tmp" "$S3_ENDPOINT$(s3_path "$loc")" || fail "cannot read $loc"
@@ -158,4 +159,5 @@ make_docs() {
 }
 
 # What `list` prints for make_docs.
+# shellcheck disable=SC2034 # for the suites
 DOCS_LIST=$'docs\tnotes\ndocs\tpapers'
