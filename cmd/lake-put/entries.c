@@ -107,12 +107,14 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
     archive_read_support_filter_all(in->a);
     /* archive_read_support_format_all less mtree: an mtree "archive" is a
      * text file naming files of this host, whose bytes it would read */
+    /* tar first: registered after lha (libarchive 3.6), a tar cut inside
+     * its last header reads as a clean end (ARCHIVE_EOF), not FATAL */
     static int (*const formats[])(struct archive *) = {
-        archive_read_support_format_7zip, archive_read_support_format_ar,
-        archive_read_support_format_cab,  archive_read_support_format_cpio,
-        archive_read_support_format_empty, archive_read_support_format_iso9660,
-        archive_read_support_format_lha,  archive_read_support_format_rar,
-        archive_read_support_format_rar5, archive_read_support_format_tar,
+        archive_read_support_format_tar,  archive_read_support_format_7zip,
+        archive_read_support_format_ar,   archive_read_support_format_cab,
+        archive_read_support_format_cpio, archive_read_support_format_empty,
+        archive_read_support_format_iso9660, archive_read_support_format_lha,
+        archive_read_support_format_rar,  archive_read_support_format_rar5,
         archive_read_support_format_warc, archive_read_support_format_xar,
         archive_read_support_format_zip,
     };

@@ -497,7 +497,7 @@ int main(int argc, char **argv) {
     }
     if ((rc || interruptPending()) && rows && plan.stored > 0) { /* say what became of the objects already put */
         char note[256];
-        snprintf(note, sizeof note, "nothing appended to %s (the %d object%s stored stay%s unreferenced)", a.table,
+        snprintf(note, sizeof note, "nothing appended to %s (the %d object%s stored stay%s unreferenced; lake-catalog gc removes them)", a.table,
                  plan.stored, plan.stored == 1 ? "" : "s", plan.stored == 1 ? "s" : "");
         size_t n = strlen(err.msg);
         snprintf(err.msg + n, sizeof err.msg - n, "; %s", note);
