@@ -22,6 +22,7 @@
 struct archiveIn {
     struct archive *a;
     int fd;
+    off_t size; /* a regular file's size, for onSkip */
     const char *what;
     const volatile sig_atomic_t *stop;
     int interrupted; /* a read gave up on a stop signal */
@@ -59,10 +60,15 @@ static la_ssize_t onRead(struct archive *a, void *ctx, const void **buf) {
 }
 
 /* Regular files only: skip and seek with lseek (a zip's central directory,
- * a 7z header at the end). */
+ * a 7z header at the end).  A skip is never taken past the end of the
+ * file (lseek would allow it): 0 then lets libarchive read and discard,
+ * and so find the archive cut short, as through a pipe (and as its own
+ * file reader does). */
 static la_int64_t onSkip(struct archive *a, void *ctx, la_int64_t request) {
     archiveIn *in = ctx;
     (void)a;
+    off_t at = lseek(in->fd, 0, SEEK_CUR);
+    if (at < 0 || request < 0 || at > in->size || request > in->size - at) return 0;
     return lseek(in->fd, (off_t)request, SEEK_CUR) < 0 ? 0 : request;
 }
 
@@ -122,6 +128,7 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
     archive_read_set_callback_data(in->a, in);
     archive_read_set_read_callback(in->a, onRead);
     if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        in->size = sb.st_size;
         archive_read_set_skip_callback(in->a, onSkip);
         archive_read_set_seek_callback(in->a, onSeek);
     }
