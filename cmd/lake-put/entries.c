@@ -3,21 +3,34 @@
  * out its regular entries one at a time (see entries.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "entries.h"
 
 /* Bytes asked of the input per read(2). */
 #define IN_BLOCK (64 * 1024)
+
+/* The bounds of lake-put(1) LIMITS: layers of compression, and the
+ * resident memory libarchive's steps (opening, reading a header, a block
+ * of data) may add, net, over a whole archive. */
+#define ARCHIVE_FILTERS_MAX 3
+#define ARCHIVE_MEM_MAX (256LL << 20)
+/* How often the watchdog looks. */
+#define WATCH_TICK_NS (10 * 1000 * 1000L)
 
 struct archiveIn {
     struct archive *a;
@@ -29,6 +42,16 @@ struct archiveIn {
     int io_errno;    /* a read(2) of the input failed with this */
     int data_failed; /* the current entry's data could not be read */
     lakeError data_err;
+    /* the watchdog (watchMain): while a libarchive step runs (busy), the
+     * memory it adds is measured against ARCHIVE_MEM_MAX */
+    pthread_t watch;
+    int watching, statm;  /* the thread runs; /proc/self/statm or -1 */
+    pthread_mutex_t mu;   /* with cv: quit */
+    pthread_cond_t cv;
+    int quit;
+    atomic_int busy;
+    atomic_llong rss0;    /* resident bytes when the step began */
+    atomic_llong charged; /* net resident bytes the steps before added */
     char path[PATH_MAX];           /* the current entry's safe name */
     char label[PATH_MAX + 256];    /* "what: path", the entry's reader's what */
     char buf[IN_BLOCK];
@@ -82,6 +105,85 @@ static la_int64_t onSeek(struct archive *a, void *ctx, la_int64_t offset, int wh
     return (la_int64_t)r;
 }
 
+/* Resident bytes of the process, or -1. */
+static long long rssNow(const archiveIn *in) {
+    char buf[128];
+    long long size, res;
+    if (in->statm < 0) return -1;
+    ssize_t n = pread(in->statm, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    if (sscanf(buf, "%lld %lld", &size, &res) != 2) return -1;
+    return res * sysconf(_SC_PAGESIZE);
+}
+
+/* Around every libarchive call that may allocate: the watchdog measures
+ * the memory it adds while it runs. */
+static void stepBegin(archiveIn *in) {
+    atomic_store(&in->rss0, rssNow(in));
+    atomic_store(&in->busy, 1);
+}
+
+static void stepEnd(archiveIn *in) {
+    atomic_store(&in->busy, 0);
+    long long r0 = atomic_load(&in->rss0), r = rssNow(in);
+    if (r0 >= 0 && r >= 0) atomic_fetch_add(&in->charged, r - r0);
+}
+
+/* The watchdog: a libarchive step cannot be made to return, so one that
+ * drives memory past ARCHIVE_MEM_MAX (a decompression bomb, a format's
+ * loop) ends the process from here, 65, cleaning up what a signal would. */
+static void *watchMain(void *arg) {
+    archiveIn *in = arg;
+    pthread_mutex_lock(&in->mu);
+    while (!in->quit) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_nsec += WATCH_TICK_NS;
+        if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&in->cv, &in->mu, &t);
+        if (in->quit || !atomic_load(&in->busy)) continue;
+        long long r0 = atomic_load(&in->rss0), r = rssNow(in);
+        if (r0 >= 0 && r >= 0 && atomic_load(&in->charged) + r - r0 > ARCHIVE_MEM_MAX)
+            interruptFatal(LAKE_EDATA, "%s: reading the archive takes more than %lld MiB of memory "
+                           "(a decompression bomb?): refused", in->what, ARCHIVE_MEM_MAX >> 20);
+    }
+    pthread_mutex_unlock(&in->mu);
+    return NULL;
+}
+
+/* Start the watchdog, with the stop signals left to the main thread. */
+static int watchStart(archiveIn *in, lakeError *err) {
+    sigset_t all, old;
+    in->statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    pthread_mutex_init(&in->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&in->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int e = pthread_create(&in->watch, NULL, watchMain, in);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) return errSetErrno(err, LAKE_EFAIL, e, "%s: watchdog thread", in->what);
+    in->watching = 1;
+    return 0;
+}
+
+static void watchStop(archiveIn *in) {
+    if (in->watching) {
+        pthread_mutex_lock(&in->mu);
+        in->quit = 1;
+        pthread_cond_broadcast(&in->cv);
+        pthread_mutex_unlock(&in->mu);
+        pthread_join(in->watch, NULL);
+    }
+    if (in->statm >= 0) close(in->statm);
+    pthread_cond_destroy(&in->cv);
+    pthread_mutex_destroy(&in->mu);
+}
+
 /* The error of a failed libarchive call: interrupted (1), an input that
  * could not be read (1), else a damaged archive (65) naming the entry when
  * there is one. */
@@ -106,6 +208,11 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
     in->fd = fd;
     in->what = what;
     in->stop = stop;
+    int rc = watchStart(in, err);
+    if (rc) {
+        archiveInClose(in);
+        return rc;
+    }
     /* names reach us as UTF-8 (fileNameSafe checks it): libarchive
      * converts those an archive stores otherwise (7z's and zip's UTF-16 or
      * legacy names) through LC_CTYPE, so that must be a UTF-8 one */
@@ -132,8 +239,16 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
         archive_read_set_skip_callback(in->a, onSkip);
         archive_read_set_seek_callback(in->a, onSeek);
     }
-    if (archive_read_open1(in->a) != ARCHIVE_OK) {
-        int rc = archiveFail(in, NULL, err);
+    stepBegin(in);
+    rc = archive_read_open1(in->a) != ARCHIVE_OK ? archiveFail(in, NULL, err) : 0;
+    stepEnd(in);
+    /* libarchive stacks up to 25 decompressors; more than a few is a
+     * bomb's way to multiply its ratio */
+    int layers = rc ? 0 : archive_filter_count(in->a) - 1;
+    if (layers > ARCHIVE_FILTERS_MAX)
+        rc = errSet(err, LAKE_EDATA, "%s: %d layers of compression (at most %d): refused", what, layers,
+                    ARCHIVE_FILTERS_MAX);
+    if (rc) {
         archiveInClose(in);
         return rc;
     }
@@ -151,7 +266,9 @@ static ssize_t entryRead(void *ctx, void *buf, size_t len) {
             errno = EINTR;
             return -1;
         }
+        stepBegin(in);
         la_ssize_t n = archive_read_data(in->a, (char *)buf + got, len - got);
+        stepEnd(in);
         if (n == 0) break;
         if (n < 0) {
             in->data_failed = !(in->interrupted || stopped(in));
@@ -181,7 +298,9 @@ int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err) {
     in->data_failed = 0;
     for (;;) {
         struct archive_entry *ae;
+        stepBegin(in);
         int r = archive_read_next_header(in->a, &ae);
+        stepEnd(in);
         if (r == ARCHIVE_EOF) return 0;
         if (r == ARCHIVE_WARN) logWarn("%s: %s", in->what, archive_error_string(in->a));
         else if (r != ARCHIVE_OK) return archiveFail(in, NULL, err);
@@ -222,5 +341,6 @@ int archiveInDataError(const archiveIn *in, lakeError *err) {
 void archiveInClose(archiveIn *in) {
     if (!in) return;
     archive_read_free(in->a);
+    watchStop(in); /* watchStart ran right after the allocation */
     free(in);
 }
