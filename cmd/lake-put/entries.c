@@ -29,6 +29,13 @@
  * of data) may add, net, over a whole archive. */
 #define ARCHIVE_FILTERS_MAX 3
 #define ARCHIVE_MEM_MAX (256LL << 20)
+/* libarchive's errno for "Unrecognized archive format" (its private
+ * ARCHIVE_ERRNO_FILE_FORMAT). */
+#ifdef EFTYPE
+#define FILE_FORMAT_ERRNO EFTYPE
+#else
+#define FILE_FORMAT_ERRNO EILSEQ
+#endif
 /* How often the watchdog looks. */
 #define WATCH_TICK_NS (10 * 1000 * 1000L)
 
@@ -184,14 +191,21 @@ static void watchStop(archiveIn *in) {
     pthread_mutex_destroy(&in->mu);
 }
 
+static int unsupported(const archiveIn *in, lakeError *err) {
+    return errSet(err, LAKE_EDATA, "%s: unsupported archive format (lake-put reads tar, cpio, zip and 7z, "
+                  "plain or compressed)", in->what);
+}
+
 /* The error of a failed libarchive call: interrupted (1), an input that
- * could not be read (1), else a damaged archive (65) naming the entry when
- * there is one. */
+ * could not be read (1), an input in no format lake-put reads (65), else a
+ * damaged archive (65) naming the entry when there is one. */
 static int archiveFail(archiveIn *in, const char *entry, lakeError *err) {
     const char *sep = entry ? ": " : "", *ent = entry ? entry : "";
     if (in->interrupted || stopped(in))
         return errSet(err, LAKE_EFAIL, "%s%s%s: interrupted", in->what, sep, ent);
     if (in->io_errno) return errSetErrno(err, LAKE_EFAIL, in->io_errno, "%s", in->what);
+    if (!entry && archive_format(in->a) == 0 && archive_errno(in->a) == FILE_FORMAT_ERRNO)
+        return unsupported(in, err);
     const char *m = archive_error_string(in->a);
     return errSet(err, LAKE_EDATA, "%s%s%s: %s", in->what, sep, ent, m ? m : "damaged archive");
 }
@@ -217,20 +231,27 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
      * converts those an archive stores otherwise (7z's and zip's UTF-16 or
      * legacy names) through LC_CTYPE, so that must be a UTF-8 one */
     if (!setlocale(LC_CTYPE, "C.UTF-8")) setlocale(LC_CTYPE, "");
-    archive_read_support_filter_all(in->a);
-    /* archive_read_support_format_all less mtree: an mtree "archive" is a
-     * text file naming files of this host, whose bytes it would read */
-    /* tar first: registered after lha (libarchive 3.6), a tar cut inside
-     * its last header reads as a clean end (ARCHIVE_EOF), not FATAL */
+    /* only what lake-put(1) lists, and its tests read: no
+     * archive_read_support_{format,filter}_all, whose every other reader
+     * (xar, rar, iso9660, lha, cab, warc, ...) is more code fed hostile
+     * bytes (libarchive spins on some), and mtree would read files of this
+     * host.  tar first: registered after lha (libarchive 3.6), a tar cut
+     * inside its last header reads as a clean end, not FATAL.  empty: an
+     * empty input is an empty archive. */
     static int (*const formats[])(struct archive *) = {
-        archive_read_support_format_tar,  archive_read_support_format_7zip,
-        archive_read_support_format_ar,   archive_read_support_format_cab,
-        archive_read_support_format_cpio, archive_read_support_format_empty,
-        archive_read_support_format_iso9660, archive_read_support_format_lha,
-        archive_read_support_format_rar,  archive_read_support_format_rar5,
-        archive_read_support_format_warc, archive_read_support_format_xar,
-        archive_read_support_format_zip,
+        archive_read_support_format_tar, archive_read_support_format_cpio,
+        archive_read_support_format_zip, archive_read_support_format_7zip,
+        archive_read_support_format_empty,
+        /* recognised only to be refused below: an ISO 9660 image starts
+         * with 32 KiB of zeros, which would read as an empty tar */
+        archive_read_support_format_iso9660,
     };
+    static int (*const filters[])(struct archive *) = {
+        archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
+        archive_read_support_filter_xz,   archive_read_support_filter_zstd,
+        archive_read_support_filter_lz4,  archive_read_support_filter_compress,
+    };
+    for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++) filters[i](in->a);
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) formats[i](in->a);
     archive_read_set_callback_data(in->a, in);
     archive_read_set_read_callback(in->a, onRead);
@@ -304,6 +325,9 @@ int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err) {
         if (r == ARCHIVE_EOF) return 0;
         if (r == ARCHIVE_WARN) logWarn("%s: %s", in->what, archive_error_string(in->a));
         else if (r != ARCHIVE_OK) return archiveFail(in, NULL, err);
+        /* (the format is known once a header was read) */
+        if ((archive_format(in->a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ISO9660)
+            return unsupported(in, err);
         const char *name = archive_entry_pathname_utf8(ae);
         if (!name) name = archive_entry_pathname(ae);
         if (!name) name = "";

@@ -54,7 +54,7 @@ static const cliOption options[] = {
     {OPT_TABLE, 0, "table", "NS.T", "also add one row per object to this table, in one append"},
     {OPT_COLUMN, 0, "column", "COL", "with --table: the FILE column (default: the table's first FILE column)"},
     {OPT_SET, 0, "set", "COL=VALUE", "with --table: a value for another column of every row (repeatable)"},
-    {OPT_ARCHIVE, 0, "archive", NULL, "the inputs are archives (tar, zip, cpio, 7z...): put each regular entry"},
+    {OPT_ARCHIVE, 0, "archive", NULL, "the inputs are archives (tar, cpio, zip or 7z): put each regular entry"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
     {OPT_NO_PROGRESS, 0, "no-progress", NULL, "never draw a progress bar"},
