@@ -36,6 +36,13 @@
 #else
 #define FILE_FORMAT_ERRNO EILSEQ
 #endif
+/* A libarchive step that computes this long (CPU time of the reading
+ * thread) without asking for input or handing out data is stuck (a
+ * format's loop, or a bomb in data it skips). */
+#define STUCK_CPU_NS (10LL * 1000 * 1000 * 1000)
+/* A stop signal the step does not notice within this long takes the
+ * immediate way (core/interrupt.h). */
+#define STOP_GRACE_NS (1000LL * 1000 * 1000)
 /* How often the watchdog looks. */
 #define WATCH_TICK_NS (10 * 1000 * 1000L)
 
@@ -59,6 +66,9 @@ struct archiveIn {
     atomic_int busy;
     atomic_llong rss0;    /* resident bytes when the step began */
     atomic_llong charged; /* net resident bytes the steps before added */
+    atomic_llong progress; /* input asked for, or data handed out: a count */
+    clockid_t cpu;         /* the reading thread's CPU clock */
+    int has_cpu;
     char path[PATH_MAX];           /* the current entry's safe name */
     char label[PATH_MAX + 256];    /* "what: path", the entry's reader's what */
     char buf[IN_BLOCK];
@@ -73,6 +83,7 @@ static int stopped(const archiveIn *in) {
 static la_ssize_t onRead(struct archive *a, void *ctx, const void **buf) {
     archiveIn *in = ctx;
     *buf = in->buf;
+    atomic_fetch_add(&in->progress, 1);
     for (;;) {
         if (stopped(in)) {
             in->interrupted = 1;
@@ -97,6 +108,7 @@ static la_ssize_t onRead(struct archive *a, void *ctx, const void **buf) {
 static la_int64_t onSkip(struct archive *a, void *ctx, la_int64_t request) {
     archiveIn *in = ctx;
     (void)a;
+    atomic_fetch_add(&in->progress, 1);
     off_t at = lseek(in->fd, 0, SEEK_CUR);
     if (at < 0 || request < 0 || at > in->size || request > in->size - at) return 0;
     return lseek(in->fd, (off_t)request, SEEK_CUR) < 0 ? 0 : request;
@@ -104,6 +116,7 @@ static la_int64_t onSkip(struct archive *a, void *ctx, la_int64_t request) {
 
 static la_int64_t onSeek(struct archive *a, void *ctx, la_int64_t offset, int whence) {
     archiveIn *in = ctx;
+    atomic_fetch_add(&in->progress, 1);
     off_t r = lseek(in->fd, (off_t)offset, whence);
     if (r < 0) {
         archive_set_error(a, errno, "%s", strerror(errno));
@@ -133,15 +146,25 @@ static void stepBegin(archiveIn *in) {
 
 static void stepEnd(archiveIn *in) {
     atomic_store(&in->busy, 0);
+    atomic_fetch_add(&in->progress, 1);
     long long r0 = atomic_load(&in->rss0), r = rssNow(in);
     if (r0 >= 0 && r >= 0) atomic_fetch_add(&in->charged, r - r0);
 }
 
-/* The watchdog: a libarchive step cannot be made to return, so one that
- * drives memory past ARCHIVE_MEM_MAX (a decompression bomb, a format's
- * loop) ends the process from here, 65, cleaning up what a signal would. */
+static long long clockNs(clockid_t c) {
+    struct timespec t;
+    if (clock_gettime(c, &t) != 0) return -1;
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* The watchdog.  A libarchive step cannot be made to return, so from here,
+ * while one runs: past ARCHIVE_MEM_MAX of memory, or STUCK_CPU_NS of CPU
+ * time without progress, the process ends with 65 (cleaning up what a
+ * signal would); a stop signal still pending after STOP_GRACE_NS takes the
+ * immediate way. */
 static void *watchMain(void *arg) {
     archiveIn *in = arg;
+    long long seen = -1, cpu0 = 0, stop0 = -1;
     pthread_mutex_lock(&in->mu);
     while (!in->quit) {
         struct timespec t;
@@ -149,11 +172,29 @@ static void *watchMain(void *arg) {
         t.tv_nsec += WATCH_TICK_NS;
         if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&in->cv, &in->mu, &t);
-        if (in->quit || !atomic_load(&in->busy)) continue;
+        if (in->quit) break;
+        long long now = clockNs(CLOCK_MONOTONIC);
+        if (!atomic_load(&in->busy)) {
+            stop0 = -1;
+            continue;
+        }
+        if (stopped(in)) {
+            if (stop0 < 0) stop0 = now;
+            else if (now - stop0 > STOP_GRACE_NS) interruptNow();
+        }
         long long r0 = atomic_load(&in->rss0), r = rssNow(in);
         if (r0 >= 0 && r >= 0 && atomic_load(&in->charged) + r - r0 > ARCHIVE_MEM_MAX)
             interruptFatal(LAKE_EDATA, "%s: reading the archive takes more than %lld MiB of memory "
                            "(a decompression bomb?): refused", in->what, ARCHIVE_MEM_MAX >> 20);
+        long long p = atomic_load(&in->progress), cpu = in->has_cpu ? clockNs(in->cpu) : -1;
+        if (p != seen || cpu < 0) {
+            seen = p;
+            cpu0 = cpu;
+        } else if (cpu - cpu0 > STUCK_CPU_NS) {
+            interruptFatal(LAKE_EDATA, "%s: reading the archive made no progress in %lld s of CPU time "
+                           "(a looping archive, or a bomb in data skipped?): refused", in->what,
+                           STUCK_CPU_NS / 1000000000LL);
+        }
     }
     pthread_mutex_unlock(&in->mu);
     return NULL;
@@ -163,6 +204,7 @@ static void *watchMain(void *arg) {
 static int watchStart(archiveIn *in, lakeError *err) {
     sigset_t all, old;
     in->statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    in->has_cpu = pthread_getcpuclockid(pthread_self(), &in->cpu) == 0;
     pthread_mutex_init(&in->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

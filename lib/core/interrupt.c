@@ -137,6 +137,11 @@ void interruptNote(const char *fmt, ...) {
     say = noteLine;
 }
 
+void interruptNow(void) {
+    int sig = stopSignal;
+    if (sig) die(sig);
+}
+
 void interruptFatal(int code, const char *fmt, ...) {
     char msg[1024];
     va_list ap;

@@ -178,3 +178,85 @@ PY
   assert_error lake-put 65 "stdin: unsupported archive format"
   assert_equal "$(find "$STAGE" -type f 2>/dev/null | wc -l)" 0
 }
+
+# $T/spin.tbz: a tar.bz2 of one file "a", then an entry named ".." (which
+# lake-put skips) of almost 6 GB of zeros, as 31 concatenated bzip2
+# streams in 37 KiB: libarchive decompresses it for seconds (10+ s of CPU)
+# out of the bytes it already read, without asking for input or returning
+# to lake-put: a real stand-in for a reader that spins.
+make_spin() {
+  head -c 200000000 /dev/zero | bzip2 -1 >"$T/z.bz2"
+  python3 -c 'import io, sys, tarfile
+b = io.BytesIO()
+i = tarfile.TarInfo("a"); i.size = 1
+b.write(i.tobuf(format=tarfile.USTAR_FORMAT) + b"a" + bytes(511))
+i = tarfile.TarInfo(".."); i.size = 6000000000 - 1024
+b.write(i.tobuf(format=tarfile.USTAR_FORMAT))
+sys.stdout.buffer.write(b.getvalue())' | bzip2 >"$T/spin.tbz"
+  local i
+  for i in $(seq 30); do cat "$T/z.bz2" >>"$T/spin.tbz"; done
+}
+
+# signal_after DELAY SIGNAL CMD...: run CMD (stdin from $T/stdin-fifo's
+# writer when it exists), send SIGNAL after DELAY seconds, and print
+# "STATUS SECONDS" (the negated signal if it died of one; the time from the
+# signal to its end) once it ends, or "hung" after 10 s.  Python, so that
+# SIGINT reaches the child as it would from a terminal (a shell's
+# background job ignores it).
+signal_after() {
+  python3 - "$@" <<'PY'
+import os, signal, subprocess, sys, time
+delay, sig, cmd = float(sys.argv[1]), getattr(signal, sys.argv[2]), sys.argv[3:]
+p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.environ["T"] + "/err", "w"))
+time.sleep(delay)
+p.send_signal(sig)
+t0 = time.monotonic()
+try:
+    rc = p.wait(timeout=10)
+except subprocess.TimeoutExpired:
+    p.kill(); p.wait(); print("hung"); sys.exit(0)
+print(rc, round(time.monotonic() - t0, 1))
+PY
+}
+
+@test "a stop signal ends lake-put within 2 s while libarchive spins in data it skips; --table: the note says what is left" {
+  make_spin
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'f FILE'
+  local sig num out
+  for sig in SIGINT SIGTERM; do
+    num=$(python3 -c "import signal; print(int(signal.$sig))")
+    out=$(T=$T signal_after 1.5 "$sig" lake-put -q --archive --table docs.scans "$T/spin.tbz")
+    [[ $out != hung ]] || fail "$sig: lake-put did not end"
+    assert_equal "${out% *}" "-$num"
+    python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 2.0 else 1)" "${out#* }" ||
+      fail "$sig: lake-put ended ${out#* } s after the signal"
+    assert_equal "$(cat "$T/err")" "lake-put: interrupted; nothing appended to docs.scans (the 1 object stored stays unreferenced; lake-catalog gc removes them)"
+  done
+  assert_equal "$(lake-catalog resolve docs.scans | jq .version)" 0
+}
+
+@test "a fifo that never finishes (a blocked reader): SIGINT ends lake-put within 2 s" {
+  mkfifo "$T/fifo"
+  # a writer that sends half a tar header and stays open
+  python3 -c 'import sys, time
+f = open(sys.argv[1], "wb"); f.write(b"x" * 100); f.flush(); time.sleep(30)' "$T/fifo" &
+  local writer=$! out
+  out=$(T=$T signal_after 1 SIGINT lake-put -q --archive "$T/fifo")
+  kill "$writer"
+  wait "$writer" || true
+  [[ $out != hung ]] || fail "lake-put did not end"
+  assert_equal "${out% *}" -2
+  python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 2.0 else 1)" "${out#* }"
+  assert_equal "$(cat "$T/err")" "lake-put: interrupted"
+}
+
+@test "a reader that makes no progress for 10 s of CPU time is 65, and appends nothing" {
+  make_spin
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'f FILE'
+  run_to "$T/values" lake-put -q --archive --table docs.scans "$T/spin.tbz"
+  assert_error lake-put 65 "$T/spin.tbz: reading the archive made no progress in 10 s of CPU time" \
+    "nothing appended to docs.scans (the 1 object stored stays unreferenced"
+  assert_equal "$(lake-catalog resolve docs.scans | jq .version)" 0
+}
