@@ -493,8 +493,12 @@ int main(int argc, char **argv) {
     int (*put)(stage *, const putArgs *, rowPlan *, const char *, lakeError *) = a.archive ? putArchive : putOne;
     for (int i = first; !rc && !interruptPending() && i < argc; i++) rc = put(st, &a, rows, argv[i], &err);
     if (!rc && !interruptPending() && ninputs == 0) rc = put(st, &a, rows, "-", &err);
+    /* nothing to append is not an error (as for lake-query --import of no
+     * rows): no version is made */
+    if (!rc && !interruptPending() && rows && plan.stored == 0)
+        logWarn("%s: no files: nothing appended", a.table);
     /* the rows of every object, in one append: all or none */
-    if (!rc && !interruptPending() && rows) {
+    else if (!rc && !interruptPending() && rows) {
         int64_t version;
         char *ns, *name;
         nameSplitTable(a.table, &ns, &name, NULL);

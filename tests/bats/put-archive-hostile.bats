@@ -260,3 +260,23 @@ f = open(sys.argv[1], "wb"); f.write(b"x" * 100); f.flush(); time.sleep(30)' "$T
     "nothing appended to docs.scans (the 1 object stored stays unreferenced"
   assert_equal "$(lake-catalog resolve docs.scans | jq .version)" 0
 }
+
+@test "--table and an archive with no regular entries: 0, no new version, one line (none with -q)" {
+  mkdir -p "$T/d/a/b" "$T/d/c"
+  ln -s nowhere "$T/d/c/link"
+  tar -C "$T/d" -cf "$T/dirs.tar" a
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'f FILE, path TEXT'
+  run_to "$T/values" lake-put --archive --table docs.scans "$T/dirs.tar"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$stderr" "lake-put: docs.scans: no files: nothing appended"
+  assert_equal "$(stat -c %s "$T/values")" 0
+  assert_equal "$(lake-catalog resolve docs.scans | jq .version)" 0
+  # -q: silent; an empty input and a tar of only a symbolic link are the same
+  : >"$T/empty.tar"
+  tar -C "$T/d" -cf "$T/link.tar" c
+  run_to "$T/values" lake-put -q --archive --table docs.scans "$T/dirs.tar" "$T/empty.tar" "$T/link.tar"
+  assert_clean_success
+  assert_equal "$(lake-catalog resolve docs.scans | jq .version)" 0
+  assert_equal "$(find "$STAGE" -type f 2>/dev/null | wc -l)" 0
+}
