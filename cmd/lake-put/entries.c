@@ -24,7 +24,7 @@
 /* Bytes asked of the input per read(2). */
 #define IN_BLOCK (64 * 1024)
 
-/* The bounds of lake-put(1) LIMITS: layers of compression, and the
+/* The bounds of lake-put(1) "Limits of archive reading": layers of compression, and the
  * resident memory libarchive's steps (opening, reading a header, a block
  * of data) may add, net, over a whole archive. */
 #define ARCHIVE_FILTERS_MAX 3
@@ -57,7 +57,8 @@ struct archiveIn {
     int data_failed; /* the current entry's data could not be read */
     lakeError data_err;
     /* the watchdog (watchMain): while a libarchive step runs (busy), the
-     * memory it adds is measured against ARCHIVE_MEM_MAX */
+     * memory it adds, the CPU time it spends without progress and a
+     * pending stop signal are watched */
     pthread_t watch;
     int watching, statm;  /* the thread runs; /proc/self/statm or -1 */
     pthread_mutex_t mu;   /* with cv: quit */
