@@ -2,11 +2,13 @@
  * entries.h - lake-put --archive: the regular entries of an archive, one at
  * a time, each as a lakeReader over its data.
  *
- * Any archive libarchive reads (tar, pax, cpio, zip, 7z, ...; gzip, bzip2,
- * xz, zstd ... compression detected), but mtree (a list of this host's
- * files, not an archive), is read from a file descriptor as a stream:
- * nothing is buffered beyond libarchive's own blocks, whatever the size of
- * an entry.
+ * A tar (ustar, pax, GNU), cpio, zip or 7z archive, plain or compressed
+ * with gzip, bzip2, xz, zstd, lz4 or compress (and nothing else: lake-put(1)
+ * lists these), is read from a file descriptor as a stream: nothing is
+ * buffered beyond libarchive's own blocks, whatever the size of an entry.
+ * At most 3 layers of compression, and libarchive's steps may add at most
+ * 256 MiB of resident memory (else the process ends with 65, from a
+ * watchdog thread).
  *
  * Promises:
  *  - Directories are skipped silently; symbolic and hard links, devices,
@@ -43,7 +45,7 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
 
 /* Move to the next regular entry (skipping the rest of the current one)
  * and fill *e; e->path is NULL at the end.  65 for a damaged archive (or
- * one in no format libarchive knows), 1 "interrupted" after a stop. */
+ * one in no format lake-put reads), 1 "interrupted" after a stop. */
 int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err);
 
 /* After a put of the current entry failed: when the cause was the archive

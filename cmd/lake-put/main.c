@@ -54,7 +54,7 @@ static const cliOption options[] = {
     {OPT_TABLE, 0, "table", "NS.T", "also add one row per object to this table, in one append"},
     {OPT_COLUMN, 0, "column", "COL", "with --table: the FILE column (default: the table's first FILE column)"},
     {OPT_SET, 0, "set", "COL=VALUE", "with --table: a value for another column of every row (repeatable)"},
-    {OPT_ARCHIVE, 0, "archive", NULL, "the inputs are archives (tar, zip, cpio, 7z...): put each regular entry"},
+    {OPT_ARCHIVE, 0, "archive", NULL, "the inputs are archives (tar, cpio, zip or 7z): put each regular entry"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
     {OPT_NO_PROGRESS, 0, "no-progress", NULL, "never draw a progress bar"},
@@ -166,6 +166,12 @@ static int printLine(const char *json, lakeError *err) {
     return 0;
 }
 
+/* What becomes of the objects a plan stored when nothing is appended. */
+static void unreferencedNote(const char *table, const rowPlan *plan, char *note, size_t size) {
+    snprintf(note, size, "nothing appended to %s (the %d object%s stored stay%s unreferenced; lake-catalog gc removes them)",
+             table, plan->stored, plan->stored == 1 ? "" : "s", plan->stored == 1 ? "s" : "");
+}
+
 /* Add the row of an object (its FILE value as json) to the plan. */
 static int addRow(rowPlan *plan, const char *json, const char *path, const char *what, lakeError *err) {
     plan->vals[plan->filecol] = (lakeValue){.kind = LAKE_VALUE_TEXT, .p = json, .n = strlen(json)};
@@ -266,7 +272,12 @@ static int putStream(stage *st, const putArgs *a, rowPlan *plan, outBatch *batch
         free(peek.buf);
         return rc;
     }
-    if (plan) plan->stored++;
+    if (plan) { /* kept current: a stop, or a stuck archive, may end the process anywhere */
+        char note[256];
+        plan->stored++;
+        unreferencedNote(a->table, plan, note, sizeof note);
+        interruptNote("%s", note);
+    }
     if (batch) {
         batchEntry *e = &batch->e[batch->n++];
         *e = (batchEntry){.fv = fv, .path = path ? strdup(path) : NULL};
@@ -482,8 +493,12 @@ int main(int argc, char **argv) {
     int (*put)(stage *, const putArgs *, rowPlan *, const char *, lakeError *) = a.archive ? putArchive : putOne;
     for (int i = first; !rc && !interruptPending() && i < argc; i++) rc = put(st, &a, rows, argv[i], &err);
     if (!rc && !interruptPending() && ninputs == 0) rc = put(st, &a, rows, "-", &err);
+    /* nothing to append is not an error (as for lake-query --import of no
+     * rows): no version is made */
+    if (!rc && !interruptPending() && rows && plan.stored == 0)
+        logWarn("%s: no files: nothing appended", a.table);
     /* the rows of every object, in one append: all or none */
-    if (!rc && !interruptPending() && rows) {
+    else if (!rc && !interruptPending() && rows) {
         int64_t version;
         char *ns, *name;
         nameSplitTable(a.table, &ns, &name, NULL);
@@ -492,16 +507,16 @@ int main(int argc, char **argv) {
             rc = cacheAppendCommuting(cache, ns, name,
                                       (int64_t)cJSON_GetObjectItemCaseSensitive(reg, "version")->valuedouble, segs,
                                       files, &version, &err);
+        if (!rc && plan.stored > 0) /* a signal from here on: the rows are in */
+            interruptNote("%d row%s appended to %s", plan.stored, plan.stored == 1 ? "" : "s", a.table);
         free(ns);
         free(name);
     }
-    if ((rc || interruptPending()) && rows && plan.stored > 0) { /* say what became of the objects already put */
+    if (rc && rows && plan.stored > 0) { /* say what became of the objects already put (a signal: the note, kept current) */
         char note[256];
-        snprintf(note, sizeof note, "nothing appended to %s (the %d object%s stored stay%s unreferenced)", a.table,
-                 plan.stored, plan.stored == 1 ? "" : "s", plan.stored == 1 ? "s" : "");
+        unreferencedNote(a.table, &plan, note, sizeof note);
         size_t n = strlen(err.msg);
         snprintf(err.msg + n, sizeof err.msg - n, "; %s", note);
-        if (interruptPending()) interruptNote("%s", note);
     }
     if (rc && !interruptPending()) logError(&err);
     segmentWriterFree(plan.w);

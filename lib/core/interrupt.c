@@ -137,6 +137,30 @@ void interruptNote(const char *fmt, ...) {
     say = noteLine;
 }
 
+void interruptNow(void) {
+    int sig = stopSignal;
+    if (sig) die(sig);
+}
+
+void interruptFatal(int code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(msg, sizeof msg, "%.100s: ", logProgname());
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    /* the note line is "PROG: interrupted; NOTE\n": its "; NOTE" */
+    const char *note = say == noteLine ? strstr(noteLine, "; ") : NULL;
+    size_t len = strlen(msg);
+    snprintf(msg + len, sizeof msg - len, "%s", note ? note : "\n");
+    len = strlen(msg);
+    if (msg[len - 1] != '\n') msg[len - 1] = '\n';
+    if ((progressOnScreen() || stderrTty) && write(STDERR_FILENO, "\r\033[K", 4) < 0) {}
+    if (write(STDERR_FILENO, msg, len) < 0) {}
+    removeTemps();
+    _exit(code);
+}
+
 void interruptExit(void) {
     int sig = stopSignal;
     if (!sig) return;

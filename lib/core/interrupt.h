@@ -59,6 +59,18 @@ void interruptTempDrop(int slot);
  * what was left undone).  Not from a signal handler. */
 void interruptNote(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* From any thread: if a stop signal arrived, take the immediate way now
+ * (for a cooperative program stuck where it does not look, such as a
+ * library call that computes without returning).  Returns only when none
+ * arrived. */
+void interruptNow(void);
+
+/* From any thread, for a program stuck where it cannot unwind (inside a
+ * library call that will not return in time): erase the line as above,
+ * print "PROG: MSG" (with "; NOTE" when interruptNote gave one), remove
+ * the registered names and _exit(code).  Never returns. */
+void interruptFatal(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
 /* If a stop signal arrived: erase the line as above, print "PROG:
  * interrupted" (and the note), remove the registered names, flush stdout and die of the
  * signal.  Returns only when none arrived. */

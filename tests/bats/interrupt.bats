@@ -120,7 +120,7 @@ teardown() {
   exec 4>&-
   assert_equal "exit $status" "exit 143"
   assert_equal "$(cat "$T/err")" \
-    "lake-put: interrupted; nothing appended to t.e (the 1 object stored stays unreferenced)"
+    "lake-put: interrupted; nothing appended to t.e (the 1 object stored stays unreferenced; lake-catalog gc removes them)"
   run lake-query -c "SELECT count(*) FROM t.e"
   assert_output 0
 }

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,48 @@ static void ignored(void) {
     _exit(interruptPending() ? 5 : 0);
 }
 
+/* interruptNow from another thread, while the main one computes without
+ * looking: the pending signal takes the immediate way; with none pending
+ * it returns. */
+static void *nowThread(void *arg) {
+    (void)arg;
+    interruptNow(); /* nothing pending: returns */
+    while (!interruptPending()) usleep(1000);
+    interruptNow();
+    return NULL;
+}
+
+static void now(void) {
+    logInit("now");
+    interruptCatch(1);
+    touch("spun");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    interruptTempAdd(dfd, "spun", 0);
+    pthread_t t;
+    pthread_create(&t, NULL, nowThread, NULL);
+    raise(SIGINT);
+    for (volatile unsigned long i = 0;; i++) {} /* a library that spins */
+}
+
+/* interruptFatal from another thread: the message with the note, the
+ * names removed, the exit status given. */
+static void *fatalThread(void *arg) {
+    (void)arg;
+    interruptFatal(65, "%s: stuck", "x.tar");
+}
+
+static void fatal(void) {
+    logInit("fat");
+    interruptCatch(1);
+    touch("stuck");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    interruptTempAdd(dfd, "stuck", 0);
+    interruptNote("nothing appended");
+    pthread_t t;
+    pthread_create(&t, NULL, fatalThread, NULL);
+    for (;;) pause();
+}
+
 int main(void) {
     char msg[512];
     snprintf(dir, sizeof dir, "/tmp/lake-test-interrupt-XXXXXX");
@@ -117,6 +160,16 @@ int main(void) {
     ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGHUP, "cooperative: the first signal is recorded, interruptExit dies of it");
     ok(strcmp(msg, "coop: interrupted; nothing appended\n") == 0, "cooperative: the note is on the same line");
     ok(!exists("later"), "cooperative: names registered after the signal are removed too");
+
+    st = inChild(now, msg, sizeof msg);
+    ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT, "interruptNow: another thread ends a spinning child by its signal");
+    ok(strcmp(msg, "now: interrupted\n") == 0, "interruptNow: it says 'now: interrupted'");
+    ok(!exists("spun"), "interruptNow: the registered name is removed");
+
+    st = inChild(fatal, msg, sizeof msg);
+    ok(WIFEXITED(st) && WEXITSTATUS(st) == 65, "interruptFatal: the child exits with the code given");
+    ok(strcmp(msg, "fat: x.tar: stuck; nothing appended\n") == 0, "interruptFatal: one line, with the note");
+    ok(!exists("stuck"), "interruptFatal: the registered name is removed");
 
     st = inChild(ignored, msg, sizeof msg);
     ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a signal ignored at the start stays ignored");
