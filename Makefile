@@ -77,7 +77,7 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
-              valgrind postgresql libpq-dev
+              valgrind postgresql libpq-dev radosgw ceph-mon ceph-osd
 # The npm test peers (s3rver), pinned by tests/package-lock.json: only make
 # check needs them (and npm), never the build, demo or install.
 NPM_STAMP  := tests/node_modules/.package-lock.json
