@@ -122,6 +122,16 @@ wait_put() {
   skip "the clock cannot be skewed honestly here: no faketime, and lake takes its request time from the system clock"
 }
 
+@test "rgw quirks: an S3 error with an empty <Message> names the code alone, with no dangling colon" {
+  printf 'x' >"$T/in/x"
+  LAKE_STAGE=s3://no-such-bucket-$RANDOM/stage run_to "$T/out/v" lake-put "$T/in/x"
+  assert_traced_error lake-put 66 "does not exist" "HTTP 404 NoSuchBucket"
+  [[ $(untraced_stderr) != *": )"* ]] || fail "an empty message printed as ': ': $stderr"
+  export AWS_ACCESS_KEY_ID=NOSUCHACCESSKEY
+  run_to "$T/out/v" lake-put "$T/in/x"
+  [[ $(untraced_stderr) == *"(HTTP 403 InvalidAccessKeyId)" ]] || fail "not ending with the code: $stderr"
+}
+
 # --- abort, proven through ListMultipartUploads ----------------------------
 
 # reader_error_after PARTS: lake-put --part-size 5MiB reads a socket that
