@@ -293,6 +293,39 @@ reader_error_after() {
   assert_output kept
 }
 
+# --- integrity: the payload hash is signed ----------------------------------
+
+@test "rgw integrity: a body changed on the way is refused by radosgw (XAmzContentSHA256Mismatch), single PUT and part" {
+  # the proxy's change is invisible without a signed payload hash: an
+  # unsigned PUT through it is stored, changed
+  printf 'abcdef' >"$T/in/x"
+  s3_fault "PUT:flip:1"
+  curl -sS --fail --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_KEY:$S3_SECRET" \
+    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -T "$T/in/x" "$AWS_ENDPOINT_URL/$S3_BUCKET/unsigned" -o /dev/null
+  s3_curl "$S3_ENDPOINT/$S3_BUCKET/unsigned" -o "$T/out/unsigned"
+  assert_equal "$(wc -c <"$T/out/unsigned")" 6
+  ! cmp -s "$T/in/x" "$T/out/unsigned" || fail "the proxy did not change the body"
+  s3_curl -X DELETE "$S3_ENDPOINT/$S3_BUCKET/unsigned" -o /dev/null
+
+  # lake signs the real SHA-256 of a single PUT: refused, nothing stored
+  s3_fault "PUT:flip:1"
+  run_to "$T/out/v" lake-put "$T/in/x"
+  assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 XAmzContentSHA256Mismatch"
+  assert_no_s3_objects
+
+  # and of every part: the first, or the last, changed is refused, the
+  # upload aborted
+  head -c $((11 * MIB)) /dev/urandom >"$T/in/data"
+  for part in 1 3; do
+    s3_fault "PUT?partNumber=$part:flip:1"
+    run_to "$T/out/v" lake-put --part-size 5MiB "$T/in/data"
+    assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 XAmzContentSHA256Mismatch"
+    assert_equal "$(count_requests PUT "\\?partNumber=$part&[^ ]+ bytes=[0-9]+ -> 400")" 1
+    assert_equal "$(count_requests DELETE '\?uploadId=[^ ]* -> 204')" 1
+    assert_aborted
+  done
+}
+
 # --- a PUT cut short -------------------------------------------------------
 
 @test "rgw: a single PUT cut short (lake-put SIGKILLed while sending) stores nothing" {
