@@ -3,7 +3,11 @@
 #   make                 build the programs into build/bin
 #   make deps            install the Debian packages the build and tests need
 #   make check           deps, the npm test peers, build, every test; last line
-#                        "N passed, N failed"
+#                        "N passed, N failed".  The tests start their own peers
+#                        on 127.0.0.1: lake-metasrv, PostgreSQL, s3rver
+#                        (npm) and, for tests/bats/s3-rgw.bats, one throw-away
+#                        Ceph cluster (ceph-mon, ceph-osd on a sparse file,
+#                        radosgw; about 6 s to start) under a temporary directory
 #   make check SANITIZE=1  the same with ASan + UBSan (objects in build-san/)
 #   make demo            deps, build, a put -> get round trip on a fresh LAKE_HOME
 #   make bench           benchmarks: ratios against peers measured in one run,
