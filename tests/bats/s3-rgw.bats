@@ -25,15 +25,10 @@ setup() {
   s3_start
   export LAKE_TRACE=1
   mkdir -p "$T/in" "$T/out"
-  PUT=
 }
 
 teardown() {
-  if [ -n "$PUT" ]; then
-    kill -9 "$PUT" 2>/dev/null || true
-    wait "$PUT" 2>/dev/null || true
-  fi
-  exec 4>&- 2>/dev/null || true
+  put_cleanup
   s3_stop
   common_teardown
 }
@@ -58,31 +53,6 @@ assert_no_key_material() {
   for k in "$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" "$@"; do
     [[ $stderr != *"$k"* ]] || fail "key material '$k' in: $stderr"
   done
-}
-
-# Start lake-put on a FIFO with ARGS, write BYTES into it (keeping it open)
-# and wait until the trace shows PARTS parts stored.  Sets PUT.
-put_until_parts() {
-  local bytes=$1 parts=$2 i
-  shift 2
-  mkfifo "$T/fifo"
-  lake-put "$@" <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
-  PUT=$!
-  exec 4>"$T/fifo"
-  head -c "$bytes" /dev/urandom >&4
-  for i in $(seq 300); do
-    [ "$(grep -cE 'partNumber=[0-9]+&.* -> 200$' "$T/put.err")" -ge "$parts" ] && return 0
-    sleep 0.05
-  done
-  fail "$parts parts were never stored: $(cat "$T/put.err")"
-}
-
-# Wait for the put; sets status and stderr.
-wait_put() {
-  status=0
-  wait "$PUT" || status=$?
-  PUT=
-  stderr=$(cat "$T/put.err")
 }
 
 # --- authentication --------------------------------------------------------
@@ -163,12 +133,7 @@ reader_error_after() {
   for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
   lake-put --part-size 5MiB </dev/tcp/127.0.0.1/"$(cat "$T/port")" >"$T/put.out" 2>"$T/put.err" 3>&- &
   PUT=$!
-  for i in $(seq 300); do
-    [ "$(grep -cE 'partNumber=[0-9]+&.* -> 200$' "$T/put.err")" -ge "$parts" ] && break
-    sleep 0.05
-  done
-  [ "$(grep -cE 'partNumber=[0-9]+&.* -> 200$' "$T/put.err")" -ge "$parts" ] ||
-    fail "$parts parts were never stored: $(cat "$T/put.err")"
+  wait_parts "$parts"
   touch "$T/go"
   wait_put
 }
@@ -208,7 +173,6 @@ reader_error_after() {
 @test "rgw abort: input shorter than --size after 1 part and after 3 parts: no upload, no object, the original error" {
   local parts
   for parts in 1 3; do
-    rm -f "$T/fifo"
     put_until_parts $((parts * 5 * MIB + MIB)) "$parts" --part-size 5MiB --size $((30 * MIB))
     exec 4>&-
     wait_put
@@ -254,20 +218,8 @@ reader_error_after() {
 @test "rgw abort: SIGTERM and SIGINT of lake-put after one part: no upload, no object, 'interrupted'" {
   local sig code
   for sig in TERM INT; do
-    rm -f "$T/fifo"
-    mkfifo "$T/fifo"
-    # a background job starts with SIGINT ignored (which lake-put respects):
-    # give it the default disposition, as an interactive shell would
-    perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die' \
-      lake-put --part-size 5MiB <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
-    PUT=$!
-    exec 4>"$T/fifo"
-    head -c $((6 * MIB)) /dev/urandom >&4
-    for i in $(seq 300); do
-      grep -qE 'partNumber=1&.* -> 200$' "$T/put.err" && break
-      sleep 0.05
-    done
-    grep -qE 'partNumber=1&.* -> 200$' "$T/put.err" || fail "the first part was never stored"
+    # put_until_parts gives lake-put the default disposition of SIGINT back
+    put_until_parts $((6 * MIB)) 1 --part-size 5MiB
     assert_equal "$(s3_uploads | wc -l)" 1
     kill -"$sig" "$PUT"
     wait_put

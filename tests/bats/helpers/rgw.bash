@@ -240,10 +240,7 @@ s3_start() {
   S3_ENDPOINT=http://127.0.0.1:$S3_PORT
   S3_KEY=$RGW_ACCESS_KEY S3_SECRET=$RGW_SECRET_KEY
   S3_BUCKET=lake-test-$(printf '%s' "${BATS_TEST_NUMBER:-0}-$$-$RANDOM" | tr -c 'a-z0-9-' -)
-  unset AWS_ENDPOINT_URL_S3 AWS_SESSION_TOKEN AWS_DEFAULT_REGION AWS_CA_BUNDLE AWS_PROFILE
-  export AWS_ENDPOINT_URL=$S3_ENDPOINT AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET \
-         AWS_REGION=us-east-1 LAKE_STAGE=s3://$S3_BUCKET/stage
-  s3_curl -X PUT "$S3_ENDPOINT/$S3_BUCKET" -o /dev/null || fail "cannot create bucket $S3_BUCKET"
+  s3_use_bucket
 }
 
 s3_stop() {

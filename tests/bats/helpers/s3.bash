@@ -38,10 +38,7 @@ s3_start() {
   S3_DIR="$T/s3rver"
   mkdir -p "$S3_DIR"
   _s3_launch
-  unset AWS_ENDPOINT_URL_S3 AWS_SESSION_TOKEN AWS_DEFAULT_REGION AWS_CA_BUNDLE AWS_PROFILE
-  export AWS_ENDPOINT_URL=$S3_ENDPOINT AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET \
-         AWS_REGION=us-east-1 LAKE_STAGE=s3://$S3_BUCKET/stage
-  s3_curl -X PUT "$S3_ENDPOINT/$S3_BUCKET" -o /dev/null || fail "cannot create bucket $S3_BUCKET"
+  s3_use_bucket
 }
 
 s3_kill() {

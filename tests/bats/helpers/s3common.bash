@@ -8,9 +8,69 @@
 #   s3_keys             the keys in $S3_BUCKET, one per line, sorted
 #   s3_path LOCATION    the endpoint path of an s3:// location
 #   count_requests METHOD RE   trace lines of METHOD on a target matching RE
+#   s3_use_bucket       create $S3_BUCKET and point lake at it (AWS_*, LAKE_STAGE)
+#   put_until_parts BYTES PARTS ARGS...   lake-put ARGS on a FIFO (fd 4) until
+#                       the trace shows PARTS parts stored; wait_parts N,
+#                       wait_put, put_cleanup (for teardown)
 #   traced_key, assert_traced_error, assert_no_s3_objects, closed_port
 
 MIB=$((1024 * 1024))
+PUT=
+
+# Create the bucket $S3_BUCKET on $S3_ENDPOINT and point lake at it, as the
+# test user: AWS_* and LAKE_STAGE=s3://$S3_BUCKET/stage.
+s3_use_bucket() {
+  unset AWS_ENDPOINT_URL_S3 AWS_SESSION_TOKEN AWS_DEFAULT_REGION AWS_CA_BUNDLE AWS_PROFILE
+  export AWS_ENDPOINT_URL=$S3_ENDPOINT AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET \
+         AWS_REGION=us-east-1 LAKE_STAGE=s3://$S3_BUCKET/stage
+  s3_curl -X PUT "$S3_ENDPOINT/$S3_BUCKET" -o /dev/null || fail "cannot create bucket $S3_BUCKET"
+}
+
+# Wait until the trace of the put in the background ($T/put.err) shows N
+# parts stored.
+wait_parts() {
+  local i
+  for i in $(seq 300); do
+    [ "$(grep -cE 'partNumber=[0-9]+&.* -> 200$' "$T/put.err")" -ge "$1" ] && return 0
+    sleep 0.05
+  done
+  fail "$1 parts were never stored: $(cat "$T/put.err")"
+}
+
+# Start lake-put ARGS in the background on the FIFO $T/fifo, held open on
+# fd 4, write BYTES random bytes into it and wait until PARTS parts are
+# stored.  Sets PUT; its output goes to $T/put.out and $T/put.err.  A
+# background job starts with SIGINT ignored (which lake-put respects): it
+# gets the default disposition back, as from an interactive shell.
+put_until_parts() {
+  local bytes=$1 parts=$2
+  shift 2
+  rm -f "$T/fifo"
+  mkfifo "$T/fifo"
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die' \
+    lake-put "$@" <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
+  PUT=$!
+  exec 4>"$T/fifo"
+  head -c "$bytes" /dev/urandom >&4
+  wait_parts "$parts"
+}
+
+# Wait for the put; sets status and stderr.
+wait_put() {
+  status=0
+  wait "$PUT" || status=$?
+  PUT=
+  stderr=$(cat "$T/put.err")
+}
+
+# In teardown: a put still running is killed, the FIFO closed.
+put_cleanup() {
+  if [ -n "$PUT" ]; then
+    kill -9 "$PUT" 2>/dev/null || true
+    wait "$PUT" 2>/dev/null || true
+  fi
+  exec 4>&- 2>/dev/null || true
+}
 
 # Wait until file $1 has a line "... listening on ...:PORT"; echo PORT.
 _s3_port_of() {
