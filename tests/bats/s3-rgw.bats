@@ -231,7 +231,7 @@ reader_error_after() {
   done
 }
 
-@test "rgw gc: a SIGKILLed multipart put leaves an upload; lake-catalog gc aborts it and leaves others alone" {
+@test "rgw gc: a SIGKILLed multipart put leaves an upload; lake-catalog gc aborts it past the grace and leaves others alone" {
   local key id
   put_until_parts $((6 * MIB)) 1 --part-size 5MiB
   kill -KILL "$PUT"
@@ -247,6 +247,11 @@ reader_error_after() {
   echo kept >"$T/kept.txt"
   kept=$(lake-put --table docs.papers --column pdf --set title=kept "$T/kept.txt" 2>/dev/null | json_field location)
 
+  # younger than the default grace (1 day): kept
+  run --separate-stderr lake-catalog gc
+  assert_success
+  [[ $stderr != *"multipart upload"* ]] || fail "a young upload touched: $stderr"
+  assert_equal "$(s3_uploads stage/ | wc -l)" 1
   run --separate-stderr lake-catalog gc --dry-run --grace 0
   assert_success
   [[ $stderr == *"1 multipart upload would be aborted"* ]] || fail "dry run: $stderr"
