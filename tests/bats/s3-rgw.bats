@@ -202,6 +202,10 @@ reader_error_after() {
   exec 4>&-
   wait_put
   assert_traced_error lake-put 1 "refused by the object store" "HTTP 404 NoSuchUpload"
+  # lake's own abort is answered 404 NoSuchUpload too: the upload is gone,
+  # which is what the abort is for, so no word of a failed abort
+  assert_equal "$(count_requests DELETE '\?uploadId=[^ ]* -> 404')" 1
+  [[ $(untraced_stderr) != *"aborting the upload failed"* ]] || fail "an abort called failed: $stderr"
   assert_equal "$(count_requests DELETE '\?uploadId=')" 1
   assert_aborted
 }
