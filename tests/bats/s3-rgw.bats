@@ -272,6 +272,27 @@ reader_error_after() {
   assert_output kept
 }
 
+@test "rgw abort: radosgw killed after one part is 69 and says the abort failed; the upload is left for gc, which removes it" {
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB
+  date +%s.%N >>/tmp/rgw-t; s3_kill
+  date +%s.%N >>/tmp/rgw-t; head -c $((5 * MIB)) /dev/urandom >&4
+  exec 4>&-
+  wait_put
+  date +%s.%N >>/tmp/rgw-t
+  assert_traced_error lake-put 69 "the object store is unreachable" "aborting the upload failed"
+  assert_equal "$(count_requests POST '\?uploadId=')" 0
+  s3_restart
+  date +%s.%N >>/tmp/rgw-t
+  # the abort could not be sent: the upload is there, no object
+  assert_equal "$(s3_uploads stage/ | wc -l)" 1
+  assert_no_s3_objects
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  [[ $stderr == *"; 1 multipart upload aborted"* ]] || fail "summary: $stderr"
+  assert_equal "$(s3_uploads)" ""
+  assert_no_s3_objects
+}
+
 # --- integrity: the payload hash is signed ----------------------------------
 
 @test "rgw integrity: a body changed on the way is refused by radosgw (XAmzContentSHA256Mismatch), single PUT and part" {

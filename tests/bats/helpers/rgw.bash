@@ -19,6 +19,8 @@
 #   s3_start            a fresh bucket $S3_BUCKET, and point lake at it:
 #                       AWS_* and LAKE_STAGE=s3://$S3_BUCKET/stage
 #   s3_stop             stop the fault proxy, if any (the cluster stays)
+#   s3_kill             stop radosgw abruptly (SIGKILL); mon and osd keep running
+#   s3_restart          start radosgw again on the same port, wait until ready
 #   s3_fault RULES      put the fault proxy (s3fault.js) in front of radosgw
 #   s3_curl ARGS...     curl --aws-sigv4 with the test credentials
 #   s3_uploads [KEY]    the unfinished multipart uploads in $S3_BUCKET
@@ -38,6 +40,11 @@ _rgw_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
+# Process PID runs (a zombie, dead but not yet reaped by its parent, does not).
+_rgw_alive() {
+  kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
 # _rgw_wait SECONDS WHAT CMD...: run CMD every 0.1 s until it succeeds;
 # fail with WHAT and the end of the cluster's log when SECONDS pass or a
 # recorded daemon has died.
@@ -47,7 +54,7 @@ _rgw_wait() {
   for ((i = 0; i < secs * 10; i++)); do
     "$@" >/dev/null 2>&1 && return 0
     for p in $(cat "$RGW_DIR/pids"); do
-      kill -0 "$p" 2>/dev/null || { _rgw_why "$what: a daemon (pid $p) died"; return 1; }
+      _rgw_alive "$p" || { _rgw_why "$what: a daemon (pid $p) died"; return 1; }
     done
     sleep 0.1
   done
@@ -67,12 +74,16 @@ _rgw_why() {
 }
 
 # _rgw_daemon NAME CMD...: start CMD in the background, output to
-# NAME.out, fd 3 closed (bats must not wait for it), its PID recorded.
+# NAME.out, fd 3 closed (bats must not wait for it), its PID recorded (in
+# pids and NAME.pid).  Disowned: a daemon killed on purpose is no news
+# ("Killed" in the middle of the TAP); it is stopped by its PID.
 _rgw_daemon() {
   local name=$1
   shift
-  "$@" >"$RGW_DIR/$name.out" 2>&1 3>&- &
+  "$@" >>"$RGW_DIR/$name.out" 2>&1 3>&- &
   echo $! >>"$RGW_DIR/pids"
+  echo $! >"$RGW_DIR/$name.pid"
+  disown $!
 }
 
 _rgw_ceph() {
@@ -133,12 +144,24 @@ osd memory target = 1073741824
 osd crush update on start = false
 osd class load list = *
 osd class default list = *
+# a killed radosgw's watches (s3_kill) hold every notify, a bucket create
+# among them, until they time out: 30 s by default
+osd client watch timeout = 5
 
 [client.rgw.$RGW_NAME]
 rgw frontends = beast endpoint=127.0.0.1:$RGW_PORT
 rgw data = $d/rgw
 rgw enable usage log = false
 EOF
+}
+
+# Start radosgw and wait until its port answers; fail saying WHAT.
+_rgw_radosgw() {
+  # radosgw's own defaults (cephx, a secure mon connection) win over the
+  # [global] of ceph.conf: say it on the command line
+  _rgw_daemon rgw radosgw -c "$RGW_DIR/ceph.conf" -n "client.rgw.$RGW_NAME" -f \
+    --auth-client-required none --ms-mon-client-mode crc
+  _rgw_wait 60 "$1" curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$RGW_PORT/"
 }
 
 # One attempt at starting the cluster in the empty directory $RGW_DIR.
@@ -162,9 +185,7 @@ _rgw_try_start() {
   _rgw_wait 60 "the osd did not come up" _rgw_osd_up || return 1
   # radosgw's own defaults (cephx, a secure mon connection) win over the
   # [global] of ceph.conf: say it on the command line
-  _rgw_daemon rgw radosgw -c "$conf" -n "client.rgw.$RGW_NAME" -f \
-    --auth-client-required none --ms-mon-client-mode crc
-  _rgw_wait 60 "radosgw did not listen" curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$RGW_PORT/" || return 1
+  _rgw_radosgw "radosgw did not listen" || return 1
   _rgw_wait 30 "radosgw-admin could not create the test user" \
     timeout 20 radosgw-admin -c "$conf" -n "client.rgw.$RGW_NAME" user create --uid lake --display-name lake \
     --access-key "$RGW_ACCESS_KEY" --secret-key "$RGW_SECRET_KEY" || return 1
@@ -173,8 +194,7 @@ _rgw_try_start() {
 }
 
 # Stop every daemon recorded in $RGW_DIR/pids: SIGTERM, SIGKILL to those
-# still running 2 s later (the cluster is thrown away: nothing to keep);
-# reaped when they are children of this shell.
+# still running 2 s later (the cluster is thrown away: nothing to keep).
 _rgw_kill_all() {
   local p i left
   [ -f "$RGW_DIR/pids" ] || return 0
@@ -182,15 +202,12 @@ _rgw_kill_all() {
   for ((i = 0; i < 20; i++)); do
     left=
     for p in $(cat "$RGW_DIR/pids"); do
-      if kill -0 "$p" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ]; then left=1; fi
+      _rgw_alive "$p" && left=1
     done
     [ -z "$left" ] && break
     sleep 0.1
   done
-  for p in $(cat "$RGW_DIR/pids"); do
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
+  for p in $(cat "$RGW_DIR/pids"); do kill -9 "$p" 2>/dev/null || true; done
   : >"$RGW_DIR/pids"
 }
 
@@ -222,7 +239,7 @@ rgw_cluster_start() {
   fi
   # shellcheck source=/dev/null
   source "$RGW_DIR/env"
-  export RGW_PORT RGW_MON_PORT RGW_OWNED
+  export RGW_DIR RGW_PORT RGW_MON_PORT RGW_OWNED
 }
 
 rgw_cluster_stop() {
@@ -245,6 +262,25 @@ s3_start() {
 
 s3_stop() {
   s3_stop_pids
+}
+
+# radosgw killed (SIGKILL) and gone from the recorded PIDs; the mon and the
+# osd, and what radosgw stored, stay.
+s3_kill() {
+  local p i
+  p=$(cat "$RGW_DIR/rgw.pid")
+  kill -9 "$p" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    _rgw_alive "$p" || break
+    sleep 0.05
+  done
+  sed -i "/^$p\$/d" "$RGW_DIR/pids"
+}
+
+# radosgw started again on the same port, ready when ListBuckets answers.
+s3_restart() {
+  _rgw_radosgw "radosgw did not restart" && _rgw_wait 30 "radosgw did not answer after its restart" _rgw_ready ||
+    fail "radosgw did not restart"
 }
 
 # The unfinished multipart uploads in the bucket, optionally under the key
