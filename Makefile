@@ -3,7 +3,11 @@
 #   make                 build the programs into build/bin
 #   make deps            install the Debian packages the build and tests need
 #   make check           deps, the npm test peers, build, every test; last line
-#                        "N passed, N failed"
+#                        "N passed, N failed".  The tests start their own peers
+#                        on 127.0.0.1: lake-metasrv, PostgreSQL, s3rver
+#                        (npm) and, for tests/bats/s3-rgw.bats, one throw-away
+#                        Ceph cluster (ceph-mon, ceph-osd on a sparse file,
+#                        radosgw; about 6 s to start) under a temporary directory
 #   make check SANITIZE=1  the same with ASan + UBSan (objects in build-san/)
 #   make demo            deps, build, a put -> get round trip on a fresh LAKE_HOME
 #   make bench           benchmarks: ratios against peers measured in one run,
@@ -77,7 +81,7 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev libgnutls28-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
-              valgrind postgresql libpq-dev shellcheck
+              valgrind postgresql libpq-dev shellcheck radosgw ceph-mon ceph-osd
 # The npm test peers (s3rver), pinned by tests/package-lock.json: only make
 # check needs them (and npm), never the build, demo or install.
 NPM_STAMP  := tests/node_modules/.package-lock.json

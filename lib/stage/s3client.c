@@ -386,8 +386,10 @@ static int s3Refused(s3Xfer *x, lakeError *err) {
     char *msg = x->body ? s3XmlText(x->body, x->body_len, "Message") : NULL;
     lakeCode rc = s3ErrorCode(x->status, code, &x->retryable);
     char detail[256];
+    /* radosgw answers an empty <Message/>: the code alone then */
+    int has_msg = msg && msg[0];
     snprintf(detail, sizeof detail, "HTTP %ld%s%s%s%.160s", x->status, code ? " " : "",
-             code ? code : "", msg ? ": " : "", msg ? msg : "");
+             code ? code : "", has_msg ? ": " : "", has_msg ? msg : "");
     if (rc == LAKE_ENOINPUT && code && strcmp(code, "NoSuchBucket") == 0)
         errSet(err, rc, "%s: bucket '%s' does not exist (%s)", x->what, x->c->bucket, detail);
     else if (rc == LAKE_ENOINPUT)

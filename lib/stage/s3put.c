@@ -469,7 +469,7 @@ int s3UploadFinish(s3Upload *u, int64_t total, lakeError *err) {
 }
 
 /* Send method on the key (with query) to clean up; 0 or the failure's
- * detail in note. */
+ * detail in note.  An abort (a query) of an upload already gone is done. */
 static int cleanup(s3Upload *u, const char *method, const char *query, int attempts,
                    char *note, size_t notelen) {
     s3Xfer x;
@@ -478,6 +478,14 @@ static int cleanup(s3Upload *u, const char *method, const char *query, int attem
     if (!rc) {
         x.max_attempts = attempts;
         rc = s3XferRun(&x, &e);
+    }
+    /* an abort answered 404 NoSuchUpload: the upload is gone already
+     * (aborted by another client, or by a try whose answer was lost),
+     * which is what the abort is for */
+    if (rc && query && x.status == 404 && x.body) {
+        char *code = s3XmlText(x.body, x.body_len, "Code");
+        if (code && strcmp(code, "NoSuchUpload") == 0) rc = 0;
+        free(code);
     }
     if (rc) snprintf(note, notelen, "%s", e.cause[0] ? e.cause : "failed");
     s3XferFree(&x);

@@ -13,15 +13,10 @@ setup() {
   s3_start
   export LAKE_TRACE=1
   mkdir -p "$T/in" "$T/out"
-  PUT=
 }
 
 teardown() {
-  if [ -n "$PUT" ]; then
-    kill -9 "$PUT" 2>/dev/null || true
-    wait "$PUT" 2>/dev/null || true
-  fi
-  exec 4>&- 2>/dev/null || true
+  put_cleanup
   s3_stop
   common_teardown
 }
@@ -144,34 +139,9 @@ assert_nothing_stored() {
 
 # --- interrupted uploads ----------------------------------------------------
 
-# Start lake-put on a FIFO with ARGS, write BYTES into it (keeping it open),
-# and wait until the trace shows the first part stored.  Sets PUT.
-put_until_one_part() {
-  local bytes=$1 i
-  shift
-  mkfifo "$T/fifo"
-  lake-put "$@" <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
-  PUT=$!
-  exec 4>"$T/fifo"
-  head -c "$bytes" /dev/urandom >&4
-  for i in $(seq 200); do
-    grep -qE 'partNumber=1&.* -> 200$' "$T/put.err" && return 0
-    sleep 0.05
-  done
-  fail "the first part was never stored: $(cat "$T/put.err")"
-}
-
-# Wait for the put; sets status and stderr.
-wait_put() {
-  status=0
-  wait "$PUT" || status=$?
-  PUT=
-  stderr=$(cat "$T/put.err")
-}
-
 @test "s3 faults: a --size mismatch after one full part is 65 and leaves no object" {
   # shorter than stated: found at the end of the input
-  put_until_one_part $((6 * MIB)) --part-size 5MiB --size $((12 * MIB))
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB --size $((12 * MIB))
   exec 4>&-
   wait_put
   assert_traced_error lake-put 65 "stdin: $((6 * MIB)) bytes, not the stated $((12 * MIB))"
@@ -205,7 +175,7 @@ wait_put() {
 }
 
 @test "s3 faults: SIGTERM after one part aborts the upload; lake-put dies of SIGTERM" {
-  put_until_one_part $((6 * MIB)) --part-size 5MiB
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB
   kill -TERM "$PUT"
   wait_put
   exec 4>&-
@@ -217,19 +187,8 @@ wait_put() {
 }
 
 @test "s3 faults: SIGINT after one part aborts the upload; lake-put dies of SIGINT" {
-  # a background job starts with SIGINT ignored (which lake-put respects):
-  # give it the default disposition, as an interactive shell would
-  mkfifo "$T/fifo"
-  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die' \
-    lake-put --part-size 5MiB <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
-  PUT=$!
-  exec 4>"$T/fifo"
-  head -c $((6 * MIB)) /dev/urandom >&4
-  for i in $(seq 200); do
-    grep -qE 'partNumber=1&.* -> 200$' "$T/put.err" && break
-    sleep 0.05
-  done
-  grep -qE 'partNumber=1&.* -> 200$' "$T/put.err" || fail "the first part was never stored"
+  # put_until_parts gives lake-put the default disposition of SIGINT back
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB
   kill -INT "$PUT"
   wait_put
   exec 4>&-
@@ -254,7 +213,7 @@ wait_put() {
 }
 
 @test "s3 faults: the server stopped after one part is 69, and no object appears" {
-  put_until_one_part $((6 * MIB)) --part-size 5MiB
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB
   s3_kill
   head -c $((5 * MIB)) /dev/urandom >&4
   exec 4>&-

@@ -16,7 +16,9 @@
 //          the answer's body has been relayed;
 //          "reset": the connection is destroyed at once;
 //          "200error": answered 200 with an S3 error document (as S3 may
-//          answer a CompleteMultipartUpload)
+//          answer a CompleteMultipartUpload);
+//          "flip": forwarded with the first byte of the request body
+//          inverted (same length: only a payload hash can tell)
 // Every request is logged to stderr as "METHOD URL -> what [range=R]
 // inflight=N": R its Range header, N the requests in progress at its
 // start, itself included.
@@ -59,7 +61,7 @@ const server = http.createServer((req, res) => {
     req.socket.destroy();
     return;
   }
-  if (rule && rule.fault !== 'cut') {
+  if (rule && rule.fault !== 'cut' && rule.fault !== 'flip') {
     req.resume();
     req.on('end', () => {
       const status = rule.fault === '200error' ? 200 : Number(rule.fault);
@@ -73,7 +75,7 @@ const server = http.createServer((req, res) => {
   const up = http.request({ host: '127.0.0.1', port: upstream, method: req.method, path: req.url,
                             headers: req.headers }, upres => {
     res.writeHead(upres.statusCode, upres.headers);
-    if (!rule) {
+    if (!rule || rule.fault === 'flip') {
       upres.pipe(res);
       return;
     }
@@ -91,7 +93,20 @@ const server = http.createServer((req, res) => {
     });
   });
   up.on('error', () => req.socket.destroy());
-  req.pipe(up);
+  if (!rule || rule.fault !== 'flip') {
+    req.pipe(up);
+    return;
+  }
+  let first = true;
+  req.on('data', chunk => {
+    if (first && chunk.length) {
+      chunk = Buffer.from(chunk);
+      chunk[0] ^= 0xff;
+      first = false;
+    }
+    up.write(chunk);
+  });
+  req.on('end', () => up.end());
 });
 
 server.listen(0, '127.0.0.1', () => {
