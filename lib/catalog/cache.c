@@ -380,6 +380,7 @@ int cacheOpen(const lakeConfig *cfg, catalogSource *src, const cacheOptions *opt
         c->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (c->lockfd < 0) rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", path);
     }
+    if (!rc) tempSweep(dir); /* what a killed writer of this cache left */
     if (rc) {
         cacheClose(c);
         return rc;

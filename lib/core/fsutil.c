@@ -3,7 +3,9 @@
  */
 #include "core/fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,14 +28,32 @@ static void tempForget(atomicFile *af) {
     af->temp_slot = 0;
 }
 
-/* A fresh ".tmp-<id>" name; NULL with err set on failure. */
+/* A fresh ".tmp-<pid>-<id>" name (the writer's PID lets tempSweep tell a
+ * dead writer's leftover from a live one's); NULL with err set on failure. */
 static char *newTmpName(lakeError *err) {
     char id[ID_LEN + 1];
     if (idNew(id, err)) return NULL;
-    char *name = malloc(sizeof ".tmp-" + ID_LEN);
+    size_t n = sizeof ".tmp--" + 20 + ID_LEN;
+    char *name = malloc(n);
     if (!name) errSetErrno(err, LAKE_EFAIL, ENOMEM, "temporary name");
-    else snprintf(name, sizeof ".tmp-" + ID_LEN, ".tmp-%s", id);
+    else snprintf(name, n, ".tmp-%ld-%s", (long)getpid(), id);
     return name;
+}
+
+void tempSweep(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        if (strncmp(e->d_name, ".tmp-", 5) != 0) continue;
+        long pid = strtol(e->d_name + 5, &end, 10);
+        if (end == e->d_name + 5 || *end != '-' || pid <= 0) continue;
+        /* a live PID (ours, or one reused) keeps its file: never a write in flight */
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
 }
 
 int atomicOpen(atomicFile *af, const char *dir, const char *name, int replace,

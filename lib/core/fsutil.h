@@ -8,9 +8,10 @@
  * Until then, and after any failure or kill, the final name does not exist
  * (create) or still holds the old bytes (replace).  Where the filesystem
  * supports O_TMPFILE a killed writer leaves nothing behind at all (but for
- * the instant of a replacing commit); elsewhere it leaves a ".tmp-<id>"
- * file in the directory, which the lake's gc removes; a named temp is
- * registered with core/interrupt.h, so a stop signal removes it.
+ * the instant of a replacing commit); elsewhere it leaves a
+ * ".tmp-<pid>-<id>" file in the directory, which the lake's gc (and, for
+ * private directories, tempSweep) removes; a named temp is registered with
+ * core/interrupt.h, so a stop signal removes it.
  */
 #ifndef LAKE_FSUTIL_H
 #define LAKE_FSUTIL_H
@@ -47,6 +48,11 @@ void atomicAbort(atomicFile *af);
  * A directory this user may not write (EACCES, EPERM, EROFS) is
  * LAKE_EPERM (77); any other failure LAKE_EFAIL. */
 int mkdirs(const char *path, mode_t mode, lakeError *err);
+
+/* Remove the ".tmp-<pid>-<id>" files in dir whose writer is dead (a
+ * SIGKILL between naming a replacing commit's temp and its rename leaves
+ * one).  Best effort, silent; a live or reused PID keeps its file. */
+void tempSweep(const char *dir);
 
 /* write(2) until done, retrying EINTR; -1 with errno on failure. */
 int writeAll(int fd, const void *buf, size_t len);

@@ -14,7 +14,7 @@
  * symlink inside the stage can lead a read outside it.
  *
  * For gc, a listing walks the directories below the root the same way (no
- * symlink followed or listed) and reports ".tmp-<id>" files, which only an
+ * symlink followed or listed) and reports ".tmp-<pid>-<id>" files, which only an
  * interrupted put on a filesystem without O_TMPFILE leaves, as partial.
  */
 #include <dirent.h>

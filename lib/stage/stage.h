@@ -131,7 +131,7 @@ typedef struct stageObject {
     int64_t size;
     long long mtime;      /* last modification, seconds since the epoch */
     int partial;          /* the leftover of an interrupted put (a local
-                             ".tmp-<id>" file): never a finished object */
+                             ".tmp-<pid>-<id>" file): never a finished object */
 } stageObject;
 
 /* Called per object; non-zero stops the listing with that code (err set). */

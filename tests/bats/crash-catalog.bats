@@ -105,7 +105,9 @@ read_offline() {
     fi
     cp "$T/seen" "$T/cached"
     CACHED_GEN=$SEEN_GEN
-    # nothing but whole files in the cache directory
+    # nothing but whole files in the cache directory (a refresh killed
+    # between naming its replacing file and renaming it leaves
+    # ".tmp-PID-ID"; read_offline, the next process, removes it: tempSweep)
     local left
     left=$(find "$XDG_CACHE_HOME/lake" -name '.tmp-*' 2>/dev/null)
     [ -z "$left" ] || fail "round $k: temporary files left in the cache: $left"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -235,7 +236,33 @@ static void testDurations(void) {
     }
 }
 
+/* tempSweep: a dead writer's ".tmp-<pid>-<id>" goes; a live one's, an
+ * old-style ".tmp-<id>" (a stage partial, gc's to judge) and others stay. */
+static void testTempSweep(void) {
+    char dir[] = "/tmp/lake-unit-XXXXXX";
+    if (!mkdtemp(dir)) { ok(0, "mkdtemp"); return; }
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    char name[4][64], path[4][512];
+    snprintf(name[0], sizeof name[0], ".tmp-%ld-01DEAD", (long)dead);
+    snprintf(name[1], sizeof name[1], ".tmp-%ld-01LIVE", (long)getpid());
+    snprintf(name[2], sizeof name[2], ".tmp-01OLDSTYLE");
+    snprintf(name[3], sizeof name[3], "snapshot");
+    for (int i = 0; i < 4; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%s", dir, name[i]);
+        close(open(path[i], O_WRONLY | O_CREAT, 0600));
+    }
+    tempSweep(dir);
+    ok(access(path[0], F_OK) != 0, "tempSweep removes a dead writer's temporary file");
+    ok(access(path[1], F_OK) == 0 && access(path[2], F_OK) == 0 && access(path[3], F_OK) == 0,
+       "tempSweep keeps a live writer's, an old-style .tmp-<id> and other files");
+    for (int i = 1; i < 4; i++) unlink(path[i]);
+    rmdir(dir);
+}
+
 int main(void) {
+    testTempSweep();
     testDurations();
     testEndpoints();
     testText();
