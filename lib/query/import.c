@@ -10,7 +10,6 @@
 
 #include "catalog/names.h"
 #include "core/jsonstrict.h"
-#include "core/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -134,6 +134,18 @@ assert_no_s3_objects() {
   fi
 }
 
+# Nothing stored by the failed put traced in $stderr: its key is not found
+# (HEAD: radosgw waits long on a GET error) and the bucket is empty.
+assert_nothing_stored() {
+  local key
+  key=$(traced_key)
+  [ -n "$key" ] || fail "no request in the trace: $stderr"
+  run s3_curl -o /dev/null -I "$S3_ENDPOINT/$S3_BUCKET/$key"
+  assert_failure
+  assert_output --partial "404"
+  assert_no_s3_objects
+}
+
 # The trace lines in $stderr of METHOD on a target (s3://BUCKET/key?query)
 # that matches the extended regular expression RE, counted.
 count_requests() {
