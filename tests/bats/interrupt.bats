@@ -95,8 +95,10 @@ teardown() {
 
 @test "at a terminal the line is erased before the message (no ^C left in front of it)" {
   command -v script >/dev/null || skip "script(1) is not installed"
-  # lake-get waits for REFs on the terminal that script(1) gives it
-  sleep 60 | script -qec "lake-get" /dev/null >"$T/tty" 2>&1 &
+  # lake-get waits for REFs on the terminal that script(1) gives it; script
+  # runs its command with $SHELL -c, and dash (CI's /bin/sh) forks for it
+  # where bash would exec, so the exec is spelled out
+  sleep 60 | SHELL=/bin/sh script -qec "exec lake-get" /dev/null >"$T/tty" 2>&1 &
   local scr=$! pid=
   wait_for pgrep -P "$scr" -x lake-get
   pid=$(pgrep -P "$scr" -x lake-get)
