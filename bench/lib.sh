@@ -22,7 +22,9 @@
 #                          a TLS lake-metasrv on an ephemeral loopback port;
 #                          sets srv_url and srv_pid; its log goes to OUT.log
 #                          with BENCH_KEEP=1, else nowhere
-#   alternate ...          timed rounds of commands: T[NAME], RSS[NAME] (below)
+#   alternate ...          timed rounds of commands: T[NAME], RSS[NAME], and
+#                          with alternate_pids CPU[NAME], SRV[NAME] (below)
+#   cpu_of PID...          the CPU seconds those processes have used
 set -eu
 : "${LAKE_BIN:?set LAKE_BIN (make bench does)}"
 LAKE_BIN=$(cd "$LAKE_BIN" && pwd)
@@ -103,30 +105,51 @@ metasrv_serve() {
   srv_url=$(sed -n 's/^listening on //p' "$out")
 }
 
+# The CPU seconds (user + system) the processes PID... have used so far.
+cpu_of() {
+  local p tck
+  tck=$(getconf CLK_TCK)
+  for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null || true; done |
+    awk -v tck="$tck" '{ sub(/^.*\) /, ""); t += $12 + $13 } END { printf "%.2f\n", t / tck }'
+}
+
 # alternate [-p PREP] NAME CMD [NAME CMD]...: $runs rounds, each running
 # every CMD once in turn (PREP, untimed, and sync before every run), so a
 # noisy neighbour slows them alike; sets T[NAME] to the median wall seconds
 # and RSS[NAME] to the largest peak RSS (KiB) of the measured process tree,
-# and prints both.
-declare -A T=() RSS=()
+# and prints both.  With alternate_pids set (the PIDs of a server the
+# commands talk to), also CPU[NAME], the median CPU seconds (user + system)
+# of the measured process tree, and SRV[NAME], the median CPU seconds those
+# PIDs used during the run, and prints them too.
+declare -A T=() RSS=() CPU=() SRV=()
+# shellcheck disable=SC2086 # alternate_pids is a list of PIDs, split on purpose
 alternate() {
-  local prep=true k t m names=() cmds=()
+  local prep=true k t m u s s0 names=() cmds=()
   if [ "$1" = -p ]; then prep=$2; shift 2; fi
   while [ $# -ge 2 ]; do names+=("$1"); cmds+=("$2"); shift 2; done
-  for k in "${!names[@]}"; do : >"$work/${names[k]}.t"; : >"$work/${names[k]}.rss"; done
+  for k in "${!names[@]}"; do
+    : >"$work/${names[k]}.t"; : >"$work/${names[k]}.rss"; : >"$work/${names[k]}.cpu"; : >"$work/${names[k]}.srv"
+  done
   for _ in $(seq "${runs:?alternate needs runs}"); do
     for k in "${!names[@]}"; do
       bash -c "$prep"
       sync
-      /usr/bin/time -f '%e %M' -o "$work/time" bash -c "${cmds[k]}" >/dev/null
-      read -r t m <"$work/time"
+      s0=$(cpu_of ${alternate_pids:-})
+      /usr/bin/time -f '%e %M %U %S' -o "$work/time" bash -c "${cmds[k]}" >/dev/null
+      awk -v a="$s0" -v b="$(cpu_of ${alternate_pids:-})" 'BEGIN { printf "%.2f\n", b - a }' >>"$work/${names[k]}.srv"
+      read -r t m u s <"$work/time"
       echo "$t" >>"$work/${names[k]}.t"
       echo "$m" >>"$work/${names[k]}.rss"
+      awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f\n", u + s }' >>"$work/${names[k]}.cpu"
     done
   done
   for k in "${!names[@]}"; do
     T[${names[k]}]=$(median "$work/${names[k]}.t")
     RSS[${names[k]}]=$(sort -n "$work/${names[k]}.rss" | tail -1)
-    printf '%-22s %8.2f s   peak RSS %7d KiB\n' "${names[k]}" "${T[${names[k]}]}" "${RSS[${names[k]}]}"
+    CPU[${names[k]}]=$(median "$work/${names[k]}.cpu")
+    SRV[${names[k]}]=$(median "$work/${names[k]}.srv")
+    printf '%-22s %8.2f s   peak RSS %7d KiB' "${names[k]}" "${T[${names[k]}]}" "${RSS[${names[k]}]}"
+    [ -z "${alternate_pids:-}" ] || printf '   CPU %6.2f s, server CPU %6.2f s' "${CPU[${names[k]}]}" "${SRV[${names[k]}]}"
+    printf '\n'
   done
 }
