@@ -264,6 +264,9 @@ s3_start() {
 
 s3_stop() {
   s3_stop_pids
+  # a test that failed between s3_kill and s3_restart: radosgw back for
+  # the tests after it (the cluster may serve the whole run)
+  [ -z "${RGW_DIR:-}" ] || _rgw_alive "$(cat "$RGW_DIR/rgw.pid")" || s3_restart
 }
 
 # radosgw killed (SIGKILL) and gone from the recorded PIDs; the mon and the
