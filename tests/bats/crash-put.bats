@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
 # lake-put SIGKILLed at random moments (issue 8): 15 kills into a local stage
-# and 15 into an S3 stage (radosgw, helpers/rgw.bash), each at a delay drawn over the
-# whole lifetime of the put, from before its first byte to after its last,
-# with inputs of several sizes (up to multipart-sized on S3) and kinds (a
-# pipe, a file, a tar archive on stdin), half of them with --table.
+# and 15 into an S3 stage (radosgw, helpers/rgw.bash), each at a delay
+# drawn over the whole lifetime of the put, from before its first byte to
+# after its last, with inputs of several sizes (up to multipart-sized on
+# S3) and kinds (a pipe, a file, a tar archive on stdin), half of them
+# with --table.
 #
 # After every kill: every object under a final name holds exactly the bytes
 # of one of the inputs, and every FILE value the put printed before dying

@@ -153,8 +153,7 @@ stage_corrupt() {
     s3://*)
       s3_curl -o "$tmp" "$S3_ENDPOINT$(s3_path "$loc")" || fail "cannot read $loc"
       printf 'X' | dd of="$tmp" bs=1 seek=100 conv=notrunc status=none
-      s3_curl -X PUT --data-binary @"$tmp" "$S3_ENDPOINT$(s3_path "$loc")" -o /dev/null ||
-        fail "cannot overwrite $loc"
+      stage_replace "$loc" "$tmp"
       ;;
     *) fail "stage_corrupt: $loc" ;;
   esac
