@@ -5,10 +5,19 @@
 # without it, everything referenced stays readable; the grace period keeps
 # young objects; leftovers of interrupted puts go too, symlinks are never
 # followed; a user-role token gets 77 and a source that is down 69, and
-# neither removes anything.  One case runs the stage on S3 (s3rver).
+# neither removes anything.  One case runs the stage on S3 (radosgw,
+# helpers/rgw.bash).
 
 load helpers/common
 load helpers/source
+
+# the S3 case runs the embedded source with LAKE_STAGE on radosgw
+setup_file() {
+  source_setup_file
+  [ "${LAKE_TEST_SOURCE:-local}" != local ] || rgw_cluster_start
+}
+
+teardown_file() { source_teardown_file; }
 
 setup() {
   source_setup
@@ -229,9 +238,7 @@ gc_locations() {
 }
 
 @test "gc on an S3 stage removes the unreferenced objects from the bucket and keeps the referenced" {
-  local_only "the embedded source with LAKE_STAGE on s3rver"
-  # shellcheck source=helpers/s3.bash
-  source "${BATS_TEST_DIRNAME}/helpers/s3.bash"
+  local_only "the embedded source with LAKE_STAGE on radosgw"
   s3_start
   local loose kept keys
   loose=$(echo loose | lake-put | json_field location)

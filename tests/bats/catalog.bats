@@ -9,6 +9,9 @@
 load helpers/common
 load helpers/source
 
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
+
 setup() {
   source_setup
 }

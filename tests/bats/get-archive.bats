@@ -5,7 +5,15 @@
 # tar reports as truncated, and the same round trip through an S3 stage.
 
 load helpers/common
-load helpers/s3
+load helpers/rgw
+
+setup_file() {
+  rgw_cluster_start
+}
+
+teardown_file() {
+  rgw_cluster_stop
+}
 
 setup() {
   common_setup

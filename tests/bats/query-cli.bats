@@ -13,6 +13,9 @@ load helpers/common
 load helpers/source
 load helpers/background
 
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
+
 setup() {
   source_setup
   lake-catalog create-namespace t

@@ -2,10 +2,13 @@
 # lake-query under concurrency (issue 6): 8 processes inserting into one
 # table at once lose nothing and add versions one by one; a query that runs
 # while another process appends sees one consistent version for its whole
-# statement.  Run embedded and remote (metasrv + s3rver) by tests/run.
+# statement.  Run embedded and remote (metasrv + radosgw) by tests/run.
 
 load helpers/common
 load helpers/source
+
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
 
 setup() {
   source_setup

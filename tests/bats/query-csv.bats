@@ -7,10 +7,13 @@
 # sqlite3; a blank line in a file of several columns is skipped by lake and
 # a short record to sqlite3.  Also: --strict, CR-only line ends, records of
 # another width, and an import of no rows (nothing appended, no version).
-# Run embedded and remote (metasrv + s3rver) by tests/run.
+# Run embedded and remote (metasrv + radosgw) by tests/run.
 
 load helpers/common
 load helpers/source
+
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
 
 setup() {
   source_setup

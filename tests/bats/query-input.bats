@@ -4,10 +4,13 @@
 # bad input of every kind leaves the table's version and rows unchanged;
 # a segment whose bytes fail their SHA-256 is refused and not cached;
 # constraints evaluated inside the segments give SQLite's own answers.
-# Run embedded and remote (metasrv + s3rver) by tests/run.
+# Run embedded and remote (metasrv + radosgw) by tests/run.
 
 load helpers/common
 load helpers/source
+
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
 
 setup() {
   source_setup

@@ -5,10 +5,13 @@
 # control character in a string, text after the value, a repeated key:
 # 65 naming the line, nothing appended, never a shortened name or value.
 # BLOBs travel through JSON as hex (lake-query(1)), so no BLOB needs
-# \u0000.  Run embedded and remote (metasrv + s3rver) by tests/run.
+# \u0000.  Run embedded and remote (metasrv + radosgw) by tests/run.
 
 load helpers/common
 load helpers/source
+
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
 
 setup() {
   source_setup

@@ -26,6 +26,9 @@ VALUES="('n', NULL, NULL, NULL, NULL),
  ('tiny', 3, 1e-300, char(0), x'')"
 LISTING="SELECT k, typeof(i), quote(i), typeof(r), quote(r), typeof(s), hex(s), length(CAST(s AS BLOB)), typeof(b), quote(b)"
 
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
+
 setup() {
   source_setup
   lake-catalog create-namespace v

@@ -7,6 +7,9 @@
 load helpers/common
 load helpers/source
 
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
+
 setup() {
   source_setup
   lake-catalog create-namespace docs
@@ -66,6 +69,33 @@ teardown() {
   run bash -c "lake-query -f jsonl -c 'SELECT pdf FROM docs.papers WHERE title LIKE \"d%\"' | lake-get -o '$T/out'"
   assert_success
   cmp "$T/a.txt" "$T/out/a.txt"
+}
+
+@test "a segment and a FILE object whose bytes were replaced in the stage fail their SHA-256: 65, one line, nothing used" {
+  # remote-s3: replaced in the bucket by another S3 client, behind lake's back
+  printf 'hello\n' >"$T/a.txt"
+  f=$(lake-put "$T/a.txt")
+  lake-query -c "INSERT INTO docs.papers VALUES ('doc', 2026, '$f')"
+  v=$(lake-query -f jsonl -c "SELECT pdf FROM docs.papers" | jq -c .pdf)
+  # the FILE object: other bytes of the same size
+  floc=$(json_field location "$v")
+  printf 'HELLO\n' >"$T/other"
+  stage_replace "$floc" "$T/other"
+  mkdir "$T/out"
+  run_to "$T/got" lake-get -o "$T/out" "$v"
+  assert_error lake-get 65 "$floc: SHA-256 mismatch (expected $(json_field sha256 "$f"), got $(sha_of "$T/other"))"
+  assert_equal "$(ls -A "$T/out")" ""
+  # the segment: other bytes of the same size, asked for with an empty
+  # segment cache
+  seg=$(lake-catalog resolve docs.papers | jq -c '.segments[0]')
+  loc=$(jq -r .location <<<"$seg")
+  head -c "$(jq -r .size <<<"$seg")" /dev/urandom >"$T/seg"
+  stage_replace "$loc" "$T/seg"
+  rm -rf "$XDG_CACHE_HOME/lake/segments"
+  run_to "$T/rows" lake-query -c "SELECT title FROM docs.papers"
+  assert_error lake-query 65 "$loc: SHA-256 mismatch (expected $(jq -r .sha256 <<<"$seg"), got $(sha_of "$T/seg"))"
+  assert_equal "$(cat "$T/rows")" ""
+  assert_equal "$(find "$XDG_CACHE_HOME" -name "$(jq -r .sha256 <<<"$seg")*")" ""
 }
 
 @test "a FILE column refuses a value outside the stage or malformed; nothing appended" {

@@ -6,8 +6,16 @@
 # remote-mode lake-put stores into the advertised S3 stage.
 
 load helpers/common
-load helpers/s3
+load helpers/rgw
 load helpers/metasrv
+
+setup_file() {
+  rgw_cluster_start
+}
+
+teardown_file() {
+  rgw_cluster_stop
+}
 
 setup() {
   common_setup

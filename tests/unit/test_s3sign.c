@@ -4,8 +4,9 @@
  * Authorization header, payload in a single chunk: GET Object, PUT Object,
  * GET Bucket Lifecycle, GET Bucket (List Objects)), reproduced byte for byte.
  *
- * The test server lake's bats suites use (s3rver) does not check SigV4
- * signatures, so they are proved here instead.  Each documented request is
+ * The bats suites' S3 server (radosgw) checks every signature, but only
+ * that client and server agree; AWS's own examples pin the algorithm down
+ * byte for byte, here.  Each documented request is
  * built by the backend's own code (s3XferInit, s3XferHeader, s3XferBody,
  * s3XferArm: the same calls a put or get makes, so the same URL encoding,
  * canonical query and x-amz-content-sha256) with the documented keys,

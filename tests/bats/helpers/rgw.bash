@@ -9,16 +9,16 @@
 # rgw_cluster_stop in teardown_file.  When RGW_CLUSTER names the directory
 # of a running cluster (one started by rgw_cluster_start, e.g. once for a
 # whole run), rgw_cluster_start reuses it and rgw_cluster_stop leaves it be.
-# Each test gets its own bucket.  The per-test functions are those of
-# helpers/s3.bash (s3rver), so that a suite can switch by loading one or
-# the other:
+# Each test gets its own bucket.  tests/run starts one cluster for the
+# whole run and exports RGW_CLUSTER.  The functions:
 #
 #   rgw_cluster_start   start a cluster (or reuse $RGW_CLUSTER), export RGW_CLUSTER
 #   rgw_cluster_stop    stop by the recorded PIDs, remove the directory
 #                       (only a cluster started by this file)
 #   s3_start            a fresh bucket $S3_BUCKET, and point lake at it:
 #                       AWS_* and LAKE_STAGE=s3://$S3_BUCKET/stage
-#   s3_stop             stop the fault proxy, if any (the cluster stays)
+#   s3_stop             stop the fault proxy, if any (the cluster stays;
+#                       radosgw starts again if the test left it killed)
 #   s3_kill             stop radosgw abruptly (SIGKILL); mon and osd keep running
 #   s3_restart          start radosgw again on the same port, wait until ready
 #   s3_fault RULES      put the fault proxy (s3fault.js) in front of radosgw
@@ -264,6 +264,9 @@ s3_start() {
 
 s3_stop() {
   s3_stop_pids
+  # a test that failed between s3_kill and s3_restart: radosgw back for
+  # the tests after it (the cluster may serve the whole run)
+  [ -z "${RGW_DIR:-}" ] || _rgw_alive "$(cat "$RGW_DIR/rgw.pid")" || s3_restart
 }
 
 # radosgw killed (SIGKILL) and gone from the recorded PIDs; the mon and the

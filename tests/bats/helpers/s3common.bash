@@ -1,6 +1,6 @@
-# The S3 test helpers that do not depend on which server is the peer:
-# loaded by helpers/s3.bash (s3rver) and helpers/rgw.bash (radosgw), which
-# set S3_ENDPOINT, S3_PORT, S3_BUCKET, S3_KEY and S3_SECRET in s3_start.
+# The S3 test helpers that do not depend on how the server is run: loaded
+# by helpers/rgw.bash (radosgw), which sets S3_ENDPOINT, S3_PORT,
+# S3_BUCKET, S3_KEY and S3_SECRET in s3_start.
 #
 #   s3_fault RULES      put the fault proxy (s3fault.js) in front of the server
 #   s3_stop_pids        stop every process recorded in S3_PIDS, and wait
@@ -87,7 +87,7 @@ _s3_port_of() {
   return 1
 }
 
-# s3_fault RULES: start the fault proxy between lake and s3rver (see
+# s3_fault RULES: start the fault proxy between lake and the server (see
 # s3fault.js for RULES) and point AWS_ENDPOINT_URL at it.  Its log of
 # requests is $T/fault.err (an earlier proxy's is moved aside).
 s3_fault() {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// s3fault.js - a fault-injecting HTTP proxy in front of s3rver, for the
-// retry tests (tests/bats/s3-faults.bats).  Node's http module only.
+// s3fault.js - a fault-injecting HTTP proxy in front of the S3 server
+// (radosgw), for the retry tests (tests/bats/s3-faults.bats, s3-rgw.bats).
+// Node's http module only.
 //
 //   node s3fault.js UPSTREAM_PORT RULES
 //

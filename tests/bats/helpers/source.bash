@@ -2,14 +2,30 @@
 #   LAKE_TEST_SOURCE=local   (the default) the embedded registry under LAKE_HOME
 #   LAKE_TEST_SOURCE=remote  a real lake-metasrv over TLS on a loopback port
 #   LAKE_TEST_SOURCE=remote-s3  the same, advertising an S3 stage on a real
-#                            s3rver (the query suites: segments and FILEs
-#                            go to S3, the catalog to metasrv)
+#                            S3 server, radosgw (helpers/rgw.bash; the query
+#                            suites: segments and FILEs go to a bucket, the
+#                            catalog to metasrv)
 #   LAKE_TEST_SOURCE=remote-pg  a real lake-metasrv whose registry is a fresh
 #                            database on a real PostgreSQL (helpers/pg.bash;
 #                            tests/run starts the server, PG_DIR names it)
 # Every catalog test runs the same way against either; what differs lives
 # here: the set-up, the source's name in `status`, the registry file, and
-# how to make the source fail.  Load after helpers/common.
+# how to make the source fail.  Load after helpers/common; a suite calls
+# source_setup_file in setup_file and source_teardown_file in teardown_file
+# (they start and stop the radosgw cluster of remote-s3, or reuse the one
+# tests/run started: RGW_CLUSTER), source_setup in setup and
+# source_teardown in teardown.
+
+# shellcheck source=rgw.bash
+source "${BATS_TEST_DIRNAME}/helpers/rgw.bash"
+
+source_setup_file() {
+  [ "${LAKE_TEST_SOURCE:-local}" != remote-s3 ] || rgw_cluster_start
+}
+
+source_teardown_file() {
+  rgw_cluster_stop
+}
 
 # A private lake for one test, talking to the chosen source.  Sets:
 #   REGISTRY     the registry database behind the source
@@ -42,8 +58,6 @@ source_setup() {
       ;;
     remote-s3)
       load_metasrv
-      # shellcheck source=s3.bash
-      source "${BATS_TEST_DIRNAME}/helpers/s3.bash"
       s3_start
       metasrv_init "$T/srv" "$LAKE_STAGE"
       unset LAKE_STAGE # the clients learn the stage from whoami
@@ -139,10 +153,21 @@ stage_corrupt() {
     s3://*)
       s3_curl -o "$tmp" "$S3_ENDPOINT$(s3_path "$loc")" || fail "cannot read $loc"
       printf 'X' | dd of="$tmp" bs=1 seek=100 conv=notrunc status=none
-      s3_curl -X PUT --data-binary @"$tmp" "$S3_ENDPOINT$(s3_path "$loc")" -o /dev/null ||
-        fail "cannot overwrite $loc"
+      stage_replace "$loc" "$tmp"
       ;;
     *) fail "stage_corrupt: $loc" ;;
+  esac
+}
+
+# stage_replace LOCATION FILE: the object at a stage location replaced by
+# the bytes of FILE, as another writer of the stage would: cp for file://,
+# a PUT by an independent S3 client (s3_curl -T) for s3://.
+stage_replace() {
+  local loc=$1 file=$2
+  case $loc in
+    file://*) cp "$file" "${loc#file://}" || fail "cannot replace $loc" ;;
+    s3://*) s3_curl -T "$file" "$S3_ENDPOINT$(s3_path "$loc")" -o /dev/null || fail "cannot replace $loc" ;;
+    *) fail "stage_replace: $loc" ;;
   esac
 }
 
