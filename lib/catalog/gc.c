@@ -115,7 +115,7 @@ typedef struct gcRemoval {
 } gcRemoval;
 
 /* stageDeletedFn: count and report an object gone, or note a refusal. */
-static int removed(void *ctx, const char *location, int64_t size, const lakeError *why,
+static int gcRemoved(void *ctx, const char *location, int64_t size, const lakeError *why,
                    lakeError *err) {
     gcRemoval *r = ctx;
     if (why) {
@@ -192,7 +192,7 @@ int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn ob
         rc = dbErr(&g, err, "reading back");
         goto out;
     }
-    if (!opt->dry_run && !(del = stageDeleterNew(st, removed, &rm))) {
+    if (!opt->dry_run && !(del = stageDeleterNew(st, gcRemoved, &rm))) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "gc");
         goto out;
     }

@@ -605,6 +605,7 @@ static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
     size_t *pend = calloc(n, sizeof *pend), np = n;
     unsigned char *again = calloc(n, 1);
     bodyBuf b = {0};
+    size_t need = sizeof DELETE_HEAD + sizeof DELETE_TAIL;
     int rc = 0;
     if (!keys || !doc || !pend || !again) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "delete"); goto out; }
     for (size_t i = 0; i < n; i++) {
@@ -614,6 +615,11 @@ static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
         free(rel);
         if (!keys[i]) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "delete"); goto out; }
         pend[i] = i;
+        need += DELETE_OBJECT_TAGS + 6 * strlen(keys[i]);
+    }
+    if (need > DELETE_BODY_MAX) { /* the deleter's bound keeps within it */
+        rc = errSet(err, LAKE_EFAIL, "%s/?delete: %zu keys too long for one request", s->url, n);
+        goto out;
     }
     for (int attempt = 1; np; attempt++) {
         size_t len = deleteDoc(doc, keys, pend, np);
