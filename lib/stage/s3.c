@@ -591,9 +591,11 @@ static long keyErrorStatus(const char *code) {
     return 400;
 }
 
-/* Remove the n objects at locs with DeleteObjects.  A key the answer
- * lists with a transient error (InternalError, SlowDown...) is sent again,
- * up to S3_ATTEMPTS requests in all; one that is already gone (NoSuchKey)
+/* Remove the n objects at locs with DeleteObjects.  A request that fails
+ * as a whole with a transient error (a 5xx, or a 200 whose body is an
+ * S3 error document) is sent again, and so is a key the answer lists with
+ * a transient error (InternalError, SlowDown...), up to S3_ATTEMPTS
+ * requests in all; one that is already gone (NoSuchKey)
  * is removed; any other is reported through failed, with the exit code a
  * single DeleteObject refused so would have (AccessDenied: 77). */
 static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
@@ -640,7 +642,11 @@ static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
                         "%s/?delete: the object store failed to remove objects (%s)", s->url,
                         code ? code : "error");
             free(code);
-            goto out;
+            if (!retry || attempt >= S3_ATTEMPTS) goto out;
+            errClear(err); /* as a 5xx: the same keys again */
+            rc = 0;
+            if (s3Sleep(s3BackoffMs(attempt), NULL)) break;
+            continue;
         }
         if (!s3XmlRootIs(b.buf, b.len, "DeleteResult")) {
             rc = errSet(err, LAKE_EFAIL, "%s/?delete: the object store's answer is not a DeleteResult",

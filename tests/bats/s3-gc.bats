@@ -125,3 +125,28 @@ lake-catalog: gc: 1 object not removed, refused by the object store; stopped"
   assert_output "$(printf 's3://%s/stage/files/2026/02/denied\t3' "$S3_BUCKET")"
   assert_equal "$(s3_keys)" "$KEPT_KEYS"
 }
+
+# The fault proxy (helpers/s3fault.js) is in front of radosgw below:
+# radosgw itself does not fail a DeleteObjects on demand.
+
+@test "s3 gc: a DeleteObjects answered 503, then 200 with an error document, is sent again; the third removes every object" {
+  put_referenced
+  put_garbage 5
+  s3_fault "POST?delete:503:1,POST?delete:200error:1"
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_equal "$(cut -f1 <<<"$output")" "$(printf "s3://$S3_BUCKET/stage/files/2026/01/g%05d\n" 0 1 2 3 4)"
+  assert_equal "$(count_requests POST '\?delete=')" 3
+  assert_equal "$(s3_keys)" "$KEPT_KEYS"
+}
+
+@test "s3 gc: a DeleteObjects refused as a whole (403) is 77 with one line, prints nothing and removes nothing" {
+  put_referenced
+  put_garbage 5
+  s3_fault "POST?delete:403:1"
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_traced_error lake-catalog 77 "s3://$S3_BUCKET/?delete=: access denied" "HTTP 403 AccessDenied"
+  assert_output ""
+  assert_equal "$(count_requests POST '\?delete=')" 1
+  assert_equal "$(s3_keys | wc -l)" 8
+}
