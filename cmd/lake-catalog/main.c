@@ -408,6 +408,13 @@ static int gcPrint(void *ctx, const char *location, int64_t size, lakeError *err
 /* "s" unless there is exactly one: "1 object", "2 objects". */
 static const char *plural(long long n) { return n == 1 ? "" : "s"; }
 
+/* An object the store refused to remove: one line each (errors, shown
+ * even with -q); gc then fails with their count. */
+static void gcRefused(void *ctx, const lakeError *why) {
+    (void)ctx;
+    logError(why);
+}
+
 static void gcUpload(void *ctx, const char *location, long long initiated) {
     gcOut *o = ctx;
     char ts[32];
@@ -429,7 +436,7 @@ static int cmdGc(run *r, lakeError *err) {
     if (r->json) fputs("[", stdout);
     else if (r->header) fputs("location\tsize\n", stdout);
     gcOptions opt = {r->grace >= 0 ? r->grace : GC_GRACE_DEFAULT, r->dry_run, 0};
-    rc = catalogGc(r->src, st, &opt, gcPrint, gcUpload, &out, &stats, err);
+    rc = catalogGc(r->src, st, &opt, gcPrint, gcRefused, gcUpload, &out, &stats, err);
     if (r->json) fputs(out.n ? "\n]\n" : "]\n", stdout);
     if (rc) goto done;
     if (stats.uploads_supported == 0)

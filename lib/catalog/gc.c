@@ -103,12 +103,47 @@ static void countUpload(void *ctx, const char *location, long long initiated) {
     if (u->fn) u->fn(u->ctx, location, initiated);
 }
 
+/* What the deleter's callback needs: the counts, the caller's callbacks,
+ * and the first refusal. */
+typedef struct gcRemoval {
+    gcStats *stats;
+    gcObjectFn object;
+    gcRefusedFn refused;
+    void *ctx;
+    int64_t nrefused;
+    lakeCode first;
+} gcRemoval;
+
+/* stageDeletedFn: count and report an object gone, or note a refusal. */
+static int gcRemoved(void *ctx, const char *location, int64_t size, const lakeError *why,
+                   lakeError *err) {
+    gcRemoval *r = ctx;
+    if (why) {
+        if (!r->nrefused++) r->first = why->code;
+        if (r->refused) r->refused(r->ctx, why);
+        return 0;
+    }
+    r->stats->removed++;
+    r->stats->removed_bytes += size;
+    return r->object ? r->object(r->ctx, location, size, err) : 0;
+}
+
+/* After a batch: the error of the objects refused in it, or 0. */
+static int refusedErr(const gcRemoval *r, lakeError *err) {
+    if (!r->nrefused) return 0;
+    return errSet(err, r->first, "gc: %lld object%s not removed, refused by the object store; stopped",
+                  (long long)r->nrefused, r->nrefused == 1 ? "" : "s");
+}
+
 int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn object,
-              stageUploadFn upload, void *ctx, gcStats *stats, lakeError *err) {
+              gcRefusedFn refused, stageUploadFn upload, void *ctx, gcStats *stats,
+              lakeError *err) {
     memset(stats, 0, sizeof *stats);
     long long now = opt->now ? opt->now : (long long)time(NULL);
     long long cutoff = now - opt->grace;
     gcRun g = {.st = st};
+    gcRemoval rm = {stats, object, refused, ctx, 0, LAKE_OK};
+    stageDeleter *del = NULL;
     sqlite3_stmt *sel = NULL;
     cJSON *probe = NULL;
     int rc = 0;
@@ -157,6 +192,10 @@ int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn ob
         rc = dbErr(&g, err, "reading back");
         goto out;
     }
+    if (!opt->dry_run && !(del = stageDeleterNew(st, gcRemoved, &rm))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "gc");
+        goto out;
+    }
     int s;
     while ((s = sqlite3_step(sel)) == SQLITE_ROW) {
         const char *loc = (const char *)sqlite3_column_text(sel, 0);
@@ -170,7 +209,10 @@ int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn ob
             stats->kept_young++;
             continue;
         }
-        if (!opt->dry_run && (rc = stageDelete(st, loc, err))) goto out;
+        if (del) {
+            if ((rc = stageDeleterAdd(del, loc, size, err)) || (rc = refusedErr(&rm, err))) goto out;
+            continue;
+        }
         stats->removed++;
         stats->removed_bytes += size;
         if (object && (rc = object(ctx, loc, size, err))) goto out;
@@ -179,12 +221,14 @@ int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn ob
         rc = dbErr(&g, err, "reading back");
         goto out;
     }
+    if (del && ((rc = stageDeleterFlush(del, err)) || (rc = refusedErr(&rm, err)))) goto out;
 
     /* 4. unfinished multipart uploads older than the grace */
     upCounter uc = {upload, ctx, 0};
     rc = stageAbortUploads(st, cutoff, opt->dry_run, countUpload, &uc, &stats->uploads_supported, err);
     stats->uploads = uc.n;
 out:
+    stageDeleterFree(del);
     sqlite3_finalize(sel);
     sqlite3_finalize(g.put_obj);
     sqlite3_finalize(g.put_ref);

@@ -9,7 +9,8 @@
  * committed before the listing ended is seen), and only objects that are
  * unreferenced AND last modified at or before now - grace are removed; a
  * put's object is referenced by its append within the grace period or is
- * garbage.  Memory is bounded: the listing and the references go to a
+ * garbage.  Objects are removed in batches where the stage can (S3:
+ * DeleteObjects), and counted and reported only once they are gone.  Memory is bounded: the listing and the references go to a
  * temporary on-disk SQLite database, never into RAM as a whole.
  *
  * Objects and references are compared by their key below the stage root
@@ -45,9 +46,19 @@ typedef struct gcStats {
  * removal; non-zero stops gc with that code (err set). */
 typedef int (*gcObjectFn)(void *ctx, const char *location, int64_t size, lakeError *err);
 
+/* Called per object the object store refused to remove (one of a batch
+ * whose request was answered: see stageDeleter), with the reason. */
+typedef void (*gcRefusedFn)(void *ctx, const lakeError *why);
+
 /* Run gc over st with the references of src (which must be the live
- * source: an outage is 69 and removes nothing).  upload may be NULL. */
+ * source: an outage is 69 and removes nothing).  Objects are removed in
+ * batches (stageDeleter); object is called for each once it is gone.  When
+ * the store refuses some objects of a batch, gc reports each to refused,
+ * stops after that batch and fails with the code of the first refusal;
+ * stats then count only what is gone.  object, refused and upload may be
+ * NULL. */
 int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn object,
-              stageUploadFn upload, void *ctx, gcStats *stats, lakeError *err);
+              gcRefusedFn refused, stageUploadFn upload, void *ctx, gcStats *stats,
+              lakeError *err);
 
 #endif

@@ -18,6 +18,15 @@ typedef struct stageOps {
     /* gc: prefix already checked; location already contained */
     int (*list)(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err);
     int (*del)(stage *s, const char *location, lakeError *err);
+    /* NULL: del per object.  Remove the n objects at locs (contained, n at
+     * most STAGE_DELETE_BATCH, their lengths summed at most
+     * delete_batch_bytes) in one request; failed(ctx, i, why) for each one
+     * the store refused; 0 when answered, else the error of the request
+     * (nothing known removed). */
+    int (*del_batch)(stage *s, char *const *locs, size_t n,
+                     void (*failed)(void *ctx, size_t i, const lakeError *why), void *ctx,
+                     lakeError *err);
+    size_t delete_batch_bytes;
     /* NULL: the backend has no multipart uploads */
     int (*abort_uploads)(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
                          int *supported, lakeError *err);

@@ -400,8 +400,9 @@ static int localSync(stage *s, lakeError *err) {
     return rc;
 }
 
-static const stageOps localOps = {localPut,  localGet,    localRelative, localClose,
-                                  localList, localDelete, NULL,          localSync, 1};
+static const stageOps localOps = {localPut,    localGet, localRelative, localClose, localList,
+                                  localDelete, NULL,     0,             NULL,       localSync,
+                                  1};
 
 int localStageOpen(const char *url, stage **out, lakeError *err) {
     char *path = fileUrlPath(url);

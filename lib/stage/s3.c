@@ -20,7 +20,8 @@
  * error (78) before they send anything.
  *
  * For gc: a listing pages through ListObjectsV2 (continuation tokens),
- * a delete is DeleteObject, and unfinished multipart uploads are found
+ * a delete is DeleteObject, many deletes are DeleteObjects of up to 1,000
+ * keys a request (stageDeleter), and unfinished multipart uploads are found
  * with ListMultipartUploads and ended with AbortMultipartUpload; a store
  * that answers those two with 405 or 501 (s3rver) does not support them.
  */
@@ -29,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <openssl/evp.h>
 
 #include "core/id.h"
 #include "core/log.h"
@@ -364,11 +367,14 @@ static int bodySink(void *ctx, const char *buf, size_t len) {
     return 0;
 }
 
-/* GET on the bucket with query; the answer's body into *b.  Retried like
- * s3XferRun, but the body starts afresh at each attempt (a sink would
- * otherwise keep the bytes of a broken one).  *status gets the HTTP
- * status, also of a refusal. */
-static int bucketGet(s3Stage *ss, const char *query, bodyBuf *b, long *status, lakeError *err) {
+/* A request on the bucket with query: a GET, or (send not NULL) a POST of
+ * the XML document send with its Content-MD5 (base64, as S3 asks of
+ * DeleteObjects).  The answer's body into *b.  Retried like s3XferRun,
+ * but the body starts afresh at each attempt (a sink would otherwise keep
+ * the bytes of a broken one).  *status gets the HTTP status, also of a
+ * refusal. */
+static int bucketRequest(s3Stage *ss, const char *query, const char *send, size_t send_len,
+                         const char *md5, bodyBuf *b, long *status, lakeError *err) {
     b->err = err;
     b->what = ss->base.url;
     int rc = 0;
@@ -377,10 +383,17 @@ static int bucketGet(s3Stage *ss, const char *query, bodyBuf *b, long *status, l
         s3Xfer x;
         b->len = 0;
         if (b->buf) b->buf[0] = '\0';
-        if ((rc = s3XferInit(&x, &ss->client, ss->client.easy, "GET", "", query, err))) return rc;
+        if ((rc = s3XferInit(&x, &ss->client, ss->client.easy, send ? "POST" : "GET", "", query,
+                             err)))
+            return rc;
         x.sink = bodySink;
         x.sink_ctx = b;
-        if (!(rc = s3XferArm(&x, err))) {
+        if (send) {
+            rc = s3XferHeader(&x, err, "Content-Type: application/xml");
+            if (!rc) rc = s3XferHeader(&x, err, "Content-MD5: %s", md5);
+            s3XferBody(&x, send, send_len, NULL);
+        }
+        if (!rc && !(rc = s3XferArm(&x, err))) {
             s3XferRestart(&x);
             rc = s3XferOutcome(&x, curl_easy_perform(x.h), err);
         }
@@ -392,6 +405,10 @@ static int bucketGet(s3Stage *ss, const char *query, bodyBuf *b, long *status, l
     }
     if (rc) b->len = 0;
     return rc;
+}
+
+static int bucketGet(s3Stage *ss, const char *query, bodyBuf *b, long *status, lakeError *err) {
+    return bucketRequest(ss, query, NULL, 0, NULL, b, status, err);
 }
 
 /* An S3 time ("2026-12-02T13:08:02.000Z") as seconds since the epoch; -1
@@ -517,6 +534,175 @@ static int s3Delete(stage *s, const char *location, lakeError *err) {
     return rc;
 }
 
+/* DeleteObjects (POST /?delete): at most STAGE_DELETE_BATCH keys a
+ * request, in Quiet mode (the answer lists only the keys it failed to
+ * remove), with Content-MD5 as S3 requires.  The body is kept within
+ * DELETE_BODY_MAX: the default cap of radosgw's (rgw_max_put_param_size,
+ * 1 MiB); AWS states none but the key count.  A key's XML is at most six
+ * times its bytes ("&quot;" for '"') plus its tags, and a key is never
+ * longer than its location, so DELETE_BATCH_BYTES of locations always
+ * fit: lake's own keys (about 60 bytes) make batches of 1,000, keys longer
+ * than about 170 bytes smaller ones. */
+#define DELETE_BODY_MAX (1024 * 1024)
+#define DELETE_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>" \
+                    "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>"
+#define DELETE_TAIL "</Delete>"
+#define DELETE_OBJECT_TAGS 32 /* "<Object><Key></Key></Object>" and room */
+#define DELETE_BATCH_BYTES \
+    ((DELETE_BODY_MAX - 256 - STAGE_DELETE_BATCH * DELETE_OBJECT_TAGS) / 6)
+
+/* s escaped as XML character data at o (at most 6 bytes for each of s);
+ * returns the bytes written.  Keys with control characters never get here
+ * (they are outside the stage), but would be written as references. */
+static size_t xmlEscape(char *o, const char *s) {
+    char *start = o;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        const char *ent = *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;"
+                        : *p == '"' ? "&quot;" : *p == '\'' ? "&apos;" : NULL;
+        if (ent) o += sprintf(o, "%s", ent);
+        else if (*p < 0x20) o += sprintf(o, "&#%d;", *p);
+        else *o++ = (char)*p;
+    }
+    return (size_t)(o - start);
+}
+
+/* The body of a DeleteObjects request for keys[pend[0..np)] into doc (of
+ * DELETE_BODY_MAX + 1 bytes); its length. */
+static size_t deleteDoc(char *doc, char *const *keys, const size_t *pend, size_t np) {
+    size_t len = (size_t)sprintf(doc, "%s", DELETE_HEAD);
+    for (size_t j = 0; j < np; j++) {
+        len += (size_t)sprintf(doc + len, "<Object><Key>");
+        len += xmlEscape(doc + len, keys[pend[j]]);
+        len += (size_t)sprintf(doc + len, "</Key></Object>");
+    }
+    len += (size_t)sprintf(doc + len, "%s", DELETE_TAIL);
+    return len;
+}
+
+/* The HTTP status a single request would have had for an S3 error code of
+ * one key in a DeleteObjects answer (which is 200 as a whole). */
+static long keyErrorStatus(const char *code) {
+    if (!code) return 500;
+    if (strcmp(code, "AccessDenied") == 0) return 403;
+    if (strcmp(code, "NoSuchKey") == 0) return 404;
+    if (strcmp(code, "InternalError") == 0 || strcmp(code, "SlowDown") == 0 ||
+        strcmp(code, "ServiceUnavailable") == 0)
+        return 503;
+    return 400;
+}
+
+/* Remove the n objects at locs with DeleteObjects.  A request that fails
+ * as a whole with a transient error (a 5xx, or a 200 whose body is an
+ * S3 error document) is sent again, and so is a key the answer lists with
+ * a transient error (InternalError, SlowDown...), up to S3_ATTEMPTS
+ * requests in all; one that is already gone (NoSuchKey)
+ * is removed; any other is reported through failed, with the exit code a
+ * single DeleteObject refused so would have (AccessDenied: 77). */
+static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
+                         void (*failed)(void *ctx, size_t i, const lakeError *why), void *ctx,
+                         lakeError *err) {
+    s3Stage *ss = (s3Stage *)s;
+    if (s3Usable(ss, err)) return err->code;
+    char **keys = calloc(n, sizeof *keys), *doc = malloc(DELETE_BODY_MAX + 1);
+    size_t *pend = calloc(n, sizeof *pend), np = n;
+    unsigned char *again = calloc(n, 1);
+    bodyBuf b = {0};
+    size_t need = sizeof DELETE_HEAD + sizeof DELETE_TAIL;
+    int rc = 0;
+    if (!keys || !doc || !pend || !again) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "delete"); goto out; }
+    for (size_t i = 0; i < n; i++) {
+        char *rel = s3StageRelative(s, locs[i]);
+        if (!rel) { rc = errSet(err, LAKE_EDATA, "%s: outside the managed stage", locs[i]); goto out; }
+        if (asprintf(&keys[i], "%s/%s", ss->prefix, rel) < 0) keys[i] = NULL;
+        free(rel);
+        if (!keys[i]) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "delete"); goto out; }
+        pend[i] = i;
+        need += DELETE_OBJECT_TAGS + 6 * strlen(keys[i]);
+    }
+    if (need > DELETE_BODY_MAX) { /* the deleter's bound keeps within it */
+        rc = errSet(err, LAKE_EFAIL, "%s/?delete: %zu keys too long for one request", s->url, n);
+        goto out;
+    }
+    for (int attempt = 1; np; attempt++) {
+        size_t len = deleteDoc(doc, keys, pend, np);
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned mdlen = 0;
+        char md5[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+        if (EVP_Digest(doc, len, md, &mdlen, EVP_md5(), NULL) != 1) {
+            rc = errSet(err, LAKE_EFAIL, "delete: MD5 is not available");
+            goto out;
+        }
+        EVP_EncodeBlock((unsigned char *)md5, md, (int)mdlen);
+        long status;
+        if ((rc = bucketRequest(ss, "delete=", doc, len, md5, &b, &status, err))) goto out;
+        if (s3XmlRootIs(b.buf, b.len, "Error")) { /* S3 may answer 200 with an error */
+            char *code = s3XmlText(b.buf, b.len, "Code");
+            int retry;
+            rc = errSet(err, s3ErrorCode(500, code, &retry),
+                        "%s/?delete: the object store failed to remove objects (%s)", s->url,
+                        code ? code : "error");
+            free(code);
+            if (!retry || attempt >= S3_ATTEMPTS) goto out;
+            errClear(err); /* as a 5xx: the same keys again */
+            rc = 0;
+            if (s3Sleep(s3BackoffMs(attempt), NULL)) break;
+            continue;
+        }
+        if (!s3XmlRootIs(b.buf, b.len, "DeleteResult")) {
+            rc = errSet(err, LAKE_EFAIL, "%s/?delete: the object store's answer is not a DeleteResult",
+                        s->url);
+            goto out;
+        }
+        size_t pos = 0, blen;
+        const char *blk;
+        while (nextBlock(b.buf, b.len, &pos, "Error", &blk, &blen)) {
+            char *key = s3XmlText(blk, blen, "Key"), *code = s3XmlText(blk, blen, "Code");
+            char *msg = s3XmlText(blk, blen, "Message");
+            size_t j = 0;
+            while (key && j < np && strcmp(keys[pend[j]], key) != 0) j++;
+            int retry = 0;
+            lakeCode c = s3ErrorCode(keyErrorStatus(code), code, &retry);
+            if (key && j < np && c != LAKE_ENOINPUT && !again[pend[j]]) {
+                size_t i = pend[j];
+                if (retry && attempt < S3_ATTEMPTS) {
+                    again[i] = 1;
+                } else {
+                    again[i] = 2; /* told once, not sent again */
+                    lakeError why = {0};
+                    /* radosgw's message is the code again */
+                    int has_msg = msg && msg[0] && !(code && strcmp(msg, code) == 0);
+                    errSet(&why, c, "%s: not removed: %s (%s%s%.160s)", locs[i],
+                           c == LAKE_EPERM ? "access denied"
+                           : retry         ? "the object store is failing or busy"
+                                           : "refused by the object store",
+                           code ? code : "error", has_msg ? ": " : "", has_msg ? msg : "");
+                    snprintf(why.cause, sizeof why.cause, "S3 %s", code ? code : "error");
+                    failed(ctx, i, &why);
+                }
+            }
+            free(key);
+            free(code);
+            free(msg);
+        }
+        size_t left = 0;
+        for (size_t j = 0; j < np; j++)
+            if (again[pend[j]] == 1) {
+                again[pend[j]] = 0;
+                pend[left++] = pend[j];
+            }
+        np = left;
+        if (np && s3Sleep(s3BackoffMs(attempt), NULL)) break;
+    }
+out:
+    for (size_t i = 0; keys && i < n; i++) free(keys[i]);
+    free(keys);
+    free(doc);
+    free(pend);
+    free(again);
+    free(b.buf);
+    return rc;
+}
+
 /* True when an answer's status says the store does not implement it. */
 static int notImplemented(long status) { return status == 405 || status == 501; }
 
@@ -631,8 +817,10 @@ static void s3StageClose(stage *s) {
     curl_global_cleanup();
 }
 
-static const stageOps s3Ops = {s3Put,  s3Get,    s3StageRelative, s3StageClose,
-                               s3List, s3Delete, s3AbortUploads, NULL, 0};
+static const stageOps s3Ops = {s3Put,           s3Get,         s3StageRelative,
+                               s3StageClose,    s3List,        s3Delete,
+                               s3DeleteBatch,   DELETE_BATCH_BYTES, s3AbortUploads,
+                               NULL,            0};
 
 int s3StageOpen(const char *url, stage **out, lakeError *err) {
     char *bucket, *prefix;

@@ -83,6 +83,91 @@ int stageDelete(stage *s, const char *location, lakeError *err) {
     return s->ops->del(s, location, err);
 }
 
+struct stageDeleter {
+    stage *s;
+    stageDeletedFn fn;
+    void *ctx;
+    char **locs;         /* the batch queued: STAGE_DELETE_BATCH slots */
+    int64_t *sizes;
+    unsigned char *bad;  /* refused by the store, already told to fn */
+    size_t n, bytes;
+    int fn_rc;           /* fn's refusal during a batch, with fn_err */
+    lakeError fn_err;
+};
+
+stageDeleter *stageDeleterNew(stage *s, stageDeletedFn fn, void *ctx) {
+    stageDeleter *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->s = s;
+    d->fn = fn;
+    d->ctx = ctx;
+    if (s->ops->del_batch &&
+        (!(d->locs = calloc(STAGE_DELETE_BATCH, sizeof *d->locs)) ||
+         !(d->sizes = calloc(STAGE_DELETE_BATCH, sizeof *d->sizes)) ||
+         !(d->bad = calloc(STAGE_DELETE_BATCH, 1)))) {
+        stageDeleterFree(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* del_batch's report of one object the store refused. */
+static void deleterFailed(void *ctx, size_t i, const lakeError *why) {
+    stageDeleter *d = ctx;
+    d->bad[i] = 1;
+    if (!d->fn_rc) d->fn_rc = d->fn(d->ctx, d->locs[i], d->sizes[i], why, &d->fn_err);
+}
+
+/* Forget the batch queued. */
+static void deleterClear(stageDeleter *d) {
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->locs[i]);
+        d->locs[i] = NULL;
+    }
+    d->n = d->bytes = 0;
+}
+
+int stageDeleterFlush(stageDeleter *d, lakeError *err) {
+    if (!d->n) return 0;
+    memset(d->bad, 0, d->n);
+    d->fn_rc = 0;
+    int rc = d->s->ops->del_batch(d->s, d->locs, d->n, deleterFailed, d, err);
+    if (!rc && d->fn_rc) {
+        *err = d->fn_err;
+        rc = d->fn_rc;
+    }
+    for (size_t i = 0; !rc && i < d->n; i++)
+        if (!d->bad[i]) rc = d->fn(d->ctx, d->locs[i], d->sizes[i], NULL, err);
+    deleterClear(d);
+    return rc;
+}
+
+int stageDeleterAdd(stageDeleter *d, const char *location, int64_t size, lakeError *err) {
+    if (stageContains(d->s, location, err)) return err->code;
+    if (!d->s->ops->del_batch) {
+        int rc = d->s->ops->del(d->s, location, err);
+        return rc ? rc : d->fn(d->ctx, location, size, NULL, err);
+    }
+    size_t len = strlen(location);
+    if (d->n == STAGE_DELETE_BATCH || (d->n && d->bytes + len > d->s->ops->delete_batch_bytes)) {
+        int rc = stageDeleterFlush(d, err);
+        if (rc) return rc;
+    }
+    if (!(d->locs[d->n] = strdup(location))) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "delete");
+    d->sizes[d->n++] = size;
+    d->bytes += len;
+    return 0;
+}
+
+void stageDeleterFree(stageDeleter *d) {
+    if (!d) return;
+    if (d->locs) deleterClear(d);
+    free(d->locs);
+    free(d->sizes);
+    free(d->bad);
+    free(d);
+}
+
 int stageAbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
                       int *supported, lakeError *err) {
     *supported = -1;

@@ -148,6 +148,36 @@ int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError
  * an object already gone is not an error.  Never follows a symlink. */
 int stageDelete(stage *s, const char *location, lakeError *err);
 
+/* Removing many objects (gc).  A deleter queues locations and removes
+ * them in batches where the backend can (S3: one DeleteObjects request per
+ * STAGE_DELETE_BATCH keys at most, and fewer when their XML would pass the
+ * request body cap: see s3.c), one at a time where it cannot (local: an
+ * unlink per file, as stageDelete).  Memory: one batch of locations.
+ *
+ * fn is called once per queued object when its fate is known: why NULL
+ * when it is gone (removed now, or already gone), else why the object
+ * store refused to remove it (one object of a batch that was answered;
+ * the others of that batch may be gone).  A non-zero return of fn stops
+ * the deleter with that code (err set).  A request that fails as a whole
+ * (unreachable, denied, malformed answer) is the error of stageDeleterAdd
+ * or stageDeleterFlush, and fn is not called for the objects of that
+ * batch: none of them is known to be gone. */
+#define STAGE_DELETE_BATCH 1000
+typedef int (*stageDeletedFn)(void *ctx, const char *location, int64_t size, const lakeError *why,
+                              lakeError *err);
+typedef struct stageDeleter stageDeleter;
+
+/* A deleter on s; NULL when out of memory. */
+stageDeleter *stageDeleterNew(stage *s, stageDeletedFn fn, void *ctx);
+/* Queue location (size is handed back to fn): containment first (65),
+ * before any I/O.  May send the batch queued so far. */
+int stageDeleterAdd(stageDeleter *d, const char *location, int64_t size, lakeError *err);
+/* Send what is queued. */
+int stageDeleterFlush(stageDeleter *d, lakeError *err);
+/* Free d; what is still queued is not removed, and fn is not called for
+ * it.  NULL is fine. */
+void stageDeleterFree(stageDeleter *d);
+
 /* Make every object put with defer_sync durable (local: syncfs(2) of the
  * stage's filesystem, which also writes out whatever else is dirty on it;
  * S3: nothing to do).  1 on an I/O error. */
