@@ -22,10 +22,12 @@ typedef struct stageOps {
      * most STAGE_DELETE_BATCH, their lengths summed at most
      * delete_batch_bytes) in one request; failed(ctx, i, why) for each one
      * the store refused; 0 when answered, else the error of the request
-     * (nothing known removed). */
+     * (nothing known removed).  *unsupported is set (and 0 returned, with
+     * nothing removed) when the store does not implement batches: del per
+     * object from then on. */
     int (*del_batch)(stage *s, char *const *locs, size_t n,
                      void (*failed)(void *ctx, size_t i, const lakeError *why), void *ctx,
-                     lakeError *err);
+                     int *unsupported, lakeError *err);
     size_t delete_batch_bytes;
     /* NULL: the backend has no multipart uploads */
     int (*abort_uploads)(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,

@@ -598,9 +598,12 @@ static long keyErrorStatus(const char *code) {
  * requests in all; one that is already gone (NoSuchKey)
  * is removed; any other is reported through failed, with the exit code a
  * single DeleteObject refused so would have (AccessDenied: 77). */
+/* True when an answer's status says the store does not implement it. */
+static int notImplemented(long status) { return status == 405 || status == 501; }
+
 static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
                          void (*failed)(void *ctx, size_t i, const lakeError *why), void *ctx,
-                         lakeError *err) {
+                         int *unsupported, lakeError *err) {
     s3Stage *ss = (s3Stage *)s;
     if (s3Usable(ss, err)) return err->code;
     char **keys = calloc(n, sizeof *keys), *doc = malloc(DELETE_BODY_MAX + 1);
@@ -634,7 +637,14 @@ static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
         }
         EVP_EncodeBlock((unsigned char *)md5, md, (int)mdlen);
         long status;
-        if ((rc = bucketRequest(ss, "delete=", doc, len, md5, &b, &status, err))) goto out;
+        if ((rc = bucketRequest(ss, "delete=", doc, len, md5, &b, &status, err))) {
+            if (notImplemented(status)) { /* a store without DeleteObjects */
+                *unsupported = 1;
+                errClear(err);
+                rc = 0;
+            }
+            goto out;
+        }
         if (s3XmlRootIs(b.buf, b.len, "Error")) { /* S3 may answer 200 with an error */
             char *code = s3XmlText(b.buf, b.len, "Code");
             int retry;
@@ -702,9 +712,6 @@ out:
     free(b.buf);
     return rc;
 }
-
-/* True when an answer's status says the store does not implement it. */
-static int notImplemented(long status) { return status == 405 || status == 501; }
 
 /* AbortMultipartUpload of key's upload id.  *refused is set (and 0
  * returned) when the store does not implement it; an upload already gone

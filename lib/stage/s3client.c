@@ -368,7 +368,8 @@ void s3XferFree(s3Xfer *x) {
 lakeCode s3ErrorCode(long status, const char *code, int *retryable) {
     static const char *const transient[] = {"RequestTimeout", "SlowDown", "InternalError",
                                             "ServiceUnavailable"};
-    *retryable = status >= 500 || status == 429;
+    /* 501: the store does not implement it, and will not tomorrow */
+    *retryable = (status >= 500 && status != 501) || status == 429;
     for (size_t i = 0; code && i < sizeof transient / sizeof transient[0]; i++)
         if (strcmp(code, transient[i]) == 0) *retryable = 1;
     if (*retryable) return LAKE_ETEMP;

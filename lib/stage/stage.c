@@ -93,7 +93,14 @@ struct stageDeleter {
     size_t n, bytes;
     int fn_rc;           /* fn's refusal during a batch, with fn_err */
     lakeError fn_err;
+    int unbatched;       /* del per object: no del_batch, or the store has none */
 };
+
+/* Remove one object with del, then tell fn. */
+static int deleteOne(stageDeleter *d, const char *location, int64_t size, lakeError *err) {
+    int rc = d->s->ops->del(d->s, location, err);
+    return rc ? rc : d->fn(d->ctx, location, size, NULL, err);
+}
 
 stageDeleter *stageDeleterNew(stage *s, stageDeletedFn fn, void *ctx) {
     stageDeleter *d = calloc(1, sizeof *d);
@@ -101,7 +108,8 @@ stageDeleter *stageDeleterNew(stage *s, stageDeletedFn fn, void *ctx) {
     d->s = s;
     d->fn = fn;
     d->ctx = ctx;
-    if (s->ops->del_batch &&
+    d->unbatched = !s->ops->del_batch;
+    if (!d->unbatched &&
         (!(d->locs = calloc(STAGE_DELETE_BATCH, sizeof *d->locs)) ||
          !(d->sizes = calloc(STAGE_DELETE_BATCH, sizeof *d->sizes)) ||
          !(d->bad = calloc(STAGE_DELETE_BATCH, 1)))) {
@@ -131,7 +139,12 @@ int stageDeleterFlush(stageDeleter *d, lakeError *err) {
     if (!d->n) return 0;
     memset(d->bad, 0, d->n);
     d->fn_rc = 0;
-    int rc = d->s->ops->del_batch(d->s, d->locs, d->n, deleterFailed, d, err);
+    int rc = d->s->ops->del_batch(d->s, d->locs, d->n, deleterFailed, d, &d->unbatched, err);
+    if (!rc && d->unbatched) { /* the store has no batches: this one object by object */
+        for (size_t i = 0; !rc && i < d->n; i++) rc = deleteOne(d, d->locs[i], d->sizes[i], err);
+        deleterClear(d);
+        return rc;
+    }
     if (!rc && d->fn_rc) {
         *err = d->fn_err;
         rc = d->fn_rc;
@@ -144,10 +157,7 @@ int stageDeleterFlush(stageDeleter *d, lakeError *err) {
 
 int stageDeleterAdd(stageDeleter *d, const char *location, int64_t size, lakeError *err) {
     if (stageContains(d->s, location, err)) return err->code;
-    if (!d->s->ops->del_batch) {
-        int rc = d->s->ops->del(d->s, location, err);
-        return rc ? rc : d->fn(d->ctx, location, size, NULL, err);
-    }
+    if (d->unbatched) return deleteOne(d, location, size, err);
     size_t len = strlen(location);
     if (d->n == STAGE_DELETE_BATCH || (d->n && d->bytes + len > d->s->ops->delete_batch_bytes)) {
         int rc = stageDeleterFlush(d, err);

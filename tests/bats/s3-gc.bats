@@ -150,3 +150,15 @@ lake-catalog: gc: 1 object not removed, refused by the object store; stopped"
   assert_equal "$(count_requests POST '\?delete=')" 1
   assert_equal "$(s3_keys | wc -l)" 8
 }
+
+@test "s3 gc: a store without DeleteObjects (501 NotImplemented) is asked once, not retried, then served one DeleteObject per object" {
+  put_referenced
+  put_garbage 5
+  s3_fault "POST?delete:501:99"
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_equal "$(cut -f1 <<<"$output")" "$(printf "s3://$S3_BUCKET/stage/files/2026/01/g%05d\n" 0 1 2 3 4)"
+  assert_equal "$(count_requests POST '\?delete=')" 1
+  assert_equal "$(count_requests DELETE)" 5
+  assert_equal "$(s3_keys)" "$KEPT_KEYS"
+}

@@ -36,8 +36,8 @@ const rules = (process.argv[3] || '')
     const [method, query] = match.split('?');
     return { method, query: query || '', fault, left: Number(count || 1) };
   });
-const codes = { 400: 'InvalidArgument', 403: 'AccessDenied', 404: 'NoSuchKey', 429: 'SlowDown',
-                500: 'InternalError', 503: 'SlowDown' };
+const codes = { 400: 'InvalidArgument', 403: 'AccessDenied', 404: 'NoSuchKey', 405: 'MethodNotAllowed', 429: 'SlowDown',
+                500: 'InternalError', 501: 'NotImplemented', 503: 'SlowDown' };
 
 function ruleFor(req) {
   const q = req.url.includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : '';
