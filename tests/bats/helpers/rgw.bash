@@ -294,3 +294,55 @@ s3_uploads() {
     grep -oE '<Key>[^<]*</Key><UploadId>[^<]*</UploadId>' |
     sed -E 's|<Key>([^<]*)</Key><UploadId>([^<]*)</UploadId>|\1 \2|'
 }
+
+# --- faults of the osd (s3-rgw-faults.bats) --------------------------------
+#
+#   osd_stop            freeze the osd (SIGSTOP): radosgw's I/O waits on it
+#   osd_cont            let it run again (SIGCONT)
+#   osd_kill            kill it (SIGKILL); radosgw, the mon and the data stay
+#   osd_restart         start it again on its data, wait until it has booted
+#                       anew (its up_from epoch changed) and S3 answers
+
+_rgw_osd_pid() {
+  cat "$RGW_DIR/osd.pid"
+}
+
+# The epoch osd.0 came up in, as the mon says ("" when down).
+_rgw_osd_up_from() {
+  _rgw_ceph osd dump 2>/dev/null | sed -nE 's/^osd\.0 up +in .* up_from ([0-9]+) .*/\1/p'
+}
+
+osd_stop() {
+  kill -STOP "$(_rgw_osd_pid)"
+}
+
+osd_cont() {
+  kill -CONT "$(_rgw_osd_pid)"
+}
+
+osd_kill() {
+  local p i
+  p=$(_rgw_osd_pid)
+  RGW_OSD_UP_FROM=$(_rgw_osd_up_from)
+  kill -9 "$p" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    _rgw_alive "$p" || break
+    sleep 0.05
+  done
+  sed -i "/^$p\$/d" "$RGW_DIR/pids"
+}
+
+# _rgw_osd_rebooted: osd.0 is up again, from a later epoch than before osd_kill.
+_rgw_osd_rebooted() {
+  local e
+  e=$(_rgw_osd_up_from)
+  [ -n "$e" ] && [ "$e" != "${RGW_OSD_UP_FROM:-}" ]
+}
+
+osd_restart() {
+  _rgw_daemon osd ceph-osd -c "$RGW_DIR/ceph.conf" -i 0 -f
+  # shellcheck disable=SC2015 # the || branch is for a failure of either step, as meant
+  _rgw_wait 60 "the osd did not come up again" _rgw_osd_rebooted &&
+    _rgw_wait 30 "radosgw did not answer after the osd's restart" _rgw_ready ||
+    fail "the osd did not restart"
+}

