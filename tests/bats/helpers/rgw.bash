@@ -74,13 +74,21 @@ _rgw_why() {
 }
 
 # _rgw_daemon NAME CMD...: start CMD in the background, output to
-# NAME.out, fd 3 closed (bats must not wait for it), its PID recorded (in
-# pids and NAME.pid).  Disowned: a daemon killed on purpose is no news
-# ("Killed" in the middle of the TAP); it is stopped by its PID.
+# NAME.out, every other descriptor closed (bats must not wait for it: a
+# daemon restarted inside a test of a shared cluster outlives the file,
+# and would hold the pipes of bats open), its PID recorded (in pids and
+# NAME.pid).  Disowned: a daemon killed on purpose is no news ("Killed" in
+# the middle of the TAP); it is stopped by its PID.
 _rgw_daemon() {
   local name=$1
   shift
-  "$@" >>"$RGW_DIR/$name.out" 2>&1 3>&- &
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec "$@"
+  ) </dev/null >>"$RGW_DIR/$name.out" 2>&1 &
   echo $! >>"$RGW_DIR/pids"
   echo $! >"$RGW_DIR/$name.pid"
   disown $!
