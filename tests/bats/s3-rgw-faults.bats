@@ -271,3 +271,120 @@ put_big() {
   assert_traced_error lake-get 69 "the object store is unreachable"
   assert_equal "$(find "$T/out" -mindepth 1)" ""
 }
+
+# --- gc: paging, and faults during gc --------------------------------------
+
+# stage_garbage REFS UNREFS: REFS small objects put with lake-put into the
+# table docs.t (a FILE column f), their FILE values in $T/refs (one per
+# line), and UNREFS put by lake-put alone (garbage), theirs in $T/unrefs.
+# Four lake-put processes for each (in parallel; each referencing one is
+# one append), not one per object.
+stage_garbage() {
+  local i k pids=
+  lake-catalog create-namespace docs
+  lake-catalog create docs.t 'f FILE'
+  for ((k = 0; k < 4; k++)); do mkdir -p "$T/in/ref$k" "$T/in/unref$k"; done
+  for ((i = 0; i < $1; i++)); do printf 'referenced %d\n' "$i" >"$T/in/ref$((i % 4))/r$i"; done
+  for ((i = 0; i < $2; i++)); do printf 'garbage %d\n' "$i" >"$T/in/unref$((i % 4))/u$i"; done
+  for ((k = 0; k < 4; k++)); do
+    if [ -n "$(ls "$T/in/ref$k")" ]; then
+      LAKE_TRACE= lake-put -q --table docs.t --column f "$T/in/ref$k"/* >"$T/refs$k" 2>"$T/refs$k.err" &
+      pids="$pids $!"
+    fi
+    if [ -n "$(ls "$T/in/unref$k")" ]; then
+      LAKE_TRACE= lake-put -q "$T/in/unref$k"/* >"$T/unrefs$k" 2>"$T/unrefs$k.err" &
+      pids="$pids $!"
+    fi
+  done
+  for k in $pids; do wait "$k" || fail "a lake-put failed: $(cat "$T"/*refs*.err)"; done
+  cat "$T"/refs? >"$T/refs" 2>/dev/null || : >"$T/refs"
+  cat "$T"/unrefs? >"$T/unrefs" 2>/dev/null || : >"$T/unrefs"
+  assert_equal "$(wc -l <"$T/refs")" "$1"
+  assert_equal "$(wc -l <"$T/unrefs")" "$2"
+}
+
+# The keys of the FILE values (one per line) in FILE, sorted.
+keys_of() {
+  jq -r .location <"$1" | sed "s|^s3://$S3_BUCKET/||" | sort
+}
+
+# The objects under the stage's files/, "KEY MD5" per line (a single
+# PUT's ETag is the MD5 of its bytes), sorted, every page of the listing
+# (ListObjectsV2 with continuation tokens: s3_keys asks for one page).
+stage_file_etags() {
+  local tok='' page
+  while :; do
+    # curl signs the query as given: its parameters in sorted order
+    page=$(s3_curl "$S3_ENDPOINT/$S3_BUCKET/?${tok:+continuation-token=$(jq -rn --arg t "$tok" '$t|@uri')&}list-type=2&prefix=stage%2Ffiles%2F")
+    grep -oE '<Key>[^<]*</Key>.*?<ETag>[^<]*</ETag>' <<<"${page//<Contents>/$'\n'}" |
+      sed -E 's|<Key>([^<]*)</Key>.*<ETag>(&quot;)?"?([0-9a-f-]*)"?(&quot;)?</ETag>|\1 \3|'
+    tok=$(grep -oE '<NextContinuationToken>[^<]*' <<<"$page" | sed 's/<NextContinuationToken>//')
+    [ -n "$tok" ] && grep -q '<IsTruncated>true' <<<"$page" || break
+  done | sort
+}
+
+stage_file_keys() {
+  stage_file_etags | cut -d' ' -f1
+}
+
+# Every referenced object is there and whole, and nothing else is under
+# files/: the listing's keys and ETags are those of the FILE values in
+# $T/refs and the MD5 of the files put (named by the FILE values); with
+# "get", lake-get also verifies each one's SHA-256.
+assert_refs_intact() {
+  jq -r '"\(.name) \(.location)"' <"$T/refs" | sort >"$T/refs.byname"
+  md5sum "$T"/in/ref?/* | sed -E 's|^([0-9a-f]{32}) +.*/([^/]+)$|\2 \1|' | sort >"$T/md5.byname"
+  assert_equal "$(stage_file_etags)" "$(join "$T/refs.byname" "$T/md5.byname" |
+    sed -E "s|^[^ ]+ s3://$S3_BUCKET/([^ ]+) |\\1 |" | sort)"
+  assert_equal "$(stage_file_keys | wc -l)" "$(wc -l <"$T/refs")"
+  if [ "${1:-}" = get ]; then
+    mkdir -p "$T/got"
+    run --separate-stderr lake-get -o "$T/got" <"$T/refs"
+    assert_equal "exit $status: $(untraced_stderr)" "exit 0: "
+    assert_equal "$(find "$T/got" -type f | wc -l)" "$(wc -l <"$T/refs")"
+  fi
+}
+
+@test "rgw gc: 2,500 objects (three ListObjectsV2 pages), half referenced: gc removes exactly the other half; nothing outside the managed prefix is touched" {
+  stage_garbage 1250 1250
+  # outside the managed prefix: objects and an upload in the bucket, an
+  # object under the stage but not under files/ or tables/
+  printf 'x' >"$T/x"
+  s3_curl -T "$T/x" "$S3_ENDPOINT/$S3_BUCKET/elsewhere/obj" -o /dev/null
+  s3_curl -T "$T/x" "$S3_ENDPOINT/$S3_BUCKET/stage/notes/obj" -o /dev/null
+  s3_curl -X POST -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/elsewhere/k?uploads="
+  assert_equal "$(stage_file_keys | wc -l)" 2500
+
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  # the listing of files/ took three pages: two answers said there was more
+  [ "$(grep -cE '^trace: stage GET .*continuation-token=' <<<"$stderr")" -ge 2 ] ||
+    fail "no second or third page asked for: $(grep '^trace: stage GET ' <<<"$stderr" | head)"
+  assert_equal "$(grep -cE '^trace: stage DELETE s3://[^ ?]+ -> 204$' <<<"$stderr")" 1250
+  [[ $(untraced_stderr) == *"gc: 1250 objects, "*" bytes removed; "* ]] || fail "summary: $(untraced_stderr)"
+  assert_refs_intact
+  s3_curl -I -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/elsewhere/obj"
+  s3_curl -I -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/stage/notes/obj"
+  assert_equal "$(s3_uploads | cut -d' ' -f1)" "elsewhere/k"
+}
+
+@test "rgw gc fault: radosgw killed during gc: gc fails 69; after the restart a second gc removes the rest, the referenced objects intact" {
+  stage_garbage 20 400
+  bg gc lake-catalog gc --grace 0
+  for _ in $(seq 400); do
+    [ "$(grep -c '^trace: stage DELETE ' "$T/gc.err")" -ge 20 ] && break
+    sleep 0.02
+  done
+  s3_kill
+  wait_bg gc
+  assert_equal "exit $status" "exit 69"
+  [[ $(untraced_stderr) == *"the object store is unreachable"* ]] || fail "message: $(untraced_stderr)"
+  s3_restart
+  local left
+  left=$(stage_file_keys | wc -l)
+  [ "$left" -gt 20 ] && [ "$left" -lt 420 ] || fail "gc was not stopped mid-way: $left objects left"
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  [[ $(untraced_stderr) == *"gc: $((left - 20)) objects, "*" bytes removed; "* ]] || fail "summary: $(untraced_stderr)"
+  assert_refs_intact get
+}
