@@ -388,3 +388,133 @@ assert_refs_intact() {
   [[ $(untraced_stderr) == *"gc: $((left - 20)) objects, "*" bytes removed; "* ]] || fail "summary: $(untraced_stderr)"
   assert_refs_intact get
 }
+
+# --- the osd frozen, or killed and restarted --------------------------------
+
+# now_ms: the time in milliseconds.
+now_ms() {
+  echo $(($(date +%s%N) / 1000000))
+}
+
+# get_through_fault V FAULT...: lake-get V to a FIFO that is not read, so
+# that it stalls mid-object; then FAULT (a command) runs while the reading
+# goes on in the background (radosgw needs the osd for the next chunks);
+# the output in $T/get.out, the status and stderr set.
+get_through_fault() {
+  local v=$1 reader
+  shift
+  rm -f "$T/fifo"
+  mkfifo "$T/fifo"
+  lake-get "$v" >"$T/fifo" 2>"$T/get.err" 3>&- &
+  BG=$!
+  exec 5<"$T/fifo"
+  wait_connected "$BG"
+  sleep 0.3
+  "$@" &
+  reader=$!
+  cat <&5 >"$T/get.out"
+  exec 5<&-
+  wait "$reader"
+  wait_bg get
+}
+
+# assert_waited T0: at least 1.5 s passed since T0 (now_ms): the fault
+# hit the request while it was under way.
+assert_waited() {
+  [ $(($(now_ms) - $1)) -ge 1500 ] || fail "done in $(($(now_ms) - $1)) ms: the fault came too late"
+}
+
+osd_freeze_2s() {
+  osd_stop
+  sleep 2
+  osd_cont
+}
+
+osd_kill_restart() {
+  osd_kill
+  osd_restart
+}
+
+@test "rgw osd fault: the osd frozen for 2 s during a multipart put, a get and gc: each waits and finishes, the bytes right" {
+  local t0
+  # put: parts in flight wait on the osd, then go on
+  head -c $((26 * MIB)) /dev/urandom >"$T/in/data"
+  t0=$(now_ms)
+  bg put lake-put --part-size 5MiB --jobs 2 "$T/in/data"
+  wait_conns "$BG" 2
+  osd_freeze_2s
+  wait_bg put
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_waited "$t0"
+  v=$(cat "$T/put.out")
+  assert_stored_sha "$v" "$(sha_of "$T/in/data")"
+  assert_equal "$(s3_uploads)" ""
+  # get: verified, every byte once
+  t0=$(now_ms)
+  get_through_fault "$v" osd_freeze_2s
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_waited "$t0"
+  cmp "$T/in/data" "$T/get.out"
+  # gc: the garbage (the object above among it) removed, the referenced kept
+  stage_garbage 10 100
+  t0=$(now_ms)
+  bg gc lake-catalog gc --grace 0
+  for _ in $(seq 400); do
+    [ "$(grep -c '^trace: stage DELETE ' "$T/gc.err")" -ge 10 ] && break
+    sleep 0.02
+  done
+  osd_freeze_2s
+  wait_bg gc
+  assert_equal "exit $status" "exit 0"
+  assert_waited "$t0"
+  [[ $(untraced_stderr) == *"gc: 101 objects, "*" bytes removed; "* ]] || fail "summary: $(untraced_stderr)"
+  assert_refs_intact get
+}
+
+@test "rgw osd fault: the osd killed and restarted during a put and a get: each waits for it and finishes, the bytes right" {
+  local t0
+  head -c $((26 * MIB)) /dev/urandom >"$T/in/data"
+  t0=$(now_ms)
+  bg put lake-put --part-size 5MiB --jobs 2 "$T/in/data"
+  wait_conns "$BG" 2
+  osd_kill_restart
+  wait_bg put
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_waited "$t0"
+  v=$(cat "$T/put.out")
+  assert_stored_sha "$v" "$(sha_of "$T/in/data")"
+  assert_equal "$(s3_uploads)" ""
+  t0=$(now_ms)
+  get_through_fault "$v" osd_kill_restart
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_waited "$t0"
+  cmp "$T/in/data" "$T/get.out"
+}
+
+# --- a PUT cut short keeps the older object --------------------------------
+
+@test "rgw: a PUT cut short (the client killed while sending) stores nothing and keeps the older object under the key" {
+  local i
+  # lake-put never writes a key twice (each put has a new key): the older
+  # object is put by curl, as is the PUT cut short, on the same key
+  printf 'the older object\n' >"$T/in/old"
+  s3_curl -T "$T/in/old" "$S3_ENDPOINT/$S3_BUCKET/stage/files/k" -o /dev/null
+  head -c $((64 * MIB)) /dev/urandom >"$T/in/new"
+  curl -sS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_KEY:$S3_SECRET" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+    --limit-rate 4M -T "$T/in/new" "$S3_ENDPOINT/$S3_BUCKET/stage/files/k" -o /dev/null 3>&- &
+  BG=$!
+  wait_connected "$BG"
+  sleep 0.5
+  kill -KILL "$BG"
+  wait "$BG" || true
+  BG=
+  sleep 0.5
+  s3_curl "$S3_ENDPOINT/$S3_BUCKET/stage/files/k" -o "$T/out/k"
+  cmp "$T/in/old" "$T/out/k"
+  assert_equal "$(s3_keys)" "stage/files/k"
+  assert_equal "$(s3_uploads)" ""
+}
