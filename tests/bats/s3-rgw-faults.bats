@@ -8,7 +8,8 @@
 # put fails cleanly or succeeds with the right bytes, a get resumes with
 # Range and verifies or fails 69 with no file kept, gc fails and a second
 # gc finishes the job.  gc pages through ListObjectsV2 (2,500 objects).
-# What s3-rgw.bats proves already is not repeated here.
+# What s3-rgw.bats proves already is not repeated here; the helpers for
+# faults of the daemons (osd_stop, osd_kill...) are at the end of rgw.bash.
 
 load helpers/common
 load helpers/rgw
@@ -42,13 +43,6 @@ teardown() {
   put_cleanup
   s3_stop
   common_teardown
-}
-
-# After a failed put (its trace in $stderr): no unfinished upload in the
-# bucket (ListMultipartUploads), no object under its key, none at all.
-assert_aborted() {
-  assert_nothing_stored
-  assert_equal "$(s3_uploads)" ""
 }
 
 # wait_read PID BYTES: wait until process PID has read BYTES bytes in all
@@ -194,38 +188,43 @@ assert_stored_sha() {
   assert_equal "$(s3_uploads)" ""
 }
 
-@test "rgw fault: radosgw killed and restarted during a single PUT: the PUT is sent again and the stored bytes are right" {
-  head -c $((96 * MIB)) /dev/urandom >"$T/in/data"
-  bg put lake-put --part-size 128MiB "$T/in/data"
-  wait_connected "$BG"
+# put_through_rgw_restart CONNS ARGS...: lake-put ARGS $T/in/data in the
+# background, stopped (SIGSTOP) once it has CONNS connections to radosgw,
+# radosgw killed and restarted, lake-put continued: it succeeded, saying
+# nothing.  Sets status, stderr and v (its FILE value).
+put_through_rgw_restart() {
+  local conns=$1
+  shift
+  bg put lake-put "$@" "$T/in/data"
+  wait_conns "$BG" "$conns"
   kill -STOP "$BG"
-  s3_kill
-  s3_restart
+  rgw_kill_restart
   kill -CONT "$BG"
   wait_bg put
   assert_equal "exit $status" "exit 0"
   assert_equal "$(untraced_stderr)" ""
+  v=$(cat "$T/put.out")
+}
+
+rgw_kill_restart() {
+  s3_kill
+  s3_restart
+}
+
+@test "rgw fault: radosgw killed and restarted during a single PUT: the PUT is sent again and the stored bytes are right" {
+  head -c $((96 * MIB)) /dev/urandom >"$T/in/data"
+  put_through_rgw_restart 1 --part-size 128MiB
   # the first attempt broke off, the second was stored
   [ "$(count_requests PUT ' bytes=[0-9]+ -> (curl|interrupted|[45])')" -ge 1 ] || fail "no failed attempt: $stderr"
   assert_equal "$(count_requests PUT ' bytes=[0-9]+ -> 200')" 1
-  v=$(cat "$T/put.out")
   assert_stored_sha "$v" "$(sha_of "$T/in/data")" meta
   assert_equal "$(s3_keys | wc -l)" 1
 }
 
 @test "rgw fault: radosgw killed and restarted while parts are in flight (--jobs 2): the parts sent again, the object complete and right" {
   head -c $((26 * MIB)) /dev/urandom >"$T/in/data"
-  bg put lake-put --part-size 5MiB --jobs 2 "$T/in/data"
-  wait_conns "$BG" 2
-  kill -STOP "$BG"
-  s3_kill
-  s3_restart
-  kill -CONT "$BG"
-  wait_bg put
-  assert_equal "exit $status" "exit 0"
-  assert_equal "$(untraced_stderr)" ""
+  put_through_rgw_restart 2 --part-size 5MiB --jobs 2
   assert_equal "$(count_requests POST '\?uploadId=[^ ]+ bytes=[0-9]+ -> 200')" 1
-  v=$(cat "$T/put.out")
   assert_stored_sha "$v" "$(sha_of "$T/in/data")"
   assert_equal "$(s3_uploads)" ""
   assert_equal "$(s3_keys | wc -l)" 1
@@ -238,26 +237,41 @@ put_big() {
   V=$(LAKE_TRACE= lake-put --jobs 2 "$T/in/big")
 }
 
-@test "rgw fault: radosgw killed and restarted during a get to stdout: resumed with Range, every byte once, verified" {
-  put_big $((128 * MIB))
+# get_through_fault V WHEN FAULT: lake-get V to a FIFO that is not read,
+# so that it stalls mid-object; then FAULT (a command) runs, before the
+# reading goes on (WHEN=stalled) or while it goes on (WHEN=reading: radosgw
+# needs the osd for the next chunks).  The output in $T/get.out, the
+# status and stderr set.
+get_through_fault() {
+  local v=$1 when=$2 fault=$3 reader=
   rm -f "$T/fifo"
   mkfifo "$T/fifo"
-  lake-get "$V" >"$T/fifo" 2>"$T/get.err" 3>&- &
+  lake-get "$v" >"$T/fifo" 2>"$T/get.err" 3>&- &
   BG=$!
   # opened, not read: lake-get stalls once the pipe is full, mid-object
   exec 5<"$T/fifo"
   wait_connected "$BG"
   sleep 0.3
-  s3_kill
-  s3_restart
-  cat <&5 >"$T/out/got"
+  if [ "$when" = reading ]; then
+    "$fault" &
+    reader=$!
+  else
+    "$fault"
+  fi
+  cat <&5 >"$T/get.out"
   exec 5<&-
+  [ -z "$reader" ] || wait "$reader"
   wait_bg get
+}
+
+@test "rgw fault: radosgw killed and restarted during a get to stdout: resumed with Range, every byte once, verified" {
+  put_big $((128 * MIB))
+  get_through_fault "$V" stalled rgw_kill_restart
   assert_equal "exit $status" "exit 0"
   assert_equal "$(untraced_stderr)" ""
   # the first GET broke off, a later one (Range) answered 206
   [ "$(grep -cE '^trace: stage GET .* -> 206$' <<<"$stderr")" -ge 1 ] || fail "not resumed: $stderr"
-  cmp "$T/in/big" "$T/out/got"
+  cmp "$T/in/big" "$T/get.out"
 }
 
 @test "rgw fault: radosgw killed during a get to -o DIR and not back within the retries: 69, no file kept" {
@@ -368,13 +382,20 @@ assert_refs_intact() {
   assert_equal "$(s3_uploads | cut -d' ' -f1)" "elsewhere/k"
 }
 
-@test "rgw gc fault: radosgw killed during gc: gc fails 69; after the restart a second gc removes the rest, the referenced objects intact" {
-  stage_garbage 20 400
+# gc_until_deletes N: lake-catalog gc --grace 0 in the background (BG),
+# until its trace shows N DELETEs sent.
+gc_until_deletes() {
   bg gc lake-catalog gc --grace 0
   for _ in $(seq 400); do
-    [ "$(grep -c '^trace: stage DELETE ' "$T/gc.err")" -ge 20 ] && break
+    [ "$(grep -c '^trace: stage DELETE ' "$T/gc.err")" -ge "$1" ] && return 0
     sleep 0.02
   done
+  fail "gc never sent $1 DELETEs: $(cat "$T/gc.err")"
+}
+
+@test "rgw gc fault: radosgw killed during gc: gc fails 69; after the restart a second gc removes the rest, the referenced objects intact" {
+  stage_garbage 20 400
+  gc_until_deletes 20
   s3_kill
   wait_bg gc
   assert_equal "exit $status" "exit 69"
@@ -396,28 +417,6 @@ now_ms() {
   echo $(($(date +%s%N) / 1000000))
 }
 
-# get_through_fault V FAULT...: lake-get V to a FIFO that is not read, so
-# that it stalls mid-object; then FAULT (a command) runs while the reading
-# goes on in the background (radosgw needs the osd for the next chunks);
-# the output in $T/get.out, the status and stderr set.
-get_through_fault() {
-  local v=$1 reader
-  shift
-  rm -f "$T/fifo"
-  mkfifo "$T/fifo"
-  lake-get "$v" >"$T/fifo" 2>"$T/get.err" 3>&- &
-  BG=$!
-  exec 5<"$T/fifo"
-  wait_connected "$BG"
-  sleep 0.3
-  "$@" &
-  reader=$!
-  cat <&5 >"$T/get.out"
-  exec 5<&-
-  wait "$reader"
-  wait_bg get
-}
-
 # assert_waited T0: at least 1.5 s passed since T0 (now_ms): the fault
 # hit the request while it was under way.
 assert_waited() {
@@ -435,14 +434,17 @@ osd_kill_restart() {
   osd_restart
 }
 
-@test "rgw osd fault: the osd frozen for 2 s during a multipart put, a get and gc: each waits and finishes, the bytes right" {
-  local t0
-  # put: parts in flight wait on the osd, then go on
+# put_get_through FAULT: a multipart put (--jobs 2) with FAULT (a command)
+# while its parts are in flight, then a get of its object with FAULT in the
+# middle: each waited for the fault to pass and finished, the stored bytes
+# and the bytes got right.
+put_get_through() {
+  local t0 v
   head -c $((26 * MIB)) /dev/urandom >"$T/in/data"
   t0=$(now_ms)
   bg put lake-put --part-size 5MiB --jobs 2 "$T/in/data"
   wait_conns "$BG" 2
-  osd_freeze_2s
+  "$1"
   wait_bg put
   assert_equal "exit $status" "exit 0"
   assert_equal "$(untraced_stderr)" ""
@@ -450,21 +452,21 @@ osd_kill_restart() {
   v=$(cat "$T/put.out")
   assert_stored_sha "$v" "$(sha_of "$T/in/data")"
   assert_equal "$(s3_uploads)" ""
-  # get: verified, every byte once
   t0=$(now_ms)
-  get_through_fault "$v" osd_freeze_2s
+  get_through_fault "$v" reading "$1"
   assert_equal "exit $status" "exit 0"
   assert_equal "$(untraced_stderr)" ""
   assert_waited "$t0"
   cmp "$T/in/data" "$T/get.out"
+}
+
+@test "rgw osd fault: the osd frozen for 2 s during a multipart put, a get and gc: each waits and finishes, the bytes right" {
+  local t0
+  put_get_through osd_freeze_2s
   # gc: the garbage (the object above among it) removed, the referenced kept
   stage_garbage 10 100
   t0=$(now_ms)
-  bg gc lake-catalog gc --grace 0
-  for _ in $(seq 400); do
-    [ "$(grep -c '^trace: stage DELETE ' "$T/gc.err")" -ge 10 ] && break
-    sleep 0.02
-  done
+  gc_until_deletes 10
   osd_freeze_2s
   wait_bg gc
   assert_equal "exit $status" "exit 0"
@@ -474,25 +476,7 @@ osd_kill_restart() {
 }
 
 @test "rgw osd fault: the osd killed and restarted during a put and a get: each waits for it and finishes, the bytes right" {
-  local t0
-  head -c $((26 * MIB)) /dev/urandom >"$T/in/data"
-  t0=$(now_ms)
-  bg put lake-put --part-size 5MiB --jobs 2 "$T/in/data"
-  wait_conns "$BG" 2
-  osd_kill_restart
-  wait_bg put
-  assert_equal "exit $status" "exit 0"
-  assert_equal "$(untraced_stderr)" ""
-  assert_waited "$t0"
-  v=$(cat "$T/put.out")
-  assert_stored_sha "$v" "$(sha_of "$T/in/data")"
-  assert_equal "$(s3_uploads)" ""
-  t0=$(now_ms)
-  get_through_fault "$v" osd_kill_restart
-  assert_equal "exit $status" "exit 0"
-  assert_equal "$(untraced_stderr)" ""
-  assert_waited "$t0"
-  cmp "$T/in/data" "$T/get.out"
+  put_get_through osd_kill_restart
 }
 
 # --- a PUT cut short keeps the older object --------------------------------

@@ -277,14 +277,7 @@ s3_stop() {
 # radosgw killed (SIGKILL) and gone from the recorded PIDs; the mon and the
 # osd, and what radosgw stored, stay.
 s3_kill() {
-  local p i
-  p=$(cat "$RGW_DIR/rgw.pid")
-  kill -9 "$p" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do
-    _rgw_alive "$p" || break
-    sleep 0.05
-  done
-  sed -i "/^$p\$/d" "$RGW_DIR/pids"
+  _rgw_kill9 rgw
 }
 
 # radosgw started again on the same port, ready when ListBuckets answers.
@@ -303,13 +296,35 @@ s3_uploads() {
     sed -E 's|<Key>([^<]*)</Key><UploadId>([^<]*)</UploadId>|\1 \2|'
 }
 
-# --- faults of the osd (s3-rgw-faults.bats) --------------------------------
+# --- faults of the daemons (s3-rgw-faults.bats) ----------------------------
+#
+#   assert_aborted      after a failed put (its trace in $stderr): no
+#                       unfinished upload in the bucket (ListMultipartUploads),
+#                       no object under its key, none at all
 #
 #   osd_stop            freeze the osd (SIGSTOP): radosgw's I/O waits on it
 #   osd_cont            let it run again (SIGCONT)
 #   osd_kill            kill it (SIGKILL); radosgw, the mon and the data stay
 #   osd_restart         start it again on its data, wait until it has booted
 #                       anew (its up_from epoch changed) and S3 answers
+
+assert_aborted() {
+  assert_nothing_stored
+  assert_equal "$(s3_uploads '')" ""
+}
+
+# _rgw_kill9 NAME: the daemon NAME (rgw, osd) killed (SIGKILL), gone from
+# the recorded PIDs.
+_rgw_kill9() {
+  local p i
+  p=$(cat "$RGW_DIR/$1.pid")
+  kill -9 "$p" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    _rgw_alive "$p" || break
+    sleep 0.05
+  done
+  sed -i "/^$p\$/d" "$RGW_DIR/pids"
+}
 
 _rgw_osd_pid() {
   cat "$RGW_DIR/osd.pid"
@@ -329,15 +344,8 @@ osd_cont() {
 }
 
 osd_kill() {
-  local p i
-  p=$(_rgw_osd_pid)
   RGW_OSD_UP_FROM=$(_rgw_osd_up_from)
-  kill -9 "$p" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do
-    _rgw_alive "$p" || break
-    sleep 0.05
-  done
-  sed -i "/^$p\$/d" "$RGW_DIR/pids"
+  _rgw_kill9 osd
 }
 
 # _rgw_osd_rebooted: osd.0 is up again, from a later epoch than before osd_kill.
