@@ -33,13 +33,6 @@ teardown() {
   common_teardown
 }
 
-# After a failed put (its trace in $stderr): no unfinished upload in the
-# bucket (ListMultipartUploads), no object under its key, none at all.
-assert_aborted() {
-  assert_nothing_stored
-  assert_equal "$(s3_uploads)" ""
-}
-
 # The message names no key material: neither the access key nor the secret
 # of the test user, nor the wrong ones tried.
 assert_no_key_material() {

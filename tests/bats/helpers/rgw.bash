@@ -74,13 +74,21 @@ _rgw_why() {
 }
 
 # _rgw_daemon NAME CMD...: start CMD in the background, output to
-# NAME.out, fd 3 closed (bats must not wait for it), its PID recorded (in
-# pids and NAME.pid).  Disowned: a daemon killed on purpose is no news
-# ("Killed" in the middle of the TAP); it is stopped by its PID.
+# NAME.out, every other descriptor closed (bats must not wait for it: a
+# daemon restarted inside a test of a shared cluster outlives the file,
+# and would hold the pipes of bats open), its PID recorded (in pids and
+# NAME.pid).  Disowned: a daemon killed on purpose is no news ("Killed" in
+# the middle of the TAP); it is stopped by its PID.
 _rgw_daemon() {
   local name=$1
   shift
-  "$@" >>"$RGW_DIR/$name.out" 2>&1 3>&- &
+  (
+    for fd in /proc/"$BASHPID"/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec "$@"
+  ) </dev/null >>"$RGW_DIR/$name.out" 2>&1 &
   echo $! >>"$RGW_DIR/pids"
   echo $! >"$RGW_DIR/$name.pid"
   disown $!
@@ -272,14 +280,7 @@ s3_stop() {
 # radosgw killed (SIGKILL) and gone from the recorded PIDs; the mon and the
 # osd, and what radosgw stored, stay.
 s3_kill() {
-  local p i
-  p=$(cat "$RGW_DIR/rgw.pid")
-  kill -9 "$p" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do
-    _rgw_alive "$p" || break
-    sleep 0.05
-  done
-  sed -i "/^$p\$/d" "$RGW_DIR/pids"
+  _rgw_kill9 rgw
 }
 
 # radosgw started again on the same port, ready when ListBuckets answers.
@@ -296,4 +297,71 @@ s3_uploads() {
   s3_curl "$S3_ENDPOINT/$S3_BUCKET/?prefix=${prefix//\//%2F}&uploads=" |
     grep -oE '<Key>[^<]*</Key><UploadId>[^<]*</UploadId>' |
     sed -E 's|<Key>([^<]*)</Key><UploadId>([^<]*)</UploadId>|\1 \2|'
+}
+
+# --- faults of the daemons (s3-rgw-faults.bats) ----------------------------
+#
+#   assert_aborted      after a failed put (its trace in $stderr): no
+#                       unfinished upload in the bucket (ListMultipartUploads),
+#                       no object under its key, none at all
+#
+#   osd_stop            freeze the osd (SIGSTOP): radosgw's I/O waits on it
+#   osd_cont            let it run again (SIGCONT)
+#   osd_kill            kill it (SIGKILL); radosgw, the mon and the data stay
+#   osd_restart         start it again on its data, wait until it has booted
+#                       anew (its up_from epoch changed) and S3 answers
+
+assert_aborted() {
+  assert_nothing_stored
+  assert_equal "$(s3_uploads '')" ""
+}
+
+# _rgw_kill9 NAME: the daemon NAME (rgw, osd) killed (SIGKILL), gone from
+# the recorded PIDs.
+_rgw_kill9() {
+  local p i
+  p=$(cat "$RGW_DIR/$1.pid")
+  kill -9 "$p" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    _rgw_alive "$p" || break
+    sleep 0.05
+  done
+  sed -i "/^$p\$/d" "$RGW_DIR/pids"
+}
+
+_rgw_osd_pid() {
+  cat "$RGW_DIR/osd.pid"
+}
+
+# The epoch osd.0 came up in, as the mon says ("" when down).
+_rgw_osd_up_from() {
+  _rgw_ceph osd dump 2>/dev/null | sed -nE 's/^osd\.0 up +in .* up_from ([0-9]+) .*/\1/p'
+}
+
+osd_stop() {
+  kill -STOP "$(_rgw_osd_pid)"
+}
+
+osd_cont() {
+  kill -CONT "$(_rgw_osd_pid)"
+}
+
+osd_kill() {
+  RGW_OSD_UP_FROM=$(_rgw_osd_up_from)
+  _rgw_kill9 osd
+}
+
+# _rgw_osd_rebooted: osd.0 is up again, from a later epoch than before osd_kill.
+_rgw_osd_rebooted() {
+  local e
+  e=$(_rgw_osd_up_from)
+  [ -n "$e" ] && [ "$e" != "${RGW_OSD_UP_FROM:-}" ]
+}
+
+osd_restart() {
+  _rgw_daemon osd ceph-osd -c "$RGW_DIR/ceph.conf" -i 0 -f
+  # shellcheck disable=SC2015 # the || branch is for a failure of either step, as meant
+  _rgw_wait 60 "the osd did not come up again" _rgw_osd_rebooted &&
+    _rgw_wait 30 "radosgw did not answer after the osd's restart" _rgw_ready ||
+    fail "the osd did not restart"
 }

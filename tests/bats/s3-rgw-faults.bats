@@ -1,0 +1,504 @@
+#!/usr/bin/env bats
+# Faults of the server, against a real S3 server: Ceph radosgw
+# (helpers/rgw.bash), one throw-away cluster for the file, a bucket per
+# test.  A failure while every part buffer of lake-put --jobs N is in use
+# (parts in flight, held by a frozen osd): the upload aborted, no object,
+# the original error.  radosgw SIGKILLed and restarted during a put, a get
+# and gc; the osd frozen (SIGSTOP) or killed and restarted during them: a
+# put fails cleanly or succeeds with the right bytes, a get resumes with
+# Range and verifies or fails 69 with no file kept, gc fails and a second
+# gc finishes the job.  gc pages through ListObjectsV2 (2,500 objects).
+# What s3-rgw.bats proves already is not repeated here; the helpers for
+# faults of the daemons (osd_stop, osd_kill...) are at the end of rgw.bash.
+
+load helpers/common
+load helpers/rgw
+
+setup_file() {
+  rgw_cluster_start
+}
+
+teardown_file() {
+  rgw_cluster_stop
+}
+
+setup() {
+  common_setup
+  s3_start
+  export LAKE_TRACE=1
+  mkdir -p "$T/in" "$T/out"
+  BG=
+}
+
+teardown() {
+  # whatever a test froze or killed runs again for the next one
+  osd_cont 2>/dev/null || true
+  _rgw_alive "$(_rgw_osd_pid)" || osd_restart
+  _rgw_alive "$(cat "$RGW_DIR/rgw.pid")" || s3_restart
+  if [ -n "$BG" ]; then
+    kill -CONT "$BG" 2>/dev/null || true
+    kill -9 "$BG" 2>/dev/null || true
+    wait "$BG" 2>/dev/null || true
+  fi
+  put_cleanup
+  s3_stop
+  common_teardown
+}
+
+# wait_read PID BYTES: wait until process PID has read BYTES bytes in all
+# (/proc/PID/io rchar; its start-up reads are a few KiB).
+wait_read() {
+  local i
+  for i in $(seq 200); do
+    [ "$(sed -n 's/^rchar: //p' "/proc/$1/io")" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "process $1 never read $2 bytes: $(cat "/proc/$1/io")"
+}
+
+# wait_conns PID N: wait until process PID has N connections to radosgw open.
+wait_conns() {
+  local i
+  for i in $(seq 200); do
+    [ "$(ss -tnpH state established "( dport = :$RGW_PORT )" | grep -c "pid=$1,")" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "process $1 never had $2 connections to radosgw"
+}
+
+# --- abort with every part buffer in use -----------------------------------
+
+# full_buffers FAULT...: lake-put --jobs 3 --part-size 5MiB --size 40MiB on
+# the FIFO; part 1 stored, then the osd frozen, then 17 MiB more: parts 2-4
+# in flight (held by radosgw, which waits on the osd), part 5 holding 3 MiB
+# read, every one of the 4 buffers in use.
+full_buffers() {
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB --jobs 3 --size $((40 * MIB))
+  osd_stop
+  head -c $((17 * MIB)) /dev/urandom >&4
+  wait_read "$PUT" $((23 * MIB))
+  wait_conns "$PUT" 3
+}
+
+# The failure came while parts 2-4 were in flight: they were cancelled
+# (their traces say "interrupted"), then the upload aborted (204).
+assert_cancelled_then_aborted() {
+  local n
+  for n in 2 3 4; do
+    assert_equal "$(count_requests PUT "\\?partNumber=$n&[^ ]+ bytes=[0-9]+ -> interrupted")" 1
+  done
+  assert_equal "$(count_requests DELETE '\?uploadId=[^ ]* -> 204')" 1
+  assert_equal "$(count_requests POST '\?uploadId=')" 0
+  assert_aborted
+}
+
+@test "rgw abort, full buffers: input short of --size while 3 parts are in flight and the 4th buffer fills: the original error, no upload, no object" {
+  full_buffers
+  exec 4>&-
+  # the abort waits on the frozen osd too: let it go once lake-put is there
+  sleep 1
+  osd_cont
+  wait_put
+  assert_traced_error lake-put 65 "stdin: $((23 * MIB)) bytes, not the stated $((40 * MIB))"
+  [[ $(untraced_stderr) != *abort* ]] || fail "the abort's message, not the error's: $stderr"
+  assert_cancelled_then_aborted
+}
+
+@test "rgw abort, full buffers: SIGTERM while 3 parts are in flight and the 4th buffer fills: 'interrupted', no upload, no object" {
+  full_buffers
+  kill -TERM "$PUT"
+  sleep 1
+  osd_cont
+  wait_put
+  exec 4>&-
+  assert_traced_error lake-put 143 "lake-put: interrupted"
+  assert_cancelled_then_aborted
+}
+
+@test "rgw abort, full buffers: a part answered 400 while the parts before it are in flight: the 400 reported, no upload, no object" {
+  s3_fault "PUT?partNumber=4&:400:1"
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB --jobs 3 --size $((40 * MIB))
+  osd_stop
+  # parts 2 and 3 go to radosgw and wait on the osd; the proxy refuses 4
+  head -c $((17 * MIB)) /dev/urandom >&4 || true
+  for _ in $(seq 200); do grep -q 'partNumber=4&.* -> 400' "$T/put.err" && break; sleep 0.05; done
+  grep -q 'partNumber=4&.* -> 400' "$T/put.err" || fail "part 4 was not refused: $(cat "$T/put.err")"
+  osd_cont
+  # lake-put learns of the failure at its next read of the input
+  head -c $((20 * MIB)) /dev/urandom >&4 2>/dev/null || true
+  wait_put
+  exec 4>&-
+  assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 InvalidArgument"
+  [[ $(untraced_stderr) != *abort* ]] || fail "the abort's message, not the error's: $stderr"
+  local n
+  for n in 2 3; do
+    assert_equal "$(count_requests PUT "\\?partNumber=$n&[^ ]+ bytes=[0-9]+ -> interrupted")" 1
+  done
+  assert_equal "$(count_requests DELETE '\?uploadId=[^ ]* -> 204')" 1
+  assert_aborted
+}
+
+# --- radosgw killed and restarted ------------------------------------------
+
+# bg NAME CMD...: CMD in the background, stdout to $T/NAME.out, stderr to
+# $T/NAME.err; BG its PID.
+bg() {
+  local name=$1
+  shift
+  "$@" >"$T/$name.out" 2>"$T/$name.err" 3>&- &
+  BG=$!
+}
+
+# wait_bg NAME: wait for BG; sets status and stderr.
+wait_bg() {
+  status=0
+  wait "$BG" || status=$?
+  BG=
+  stderr=$(cat "$T/$1.err")
+}
+
+# wait_connected PID: until process PID has a connection to radosgw.
+wait_connected() {
+  wait_conns "$1" 1
+}
+
+# assert_stored_sha V SHA [meta]: the stored object of FILE value V has
+# bytes whose SHA-256 (asked of radosgw directly) is SHA, as has V; with
+# "meta", its recorded x-amz-meta-sha256 too (a single PUT records it).
+assert_stored_sha() {
+  local loc
+  loc=$(json_field location "$1")
+  assert_equal "$(json_field sha256 "$1")" "$2"
+  assert_equal "$(s3_curl "$S3_ENDPOINT$(s3_path "$loc")" | sha256sum | cut -c1-64)" "$2"
+  if [ "${3:-}" = meta ]; then
+    run s3_curl -I "$S3_ENDPOINT$(s3_path "$loc")"
+    assert_output --partial "x-amz-meta-sha256: $2"
+  fi
+}
+
+@test "rgw fault: radosgw killed during a single PUT and not back within the retries: 69, nothing stored" {
+  head -c $((96 * MIB)) /dev/urandom >"$T/in/data"
+  bg put lake-put --part-size 128MiB "$T/in/data"
+  wait_connected "$BG"
+  s3_kill
+  wait_bg put
+  assert_traced_error lake-put 69 "the object store is unreachable" "after 5 attempts"
+  s3_restart
+  assert_no_s3_objects
+  assert_equal "$(s3_uploads)" ""
+}
+
+# put_through_rgw_restart CONNS ARGS...: lake-put ARGS $T/in/data in the
+# background, stopped (SIGSTOP) once it has CONNS connections to radosgw,
+# radosgw killed and restarted, lake-put continued: it succeeded, saying
+# nothing.  Sets status, stderr and v (its FILE value).
+put_through_rgw_restart() {
+  local conns=$1
+  shift
+  bg put lake-put "$@" "$T/in/data"
+  wait_conns "$BG" "$conns"
+  kill -STOP "$BG"
+  rgw_kill_restart
+  kill -CONT "$BG"
+  wait_bg put
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  v=$(cat "$T/put.out")
+}
+
+rgw_kill_restart() {
+  s3_kill
+  s3_restart
+}
+
+@test "rgw fault: radosgw killed and restarted during a single PUT: the PUT is sent again and the stored bytes are right" {
+  head -c $((96 * MIB)) /dev/urandom >"$T/in/data"
+  put_through_rgw_restart 1 --part-size 128MiB
+  # the first attempt broke off, the second was stored
+  [ "$(count_requests PUT ' bytes=[0-9]+ -> (curl|interrupted|[45])')" -ge 1 ] || fail "no failed attempt: $stderr"
+  assert_equal "$(count_requests PUT ' bytes=[0-9]+ -> 200')" 1
+  assert_stored_sha "$v" "$(sha_of "$T/in/data")" meta
+  assert_equal "$(s3_keys | wc -l)" 1
+}
+
+@test "rgw fault: radosgw killed and restarted while parts are in flight (--jobs 2): the parts sent again, the object complete and right" {
+  head -c $((26 * MIB)) /dev/urandom >"$T/in/data"
+  put_through_rgw_restart 2 --part-size 5MiB --jobs 2
+  assert_equal "$(count_requests POST '\?uploadId=[^ ]+ bytes=[0-9]+ -> 200')" 1
+  assert_stored_sha "$v" "$(sha_of "$T/in/data")"
+  assert_equal "$(s3_uploads)" ""
+  assert_equal "$(s3_keys | wc -l)" 1
+}
+
+# put_big BYTES: a FILE value of BYTES random bytes put in the bucket, in
+# $V; the bytes in $T/in/big.
+put_big() {
+  head -c "$1" /dev/urandom >"$T/in/big"
+  V=$(LAKE_TRACE= lake-put --jobs 2 "$T/in/big")
+}
+
+# get_through_fault V WHEN FAULT: lake-get V to a FIFO that is not read,
+# so that it stalls mid-object; then FAULT (a command) runs, before the
+# reading goes on (WHEN=stalled) or while it goes on (WHEN=reading: radosgw
+# needs the osd for the next chunks).  The output in $T/get.out, the
+# status and stderr set.
+get_through_fault() {
+  local v=$1 when=$2 fault=$3 reader=
+  rm -f "$T/fifo"
+  mkfifo "$T/fifo"
+  lake-get "$v" >"$T/fifo" 2>"$T/get.err" 3>&- &
+  BG=$!
+  # opened, not read: lake-get stalls once the pipe is full, mid-object
+  exec 5<"$T/fifo"
+  wait_connected "$BG"
+  sleep 0.3
+  if [ "$when" = reading ]; then
+    "$fault" &
+    reader=$!
+  else
+    "$fault"
+  fi
+  cat <&5 >"$T/get.out"
+  exec 5<&-
+  [ -z "$reader" ] || wait "$reader"
+  wait_bg get
+}
+
+@test "rgw fault: radosgw killed and restarted during a get to stdout: resumed with Range, every byte once, verified" {
+  put_big $((128 * MIB))
+  get_through_fault "$V" stalled rgw_kill_restart
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  # the first GET broke off, a later one (Range) answered 206
+  [ "$(grep -cE '^trace: stage GET .* -> 206$' <<<"$stderr")" -ge 1 ] || fail "not resumed: $stderr"
+  cmp "$T/in/big" "$T/get.out"
+}
+
+@test "rgw fault: radosgw killed during a get to -o DIR and not back within the retries: 69, no file kept" {
+  put_big $((128 * MIB))
+  bg get lake-get -o "$T/out" "$V"
+  wait_connected "$BG"
+  kill -STOP "$BG"
+  s3_kill
+  kill -CONT "$BG"
+  wait_bg get
+  assert_traced_error lake-get 69 "the object store is unreachable"
+  assert_equal "$(find "$T/out" -mindepth 1)" ""
+}
+
+# --- gc: paging, and faults during gc --------------------------------------
+
+# stage_garbage REFS UNREFS: REFS small objects put with lake-put into the
+# table docs.t (a FILE column f), their FILE values in $T/refs (one per
+# line), and UNREFS put by lake-put alone (garbage), theirs in $T/unrefs.
+# Four lake-put processes for each (in parallel; each referencing one is
+# one append), not one per object.
+stage_garbage() {
+  local i k pids=
+  lake-catalog create-namespace docs
+  lake-catalog create docs.t 'f FILE'
+  for ((k = 0; k < 4; k++)); do mkdir -p "$T/in/ref$k" "$T/in/unref$k"; done
+  for ((i = 0; i < $1; i++)); do printf 'referenced %d\n' "$i" >"$T/in/ref$((i % 4))/r$i"; done
+  for ((i = 0; i < $2; i++)); do printf 'garbage %d\n' "$i" >"$T/in/unref$((i % 4))/u$i"; done
+  for ((k = 0; k < 4; k++)); do
+    if [ -n "$(ls "$T/in/ref$k")" ]; then
+      LAKE_TRACE= lake-put -q --table docs.t --column f "$T/in/ref$k"/* >"$T/refs$k" 2>"$T/refs$k.err" &
+      pids="$pids $!"
+    fi
+    if [ -n "$(ls "$T/in/unref$k")" ]; then
+      LAKE_TRACE= lake-put -q "$T/in/unref$k"/* >"$T/unrefs$k" 2>"$T/unrefs$k.err" &
+      pids="$pids $!"
+    fi
+  done
+  for k in $pids; do wait "$k" || fail "a lake-put failed: $(cat "$T"/*refs*.err)"; done
+  cat "$T"/refs? >"$T/refs" 2>/dev/null || : >"$T/refs"
+  cat "$T"/unrefs? >"$T/unrefs" 2>/dev/null || : >"$T/unrefs"
+  assert_equal "$(wc -l <"$T/refs")" "$1"
+  assert_equal "$(wc -l <"$T/unrefs")" "$2"
+}
+
+# The keys of the FILE values (one per line) in FILE, sorted.
+keys_of() {
+  jq -r .location <"$1" | sed "s|^s3://$S3_BUCKET/||" | sort
+}
+
+# The objects under the stage's files/, "KEY MD5" per line (a single
+# PUT's ETag is the MD5 of its bytes), sorted, every page of the listing
+# (ListObjectsV2 with continuation tokens: s3_keys asks for one page).
+stage_file_etags() {
+  local tok='' page
+  while :; do
+    # curl signs the query as given: its parameters in sorted order
+    page=$(s3_curl "$S3_ENDPOINT/$S3_BUCKET/?${tok:+continuation-token=$(jq -rn --arg t "$tok" '$t|@uri')&}list-type=2&prefix=stage%2Ffiles%2F")
+    grep -oE '<Key>[^<]*</Key>.*?<ETag>[^<]*</ETag>' <<<"${page//<Contents>/$'\n'}" |
+      sed -E 's|<Key>([^<]*)</Key>.*<ETag>(&quot;)?"?([0-9a-f-]*)"?(&quot;)?</ETag>|\1 \3|'
+    tok=$(grep -oE '<NextContinuationToken>[^<]*' <<<"$page" | sed 's/<NextContinuationToken>//')
+    [ -n "$tok" ] && grep -q '<IsTruncated>true' <<<"$page" || break
+  done | sort
+}
+
+stage_file_keys() {
+  stage_file_etags | cut -d' ' -f1
+}
+
+# Every referenced object is there and whole, and nothing else is under
+# files/: the listing's keys and ETags are those of the FILE values in
+# $T/refs and the MD5 of the files put (named by the FILE values); with
+# "get", lake-get also verifies each one's SHA-256.
+assert_refs_intact() {
+  jq -r '"\(.name) \(.location)"' <"$T/refs" | sort >"$T/refs.byname"
+  md5sum "$T"/in/ref?/* | sed -E 's|^([0-9a-f]{32}) +.*/([^/]+)$|\2 \1|' | sort >"$T/md5.byname"
+  assert_equal "$(stage_file_etags)" "$(join "$T/refs.byname" "$T/md5.byname" |
+    sed -E "s|^[^ ]+ s3://$S3_BUCKET/([^ ]+) |\\1 |" | sort)"
+  assert_equal "$(stage_file_keys | wc -l)" "$(wc -l <"$T/refs")"
+  if [ "${1:-}" = get ]; then
+    mkdir -p "$T/got"
+    run --separate-stderr lake-get -o "$T/got" <"$T/refs"
+    assert_equal "exit $status: $(untraced_stderr)" "exit 0: "
+    assert_equal "$(find "$T/got" -type f | wc -l)" "$(wc -l <"$T/refs")"
+  fi
+}
+
+@test "rgw gc: 2,500 objects (three ListObjectsV2 pages), half referenced: gc removes exactly the other half; nothing outside the managed prefix is touched" {
+  stage_garbage 1250 1250
+  # outside the managed prefix: objects and an upload in the bucket, an
+  # object under the stage but not under files/ or tables/
+  printf 'x' >"$T/x"
+  s3_curl -T "$T/x" "$S3_ENDPOINT/$S3_BUCKET/elsewhere/obj" -o /dev/null
+  s3_curl -T "$T/x" "$S3_ENDPOINT/$S3_BUCKET/stage/notes/obj" -o /dev/null
+  s3_curl -X POST -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/elsewhere/k?uploads="
+  assert_equal "$(stage_file_keys | wc -l)" 2500
+
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  # the listing of files/ took three pages: two answers said there was more
+  [ "$(grep -cE '^trace: stage GET .*continuation-token=' <<<"$stderr")" -ge 2 ] ||
+    fail "no second or third page asked for: $(grep '^trace: stage GET ' <<<"$stderr" | head)"
+  assert_equal "$(grep -cE '^trace: stage DELETE s3://[^ ?]+ -> 204$' <<<"$stderr")" 1250
+  [[ $(untraced_stderr) == *"gc: 1250 objects, "*" bytes removed; "* ]] || fail "summary: $(untraced_stderr)"
+  assert_refs_intact
+  s3_curl -I -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/elsewhere/obj"
+  s3_curl -I -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/stage/notes/obj"
+  assert_equal "$(s3_uploads | cut -d' ' -f1)" "elsewhere/k"
+}
+
+# gc_until_deletes N: lake-catalog gc --grace 0 in the background (BG),
+# until its trace shows N DELETEs sent.
+gc_until_deletes() {
+  bg gc lake-catalog gc --grace 0
+  for _ in $(seq 400); do
+    [ "$(grep -c '^trace: stage DELETE ' "$T/gc.err")" -ge "$1" ] && return 0
+    sleep 0.02
+  done
+  fail "gc never sent $1 DELETEs: $(cat "$T/gc.err")"
+}
+
+@test "rgw gc fault: radosgw killed during gc: gc fails 69; after the restart a second gc removes the rest, the referenced objects intact" {
+  stage_garbage 20 400
+  gc_until_deletes 20
+  s3_kill
+  wait_bg gc
+  assert_equal "exit $status" "exit 69"
+  [[ $(untraced_stderr) == *"the object store is unreachable"* ]] || fail "message: $(untraced_stderr)"
+  s3_restart
+  local left
+  left=$(stage_file_keys | wc -l)
+  [ "$left" -gt 20 ] && [ "$left" -lt 420 ] || fail "gc was not stopped mid-way: $left objects left"
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  [[ $(untraced_stderr) == *"gc: $((left - 20)) objects, "*" bytes removed; "* ]] || fail "summary: $(untraced_stderr)"
+  assert_refs_intact get
+}
+
+# --- the osd frozen, or killed and restarted --------------------------------
+
+# now_ms: the time in milliseconds.
+now_ms() {
+  echo $(($(date +%s%N) / 1000000))
+}
+
+# assert_waited T0: at least 1.5 s passed since T0 (now_ms): the fault
+# hit the request while it was under way.
+assert_waited() {
+  [ $(($(now_ms) - $1)) -ge 1500 ] || fail "done in $(($(now_ms) - $1)) ms: the fault came too late"
+}
+
+osd_freeze_2s() {
+  osd_stop
+  sleep 2
+  osd_cont
+}
+
+osd_kill_restart() {
+  osd_kill
+  osd_restart
+}
+
+# put_get_through FAULT: a multipart put (--jobs 2) with FAULT (a command)
+# while its parts are in flight, then a get of its object with FAULT in the
+# middle: each waited for the fault to pass and finished, the stored bytes
+# and the bytes got right.
+put_get_through() {
+  local t0 v
+  head -c $((26 * MIB)) /dev/urandom >"$T/in/data"
+  t0=$(now_ms)
+  bg put lake-put --part-size 5MiB --jobs 2 "$T/in/data"
+  wait_conns "$BG" 2
+  "$1"
+  wait_bg put
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_waited "$t0"
+  v=$(cat "$T/put.out")
+  assert_stored_sha "$v" "$(sha_of "$T/in/data")"
+  assert_equal "$(s3_uploads)" ""
+  t0=$(now_ms)
+  get_through_fault "$v" reading "$1"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_waited "$t0"
+  cmp "$T/in/data" "$T/get.out"
+}
+
+@test "rgw osd fault: the osd frozen for 2 s during a multipart put, a get and gc: each waits and finishes, the bytes right" {
+  local t0
+  put_get_through osd_freeze_2s
+  # gc: the garbage (the object above among it) removed, the referenced kept
+  stage_garbage 10 100
+  t0=$(now_ms)
+  gc_until_deletes 10
+  osd_freeze_2s
+  wait_bg gc
+  assert_equal "exit $status" "exit 0"
+  assert_waited "$t0"
+  [[ $(untraced_stderr) == *"gc: 101 objects, "*" bytes removed; "* ]] || fail "summary: $(untraced_stderr)"
+  assert_refs_intact get
+}
+
+@test "rgw osd fault: the osd killed and restarted during a put and a get: each waits for it and finishes, the bytes right" {
+  put_get_through osd_kill_restart
+}
+
+# --- a PUT cut short keeps the older object --------------------------------
+
+@test "rgw: a PUT cut short (the client killed while sending) stores nothing and keeps the older object under the key" {
+  local i
+  # lake-put never writes a key twice (each put has a new key): the older
+  # object is put by curl, as is the PUT cut short, on the same key
+  printf 'the older object\n' >"$T/in/old"
+  s3_curl -T "$T/in/old" "$S3_ENDPOINT/$S3_BUCKET/stage/files/k" -o /dev/null
+  head -c $((64 * MIB)) /dev/urandom >"$T/in/new"
+  curl -sS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$S3_KEY:$S3_SECRET" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+    --limit-rate 4M -T "$T/in/new" "$S3_ENDPOINT/$S3_BUCKET/stage/files/k" -o /dev/null 3>&- &
+  BG=$!
+  wait_connected "$BG"
+  sleep 0.5
+  kill -KILL "$BG"
+  wait "$BG" || true
+  BG=
+  sleep 0.5
+  s3_curl "$S3_ENDPOINT/$S3_BUCKET/stage/files/k" -o "$T/out/k"
+  cmp "$T/in/old" "$T/out/k"
+  assert_equal "$(s3_keys)" "stage/files/k"
+  assert_equal "$(s3_uploads)" ""
+}
