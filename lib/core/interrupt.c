@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -89,16 +90,33 @@ int interruptPending(void) { return stopSignal; }
 
 const volatile sig_atomic_t *interruptFlag(void) { return &stopSignal; }
 
-/* (A signal landing between the check and the read(2) waits for the next
- * bytes or the end of the input.) */
+static atomic_int woken;
+
+void interruptWake(void) { atomic_store(&woken, 1); }
+
+void interruptWakeClear(void) { atomic_store(&woken, 0); }
+
+/* Wait until fd has input (or an end, or an error for read to report),
+ * in slices of 100 ms; 0 when it has, else -1 with errno EINTR (a stop
+ * signal) or ECANCELED (interruptWake).  A descriptor poll(2) does not
+ * take (EINVAL, EPERM) counts as ready. */
+static int waitInput(int fd) {
+    for (;;) {
+        if (stopSignal || atomic_load(&woken)) {
+            errno = stopSignal ? EINTR : ECANCELED;
+            return -1;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        int n = poll(&p, 1, 100);
+        if (n > 0 || (n < 0 && errno != EINTR)) return 0;
+    }
+}
+
 ssize_t interruptRead(void *ctx, void *buf, size_t len) {
     int fd = *(int *)ctx;
     size_t got = 0;
     while (got < len) {
-        if (stopSignal) {
-            errno = EINTR;
-            return -1;
-        }
+        if (waitInput(fd)) return -1;
         ssize_t n = read(fd, (char *)buf + got, len - got);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return -1;

@@ -44,8 +44,18 @@ const volatile sig_atomic_t *interruptFlag(void);
 
 /* A lakeReader read function over the descriptor that ctx points to (an
  * int): like fdRead, read until len bytes or the end, but give up (-1,
- * errno EINTR) once a stop signal has arrived. */
+ * errno EINTR) once a stop signal has arrived, or (errno ECANCELED) once
+ * interruptWake was called.  It waits for input with poll(2) in slices of
+ * 100 ms, so that neither is missed while it waits. */
 ssize_t interruptRead(void *ctx, void *buf, size_t len);
+
+/* From any thread: a read made with interruptRead gives up (-1, errno
+ * ECANCELED) within 100 ms, even one waiting for input that does not
+ * come, until interruptWakeClear.  For work done beside the reading that
+ * failed (a part an S3 upload could not send), so that the reader does
+ * not wait on a stalled producer to learn of it. */
+void interruptWake(void);
+void interruptWakeClear(void);
 
 /* Register dirfd/name (AT_FDCWD and a path will do) to be removed if the
  * process dies of a signal; isdir: rmdir instead of unlink.  Returns a slot

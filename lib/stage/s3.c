@@ -79,6 +79,8 @@ static int64_t fillPart(putState *ps, char *buf, size_t cap, lakeError *err) {
         size_t want = cap - got < STAGE_BUF_SIZE ? cap - got : STAGE_BUF_SIZE;
         ssize_t n = ps->r->read(ps->r->ctx, buf + got, want);
         if (stageStopped(ps->opt)) return stageInterrupted(ps->r, err), -1;
+        /* a part that failed gives up the read (interruptWake): its error */
+        if (n < 0 && ps->u && s3UploadError(ps->u, err)) return -1;
         if (n < 0) return errSetErrno(err, LAKE_EFAIL, errno, "%s", ps->r->what), -1;
         if (n == 0) break;
         if (ps->total == 0 && !ps->opt->content_type) {

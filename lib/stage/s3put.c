@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/interrupt.h"
 #include "stage/backend.h"
 #include "stage/s3.h"
 
@@ -91,6 +92,7 @@ static void failWith(s3Upload *u, const lakeError *e) {
     atomic_store(&u->cancel, 1);
     pthread_cond_broadcast(&u->cv);
     pthread_mutex_unlock(&u->mu);
+    interruptWake(); /* the caller may be waiting for input that does not come */
 }
 
 s3Upload *s3UploadNew(const s3Client *c, const char *key, size_t part_size, int jobs,
@@ -521,6 +523,7 @@ void s3UploadAbort(s3Upload *u, lakeError *err) {
 void s3UploadFree(s3Upload *u) {
     if (!u) return;
     stopSender(u);
+    interruptWakeClear(); /* failWith's, now told */
     for (int i = 0; i < u->nslots; i++) {
         s3XferFree(&u->slots[i].x);
         if (u->slots[i].h) curl_easy_cleanup(u->slots[i].h);

@@ -120,14 +120,17 @@ assert_cancelled_then_aborted() {
   put_until_parts $((6 * MIB)) 1 --part-size 5MiB --jobs 3 --size $((40 * MIB))
   osd_stop
   # parts 2 and 3 go to radosgw and wait on the osd; the proxy refuses 4
-  head -c $((17 * MIB)) /dev/urandom >&4 || true
+  # (the writer in the background: lake-put stops reading at the refusal,
+  # and its abort waits on the frozen osd)
+  head -c $((17 * MIB)) /dev/urandom >&4 2>/dev/null &
+  local writer=$!
   for _ in $(seq 200); do grep -q 'partNumber=4&.* -> 400' "$T/put.err" && break; sleep 0.05; done
   grep -q 'partNumber=4&.* -> 400' "$T/put.err" || fail "part 4 was not refused: $(cat "$T/put.err")"
   osd_cont
-  # lake-put learns of the failure at its next read of the input
-  head -c $((20 * MIB)) /dev/urandom >&4 2>/dev/null || true
+  # lake-put learns of the failure without waiting for more input
   wait_put
   exec 4>&-
+  wait "$writer" || true
   assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 InvalidArgument"
   [[ $(untraced_stderr) != *abort* ]] || fail "the abort's message, not the error's: $stderr"
   local n
@@ -135,6 +138,26 @@ assert_cancelled_then_aborted() {
     assert_equal "$(count_requests PUT "\\?partNumber=$n&[^ ]+ bytes=[0-9]+ -> interrupted")" 1
   done
   assert_equal "$(count_requests DELETE '\?uploadId=[^ ]* -> 204')" 1
+  assert_aborted
+}
+
+@test "rgw abort: a part refused while lake-put waits for more input stops it at once: the 400 reported, no upload, no object" {
+  s3_fault "PUT?partNumber=2&:400:1"
+  # part 1 sent; then part 2 filled (and refused) and a little more input,
+  # and then none: the producer stalls with its end of the pipe open
+  put_until_parts $((6 * MIB)) 1 --part-size 5MiB
+  # (lake-put may stop before it has read all of it: a broken pipe here)
+  head -c $((5 * MIB)) /dev/urandom >&4 2>/dev/null || true
+  local i
+  for ((i = 0; i < 200; i++)); do
+    _rgw_alive "$PUT" || break
+    sleep 0.05
+  done
+  [ "$i" -lt 200 ] || fail "lake-put still waits for input 10 s after its part was refused: $(cat "$T/put.err")"
+  wait_put
+  exec 4>&-
+  assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 InvalidArgument"
+  [[ $(untraced_stderr) != *abort* ]] || fail "the abort's message, not the error's: $stderr"
   assert_aborted
 }
 
