@@ -52,7 +52,7 @@ struct archiveIn {
     off_t size; /* a regular file's size, for onSkip */
     const char *what;
     const volatile sig_atomic_t *stop;
-    int interrupted; /* a read gave up on a stop signal */
+    int interrupted; /* a read gave up: a stop signal, or interruptWake */
     int io_errno;    /* a read(2) of the input failed with this */
     int data_failed; /* the current entry's data could not be read */
     lakeError data_err;
@@ -79,26 +79,24 @@ static int stopped(const archiveIn *in) {
     return in->stop && *in->stop;
 }
 
-/* libarchive's read callback: one read(2), retried on EINTR unless a stop
- * signal arrived (then the archive fails and the put cleans up). */
+/* libarchive's read callback: one read(2) (core/interrupt.h), which gives
+ * up on a stop signal (the archive fails and the put cleans up) or when a
+ * part of the put failed beside it (interruptWake: the put reports the
+ * part's error). */
 static la_ssize_t onRead(struct archive *a, void *ctx, const void **buf) {
     archiveIn *in = ctx;
     *buf = in->buf;
     atomic_fetch_add(&in->progress, 1);
-    for (;;) {
-        if (stopped(in)) {
-            in->interrupted = 1;
-            archive_set_error(a, EINTR, "interrupted");
-            return -1;
-        }
-        ssize_t n = read(in->fd, in->buf, sizeof in->buf);
-        if (n >= 0) return n;
-        if (errno != EINTR) {
-            in->io_errno = errno;
-            archive_set_error(a, errno, "%s", strerror(errno));
-            return -1;
-        }
+    ssize_t n = interruptReadSome(in->fd, in->buf, sizeof in->buf);
+    if (n >= 0) return n;
+    if (errno == EINTR || errno == ECANCELED) {
+        in->interrupted = 1;
+        archive_set_error(a, errno, errno == EINTR ? "interrupted" : "cancelled");
+        return -1;
     }
+    in->io_errno = errno;
+    archive_set_error(a, errno, "%s", strerror(errno));
+    return -1;
 }
 
 /* Regular files only: skip and seek with lseek (a zip's central directory,

@@ -44,10 +44,14 @@ static void removeTemps(void) {
                 unlinkat(temps[i].dirfd, temps[i].name, dirs ? AT_REMOVEDIR : 0);
 }
 
-/* Erase the bar (or the ^C a terminal echoed), say so, remove the
- * temporary names, die of sig. */
-static void die(int sig) {
+/* Erase the bar, or the ^C a terminal echoed, from stderr's line. */
+static void eraseLine(void) {
     if ((progressOnScreen() || stderrTty) && write(STDERR_FILENO, "\r\033[K", 4) < 0) {}
+}
+
+/* Erase the line, say so, remove the temporary names, die of sig. */
+static void die(int sig) {
+    eraseLine();
     const char *line = say;
     if (write(STDERR_FILENO, line, strlen(line)) < 0) {}
     removeTemps();
@@ -112,13 +116,19 @@ static int waitInput(int fd) {
     }
 }
 
+ssize_t interruptReadSome(int fd, void *buf, size_t len) {
+    for (;;) {
+        if (waitInput(fd)) return -1;
+        ssize_t n = read(fd, buf, len);
+        if (n >= 0 || errno != EINTR) return n;
+    }
+}
+
 ssize_t interruptRead(void *ctx, void *buf, size_t len) {
     int fd = *(int *)ctx;
     size_t got = 0;
     while (got < len) {
-        if (waitInput(fd)) return -1;
-        ssize_t n = read(fd, (char *)buf + got, len - got);
-        if (n < 0 && errno == EINTR) continue;
+        ssize_t n = interruptReadSome(fd, (char *)buf + got, len - got);
         if (n < 0) return -1;
         if (n == 0) break;
         got += (size_t)n;
@@ -173,7 +183,7 @@ void interruptFatal(int code, const char *fmt, ...) {
     snprintf(msg + len, sizeof msg - len, "%s", note ? note : "\n");
     len = strlen(msg);
     if (msg[len - 1] != '\n') msg[len - 1] = '\n';
-    if ((progressOnScreen() || stderrTty) && write(STDERR_FILENO, "\r\033[K", 4) < 0) {}
+    eraseLine();
     if (write(STDERR_FILENO, msg, len) < 0) {}
     removeTemps();
     _exit(code);

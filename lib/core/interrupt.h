@@ -48,6 +48,10 @@ const volatile sig_atomic_t *interruptFlag(void);
  * interruptWake was called.  It waits for input with poll(2) in slices of
  * 100 ms, so that neither is missed while it waits. */
 ssize_t interruptRead(void *ctx, void *buf, size_t len);
+/* One read(2) of fd, as interruptRead waits for it and gives up: the
+ * bytes read (0 at the end), or -1 with errno (EINTR, ECANCELED, or the
+ * read's). */
+ssize_t interruptReadSome(int fd, void *buf, size_t len);
 
 /* From any thread: a read made with interruptRead gives up (-1, errno
  * ECANCELED) within 100 ms, even one waiting for input that does not

@@ -76,7 +76,9 @@ void progressRows(progress *p, int64_t n) {
 }
 
 void progressEnd(progress *p) {
-    if (p->drawn) fputs("\r\033[K", stderr);
-    if (p->drawn) onScreen = 0;
+    if (p->drawn) {
+        fputs("\r\033[K", stderr);
+        onScreen = 0;
+    }
     p->drawn = 0;
 }

@@ -23,7 +23,8 @@
  * a delete is DeleteObject, many deletes are DeleteObjects of up to 1,000
  * keys a request (stageDeleter), and unfinished multipart uploads are found
  * with ListMultipartUploads and ended with AbortMultipartUpload; a store
- * that answers those two with 405 or 501 (s3rver) does not support them.
+ * that answers those two with 405 or 501 does not support them, and one
+ * that answers DeleteObjects so is served one DeleteObject per object.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -582,16 +583,17 @@ static size_t deleteDoc(char *doc, char *const *keys, const size_t *pend, size_t
 }
 
 /* The HTTP status a single request would have had for an S3 error code of
- * one key in a DeleteObjects answer (which is 200 as a whole). */
+ * one key in a DeleteObjects answer (which is 200 as a whole); which codes
+ * are transient is s3ErrorCode's to say, from the code. */
 static long keyErrorStatus(const char *code) {
     if (!code) return 500;
     if (strcmp(code, "AccessDenied") == 0) return 403;
     if (strcmp(code, "NoSuchKey") == 0) return 404;
-    if (strcmp(code, "InternalError") == 0 || strcmp(code, "SlowDown") == 0 ||
-        strcmp(code, "ServiceUnavailable") == 0)
-        return 503;
     return 400;
 }
+
+/* True when an answer's status says the store does not implement it. */
+static int notImplemented(long status) { return status == 405 || status == 501; }
 
 /* Remove the n objects at locs with DeleteObjects.  A request that fails
  * as a whole with a transient error (a 5xx, or a 200 whose body is an
@@ -600,9 +602,6 @@ static long keyErrorStatus(const char *code) {
  * requests in all; one that is already gone (NoSuchKey)
  * is removed; any other is reported through failed, with the exit code a
  * single DeleteObject refused so would have (AccessDenied: 77). */
-/* True when an answer's status says the store does not implement it. */
-static int notImplemented(long status) { return status == 405 || status == 501; }
-
 static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
                          void (*failed)(void *ctx, size_t i, const lakeError *why), void *ctx,
                          int *unsupported, lakeError *err) {
@@ -729,7 +728,7 @@ static int abortUpload(s3Stage *ss, const char *key, const char *id, int *refuse
     int rc = s3XferInit(&x, &ss->client, ss->client.easy, "DELETE", key, q, err);
     if (!rc) {
         rc = s3XferRun(&x, err);
-        if (rc && (notImplemented(x.status) || (rc == LAKE_EFAIL && x.status == 404))) {
+        if (rc && (notImplemented(x.status) || s3XferUploadGone(&x))) {
             *refused = notImplemented(x.status);
             errClear(err);
             rc = 0;

@@ -172,9 +172,13 @@ char *s3XmlText(const char *xml, size_t len, const char *name);
 int s3XmlRootIs(const char *xml, size_t len, const char *name);
 
 /* The exit code of an S3 error answer (HTTP status and S3 error code, the
- * latter may be NULL), and whether trying again may help: 5xx, 429 and
- * S3's RequestTimeout, SlowDown and InternalError may. */
+ * latter may be NULL), and whether trying again may help: 5xx (but 501,
+ * not implemented), 429 and S3's RequestTimeout, SlowDown, InternalError
+ * and ServiceUnavailable may. */
 lakeCode s3ErrorCode(long status, const char *code, int *retryable);
+/* The answer of a finished request x was 404 NoSuchUpload: the upload an
+ * abort (or a part) named is gone already, which is what an abort is for. */
+int s3XferUploadGone(const s3Xfer *x);
 
 /* --- s3put.c: multipart uploads -------------------------------------------- */
 

@@ -381,6 +381,14 @@ lakeCode s3ErrorCode(long status, const char *code, int *retryable) {
     return LAKE_EFAIL;
 }
 
+int s3XferUploadGone(const s3Xfer *x) {
+    if (x->status != 404 || !x->body) return 0;
+    char *code = s3XmlText(x->body, x->body_len, "Code");
+    int gone = code && strcmp(code, "NoSuchUpload") == 0;
+    free(code);
+    return gone;
+}
+
 /* The message of an S3 error answer. */
 static int s3Refused(s3Xfer *x, lakeError *err) {
     char *code = x->body ? s3XmlText(x->body, x->body_len, "Code") : NULL;

@@ -481,14 +481,9 @@ static int cleanup(s3Upload *u, const char *method, const char *query, int attem
         x.max_attempts = attempts;
         rc = s3XferRun(&x, &e);
     }
-    /* an abort answered 404 NoSuchUpload: the upload is gone already
-     * (aborted by another client, or by a try whose answer was lost),
-     * which is what the abort is for */
-    if (rc && query && x.status == 404 && x.body) {
-        char *code = s3XmlText(x.body, x.body_len, "Code");
-        if (code && strcmp(code, "NoSuchUpload") == 0) rc = 0;
-        free(code);
-    }
+    /* an abort of an upload already gone (aborted by another client, or
+     * by a try whose answer was lost) is done */
+    if (rc && query && s3XferUploadGone(&x)) rc = 0;
     if (rc) snprintf(note, notelen, "%s", e.cause[0] ? e.cause : "failed");
     s3XferFree(&x);
     return rc;

@@ -14,8 +14,7 @@ setup() {
 }
 
 teardown() {
-  [ -z "$BG" ] || { kill -KILL "$BG" 2>/dev/null; wait "$BG" 2>/dev/null; } || true
-  exec 4>&- 5>&- 2>/dev/null || true
+  bg_cleanup
   if [ -n "$SRV" ]; then kill -CONT "$METASRV_PID" 2>/dev/null || true; metasrv_stop; fi
   common_teardown
 }
@@ -62,7 +61,8 @@ teardown() {
   TMPDIR="$T/tmp" start_bg "$T/fifo" "$T/out" "$T/err" lake-put --table t.e --column f --set id=1
   exec 4>"$T/fifo"
   head -c 100000 /dev/urandom >&4
-  sleep 0.3
+  # the segment writer's temporary directory is there before the signal
+  wait_for sh -c 'ls -A "$1" | grep -q .' _ "$T/tmp"
   kill -HUP "$BG"
   wait_bg
   exec 4>&-

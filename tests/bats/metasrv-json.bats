@@ -9,6 +9,7 @@
 
 load helpers/common
 load helpers/metasrv
+load helpers/background
 
 setup() {
   metasrv_setup nouse
@@ -132,8 +133,7 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 ' "$T/answer" >"$T/crafted.port" &
   CRAFTED_PID=$!
-  local _
-  for _ in $(seq 200); do [ -s "$T/crafted.port" ] && break; sleep 0.025; done
+  wait_for test -s "$T/crafted.port"
   CRAFTED_URL=http://127.0.0.1:$(cat "$T/crafted.port")
 }
 

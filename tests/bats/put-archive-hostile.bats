@@ -176,7 +176,7 @@ PY
   done
   run_to "$T/values" sh -c 'cat "$1" | lake-put --archive' sh "$T/a.xar"
   assert_error lake-put 65 "stdin: unsupported archive format"
-  assert_equal "$(find "$STAGE" -type f 2>/dev/null | wc -l)" 0
+  assert_no_objects
 }
 
 # $T/spin.tbz: a tar.bz2 of one file "a", then an entry named ".." (which
@@ -207,7 +207,10 @@ signal_after() {
   python3 - "$@" <<'PY'
 import os, signal, subprocess, sys, time
 delay, sig, cmd = float(sys.argv[1]), getattr(signal, sys.argv[2]), sys.argv[3:]
-p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.environ["T"] + "/err", "w"))
+# the stop signals at their defaults, whatever the test run inherited (a
+# background job starts with SIGINT ignored, which lake-put respects)
+dfl = lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
+p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.environ["T"] + "/err", "w"), preexec_fn=dfl)
 time.sleep(delay)
 p.send_signal(sig)
 t0 = time.monotonic()
@@ -278,5 +281,5 @@ f = open(sys.argv[1], "wb"); f.write(b"x" * 100); f.flush(); time.sleep(30)' "$T
   run_to "$T/values" lake-put -q --archive --table docs.scans "$T/dirs.tar" "$T/empty.tar" "$T/link.tar"
   assert_clean_success
   assert_equal "$(lake-catalog resolve docs.scans | jq .version)" 0
-  assert_equal "$(find "$STAGE" -type f 2>/dev/null | wc -l)" 0
+  assert_no_objects
 }

@@ -25,8 +25,7 @@ setup() {
 }
 
 teardown() {
-  [ -z "$BG" ] || { kill -KILL "$BG" 2>/dev/null; wait "$BG" 2>/dev/null; } || true
-  exec 4>&- 5>&- 2>/dev/null || true
+  bg_cleanup
   source_teardown
 }
 
@@ -145,7 +144,8 @@ EOF
 
 @test "SQL that names no lake table needs no catalog and no writable cache directory" {
   printf 'not a directory' >"$T/file"
-  run --separate-stderr env LAKE_CACHE_DIR="$T/file/cache" lake-query -c "SELECT 1 + 1" -c "WITH x AS (SELECT 2 AS n) SELECT n FROM x"
+  # traced: not one request to the catalog (the trace would say so)
+  run --separate-stderr env LAKE_TRACE=1 LAKE_CACHE_DIR="$T/file/cache" lake-query -c "SELECT 1 + 1" -c "WITH x AS (SELECT 2 AS n) SELECT n FROM x"
   assert_success
   assert_output $'2\n2'
   assert_equal "$stderr" ""
@@ -164,16 +164,20 @@ EOF
   LAKE_CACHE_DIR="$T/host2" lake-query -c "INSERT INTO t.new VALUES (7)"
   run --separate-stderr env LAKE_TRACE=1 lake-query -c "SELECT n FROM t.new" -c "SELECT n + 1 FROM t.new"
   assert_success
-  assert_equal "$(grep -v '^trace:' <<<"$output")" $'7\n8'
-  assert_equal "$(grep -c '^trace: source catalog_snapshot' <<<"$stderr")" 1
+  assert_output $'7\n8'
+  assert_equal "$(trace_count "source catalog_snapshot")" 1
   LAKE_CACHE_DIR="$T/host2" lake-catalog create t.new2 'n INTEGER'
-  run --separate-stderr lake-query -c "INSERT INTO t.new2 VALUES (1)"
+  run --separate-stderr env LAKE_TRACE=1 lake-query -c "INSERT INTO t.new2 VALUES (1)"
   assert_success
+  assert_equal "$(trace_count "source catalog_snapshot")" 1
   run lake-query -c "SELECT n FROM t.new2"
   assert_output 1
   # a table nobody created: one refresh, then 66
   run_to "$T/out" lake-query -c "SELECT * FROM t.never"
   assert_error lake-query 66 "no such table: t.never"
+  run --separate-stderr env LAKE_TRACE=1 lake-query -c "SELECT * FROM t.never"
+  assert_equal "exit $status" "exit 66"
+  assert_equal "$(trace_count "source catalog_snapshot")" 1
 }
 
 @test "for a principal denied the snapshot (role user) the one refresh keeps an unknown table 66, not 77" {

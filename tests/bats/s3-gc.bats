@@ -57,7 +57,7 @@ put_referenced() {
 @test "s3 gc: 1,201 unreferenced objects go in 2 DeleteObjects requests; a key with & < > \" ' goes too; the referenced stay" {
   put_referenced
   put_garbage 1200
-  local odd="stage/files/2026/01/x&y<z>\"q'.bin"
+  # the odd key: stage/files/2026/01/x&y<z>"q'.bin
   s3_curl -T "$T/one" "$S3_ENDPOINT/$S3_BUCKET/stage/files/2026/01/x%26y%3Cz%3E%22q%27.bin" -o /dev/null
 
   run --separate-stderr lake-catalog gc --dry-run --grace 0
@@ -89,7 +89,6 @@ put_referenced() {
   assert_success
   assert_output ""
   assert_equal "$(count_requests POST '\?delete=')" 0
-  : "$odd"
 }
 
 @test "s3 gc: an object the store refuses inside a 200 DeleteObjects answer is named on stderr, exit 77, only the removed are printed; a re-run finishes" {

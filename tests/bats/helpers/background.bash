@@ -22,6 +22,14 @@ wait_bg() {
   BG=
 }
 
+# bg_cleanup: in teardown, a background program still running is killed
+# and reaped, and the descriptors the suites write FIFOs through (4, 5)
+# are closed.
+bg_cleanup() {
+  [ -z "${BG:-}" ] || { kill -KILL "$BG" 2>/dev/null; wait "$BG" 2>/dev/null; } || true
+  exec 4>&- 5>&- 2>/dev/null || true
+}
+
 # wait_for CMD...: until CMD succeeds (10 s at most).
 wait_for() {
   for _ in $(seq 200); do

@@ -293,9 +293,10 @@ s3_restart() {
 # The unfinished multipart uploads in the bucket, optionally under the key
 # prefix KEY: "KEY UPLOADID" per line (ListMultipartUploads).
 s3_uploads() {
-  local prefix=${1:-}
-  s3_curl "$S3_ENDPOINT/$S3_BUCKET/?prefix=${prefix//\//%2F}&uploads=" |
-    grep -oE '<Key>[^<]*</Key><UploadId>[^<]*</UploadId>' |
+  local prefix=${1:-} page
+  page=$(s3_list "$S3_ENDPOINT/$S3_BUCKET/?prefix=${prefix//\//%2F}&uploads=")
+  [[ $page != "LISTING FAILED"* ]] || { echo "$page"; return 1; }
+  grep -oE '<Key>[^<]*</Key><UploadId>[^<]*</UploadId>' <<<"$page" |
     sed -E 's|<Key>([^<]*)</Key><UploadId>([^<]*)</UploadId>|\1 \2|'
 }
 

@@ -120,9 +120,19 @@ s3_path() {
   printf '/%s\n' "${1#s3://}"
 }
 
+# s3_list URL: the answer of a listing request, or, when the request
+# fails, a line no listing can hold, so that a comparison with the
+# expected keys (none, say) fails instead of passing on an empty answer.
+s3_list() {
+  s3_curl "$1" || echo "LISTING FAILED: $1"
+}
+
 # Every key in the bucket, asked of the server directly (ListObjects).
 s3_keys() {
-  s3_curl "$S3_ENDPOINT/$S3_BUCKET/" | grep -oE '<Key>[^<]*</Key>' | sed -E 's/<\/?Key>//g' | sort
+  local page
+  page=$(s3_list "$S3_ENDPOINT/$S3_BUCKET/")
+  [[ $page != "LISTING FAILED"* ]] || { echo "$page"; return 1; }
+  grep -oE '<Key>[^<]*</Key>' <<<"$page" | sed -E 's/<\/?Key>//g' | sort
 }
 
 # No object at all in the bucket (each test starts with an empty one).
