@@ -5,7 +5,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,10 +67,8 @@ static int integer(const cJSON *req, const char *key, int64_t def, int64_t min, 
                    lakeError *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
     if (!v || cJSON_IsNull(v)) { *out = def; return 0; }
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < (double)min ||
-        v->valuedouble > 9007199254740992.0)
+    if (!jsonWhole(v, min, out))
         return errSetStatus(err, "invalid_argument", "%s: expected a whole number", key);
-    *out = (int64_t)v->valuedouble;
     return 0;
 }
 

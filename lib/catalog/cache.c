@@ -499,6 +499,7 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
     snprintf(authority, sizeof authority, "%s",
              cJSON_IsString(auth) && idIsValid(auth->valuestring) ? auth->valuestring : "-");
     int sameAuthority = c->snap.valid && strcmp(c->snap.authority, authority) == 0;
+    int64_t g = -1;
     if (c->snap.valid && !sameAuthority) {
         /* a replaced registry may reuse our generation number: only a
          * full snapshot of the new authority can be trusted */
@@ -514,18 +515,18 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
         }
     }
     if (cJSON_IsString(status) && strcmp(status->valuestring, "not_modified") == 0 &&
-        sameAuthority && cJSON_IsNumber(gen) && (int64_t)gen->valuedouble == c->snap.generation) {
+        sameAuthority && jsonWhole(gen, 0, &g) && g == c->snap.generation) {
         c->snap.fetched_ms = now;
         c->snap.failed_ms = 0;
         free(c->snap.last_error);
         c->snap.last_error = NULL;
         rc = writeSnapshot(c, &c->snap, NULL, err);
     } else if (cJSON_IsString(status) && strcmp(status->valuestring, "snapshot") == 0 &&
-               cJSON_IsNumber(gen) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(ans, "entries"))) {
+               jsonWhole(gen, 0, &g) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(ans, "entries"))) {
         /* per-table state carries over (a dropped table's state is inert:
          * table ids are never reused) */
         snapshot next = c->snap;
-        next.generation = (int64_t)gen->valuedouble;
+        next.generation = g;
         next.authority = authority;
         next.fetched_ms = now;
         next.failed_ms = 0;
@@ -704,7 +705,8 @@ static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
     cJSON *j = checkedJsonLoad(path);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
     const cJSON *i = cJSON_GetObjectItemCaseSensitive(j, "id");
-    if (!cJSON_IsNumber(v) || (int64_t)v->valuedouble != version || !cJSON_IsString(i) ||
+    int64_t n;
+    if (!jsonWhole(v, 0, &n) || n != version || !cJSON_IsString(i) ||
         strcmp(i->valuestring, id) != 0) {
         cJSON_Delete(j); /* foreign: ask again */
         j = NULL;
@@ -715,10 +717,11 @@ static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
 static void regStore(const catalogCache *c, const cJSON *reg) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(reg, "version");
-    if (!cJSON_IsString(id) || !idIsValid(id->valuestring) || !cJSON_IsNumber(v)) return;
+    int64_t n;
+    if (!cJSON_IsString(id) || !idIsValid(id->valuestring) || !jsonWhole(v, 0, &n)) return;
     char dir[PATH_MAX], name[64];
     snprintf(dir, sizeof dir, "%s/registrations/%s", c->dir, id->valuestring);
-    snprintf(name, sizeof name, "%lld.json", (long long)v->valuedouble);
+    snprintf(name, sizeof name, "%lld.json", (long long)n);
     checkedJsonStore(dir, name, reg);
 }
 
@@ -744,8 +747,8 @@ static int deniedKnown(catalogCache *c, lakeError *err) {
         const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "denied_ms");
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(j, "message");
         int64_t now = nowMs(), keep = c->opt.ttl_s > CACHE_DENIED_KEEP_S ? c->opt.ttl_s : CACHE_DENIED_KEEP_S;
-        if (cJSON_IsNumber(at) && cJSON_IsString(msg) && now - (int64_t)at->valuedouble < keep * 1000 &&
-            (int64_t)at->valuedouble <= now + 1000) {
+        int64_t t;
+        if (jsonWhole(at, 0, &t) && cJSON_IsString(msg) && now - t < keep * 1000 && t <= now + 1000) {
             c->denied = 1;
             snprintf(c->denied_msg, sizeof c->denied_msg, "%s", msg->valuestring);
         }
@@ -970,11 +973,15 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
         errClear(err);
         return 0;
     }
-    regStore(c, ans);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, "version");
     const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
-    if (version < 0 && cJSON_IsNumber(v) && cJSON_IsString(aid) && strcmp(aid->valuestring, id) == 0)
-        updateState(c, id, 0, (int64_t)v->valuedouble, nowMs(), err);
+    int64_t n;
+    if (!jsonWhole(v, 0, &n) || !cJSON_IsString(aid)) { /* every caller reads both */
+        cJSON_Delete(ans);
+        return errSetStatus(err, "internal", "resolve %s.%s: the answer has no version or id", ns, name);
+    }
+    regStore(c, ans);
+    if (version < 0 && strcmp(aid->valuestring, id) == 0) updateState(c, id, 0, n, nowMs(), err);
     errClear(err);
     *reg = ans;
     return 0;

@@ -26,6 +26,7 @@
 
 #include "catalog/registry/sqldb.h"
 #include "core/id.h"
+#include "core/jsonstrict.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
@@ -591,9 +592,9 @@ static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(g, "size");
     const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(g, "rows");
-    if (!cJSON_IsString(loc) || !cJSON_IsNumber(size) || size->valuedouble < 0 ||
-        !cJSON_IsString(sha) || !sha256IsHex(sha->valuestring) || !cJSON_IsNumber(rows) ||
-        rows->valuedouble < 0)
+    int64_t n;
+    if (!cJSON_IsString(loc) || !jsonWhole(size, 0, &n) || !cJSON_IsString(sha) ||
+        !sha256IsHex(sha->valuestring) || !jsonWhole(rows, 0, &n))
         return errSetStatus(err, "invalid_argument",
                             "append: each segment needs location, size, sha256 and rows");
     if (st && stageContains(st, loc->valuestring, NULL))

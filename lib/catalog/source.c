@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "catalog/source_impl.h"
+#include "core/jsonstrict.h"
 #include "core/log.h"
 
 int sourceOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err) {
@@ -37,6 +38,13 @@ void sourcePrefer(catalogSource *s, const char *endpoint) {
     if (s->ops->prefer && endpoint) s->ops->prefer(s, endpoint);
 }
 
+/* A number of a traced request or answer, printed with %.0f: -1 when
+ * absent or not a number, and never converted to an integer type (a
+ * server's answer may hold any double). */
+static double num(const cJSON *v) {
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
 /* The facts of a request worth a trace line. */
 static void requestFacts(const char *action, const cJSON *req, char *buf, size_t n) {
     const cJSON *ns = cJSON_GetObjectItemCaseSensitive(req, "namespace");
@@ -46,13 +54,13 @@ static void requestFacts(const char *action, const cJSON *req, char *buf, size_t
     const cJSON *exp = cJSON_GetObjectItemCaseSensitive(req, "expected_version");
     buf[0] = '\0';
     if (strcmp(action, "catalog_snapshot") == 0 && known)
-        snprintf(buf, n, " known=%lld", (long long)known->valuedouble);
+        snprintf(buf, n, " known=%.0f", num(known));
     else if (cJSON_IsString(ns))
         snprintf(buf, n, " %s%s%s", ns->valuestring, cJSON_IsString(name) ? "." : "",
                  cJSON_IsString(name) ? name->valuestring : "");
     size_t len = strlen(buf);
-    if (ver) snprintf(buf + len, n - len, " version=%lld", (long long)ver->valuedouble);
-    else if (exp) snprintf(buf + len, n - len, " expected=%lld", (long long)exp->valuedouble);
+    if (ver) snprintf(buf + len, n - len, " version=%.0f", num(ver));
+    else if (exp) snprintf(buf + len, n - len, " expected=%.0f", num(exp));
 }
 
 static void answerOutcome(const cJSON *ans, char *buf, size_t n) {
@@ -61,19 +69,17 @@ static void answerOutcome(const cJSON *ans, char *buf, size_t n) {
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(ans, "version");
     const cJSON *entries = cJSON_GetObjectItemCaseSensitive(ans, "entries");
     if (cJSON_IsString(status) && strcmp(status->valuestring, "snapshot") == 0)
-        snprintf(buf, n, "snapshot generation=%lld entries=%d", (long long)gen->valuedouble,
-                 cJSON_GetArraySize(entries));
+        snprintf(buf, n, "snapshot generation=%.0f entries=%d", num(gen), cJSON_GetArraySize(entries));
     else if (cJSON_IsString(status))
-        snprintf(buf, n, "%s generation=%lld", status->valuestring,
-                 gen ? (long long)gen->valuedouble : -1LL);
+        snprintf(buf, n, "%s generation=%.0f", status->valuestring, num(gen));
     else if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(ans, "locations")))
         snprintf(buf, n, "locations=%d more=%s",
                  cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ans, "locations")),
                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "more")) ? "yes" : "no");
     else if (cJSON_IsNumber(ver))
-        snprintf(buf, n, "version=%lld", (long long)ver->valuedouble);
+        snprintf(buf, n, "version=%.0f", num(ver));
     else if (cJSON_IsNumber(gen))
-        snprintf(buf, n, "generation=%lld", (long long)gen->valuedouble);
+        snprintf(buf, n, "generation=%.0f", num(gen));
     else
         snprintf(buf, n, "ok");
 }
@@ -98,8 +104,7 @@ static int callForInt(catalogSource *s, const char *action, cJSON *req, const ch
     int rc = req ? sourceCall(s, action, req, &ans, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
     if (!rc) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, key);
-        if (cJSON_IsNumber(v)) *out = (int64_t)v->valuedouble;
-        else rc = errSetStatus(err, "internal", "%s: the answer has no %s", action, key);
+        if (!jsonWhole(v, INT64_MIN, out)) rc = errSetStatus(err, "internal", "%s: the answer has no %s", action, key);
     }
     cJSON_Delete(ans);
     cJSON_Delete(req);

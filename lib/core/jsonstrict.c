@@ -10,6 +10,7 @@
 #include "core/utf8.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,4 +231,12 @@ cJSON *jsonStrictLoad(const char *p, size_t n, const char *what, lakeError *err)
     if (f.nomem) errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
     else errSet(err, LAKE_EDATA, "%s: malformed JSON: %s", what, why);
     return NULL;
+}
+
+int jsonWhole(const cJSON *v, int64_t min, int64_t *out) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)min) || !(v->valuedouble <= JSON_WHOLE_MAX) ||
+        v->valuedouble != floor(v->valuedouble))
+        return 0;
+    *out = (int64_t)v->valuedouble;
+    return 1;
 }

@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Why a text was refused: the byte offset (from 0) where it went wrong
  * (JSON_NO_OFFSET for a repeated key, found after parsing), and a phrase
@@ -55,5 +56,13 @@ void jsonFaultText(const jsonFault *f, char *buf, size_t n);
  * err set to LAKE_EDATA "WHAT: malformed JSON: WHY at byte K" (K from 1),
  * or to LAKE_EFAIL when out of memory. */
 cJSON *jsonStrictLoad(const char *p, size_t n, const char *what, lakeError *err);
+
+/* Largest whole number a JSON number carries exactly (2^53). */
+#define JSON_WHOLE_MAX 9007199254740992.0
+
+/* 1 with *out set when v is a number holding a whole value in
+ * [min, 2^53]; 0 otherwise (not a number, a fraction, out of range), so
+ * that no caller converts a double C cannot hold as int64_t. */
+int jsonWhole(const cJSON *v, int64_t min, int64_t *out);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "catalog/names.h"
+#include "core/jsonstrict.h"
 #include "query/segment.h"
 
 
@@ -226,9 +227,10 @@ static int openSegment(queryTable *t, queryCursor *c) {
     const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(g, "size");
     const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
-    if (!cJSON_IsString(loc) || !cJSON_IsNumber(size) || !cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
+    int64_t n;
+    if (!cJSON_IsString(loc) || !jsonWhole(size, 0, &n) || !cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
         return failf(t, LAKE_EDATA, "a malformed segment in the registration");
-    fileValue fv = {.location = loc->valuestring, .size = (int64_t)size->valuedouble};
+    fileValue fv = {.location = loc->valuestring, .size = n};
     snprintf(fv.sha256, sizeof fv.sha256, "%s", sha->valuestring);
     char *path = NULL;
     lakeError *err = &t->ctx->err;

@@ -43,9 +43,8 @@ int fileValueFromJson(const cJSON *obj, fileValue *fv, lakeError *err) {
     if (!cJSON_IsString(loc) || !loc->valuestring[0])
         return errSet(err, LAKE_EDATA, "FILE value: missing location");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(obj, "size");
-    if (!cJSON_IsNumber(size) || size->valuedouble < 0 ||
-        size->valuedouble > (double)FILE_SIZE_MAX ||
-        size->valuedouble != (double)(int64_t)size->valuedouble)
+    int64_t n;
+    if (!jsonWhole(size, 0, &n))
         return errSet(err, LAKE_EDATA, "FILE value: size is not a whole number of bytes");
     const cJSON *sha = cJSON_GetObjectItemCaseSensitive(obj, "sha256");
     if (!cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
@@ -53,7 +52,7 @@ int fileValueFromJson(const cJSON *obj, fileValue *fv, lakeError *err) {
 
     fv->location = strdup(loc->valuestring);
     if (!fv->location) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "FILE value");
-    fv->size = (int64_t)size->valuedouble;
+    fv->size = n;
     for (int i = 0; i < SHA256_HEX_LEN; i++) {
         char c = sha->valuestring[i];
         fv->sha256[i] = (c >= 'A' && c <= 'F') ? (char)(c - 'A' + 'a') : c;

@@ -138,10 +138,28 @@ static void testNumbers(void) {
     cJSON_Delete(j);
 }
 
+/* jsonWhole: a number C cannot hold as int64_t is refused, not converted */
+static void testWhole(void) {
+    static const struct { const char *text; int whole; int64_t v; } cases[] = {
+        {"0", 1, 0}, {"42", 1, 42}, {"9007199254740992", 1, 9007199254740992LL},
+        {"9007199254740993.5", 0, 0}, {"81990000000000000000", 0, 0}, {"1e300", 0, 0},
+        {"-1", 0, 0}, {"1.5", 0, 0}, {"\"7\"", 0, 0}, {"null", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *j = cJSON_Parse(cases[i].text);
+        int64_t v = -7;
+        int got = jsonWhole(j, 0, &v);
+        ok(got == cases[i].whole && (!got || v == cases[i].v) && (got || v == -7),
+           "jsonWhole(%s) = %d (%lld)", cases[i].text, got, (long long)v);
+        cJSON_Delete(j);
+    }
+}
+
 int main(void) {
     testAccepted();
     testRefused();
     testNesting();
     testNumbers();
+    testWhole();
     return tapDone();
 }
