@@ -37,7 +37,25 @@ typedef struct stageOps {
     /* 1: a put's content type lives only in the FILE value it returns
      * (stageTypeInValue) */
     int type_in_value;
+    /* NULL: no URLs to sign (local); else vended access (s3vend.c) */
+    const struct stageVendOps *vend;
 } stageOps;
+
+/* Vended access, as stage.h's stageVend* and stageSetVendor (the
+ * arguments already checked: locations contained, expires in range). */
+typedef struct stageVendOps {
+    int (*get)(const stage *s, const char *location, int64_t expires, char **url, lakeError *err);
+    int (*put)(const stage *s, const stagePutReq *req, int64_t expires, char **location, char **url,
+               lakeError *err);
+    int (*begin)(const stage *s, const stagePutReq *req, stageUpload *out, lakeError *err);
+    int (*parts)(const stage *s, const stageUpload *u, const stagePartReq *parts, size_t n,
+                 int64_t expires, char **urls, lakeError *err);
+    int (*complete)(const stage *s, const stageUpload *u, int64_t size, int nparts, char *const *etags,
+                    lakeError *err);
+    int (*abort)(const stage *s, const stageUpload *u, lakeError *err);
+    int (*set_vendor)(stage *s, const stageVendor *v, lakeError *err);
+    const stageVendor *(*vendor)(const stage *s); /* the attached one, or NULL */
+} stageVendOps;
 
 struct stage {
     const stageOps *ops;

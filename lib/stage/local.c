@@ -402,7 +402,7 @@ static int localSync(stage *s, lakeError *err) {
 
 static const stageOps localOps = {localPut,    localGet, localRelative, localClose, localList,
                                   localDelete, NULL,     0,             NULL,       localSync,
-                                  1};
+                                  1,           NULL};
 
 int localStageOpen(const char *url, stage **out, lakeError *err) {
     char *path = fileUrlPath(url);

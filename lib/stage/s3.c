@@ -40,16 +40,7 @@
 #include "stage/backend.h"
 #include "stage/s3.h"
 
-typedef struct s3Stage {
-    stage base;
-    char *bucket;
-    char *prefix;       /* decoded, no slash at either end */
-    s3Client client;
-    lakeError unusable; /* why the AWS environment is unusable, or code 0 */
-} s3Stage;
-
-/* 0 when requests can be made; else the configuration error, in err. */
-static int s3Usable(const s3Stage *ss, lakeError *err) {
+int s3Usable(const s3Stage *ss, lakeError *err) {
     if (!ss->unusable.code) return 0;
     *err = ss->unusable;
     return err->code;
@@ -61,6 +52,18 @@ static char *s3StageRelative(const stage *s, const char *location) {
 }
 
 /* --- put ------------------------------------------------------------------ */
+
+int s3NewKey(const s3Stage *ss, const char *key_dir, char **key, lakeError *err) {
+    char id[ID_LEN + 1], keydir[STAGE_KEY_DIR_BUF];
+    *key = NULL;
+    if (idNew(id, err)) return err->code;
+    stagePutKeyDir(key_dir, (long long)time(NULL), keydir);
+    if (asprintf(key, "%s/%s%s", ss->prefix, keydir, id) < 0) {
+        *key = NULL;
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
+    }
+    return 0;
+}
 
 typedef struct putState {
     lakeReader *r;
@@ -167,19 +170,12 @@ static int s3Put(stage *s, const char *key_dir, lakeReader *r, const stagePutOpt
     size_t part_size = (size_t)s3PartSize(opt->part_size, opt->expect_size);
     int jobs = opt->jobs > 0 ? opt->jobs : 1;
 
-    char id[ID_LEN + 1], keydir[STAGE_KEY_DIR_BUF], *key = NULL;
-    long long t0 = (long long)time(NULL);
+    char *key = NULL;
     putState ps = {r, opt, sha256New(), 0, NULL, NULL};
     s3Upload *u = NULL;
     int rc = 0, a = -1, b = -1;
     if (!ps.sha) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"); goto out; }
-    if ((rc = idNew(id, err))) goto out;
-    stagePutKeyDir(key_dir, t0, keydir);
-    if (asprintf(&key, "%s/%s%s", ss->prefix, keydir, id) < 0) {
-        key = NULL;
-        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
-        goto out;
-    }
+    if ((rc = s3NewKey(ss, key_dir, &key, err))) goto out;
     if (!(u = s3UploadNew(&ss->client, key, part_size, jobs, opt->stop))) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
         goto out;
@@ -817,6 +813,7 @@ out:
 
 static void s3StageClose(stage *s) {
     s3Stage *ss = (s3Stage *)s;
+    if (ss->vendor.free) ss->vendor.free(ss->vendor.ctx);
     s3ClientFree(&ss->client);
     free(ss->bucket);
     free(ss->prefix);
@@ -828,7 +825,7 @@ static void s3StageClose(stage *s) {
 static const stageOps s3Ops = {s3Put,           s3Get,         s3StageRelative,
                                s3StageClose,    s3List,        s3Delete,
                                s3DeleteBatch,   DELETE_BATCH_BYTES, s3AbortUploads,
-                               NULL,            0};
+                               NULL,            0,             &s3VendOps};
 
 int s3StageOpen(const char *url, stage **out, lakeError *err) {
     char *bucket, *prefix;

@@ -4,6 +4,7 @@
  *   s3url.c     stage URLs, locations and keys: string work only, no I/O
  *   s3client.c  the AWS environment, one signed request (s3Xfer) and its
  *               outcome as a lake exit code, retries with backoff, XML
+ *   s3presign.c SigV4 query-signed URLs (presigned), for keyless clients
  *   s3put.c     the multipart upload engine: parts in flight on a libcurl
  *               multi handle, driven by a thread of its own
  *   s3.c        the backend: put (one PUT or a multipart upload), get,
@@ -26,9 +27,11 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "stage/backend.h"
 
 #define S3_MAX_PARTS 10000
 /* S3's largest object: 5 TiB. */
@@ -96,6 +99,9 @@ typedef struct s3Client {
 int s3ClientInit(s3Client *c, const char *bucket, const char *stage_url,
                  lakeError *err);
 void s3ClientFree(s3Client *c);
+/* A client for vended access: the bucket, AWS_CA_BUNDLE and a handle, no
+ * keys (its requests go to presigned URLs: s3XferInitUrl). */
+int s3ClientInitVended(s3Client *c, const char *bucket, lakeError *err);
 
 /* One request and its answer.  The life of one:
  *   s3XferInit, then s3XferHeader / s3XferBody as needed, s3XferArm; then
@@ -133,12 +139,19 @@ typedef struct s3Xfer {
     int retryable;            /* the last outcome may succeed if tried again */
     int attempts;             /* made so far */
     int max_attempts;         /* s3XferRun's limit; 0 for S3_ATTEMPTS */
+    int presigned;            /* the URL carries its signature (s3XferInitUrl) */
 } s3Xfer;
 
 /* Prepare a request: method on the object key ("" for the bucket), with
  * query (canonical form, or NULL).  Resets h.  Fails only on OOM (1). */
 int s3XferInit(s3Xfer *x, const s3Client *c, CURL *h, const char *method,
                const char *key, const char *query, lakeError *err);
+/* The same for a presigned URL (s3presign.c): nothing is signed here, and
+ * the headers the URL signed must be added as it signed them.  what names
+ * the request in messages and traces, never the URL (its signature is a
+ * secret of sorts). */
+int s3XferInitUrl(s3Xfer *x, const s3Client *c, CURL *h, const char *method, const char *url,
+                  const char *what, lakeError *err);
 /* Add a header ("Name: value") to send and sign. */
 int s3XferHeader(s3Xfer *x, lakeError *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -180,6 +193,50 @@ lakeCode s3ErrorCode(long status, const char *code, int *retryable);
  * abort (or a part) named is gone already, which is what an abort is for. */
 int s3XferUploadGone(const s3Xfer *x);
 
+/* --- the backend's state (s3.c, s3vend.c) ---------------------------------- */
+
+typedef struct s3Stage {
+    stage base;
+    char *bucket;
+    char *prefix;       /* decoded, no slash at either end */
+    s3Client client;
+    lakeError unusable; /* why the AWS environment is unusable, or code 0 */
+    stageVendor vendor; /* vended access: set when vendor.get is */
+    atomic_llong keys_ok_until; /* the holder's keys were accepted: until then, ms */
+} s3Stage;
+
+/* 0 when requests can be made with the stage's own keys; else the
+ * configuration error, in err. */
+int s3Usable(const s3Stage *ss, lakeError *err);
+/* The key of a new object below the stage: PREFIX/KEYDIR/ID (key_dir as
+ * for stagePutInto; NULL: files/YYYY/MM).  Caller frees. */
+int s3NewKey(const s3Stage *ss, const char *key_dir, char **key, lakeError *err);
+
+/* --- s3vend.c: vended access ------------------------------------------------ */
+
+extern const struct stageVendOps s3VendOps;
+
+/* --- s3presign.c: URLs signed for someone else ------------------------------ */
+
+/* A presigned URL lives at most 7 days (SigV4's own limit). */
+#define S3_PRESIGN_EXPIRES_MAX (7 * 24 * 3600)
+#define S3_PRESIGN_HEADERS_MAX 8
+
+/* A SigV4 query-signed URL for method on key (below the bucket, decoded),
+ * with query (canonical form: names sorted, values encoded, every name
+ * starting with a lower-case letter; NULL for none), valid expires seconds
+ * (1..S3_PRESIGN_EXPIRES_MAX) from now.  It signs Host and the nheaders
+ * headers given as lower-case "name:value" (no spaces around ':'), which the
+ * request must then carry with exactly those values; the payload is
+ * UNSIGNED-PAYLOAD.  Caller frees; NULL on bad arguments or OOM. */
+char *s3Presign(const s3Client *c, const char *method, const char *key, const char *query,
+                const char *const *headers, size_t nheaders, int64_t expires, time_t now);
+
+/* The ticket of an upload begun for someone else: a MAC over location and
+ * upload id with a key derived from the secret (stage.h).  "" on OOM. */
+void s3UploadTicket(const s3Client *c, const char *location, const char *upload_id,
+                    char out[STAGE_TICKET_LEN + 1]);
+
 /* --- s3put.c: multipart uploads -------------------------------------------- */
 
 typedef struct s3Upload s3Upload;
@@ -213,5 +270,21 @@ int s3UploadFinish(s3Upload *u, int64_t total, lakeError *err);
 void s3UploadAbort(s3Upload *u, lakeError *err);
 /* Free a finished upload. */
 void s3UploadFree(s3Upload *u);
+
+/* The requests of a multipart upload, one at a time on handle h (the
+ * engine's, or a holder's for someone else: s3vend.c). */
+/* CreateMultipartUpload: *upload_id (caller frees). */
+int s3CreateUpload(const s3Client *c, CURL *h, const char *key, const char *content_type,
+                   const char *sha256_hex, const volatile sig_atomic_t *stop, char **upload_id,
+                   lakeError *err);
+/* CompleteMultipartUpload of parts 1..nparts; total (or -1) recognises a
+ * completion whose answer was lost. */
+int s3CompleteUpload(const s3Client *c, CURL *h, const char *key, const char *upload_id, int nparts,
+                     char *const *etags, int64_t total, const volatile sig_atomic_t *stop,
+                     lakeError *err);
+/* AbortMultipartUpload (and, when completing, a DELETE of the key): 0, or
+ * nonzero with the failure's detail in note.  An upload gone is done. */
+int s3AbortUpload(const s3Client *c, CURL *h, const char *key, const char *upload_id, int attempts,
+                  int completing, char *note, size_t notelen);
 
 #endif

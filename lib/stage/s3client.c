@@ -150,6 +150,38 @@ int s3ClientInit(s3Client *c, const char *bucket, const char *stage_url, lakeErr
     return rc;
 }
 
+int s3ClientInitVended(s3Client *c, const char *bucket, lakeError *err) {
+    s3ClientFree(c);
+    memset(c, 0, sizeof *c);
+    const char *ca = env("AWS_CA_BUNDLE");
+    c->bucket = strdup(bucket);
+    c->ca_file = ca ? strdup(ca) : NULL;
+    c->easy = curl_easy_init();
+    if (!c->bucket || (ca && !c->ca_file) || !c->easy) {
+        s3ClientFree(c);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
+    }
+    return 0;
+}
+
+int s3XferInitUrl(s3Xfer *x, const s3Client *c, CURL *h, const char *method, const char *url,
+                  const char *what, lakeError *err) {
+    memset(x, 0, sizeof *x);
+    x->h = h;
+    x->c = c;
+    x->method = method;
+    x->length = -1;
+    x->presigned = 1;
+    curl_easy_reset(h);
+    x->url = strdup(url);
+    x->what = strdup(what);
+    if (!x->url || !x->what) {
+        s3XferFree(x);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    }
+    return 0;
+}
+
 /* --- one request ---------------------------------------------------------- */
 
 static size_t onSend(char *buf, size_t size, size_t n, void *ctx) {
@@ -299,15 +331,19 @@ int s3XferArm(s3Xfer *x, lakeError *err) {
     const s3Client *c = x->c;
     CURL *h = x->h;
     int hasBody = strcmp(x->method, "PUT") == 0 || strcmp(x->method, "POST") == 0;
-    if (hasBody && !x->send_sha[0]) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
-    if (s3XferHeader(x, err, "x-amz-content-sha256: %s", hasBody ? x->send_sha : S3_EMPTY_SHA256) ||
-        (c->token && s3XferHeader(x, err, "x-amz-security-token: %s", c->token)))
-        return err->code;
+    if (x->presigned) {
+        /* the URL carries the signature; the signed headers were added */
+    } else {
+        if (hasBody && !x->send_sha[0]) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+        if (s3XferHeader(x, err, "x-amz-content-sha256: %s", hasBody ? x->send_sha : S3_EMPTY_SHA256) ||
+            (c->token && s3XferHeader(x, err, "x-amz-security-token: %s", c->token)))
+            return err->code;
+        curl_easy_setopt(h, CURLOPT_AWS_SIGV4, c->sigv4);
+        curl_easy_setopt(h, CURLOPT_USERNAME, c->key_id);
+        curl_easy_setopt(h, CURLOPT_PASSWORD, c->secret);
+    }
     curl_easy_setopt(h, CURLOPT_URL, x->url);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, c->sigv4);
-    curl_easy_setopt(h, CURLOPT_USERNAME, c->key_id);
-    curl_easy_setopt(h, CURLOPT_PASSWORD, c->secret);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->headers);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);

@@ -304,20 +304,28 @@ static void *sender(void *arg) {
     return NULL;
 }
 
-int s3UploadBegin(s3Upload *u, const char *content_type, const char *sha256_hex,
-                  lakeError *err) {
+int s3CreateUpload(const s3Client *c, CURL *h, const char *key, const char *content_type,
+                   const char *sha256_hex, const volatile sig_atomic_t *stop, char **upload_id,
+                   lakeError *err) {
     s3Xfer x;
-    int rc = s3XferInit(&x, u->c, u->c->easy, "POST", u->key, "uploads=", err);
+    *upload_id = NULL;
+    int rc = s3XferInit(&x, c, h, "POST", key, "uploads=", err);
     if (!rc) rc = s3XferHeader(&x, err, "Content-Type: %s", content_type);
     if (!rc && sha256_hex) rc = s3XferHeader(&x, err, "x-amz-meta-sha256: %s", sha256_hex);
     if (!rc) {
         s3XferBody(&x, "", 0, S3_EMPTY_SHA256);
-        x.stop = u->stop;
+        x.stop = stop;
         rc = s3XferRun(&x, err);
     }
-    if (!rc && !(u->upload_id = s3XmlText(x.body, x.body_len, "UploadId")))
+    if (!rc && !(*upload_id = s3XmlText(x.body, x.body_len, "UploadId")))
         rc = errSet(err, LAKE_EFAIL, "%s: no UploadId in the answer", x.what);
     s3XferFree(&x);
+    return rc;
+}
+
+int s3UploadBegin(s3Upload *u, const char *content_type, const char *sha256_hex,
+                  lakeError *err) {
+    int rc = s3CreateUpload(u->c, u->c->easy, u->key, content_type, sha256_hex, u->stop, &u->upload_id, err);
     if (rc) return rc;
 
     if (!(u->multi = curl_multi_init())) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
@@ -376,14 +384,14 @@ static void xmlEscape(FILE *f, const char *s) {
 }
 
 /* The CompleteMultipartUpload document: each part's number and ETag. */
-static char *completeBody(s3Upload *u, size_t *len) {
+static char *completeBody(int nparts, char *const *etags, size_t *len) {
     char *doc = NULL;
     FILE *f = open_memstream(&doc, len);
     if (!f) return NULL;
     fputs("<CompleteMultipartUpload>", f);
-    for (int i = 0; i < u->next_number; i++) {
+    for (int i = 0; i < nparts; i++) {
         fprintf(f, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
-        xmlEscape(f, u->etags[i]);
+        xmlEscape(f, etags[i]);
         fputs("</ETag></Part>", f);
     }
     fputs("</CompleteMultipartUpload>", f);
@@ -396,13 +404,58 @@ static char *completeBody(s3Upload *u, size_t *len) {
 
 /* True when key exists with total bytes: a completion whose answer was
  * lost did succeed. */
-static int objectIsThere(s3Upload *u, int64_t total) {
+static int objectIsThere(const s3Client *c, CURL *h, const char *key, int64_t total) {
     s3Xfer x;
     lakeError e = {0};
-    int there = s3XferInit(&x, u->c, u->c->easy, "HEAD", u->key, NULL, &e) == 0 &&
+    int there = total >= 0 && s3XferInit(&x, c, h, "HEAD", key, NULL, &e) == 0 &&
                 s3XferRun(&x, &e) == 0 && x.length == total;
-    s3XferFree(&x);
+    if (total >= 0) s3XferFree(&x);
     return there;
+}
+
+int s3CompleteUpload(const s3Client *c, CURL *h, const char *key, const char *upload_id, int nparts,
+                     char *const *etags, int64_t total, const volatile sig_atomic_t *stop,
+                     lakeError *err) {
+    size_t len = 0;
+    int rc = 0;
+    char *doc = completeBody(nparts, etags, &len), *id = stageQueryEncode(upload_id), *query = NULL;
+    if (!doc || !id || asprintf(&query, "uploadId=%s", id) < 0) {
+        query = NULL;
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
+    }
+    free(id);
+    s3Xfer x;
+    /* S3 may answer 200 with an error document: retried like a 5xx */
+    for (int attempt = 1; !rc; attempt++) {
+        if ((rc = s3XferInit(&x, c, h, "POST", key, query, err))) break;
+        if (!(rc = s3XferHeader(&x, err, "Content-Type: application/xml"))) {
+            s3XferBody(&x, doc, len, NULL);
+            x.stop = stop;
+            rc = s3XferRun(&x, err);
+        }
+        int retry = 0;
+        if (!rc && s3XmlRootIs(x.body, x.body_len, "Error")) {
+            char *code = s3XmlText(x.body, x.body_len, "Code");
+            rc = errSet(err, s3ErrorCode(500, code, &retry),
+                        "%s: the object store failed to complete the upload (%s)", x.what,
+                        code ? code : "error");
+            free(code);
+        }
+        /* a lost answer to a completion that went through */
+        if (rc && strstr(err->cause, "NoSuchUpload") && (x.attempts > 1 || attempt > 1) &&
+            objectIsThere(c, h, key, total))
+            rc = 0;
+        s3XferFree(&x);
+        if (!rc || !retry || attempt >= S3_ATTEMPTS) break;
+        if (s3Sleep(s3BackoffMs(attempt), stop)) {
+            rc = errSet(err, LAKE_EFAIL, "%s: interrupted", key);
+            break;
+        }
+        rc = 0;
+    }
+    free(query);
+    free(doc);
+    return rc;
 }
 
 int s3UploadFinish(s3Upload *u, int64_t total, lakeError *err) {
@@ -427,56 +480,20 @@ int s3UploadFinish(s3Upload *u, int64_t total, lakeError *err) {
     int rc = s3UploadError(u, err);
     if (!rc && stopped) rc = interrupted(u, err);
     if (rc) return rc;
-
-    size_t len = 0;
-    char *doc = completeBody(u, &len), *id = stageQueryEncode(u->upload_id), *query = NULL;
-    if (!doc || !id || asprintf(&query, "uploadId=%s", id) < 0) {
-        query = NULL;
-        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
-    }
-    free(id);
-    s3Xfer x;
     u->completing = 1;
-    /* S3 may answer 200 with an error document: retried like a 5xx */
-    for (int attempt = 1; !rc; attempt++) {
-        if ((rc = s3XferInit(&x, u->c, u->c->easy, "POST", u->key, query, err))) break;
-        if (!(rc = s3XferHeader(&x, err, "Content-Type: application/xml"))) {
-            s3XferBody(&x, doc, len, NULL);
-            x.stop = u->stop;
-            rc = s3XferRun(&x, err);
-        }
-        int retry = 0;
-        if (!rc && s3XmlRootIs(x.body, x.body_len, "Error")) {
-            char *code = s3XmlText(x.body, x.body_len, "Code");
-            rc = errSet(err, s3ErrorCode(500, code, &retry),
-                        "%s: the object store failed to complete the upload (%s)", x.what,
-                        code ? code : "error");
-            free(code);
-        }
-        /* a lost answer to a completion that went through */
-        if (rc && strstr(err->cause, "NoSuchUpload") && (x.attempts > 1 || attempt > 1) &&
-            objectIsThere(u, total))
-            rc = 0;
-        s3XferFree(&x);
-        if (!rc || !retry || attempt >= S3_ATTEMPTS) break;
-        if (s3Sleep(s3BackoffMs(attempt), u->stop)) {
-            rc = interrupted(u, err);
-            break;
-        }
-        rc = 0;
-    }
-    free(query);
-    free(doc);
+    rc = s3CompleteUpload(u->c, u->c->easy, u->key, u->upload_id, u->next_number, u->etags, total, u->stop,
+                          err);
+    if (rc && u->stop && *u->stop) rc = interrupted(u, err);
     return rc;
 }
 
 /* Send method on the key (with query) to clean up; 0 or the failure's
  * detail in note.  An abort (a query) of an upload already gone is done. */
-static int cleanup(s3Upload *u, const char *method, const char *query, int attempts,
-                   char *note, size_t notelen) {
+static int cleanup(const s3Client *c, CURL *h, const char *key, const char *method, const char *query,
+                   int attempts, char *note, size_t notelen) {
     s3Xfer x;
     lakeError e = {0};
-    int rc = s3XferInit(&x, u->c, u->c->easy, method, u->key, query, &e);
+    int rc = s3XferInit(&x, c, h, method, key, query, &e);
     if (!rc) {
         x.max_attempts = attempts;
         rc = s3XferRun(&x, &e);
@@ -489,28 +506,37 @@ static int cleanup(s3Upload *u, const char *method, const char *query, int attem
     return rc;
 }
 
+int s3AbortUpload(const s3Client *c, CURL *h, const char *key, const char *upload_id, int attempts,
+                  int completing, char *note, size_t notelen) {
+    char *id = stageQueryEncode(upload_id), *query = NULL;
+    int rc;
+    note[0] = '\0';
+    if (id && asprintf(&query, "uploadId=%s", id) >= 0) {
+        rc = cleanup(c, h, key, "DELETE", query, attempts, note, notelen);
+        /* a completion may have gone through although it failed here */
+        if (completing) rc |= cleanup(c, h, key, "DELETE", NULL, attempts, note, notelen);
+    } else {
+        query = NULL;
+        snprintf(note, notelen, "out of memory");
+        rc = 1;
+    }
+    free(id);
+    free(query);
+    return rc;
+}
+
 void s3UploadAbort(s3Upload *u, lakeError *err) {
     if (!u) return;
     stopSender(u);
     if (u->upload_id) {
         /* after a failure to reach the store, one try is enough */
         int attempts = err->code == LAKE_EUNAVAIL ? 1 : S3_ATTEMPTS;
-        char *id = stageQueryEncode(u->upload_id), *query = NULL, note[256] = "";
-        if (id && asprintf(&query, "uploadId=%s", id) >= 0) {
-            cleanup(u, "DELETE", query, attempts, note, sizeof note);
-            /* a completion may have gone through although it failed here */
-            if (u->completing) cleanup(u, "DELETE", NULL, attempts, note, sizeof note);
-        } else {
-            query = NULL;
-            snprintf(note, sizeof note, "out of memory");
-        }
-        if (note[0]) {
+        char note[256];
+        if (s3AbortUpload(u->c, u->c->easy, u->key, u->upload_id, attempts, u->completing, note, sizeof note)) {
             size_t n = strlen(err->msg);
             snprintf(err->msg + n, sizeof err->msg - n,
                      " (and aborting the upload failed: %s; its parts may remain)", note);
         }
-        free(id);
-        free(query);
     }
     s3UploadFree(u);
 }

@@ -285,3 +285,87 @@ int stageCleanRelative(const char *p) {
         c += n + 1;
     }
 }
+
+/* --- vended access ---------------------------------------------------------- */
+
+void stageUploadClear(stageUpload *u) {
+    free(u->location);
+    free(u->upload_id);
+    memset(u, 0, sizeof *u);
+}
+
+/* The backend's vended operations, or 78 for a stage that has none. */
+static const stageVendOps *vendOps(const stage *s, lakeError *err) {
+    if (s->ops->vend) return s->ops->vend;
+    errSet(err, LAKE_ECONFIG, "%s: presigned URLs need an S3 stage", s->url);
+    return NULL;
+}
+
+static int checkExpires(int64_t *expires, lakeError *err) {
+    if (*expires == 0) *expires = STAGE_PRESIGN_DEFAULT;
+    if (*expires < 1 || *expires > STAGE_PRESIGN_MAX)
+        return errSet(err, LAKE_EUSAGE, "an expiry must be 1 s to 7 days, not %lld s", (long long)*expires);
+    return 0;
+}
+
+int stageVendGet(const stage *s, const char *location, int64_t expires, char **url, lakeError *err) {
+    *url = NULL;
+    const stageVendOps *v = vendOps(s, err);
+    if (!v || checkExpires(&expires, err) || stageContains(s, location, err)) return err->code;
+    return v->get(s, location, expires, url, err);
+}
+
+int stageVendPut(const stage *s, const stagePutReq *req, int64_t expires, char **location, char **url,
+                 lakeError *err) {
+    *location = *url = NULL;
+    const stageVendOps *v = vendOps(s, err);
+    if (!v || checkExpires(&expires, err)) return err->code;
+    return v->put(s, req, expires, location, url, err);
+}
+
+int stageVendBegin(const stage *s, const stagePutReq *req, stageUpload *out, lakeError *err) {
+    memset(out, 0, sizeof *out);
+    const stageVendOps *v = vendOps(s, err);
+    return v ? v->begin(s, req, out, err) : (int)err->code;
+}
+
+int stageVendParts(const stage *s, const stageUpload *u, const stagePartReq *parts, size_t n,
+                   int64_t expires, char **urls, lakeError *err) {
+    const stageVendOps *v = vendOps(s, err);
+    if (!v || checkExpires(&expires, err)) return err->code;
+    if (n < 1 || n > STAGE_PRESIGN_PARTS_MAX)
+        return errSet(err, LAKE_EUSAGE, "1 to %d part URLs at a time, not %zu", STAGE_PRESIGN_PARTS_MAX, n);
+    return v->parts(s, u, parts, n, expires, urls, err);
+}
+
+int stageVendComplete(const stage *s, const stageUpload *u, int64_t size, int nparts, char *const *etags,
+                      lakeError *err) {
+    const stageVendOps *v = vendOps(s, err);
+    return v ? v->complete(s, u, size, nparts, etags, err) : (int)err->code;
+}
+
+int stageVendAbort(const stage *s, const stageUpload *u, lakeError *err) {
+    const stageVendOps *v = vendOps(s, err);
+    return v ? v->abort(s, u, err) : (int)err->code;
+}
+
+int stageSetVendor(stage *s, const stageVendor *vendor, lakeError *err) {
+    const stageVendOps *v = vendOps(s, err);
+    return v ? v->set_vendor(s, vendor, err) : (int)err->code;
+}
+
+int stageVended(const stage *s) {
+    return s->ops->vend && s->ops->vend->vendor(s) != NULL;
+}
+
+int stagePresignGet(stage *s, const char *location, int64_t expires, char **url, lakeError *err) {
+    *url = NULL;
+    const stageVendOps *v = vendOps(s, err);
+    if (!v) return err->code;
+    if (expires < 1 || expires > STAGE_PRESIGN_MAX)
+        return errSet(err, LAKE_EUSAGE, "an expiry must be 1 s to 7 days, not %lld s", (long long)expires);
+    if (stageContains(s, location, err)) return err->code;
+    const stageVendor *vendor = v->vendor(s);
+    if (vendor) return vendor->get(vendor->ctx, location, expires, url, err);
+    return v->get(s, location, expires, url, err);
+}

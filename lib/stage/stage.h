@@ -207,4 +207,100 @@ typedef void (*stageUploadFn)(void *ctx, const char *location, long long initiat
 int stageAbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn, void *ctx,
                       int *supported, lakeError *err);
 
+/* --- vended access: URLs signed for someone else (DESIGN §4) ---------------
+ *
+ * A keyless client holds no S3 keys: it asks the holder of the keys
+ * (lake-metasrv) for SigV4 query-signed URLs and moves the bytes itself.
+ * The holder's side is stageVend*: each signs with this stage's own keys,
+ * decides the object's key itself, and moves no object bytes (a multipart
+ * upload's begin, complete and abort are bodiless or small XML requests
+ * the holder sends).  The client's side is a stageVendor attached to its
+ * stage: every put and get then goes through it, with hashing, bounded
+ * buffers, parallel parts and abort-on-failure as with keys.
+ *
+ * Every URL is scoped to one key (and one upload id and part), expires
+ * (1..STAGE_PRESIGN_MAX seconds; the holder may cap it lower) and binds
+ * what the request must carry: a part's Content-Length and Content-MD5; a
+ * single PUT's Content-Length, Content-MD5, Content-Type and
+ * x-amz-meta-sha256.  A multipart upload begun for someone else is named
+ * by its location, its upload id and a ticket: the holder's MAC over the
+ * two, so that the holder refuses an upload it did not begin, with no
+ * state of its own (holders sharing the stage's keys agree on tickets). */
+#define STAGE_PRESIGN_DEFAULT 900            /* seconds, when none is asked */
+#define STAGE_PRESIGN_MAX (7 * 24 * 3600)    /* SigV4's own limit */
+#define STAGE_PRESIGN_PARTS_MAX 100          /* part URLs per request */
+#define STAGE_MD5_B64_LEN 24                 /* base64 of 16 bytes */
+#define STAGE_TICKET_LEN 64                  /* hex of a SHA-256 MAC */
+
+typedef struct stageUpload {
+    char *location;
+    char *upload_id;
+    char ticket[STAGE_TICKET_LEN + 1];
+} stageUpload;
+void stageUploadClear(stageUpload *u);
+
+typedef struct stagePartReq {
+    int number;                        /* 1..10000 */
+    int64_t size;                      /* STAGE_PART_MIN..STAGE_PART_MAX; the last may be less */
+    char md5[STAGE_MD5_B64_LEN + 1];   /* base64 Content-MD5 of the part */
+} stagePartReq;
+
+/* What a single PUT for someone else carries. */
+typedef struct stagePutReq {
+    const char *key_dir;               /* as for stagePutInto; NULL: files/YYYY/MM */
+    const char *content_type;
+    const char *sha256;                /* hex; required for a single PUT, optional to begin */
+    int64_t size;                      /* single PUT: 0..STAGE_PART_MAX */
+    const char *md5;                   /* single PUT: base64 Content-MD5 */
+} stagePutReq;
+
+/* The holder's side (S3 stages with usable keys; a local stage is 78, a
+ * stage without keys 78).  expires 0 means STAGE_PRESIGN_DEFAULT.  Every
+ * location must lie in the stage (65) and every upload carry its ticket
+ * (77 "not an upload this stage began").  Thread-safe: each call that
+ * sends a request uses a curl handle of its own. */
+int stageVendGet(const stage *s, const char *location, int64_t expires, char **url, lakeError *err);
+int stageVendPut(const stage *s, const stagePutReq *req, int64_t expires, char **location, char **url,
+                 lakeError *err);
+int stageVendBegin(const stage *s, const stagePutReq *req, stageUpload *out, lakeError *err);
+/* urls[i] for parts[i], n at most STAGE_PRESIGN_PARTS_MAX; the caller
+ * frees each. */
+int stageVendParts(const stage *s, const stageUpload *u, const stagePartReq *parts, size_t n,
+                   int64_t expires, char **urls, lakeError *err);
+/* CompleteMultipartUpload of parts 1..nparts with their ETags; size is the
+ * object's (a completion whose answer was lost is recognised by it), -1
+ * when not known. */
+int stageVendComplete(const stage *s, const stageUpload *u, int64_t size, int nparts,
+                      char *const *etags, lakeError *err);
+/* AbortMultipartUpload; an upload already gone is done. */
+int stageVendAbort(const stage *s, const stageUpload *u, lakeError *err);
+
+/* The client's side: the same operations, asked of the holder. */
+typedef struct stageVendor {
+    void *ctx;
+    int (*get)(void *ctx, const char *location, int64_t expires, char **url, lakeError *err);
+    int (*put)(void *ctx, const stagePutReq *req, char **location, char **url, lakeError *err);
+    int (*begin)(void *ctx, const stagePutReq *req, stageUpload *out, lakeError *err);
+    int (*parts)(void *ctx, const stageUpload *u, const stagePartReq *parts, size_t n, char **urls,
+                 lakeError *err);
+    int (*complete)(void *ctx, const stageUpload *u, int64_t size, int nparts, char *const *etags,
+                    lakeError *err);
+    int (*abort)(void *ctx, const stageUpload *u, lakeError *err);
+    void (*free)(void *ctx); /* at stageClose; may be NULL */
+} stageVendor;
+
+/* Attach v (copied; the stage frees v->ctx at close) to an S3 stage: its
+ * puts and gets go through v from now on and need no AWS keys.  78 for a
+ * local stage. */
+int stageSetVendor(stage *s, const stageVendor *v, lakeError *err);
+/* 1 when s has a vendor attached. */
+int stageVended(const stage *s);
+
+/* A URL anyone may GET location with for expires seconds (sharing:
+ * lake-get --presign, fl_get_presigned_url): through the vendor when one
+ * is attached, else signed with the stage's own keys.  No I/O on the
+ * object.  A local stage: 78 "presigned URLs need an S3 stage"; outside
+ * the stage: 65; expires outside 1..STAGE_PRESIGN_MAX: 64. */
+int stagePresignGet(stage *s, const char *location, int64_t expires, char **url, lakeError *err);
+
 #endif

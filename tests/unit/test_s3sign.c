@@ -203,6 +203,44 @@ static void testControls(s3Client *c, int lfd, int port) {
     c->token = NULL;
 }
 
+/* AWS's published example of a presigned URL ("Authenticating Requests:
+ * Using Query Parameters": GET test.txt, 86400 s, 20130524T000000Z),
+ * through s3Presign, byte for byte; then what changes it. */
+static void testPresign(s3Client *c) {
+    char *base = c->base;
+    c->base = "https://examplebucket.s3.amazonaws.com";
+    const time_t t = 1369353600; /* 2013-05-24T00:00:00Z */
+    const char *want =
+        "https://examplebucket.s3.amazonaws.com/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+        "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
+        "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
+    char *u = s3Presign(c, "GET", "test.txt", NULL, NULL, 0, 86400, t);
+    ok(u && strcmp(u, want) == 0, "presigned GET as documented (Signature=aeeed9bb...)");
+    if (u && strcmp(u, want) != 0) fprintf(stderr, "#   got:  %s\n#   want: %s\n", u, want);
+    free(u);
+    u = s3Presign(c, "GET", "test.txt", NULL, NULL, 0, 86400, t + 1);
+    ok(u && !strstr(u, "aeeed9bb") && strstr(u, "X-Amz-Date=20130524T000001Z"),
+       "another second gives another date and signature");
+    free(u);
+    const char *hdr[] = {"content-md5:1B2M2Y8AsgTpgAmY7PhCfg==", "content-length:0"};
+    u = s3Presign(c, "PUT", "a b/c", "partNumber=2&uploadId=x%2By", hdr, 2, 900, t);
+    ok(u && strstr(u, "/a%20b/c?") && strstr(u, "X-Amz-SignedHeaders=content-length%3Bcontent-md5%3Bhost&") &&
+           strstr(u, "&partNumber=2&uploadId=x%2By&X-Amz-Signature="),
+       "signed headers sorted with host, the part's query kept, the key encoded");
+    free(u);
+    c->token = "tok/en";
+    u = s3Presign(c, "GET", "test.txt", NULL, NULL, 0, 60, t);
+    ok(u && strstr(u, "&X-Amz-Security-Token=tok%2Fen&X-Amz-SignedHeaders=host"),
+       "a session token rides in the query, in its canonical place");
+    free(u);
+    c->token = NULL;
+    ok(!s3Presign(c, "GET", "k", NULL, NULL, 0, 0, t) &&
+           !s3Presign(c, "GET", "k", NULL, NULL, 0, S3_PRESIGN_EXPIRES_MAX + 1, t),
+       "an expiry of 0 s or over 7 days is refused");
+    c->base = base;
+}
+
 int main(void) {
     int port = 0, lfd = listener(&port);
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -220,6 +258,7 @@ int main(void) {
         testExamples(&c, lfd, port);
         testControls(&c, lfd, port);
     }
+    testPresign(&c);
     curl_easy_cleanup(c.easy);
     if (lfd >= 0) close(lfd);
     curl_global_cleanup();
