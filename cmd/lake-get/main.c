@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "catalog/cache.h"
+#include "catalog/vend.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/fsutil.h"
@@ -246,10 +247,7 @@ int main(int argc, char **argv) {
         rc = errSet(&err, LAKE_ENOINPUT, "%s: no such directory", run.outdir);
     if (!rc) rc = configLoad(&cfg, ov, 1, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
-    char *stageUrl = NULL;
-    if (!rc) rc = catalogStageUrl(&cfg, NULL, &stageUrl, &err);
-    if (!rc) rc = stageOpen(stageUrl, &run.st, &err);
-    free(stageUrl);
+    if (!rc) rc = catalogStageOpen(&cfg, NULL, &run.st, &err);
     if (!rc && archive) rc = tarOpen(&run.tar, STDOUT_FILENO, &err);
     for (int i = first; !rc && i < argc; i++) rc = getRef(&run, argv[i], NULL, &err);
     if (!rc && first == argc) rc = getStdin(&run, &err);

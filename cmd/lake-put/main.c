@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "catalog/cache.h"
+#include "catalog/vend.h"
 #include "catalog/names.h"
 #include "catalog/source.h"
 #include "query/segment.h"
@@ -484,10 +485,7 @@ int main(int argc, char **argv) {
     /* the catalog only when rows are added (or, below, for a remote stage) */
     if (!rc && rows && !(rc = sourceOpen(&cfg, &src, &err))) rc = cacheOpen(&cfg, src, &copt, &cache, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
-    char *stageUrl = NULL;
-    if (!rc) rc = catalogStageUrl(&cfg, cache, &stageUrl, &err);
-    if (!rc) rc = stageOpen(stageUrl, &st, &err);
-    free(stageUrl);
+    if (!rc) rc = catalogStageOpen(&cfg, cache, &st, &err);
     if (!rc && rows) rc = planRows(&a, st, cache, &plan, &reg, &err);
     if (!rc) interruptCatch(1);
     int (*put)(stage *, const putArgs *, rowPlan *, const char *, lakeError *) = a.archive ? putArchive : putOne;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "catalog/cache.h"
+#include "catalog/vend.h"
 #include "catalog/names.h"
 #include "catalog/source.h"
 #include "core/cli.h"
@@ -440,18 +441,15 @@ static int lakeOpen(run *r, lakeError *err) {
         return r->lakeRc > 0 ? r->lakeRc : 0;
     }
     lakeError *e = &r->lakeErr;
-    char *stageUrl = NULL;
     int64_t segMax = 0;
     int rc = configLoad(&r->cfg, NULL, 0, e);
     cacheOptions copt = {r->cfg.catalog_ttl, 0, 0};
     if (!rc) rc = sourceOpen(&r->cfg, &r->src, e);
     if (!rc) rc = cacheOpen(&r->cfg, r->src, &copt, &r->cache, e);
-    if (!rc) rc = catalogStageUrl(&r->cfg, r->cache, &stageUrl, e);
-    if (!rc) rc = stageOpen(stageUrl, &r->stage, e);
+    if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, &r->stage, e);
     if (!rc) rc = segcacheMaxFromEnv(&segMax, e);
     if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &r->segs, e);
     if (!rc && r->db) rc = fileFunctionsRegister(r->db, r->stage, e);
-    free(stageUrl);
     if (!rc) {
         r->q.cache = r->cache;
         r->q.stage = r->stage;

@@ -41,6 +41,7 @@ static const keySpec keys[] = {
     {"ca_file", "LAKE_CA_FILE", FIELD(ca_file)},
     {"stage", "LAKE_STAGE", FIELD(stage)},
     {"cache_dir", "LAKE_CACHE_DIR", FIELD(cache_dir)},
+    {"s3_access", "LAKE_S3_ACCESS", FIELD(s3_access)},
     {"catalog_ttl", "LAKE_CATALOG_TTL", TTL_SLOT},
     {"max_response", "LAKE_MAX_RESPONSE", MAXRESP_SLOT},
     {"connect_timeout", "LAKE_CONNECT_TIMEOUT", CONNECT_SLOT},
@@ -187,6 +188,8 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     if (cfg->home[0] != '/')
         return errSet(err, LAKE_ECONFIG, "home: '%s' is not an absolute path",
                       cfg->home);
+    if (cfg->s3_access && strcmp(cfg->s3_access, "keys") != 0 && strcmp(cfg->s3_access, "vended") != 0)
+        return errSet(err, LAKE_ECONFIG, "s3_access: '%s' is neither keys nor vended", cfg->s3_access);
     if (!cfg->stage && configIsLocal(cfg)) {
         size_t n = strlen(cfg->home) + sizeof "file:///stage";
         cfg->stage = malloc(n);
@@ -397,6 +400,7 @@ void configFree(lakeConfig *cfg) {
     free(cfg->ca_file);
     free(cfg->stage);
     free(cfg->cache_dir);
+    free(cfg->s3_access);
     free(cfg->config_file);
     memset(cfg, 0, sizeof *cfg);
 }

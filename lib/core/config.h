@@ -20,6 +20,7 @@ typedef struct lakeConfig {
     char *ca_file;
     char *stage;       /* file:///abs/dir or s3://bucket/prefix */
     char *cache_dir;
+    char *s3_access;   /* "keys", "vended", or NULL: decided by the AWS keys */
     long catalog_ttl;  /* seconds */
     long long max_response; /* bytes of one answer from the metadata server */
     long connect_timeout; /* seconds to connect to it, TLS handshake included; 0: unset */

@@ -121,6 +121,43 @@ static int putObject(s3Stage *ss, const char *key, const char *buf, size_t len,
     return rc;
 }
 
+/* One PUT of the whole object through a URL the holder signed (vended
+ * access): it binds the length, Content-MD5, Content-Type and
+ * x-amz-meta-sha256, and names the key (*location).  A URL refused with
+ * 403 (expired on the way) is asked for once more. */
+static int putVended(s3Stage *ss, const char *key_dir, const char *buf, size_t len, const char *ctype,
+                     const char *sha, const stagePutOptions *opt, char **location, lakeError *err) {
+    char md5[STAGE_MD5_B64_LEN + 1];
+    *location = NULL;
+    if (s3Md5Base64(buf, len, md5)) return errSet(err, LAKE_EFAIL, "put: MD5 is not available");
+    stagePutReq req = {key_dir, ctype, sha, (int64_t)len, md5};
+    int rc = 0;
+    for (int ask = 1; ask <= 2; ask++) {
+        char *url = NULL;
+        free(*location);
+        if ((rc = ss->vendor.put(ss->vendor.ctx, &req, location, &url, err))) break;
+        s3Xfer x;
+        rc = s3XferInitUrl(&x, &ss->client, ss->client.easy, "PUT", url, *location, err);
+        free(url);
+        if (rc) break;
+        if (!(rc = s3XferHeader(&x, err, "Content-Type: %s", ctype)) &&
+            !(rc = s3XferHeader(&x, err, "Content-MD5: %s", md5)) &&
+            !(rc = s3XferHeader(&x, err, "x-amz-meta-sha256: %s", sha))) {
+            s3XferBody(&x, buf, len, sha);
+            x.stop = opt->stop;
+            rc = s3XferRun(&x, err);
+        }
+        int again = rc && x.status == 403 && ask == 1;
+        s3XferFree(&x);
+        if (!again) break;
+    }
+    if (rc) {
+        free(*location);
+        *location = NULL;
+    }
+    return rc;
+}
+
 /* The rest of a multipart upload: the first part (slot a, na bytes) is
  * read, and the first byte of the second (slot b, at buf_b).  Begin the
  * upload, send every part as it fills, check what was stated, complete. */
@@ -161,7 +198,8 @@ static int s3Put(stage *s, const char *key_dir, lakeReader *r, const stagePutOpt
     s3Stage *ss = (s3Stage *)s;
     memset(out, 0, sizeof *out);
     out->size = -1;
-    if (s3Usable(ss, err)) return err->code;
+    int vended = ss->vendor.get != NULL;
+    if (!vended && s3Usable(ss, err)) return err->code;
     if (opt->content_type && strpbrk(opt->content_type, "\r\n"))
         return errSet(err, LAKE_EUSAGE, "--content-type: a content type is one line");
     if (opt->expect_size > S3_OBJECT_MAX)
@@ -170,16 +208,17 @@ static int s3Put(stage *s, const char *key_dir, lakeReader *r, const stagePutOpt
     size_t part_size = (size_t)s3PartSize(opt->part_size, opt->expect_size);
     int jobs = opt->jobs > 0 ? opt->jobs : 1;
 
-    char *key = NULL;
+    char *key = NULL, *location = NULL;
     putState ps = {r, opt, sha256New(), 0, NULL, NULL};
     s3Upload *u = NULL;
     int rc = 0, a = -1, b = -1;
     if (!ps.sha) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"); goto out; }
-    if ((rc = s3NewKey(ss, key_dir, &key, err))) goto out;
+    if (!vended && (rc = s3NewKey(ss, key_dir, &key, err))) goto out;
     if (!(u = s3UploadNew(&ss->client, key, part_size, jobs, opt->stop))) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
         goto out;
     }
+    if (vended && (rc = s3UploadVend(u, &ss->vendor, key_dir, err))) goto out;
 
     /* Read the first part and, if it is full, one byte more: only then is
      * the input known to need more than one part. */
@@ -200,10 +239,13 @@ static int s3Put(stage *s, const char *key_dir, lakeReader *r, const stagePutOpt
     if (nb == 0) {
         sha256FinalHex(ps.sha, out->sha256);
         if (!(rc = stageCheckStated(r, opt, ps.total, out->sha256, err)))
-            rc = putObject(ss, key, bufA, (size_t)na, ctype, out->sha256, opt, err);
+            rc = vended ? putVended(ss, key_dir, bufA, (size_t)na, ctype, out->sha256, opt, &location, err)
+                        : putObject(ss, key, bufA, (size_t)na, ctype, out->sha256, opt, err);
     } else {
         ps.u = u;
         rc = putMultipart(&ps, part_size, a, na, b, bufB, out->sha256, err);
+        if (!rc && vended && !(location = strdup(s3UploadLocation(u))))
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
     }
     if (rc && stageStopped(opt)) rc = stageInterrupted(r, err);
     if (rc && ps.u) { /* the multipart upload was begun, or tried */
@@ -214,7 +256,8 @@ static int s3Put(stage *s, const char *key_dir, lakeReader *r, const stagePutOpt
 
     char ts[32];
     rfc3339Now(ts);
-    out->location = s3Location(ss->bucket, key);
+    out->location = vended ? location : s3Location(ss->bucket, key);
+    location = NULL;
     out->size = ps.total;
     out->content_type = strdup(ctype);
     out->name = opt->name ? strdup(opt->name) : NULL;
@@ -227,6 +270,7 @@ out:
     sha256Free(ps.sha);
     free(ps.ctype);
     free(key);
+    free(location);
     return rc;
 }
 
@@ -270,9 +314,10 @@ static int getSink(void *ctx, const char *buf, size_t len) {
 static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progress *prog,
                  lakeError *err) {
     s3Stage *ss = (s3Stage *)s;
-    char *rel = s3StageRelative(s, fv->location), *key = NULL;
+    char *rel = s3StageRelative(s, fv->location), *key = NULL, *url = NULL;
+    int vended = ss->vendor.get != NULL, reasked = 0;
     if (!rel) return errSet(err, LAKE_EDATA, "%s: outside the managed stage", fv->location);
-    if (s3Usable(ss, err)) {
+    if (!vended && s3Usable(ss, err)) {
         free(rel);
         return err->code;
     }
@@ -288,7 +333,10 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
     snprintf(want, sizeof want, "%s", fv->sha256);
     if (!rc && verify && !(g.sha = sha256New())) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
     for (int attempt = 1; !rc; attempt++) {
-        if ((rc = s3XferInit(&x, &ss->client, ss->client.easy, "GET", key, NULL, err))) break;
+        if (vended && !url && (rc = ss->vendor.get(ss->vendor.ctx, fv->location, 0, &url, err))) break;
+        if ((rc = vended ? s3XferInitUrl(&x, &ss->client, ss->client.easy, "GET", url, fv->location, err)
+                         : s3XferInit(&x, &ss->client, ss->client.easy, "GET", key, NULL, err)))
+            break;
         if (g.delivered > 0) rc = s3XferHeader(&x, err, "Range: bytes=%lld-", (long long)g.delivered);
         x.sink = getSink;
         x.sink_ctx = &g;
@@ -301,6 +349,11 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
             rc = errSet(err, LAKE_EFAIL, "%s: the object store ignored a resumed read", fv->location);
         if (!want[0] && x.meta_sha256[0]) memcpy(want, x.meta_sha256, sizeof want);
         int retry = rc && x.retryable && attempt < S3_ATTEMPTS;
+        if (rc && vended && x.status == 403 && !reasked) { /* expired on the way: ask again, once */
+            reasked = retry = 1;
+            free(url);
+            url = NULL;
+        }
         s3XferFree(&x);
         if (!retry) {
             if (rc && x.retryable) {
@@ -326,6 +379,7 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
     }
     sha256Free(g.sha);
     free(key);
+    free(url);
     return rc;
 }
 
@@ -625,14 +679,11 @@ static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
     }
     for (int attempt = 1; np; attempt++) {
         size_t len = deleteDoc(doc, keys, pend, np);
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned mdlen = 0;
-        char md5[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
-        if (EVP_Digest(doc, len, md, &mdlen, EVP_md5(), NULL) != 1) {
+        char md5[STAGE_MD5_B64_LEN + 1];
+        if (s3Md5Base64(doc, len, md5)) {
             rc = errSet(err, LAKE_EFAIL, "delete: MD5 is not available");
             goto out;
         }
-        EVP_EncodeBlock((unsigned char *)md5, md, (int)mdlen);
         long status;
         if ((rc = bucketRequest(ss, "delete=", doc, len, md5, &b, &status, err))) {
             if (notImplemented(status)) { /* a store without DeleteObjects */

@@ -232,6 +232,10 @@ extern const struct stageVendOps s3VendOps;
 char *s3Presign(const s3Client *c, const char *method, const char *key, const char *query,
                 const char *const *headers, size_t nheaders, int64_t expires, time_t now);
 
+/* The base64 MD5 of buf (a Content-MD5 header's value); -1 when MD5 is
+ * not available (a FIPS build of OpenSSL). */
+int s3Md5Base64(const void *buf, size_t len, char out[STAGE_MD5_B64_LEN + 1]);
+
 /* The ticket of an upload begun for someone else: a MAC over location and
  * upload id with a key derived from the secret (stage.h).  "" on OOM. */
 void s3UploadTicket(const s3Client *c, const char *location, const char *upload_id,
@@ -246,6 +250,12 @@ typedef struct s3Upload s3Upload;
  * NULL when out of memory. */
 s3Upload *s3UploadNew(const s3Client *c, const char *key, size_t part_size,
                       int jobs, const volatile sig_atomic_t *stop);
+/* Vended access: the holder v begins, signs, completes and aborts the
+ * upload, under a key it generates in key_dir (NULL: files/YYYY/MM).
+ * Call before s3UploadBegin.  The parts carry Content-MD5. */
+int s3UploadVend(s3Upload *u, const stageVendor *v, const char *key_dir, lakeError *err);
+/* Vended: the location the holder gave the object (after s3UploadBegin). */
+const char *s3UploadLocation(const s3Upload *u);
 /* A free part buffer, waiting while all are in use; *slot names it.  NULL
  * with err set when the upload has failed or was told to stop. */
 char *s3UploadBuffer(s3Upload *u, int *slot, lakeError *err);

@@ -164,3 +164,12 @@ void s3UploadTicket(const s3Client *c, const char *location, const char *upload_
     free(msg);
     hexOf(mac, sizeof mac, out);
 }
+
+int s3Md5Base64(const void *buf, size_t len, char out[STAGE_MD5_B64_LEN + 1]) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    out[0] = '\0';
+    if (EVP_Digest(buf, len, md, &n, EVP_md5(), NULL) != 1 || n != 16) return -1;
+    EVP_EncodeBlock((unsigned char *)out, md, 16);
+    return 0;
+}

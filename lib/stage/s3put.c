@@ -39,6 +39,12 @@ typedef struct part {
     CURL *h;                /* the slot's easy handle, reused */
     s3Xfer x;               /* the UploadPart request of this part */
     char sha[SHA256_HEX_LEN + 1];
+    /* vended: the part's Content-MD5, its URL and until when it holds;
+     * a URL refused (403: expired, say) is asked for again once */
+    char md5[STAGE_MD5_B64_LEN + 1];
+    char *url;
+    double url_until;
+    int reasked;
     lakeError err;
 } part;
 
@@ -62,7 +68,14 @@ struct s3Upload {
     CURLM *multi;
     pthread_t thread;
     int running;            /* the thread was started and not yet joined */
+    /* vended access: the holder names the key and signs every request */
+    const stageVendor *vendor;
+    char *key_dir;
+    stageUpload vu;
 };
+
+/* A URL is asked for again when less than this is left of it. */
+#define URL_MARGIN_S 30.0
 
 static double monoNow(void) {
     struct timespec ts;
@@ -105,7 +118,7 @@ s3Upload *s3UploadNew(const s3Client *c, const char *key, size_t part_size, int 
     u->nslots = jobs + 1;
     u->stop = stop;
     atomic_init(&u->cancel, 0);
-    u->key = strdup(key);
+    u->key = strdup(key ? key : "(vended)");
     u->slots = calloc((size_t)u->nslots, sizeof *u->slots);
     u->etags = calloc(S3_MAX_PARTS, sizeof *u->etags);
     if (!u->key || !u->slots || !u->etags) {
@@ -123,6 +136,14 @@ s3Upload *s3UploadNew(const s3Client *c, const char *key, size_t part_size, int 
 static int interrupted(s3Upload *u, lakeError *err) {
     return errSet(err, LAKE_EFAIL, "%s: interrupted", u->key);
 }
+
+int s3UploadVend(s3Upload *u, const stageVendor *v, const char *key_dir, lakeError *err) {
+    u->vendor = v;
+    if (key_dir && !(u->key_dir = strdup(key_dir))) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
+    return 0;
+}
+
+const char *s3UploadLocation(const s3Upload *u) { return u->vu.location; }
 
 int s3UploadError(s3Upload *u, lakeError *err) {
     pthread_mutex_lock(&u->mu);
@@ -175,7 +196,22 @@ void s3UploadRelease(s3Upload *u, int slot) {
 /* Set up (first attempt) and add the UploadPart request of p.  In the
  * thread; p is PART_SENDING, so nobody else touches it. */
 static int startPart(s3Upload *u, part *p) {
-    if (p->x.attempts == 0) {
+    if (u->vendor && (p->x.attempts == 0 || !p->x.url)) {
+        /* the URL was (re)issued by fetchUrls: a request of its own */
+        int attempts = p->x.attempts;
+        char what[1200];
+        s3XferFree(&p->x);
+        snprintf(what, sizeof what, "%s?partNumber=%d", u->vu.location, p->number);
+        if (!p->h && !(p->h = curl_easy_init())) return errSetErrno(&p->err, LAKE_EFAIL, ENOMEM, "part");
+        int rc = s3XferInitUrl(&p->x, u->c, p->h, "PUT", p->url, what, &p->err);
+        if (!rc) rc = s3XferHeader(&p->x, &p->err, "Content-MD5: %s", p->md5);
+        if (rc) return rc;
+        s3XferBody(&p->x, p->buf, p->len, S3_EMPTY_SHA256); /* not sent: the URL signs no payload */
+        p->x.cancel = &u->cancel;
+        p->x.attempts = attempts;
+        if ((rc = s3XferArm(&p->x, &p->err))) return rc;
+        curl_easy_setopt(p->h, CURLOPT_PRIVATE, p);
+    } else if (p->x.attempts == 0) {
         sha256Ctx *h = sha256New();
         if (!h || (!p->h && !(p->h = curl_easy_init()))) {
             sha256Free(h);
@@ -227,6 +263,16 @@ static void finishPart(s3Upload *u, CURLMsg *m) {
         pthread_mutex_unlock(&u->mu);
         return;
     }
+    if (rc && u->vendor && p->x.status == 403 && !p->reasked && !p->x.stopped) {
+        /* a URL that expired on the way: ask for another, once */
+        p->reasked = 1;
+        p->url_until = 0;
+        pthread_mutex_lock(&u->mu);
+        p->state = PART_WAITING;
+        p->retry_at = monoNow();
+        pthread_mutex_unlock(&u->mu);
+        return;
+    }
     if (p->x.retryable && p->x.attempts < S3_ATTEMPTS && !p->x.stopped) {
         pthread_mutex_lock(&u->mu);
         p->state = PART_WAITING;
@@ -242,6 +288,46 @@ static void finishPart(s3Upload *u, CURLMsg *m) {
     p->state = PART_FAILED;
     pthread_mutex_unlock(&u->mu);
     failWith(u, &p->err);
+}
+
+/* Vended: the URLs of the parts about to start that have none, or one
+ * about to expire, in one request to the holder; each new part's
+ * Content-MD5 first.  Nonzero when the upload failed. */
+static int fetchUrls(s3Upload *u, part **start, int n) {
+    stagePartReq req[STAGE_JOBS_MAX + 1];
+    part *who[STAGE_JOBS_MAX + 1];
+    char *urls[STAGE_JOBS_MAX + 1];
+    int k = 0;
+    double now = monoNow();
+    for (int i = 0; i < n; i++) {
+        part *p = start[i];
+        if (p->url && p->url_until - URL_MARGIN_S > now) continue;
+        if (!p->md5[0] && s3Md5Base64(p->buf, p->len, p->md5)) {
+            lakeError e = {0};
+            failWith(u, (errSet(&e, LAKE_EFAIL, "%s: MD5 is not available", u->key), &e));
+            return 1;
+        }
+        req[k].number = p->number;
+        req[k].size = (int64_t)p->len;
+        memcpy(req[k].md5, p->md5, sizeof req[k].md5);
+        who[k++] = p;
+    }
+    if (!k) return 0;
+    lakeError e = {0};
+    if (u->vendor->parts(u->vendor->ctx, &u->vu, req, (size_t)k, urls, &e)) {
+        failWith(u, &e);
+        return 1;
+    }
+    for (int i = 0; i < k; i++) {
+        free(who[i]->url);
+        who[i]->url = urls[i];
+        /* the holder's default expiry at least; a shorter cap is met by
+         * the 403 that asks again */
+        who[i]->url_until = now + STAGE_PRESIGN_DEFAULT;
+        free(who[i]->x.url); /* startPart makes the request anew */
+        who[i]->x.url = NULL;
+    }
+    return 0;
 }
 
 /* The sending thread: start what may start, drive the transfers, judge
@@ -278,7 +364,8 @@ static void *sender(void *arg) {
         pthread_mutex_unlock(&u->mu);
         if (done || atomic_load(&u->cancel)) break;
 
-        for (int i = 0; i < nstart; i++)
+        int failed = u->vendor && nstart && fetchUrls(u, start, nstart);
+        for (int i = 0; !failed && i < nstart; i++)
             if (startPart(u, start[i])) {
                 failWith(u, &start[i]->err);
                 break;
@@ -325,7 +412,15 @@ int s3CreateUpload(const s3Client *c, CURL *h, const char *key, const char *cont
 
 int s3UploadBegin(s3Upload *u, const char *content_type, const char *sha256_hex,
                   lakeError *err) {
-    int rc = s3CreateUpload(u->c, u->c->easy, u->key, content_type, sha256_hex, u->stop, &u->upload_id, err);
+    int rc;
+    if (u->vendor) {
+        stagePutReq req = {u->key_dir, content_type, sha256_hex, -1, NULL};
+        rc = u->vendor->begin(u->vendor->ctx, &req, &u->vu, err);
+        if (!rc && (!(u->upload_id = strdup(u->vu.upload_id)) || !(free(u->key), u->key = strdup(u->vu.location))))
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
+    } else {
+        rc = s3CreateUpload(u->c, u->c->easy, u->key, content_type, sha256_hex, u->stop, &u->upload_id, err);
+    }
     if (rc) return rc;
 
     if (!(u->multi = curl_multi_init())) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
@@ -356,6 +451,11 @@ int s3UploadSubmit(s3Upload *u, int slot, size_t len, lakeError *err) {
     p->len = len;
     p->number = ++u->next_number;
     memset(&p->x, 0, sizeof p->x);
+    p->md5[0] = '\0';
+    free(p->url);
+    p->url = NULL;
+    p->url_until = 0;
+    p->reasked = 0;
     p->state = PART_QUEUED;
     int failed = u->failed;
     if (failed) *err = u->err;
@@ -481,8 +581,9 @@ int s3UploadFinish(s3Upload *u, int64_t total, lakeError *err) {
     if (!rc && stopped) rc = interrupted(u, err);
     if (rc) return rc;
     u->completing = 1;
-    rc = s3CompleteUpload(u->c, u->c->easy, u->key, u->upload_id, u->next_number, u->etags, total, u->stop,
-                          err);
+    if (u->vendor) rc = u->vendor->complete(u->vendor->ctx, &u->vu, total, u->next_number, u->etags, err);
+    else rc = s3CompleteUpload(u->c, u->c->easy, u->key, u->upload_id, u->next_number, u->etags, total, u->stop,
+                               err);
     if (rc && u->stop && *u->stop) rc = interrupted(u, err);
     return rc;
 }
@@ -532,7 +633,12 @@ void s3UploadAbort(s3Upload *u, lakeError *err) {
         /* after a failure to reach the store, one try is enough */
         int attempts = err->code == LAKE_EUNAVAIL ? 1 : S3_ATTEMPTS;
         char note[256];
-        if (s3AbortUpload(u->c, u->c->easy, u->key, u->upload_id, attempts, u->completing, note, sizeof note)) {
+        lakeError e = {0};
+        if (u->vendor && u->vendor->abort(u->vendor->ctx, &u->vu, &e))
+            snprintf(note, sizeof note, "%.250s", e.msg);
+        if (u->vendor ? e.code != 0
+                      : s3AbortUpload(u->c, u->c->easy, u->key, u->upload_id, attempts, u->completing, note,
+                                      sizeof note)) {
             size_t n = strlen(err->msg);
             snprintf(err->msg + n, sizeof err->msg - n,
                      " (and aborting the upload failed: %s; its parts may remain)", note);
@@ -549,7 +655,10 @@ void s3UploadFree(s3Upload *u) {
         s3XferFree(&u->slots[i].x);
         if (u->slots[i].h) curl_easy_cleanup(u->slots[i].h);
         free(u->slots[i].buf);
+        free(u->slots[i].url);
     }
+    stageUploadClear(&u->vu);
+    free(u->key_dir);
     for (int i = 0; i < S3_MAX_PARTS; i++) free(u->etags[i]);
     if (u->multi) curl_multi_cleanup(u->multi);
     pthread_mutex_destroy(&u->mu);
