@@ -131,12 +131,21 @@ static int text(const cJSON *obj, const char *key, int required, const char **ou
     return 0;
 }
 
+static int64_t expiryMax(const actionContext *ctx) {
+    return ctx->presign_max > 0 ? ctx->presign_max : STAGE_PRESIGN_MAX;
+}
+
+/* The server's default expiry, never over its cap. */
+static int64_t expiryDefault(const actionContext *ctx) {
+    int64_t def = ctx->presign_default > 0 ? ctx->presign_default : STAGE_PRESIGN_DEFAULT;
+    return def < expiryMax(ctx) ? def : expiryMax(ctx);
+}
+
 /* The expiry asked for, in whole seconds: the server's default when
  * absent; one over the server's cap is refused, never shortened. */
 static int expiry(const actionContext *ctx, const cJSON *req, int64_t *out, lakeError *err) {
-    int64_t max = ctx->presign_max > 0 ? ctx->presign_max : STAGE_PRESIGN_MAX;
-    int64_t def = ctx->presign_default > 0 ? ctx->presign_default : STAGE_PRESIGN_DEFAULT;
-    if (integer(req, "expires", def < max ? def : max, 1, out, err)) return err->code;
+    int64_t max = expiryMax(ctx);
+    if (integer(req, "expires", expiryDefault(ctx), 1, out, err)) return err->code;
     if (*out > max)
         return errSetStatus(err, "invalid_argument", "expires: at most %lld seconds on this server",
                             (long long)max);
@@ -219,8 +228,7 @@ static int uploadBegin(const actionContext *ctx, const cJSON *req, cJSON **answe
         integer(req, "size", -1, 0, &pr.size, err))
         return err->code;
     if (pr.md5) {
-        int64_t expires = ctx->presign_default > 0 ? ctx->presign_default : STAGE_PRESIGN_DEFAULT;
-        if (ctx->presign_max > 0 && expires > ctx->presign_max) expires = ctx->presign_max;
+        int64_t expires = expiryDefault(ctx);
         char *location = NULL, *url = NULL;
         if (!size || cJSON_IsNull(size))
             return errSetStatus(err, "invalid_argument", "size is required for one PUT");
