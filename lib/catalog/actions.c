@@ -152,11 +152,20 @@ static int expiry(const actionContext *ctx, const cJSON *req, int64_t *out, lake
     return 0;
 }
 
+/* The request's location, required to lie in the stage; the answer does
+ * not quote it (no path reaches a client, DESIGN §5). */
+static int location(const actionContext *ctx, const cJSON *req, const char **loc, lakeError *err) {
+    if (text(req, "location", 1, loc, err)) return err->code;
+    if (stageContains(ctx->stage, *loc, NULL))
+        return errSetStatus(err, "invalid_argument", "location: outside the managed stage");
+    return 0;
+}
+
 /* The upload a request names; its strings stay the request's. */
-static int upload(const cJSON *req, stageUpload *u, lakeError *err) {
+static int upload(const actionContext *ctx, const cJSON *req, stageUpload *u, lakeError *err) {
     const char *loc, *id, *ticket;
     memset(u, 0, sizeof *u);
-    if (text(req, "location", 1, &loc, err) || text(req, "upload_id", 1, &id, err) ||
+    if (location(ctx, req, &loc, err) || text(req, "upload_id", 1, &id, err) ||
         text(req, "ticket", 1, &ticket, err))
         return err->code;
     if (strlen(ticket) != STAGE_TICKET_LEN) /* a longer one would be cut to a valid one */
@@ -184,17 +193,13 @@ static int partsArray(const cJSON *req, int max, const char *fields, const cJSON
     return 0;
 }
 
-/* A stage's refusal in the protocol's words.  78 from an S3 stage is the
- * server's own configuration (no usable keys): said so, the detail kept
- * for the log; from another stage it is that URLs need an S3 one. */
-static int vendFailed(const actionContext *ctx, lakeError *err) {
+/* An S3 stage's refusal in the protocol's words: 78 is the server's own
+ * configuration (no usable keys), said so, the detail kept for the log. */
+static int vendFailed(lakeError *err) {
     if (err->code != LAKE_ECONFIG || err->status) return err->code;
     char detail[sizeof err->cause];
     snprintf(detail, sizeof detail, "%.250s", err->msg);
-    if (strncmp(stageUrl(ctx->stage), "s3://", 5) == 0)
-        errSetStatus(err, "failed_precondition", "the server holds no S3 credentials");
-    else
-        errSetStatus(err, "failed_precondition", "presigned URLs need an S3 stage; this server's is not");
+    errSetStatus(err, "failed_precondition", "the server holds no S3 credentials");
     snprintf(err->cause, sizeof err->cause, "%s", detail);
     return err->code;
 }
@@ -212,8 +217,8 @@ static int presignGet(const actionContext *ctx, const cJSON *req, cJSON **answer
     const char *loc;
     int64_t expires;
     char *url = NULL;
-    if (text(req, "location", 1, &loc, err) || expiry(ctx, req, &expires, err)) return err->code;
-    if (stageVendGet(ctx->stage, loc, expires, &url, err)) return vendFailed(ctx, err);
+    if (location(ctx, req, &loc, err) || expiry(ctx, req, &expires, err)) return err->code;
+    if (stageVendGet(ctx->stage, loc, expires, &url, err)) return vendFailed(err);
     *answer = urlAnswer(url, expires);
     free(url);
     return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
@@ -232,7 +237,7 @@ static int uploadBegin(const actionContext *ctx, const cJSON *req, cJSON **answe
         char *location = NULL, *url = NULL;
         if (!size || cJSON_IsNull(size))
             return errSetStatus(err, "invalid_argument", "size is required for one PUT");
-        if (stageVendPut(ctx->stage, &pr, expires, &location, &url, err)) return vendFailed(ctx, err);
+        if (stageVendPut(ctx->stage, &pr, expires, &location, &url, err)) return vendFailed(err);
         *answer = urlAnswer(url, expires);
         if (*answer && !cJSON_AddStringToObject(*answer, "location", location)) {
             cJSON_Delete(*answer);
@@ -243,7 +248,7 @@ static int uploadBegin(const actionContext *ctx, const cJSON *req, cJSON **answe
         return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
     }
     stageUpload u;
-    if (stageVendBegin(ctx->stage, &pr, &u, err)) return vendFailed(ctx, err);
+    if (stageVendBegin(ctx->stage, &pr, &u, err)) return vendFailed(err);
     *answer = cJSON_CreateObject();
     if (*answer && (!cJSON_AddStringToObject(*answer, "location", u.location) ||
                     !cJSON_AddStringToObject(*answer, "upload_id", u.upload_id) ||
@@ -260,7 +265,7 @@ static int uploadParts(const actionContext *ctx, const cJSON *req, cJSON **answe
     int64_t expires;
     const cJSON *arr, *p;
     int n, i = 0;
-    if (upload(req, &u, err) || expiry(ctx, req, &expires, err) ||
+    if (upload(ctx, req, &u, err) || expiry(ctx, req, &expires, err) ||
         partsArray(req, STAGE_PRESIGN_PARTS_MAX, "number size md5", &arr, &n, err))
         return err->code;
     stagePartReq parts[STAGE_PRESIGN_PARTS_MAX];
@@ -278,7 +283,7 @@ static int uploadParts(const actionContext *ctx, const cJSON *req, cJSON **answe
         memcpy(parts[i].md5, md5, STAGE_MD5_B64_LEN + 1);
         i++;
     }
-    if (stageVendParts(ctx->stage, &u, parts, (size_t)n, expires, urls, err)) return vendFailed(ctx, err);
+    if (stageVendParts(ctx->stage, &u, parts, (size_t)n, expires, urls, err)) return vendFailed(err);
     *answer = cJSON_CreateObject();
     cJSON *list = *answer ? cJSON_AddArrayToObject(*answer, "urls") : NULL;
     int ok = list && cJSON_AddNumberToObject(*answer, "expires", (double)expires);
@@ -301,7 +306,7 @@ static int uploadComplete(const actionContext *ctx, const cJSON *req, cJSON **an
     int64_t size;
     const cJSON *arr, *p;
     int n, i = 0;
-    if (upload(req, &u, err) || integer(req, "size", -1, 0, &size, err) ||
+    if (upload(ctx, req, &u, err) || integer(req, "size", -1, 0, &size, err) ||
         partsArray(req, 10000, "number etag", &arr, &n, err))
         return err->code;
     char **etags = calloc((size_t)n, sizeof *etags);
@@ -318,7 +323,7 @@ static int uploadComplete(const actionContext *ctx, const cJSON *req, cJSON **an
         }
         etags[i++] = (char *)etag;
     }
-    if (!rc && stageVendComplete(ctx->stage, &u, size, n, etags, err)) rc = vendFailed(ctx, err);
+    if (!rc && stageVendComplete(ctx->stage, &u, size, n, etags, err)) rc = vendFailed(err);
     free(etags);
     if (rc) return rc;
     *answer = cJSON_CreateObject();
@@ -331,8 +336,8 @@ static int uploadComplete(const actionContext *ctx, const cJSON *req, cJSON **an
 
 static int uploadAbort(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
     stageUpload u;
-    if (upload(req, &u, err)) return err->code;
-    if (stageVendAbort(ctx->stage, &u, err)) return vendFailed(ctx, err);
+    if (upload(ctx, req, &u, err)) return err->code;
+    if (stageVendAbort(ctx->stage, &u, err)) return vendFailed(err);
     *answer = cJSON_CreateObject();
     return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
 }
@@ -352,6 +357,9 @@ static int vend(const actionContext *ctx, const char *action, const cJSON *req, 
         *handled = 1;
         if (!ctx->stage)
             return errSetStatus(err, "failed_precondition", "the registry has no stage; no URLs are signed");
+        /* before the request is read: a local stage signs nothing */
+        if (strncmp(stageUrl(ctx->stage), "s3://", 5) != 0)
+            return errSetStatus(err, "failed_precondition", "presigned URLs need an S3 stage; this server's is not");
         return vends[i].run(ctx, req, answer, err);
     }
     return 0;

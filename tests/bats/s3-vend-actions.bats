@@ -223,6 +223,7 @@ key_of() {
              "file:///etc/passwd"; do
     metasrv_post "$ADMIN" presign_get "{\"location\":\"$loc\"}"
     metasrv_assert_error 400 invalid_argument
+    [[ $HTTP_BODY != *"$loc"* ]] || fail "the answer quotes the location: $HTTP_BODY"
   done
   for body in '{"location":5}' '{}' '{"location":"'"$STAGE_URL"'/files/a","expires":"60"}' \
               '{"location":"'"$STAGE_URL"'/files/a","expires":0}' '{"location":"'"$STAGE_URL"'/files/a","expires":1.5}' \
