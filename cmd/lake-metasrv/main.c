@@ -23,6 +23,7 @@
 #include "catalog/names.h"
 #include "catalog/registry.h"
 #include "core/cli.h"
+#include "core/duration.h"
 #include "core/log.h"
 #include "core/sha256.h"
 #include "server.h"
@@ -30,7 +31,8 @@
 
 enum { OPT_DB = 0x100, OPT_STAGE, OPT_LISTEN, OPT_CERT, OPT_KEY, OPT_INSECURE, OPT_ROLE, OPT_NAME,
        OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_PERMITS, OPT_MAXENTRIES, OPT_MAXBYTES,
-       OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL, OPT_PRIORITY };
+       OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL, OPT_PRIORITY, OPT_PRESIGN_EXPIRES,
+       OPT_PRESIGN_MAX };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings"},
@@ -51,6 +53,8 @@ static const cliOption options[] = {
     {OPT_MAXENTRIES, 0, "max-entries", "N", "serve: entries in a snapshot at most (default 1000000)"},
     {OPT_MAXBYTES, 0, "max-bytes", "BYTES", "serve: bytes of a snapshot at most (default 67108864)"},
     {OPT_MAXSCHEMA, 0, "max-schema-bytes", "BYTES", "serve: bytes of one table's schema (default 262144)"},
+    {OPT_PRESIGN_EXPIRES, 0, "presign-expires", "DURATION", "serve: how long a vended URL lasts when the client asks none (default 15m)"},
+    {OPT_PRESIGN_MAX, 0, "presign-max", "DURATION", "serve: the longest expiry a client may ask of a vended URL (default 1d, at most 7d)"},
     {OPT_ROLE, 0, "role", "ROLE", "token create: admin, query-service, metadata-peer or user"},
     {OPT_NAME, 0, "name", "NAME", "token create/revoke: the principal's name"},
     {OPT_JSON, 0, "json", NULL, "token list: print JSON instead of TSV"},
@@ -82,6 +86,14 @@ static unsigned long long number(const char *opt, const char *s, unsigned long l
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
         cliUsageError(&spec, "%s: '%s' is not a number from %llu to %llu", opt, s, min, max);
+    return v;
+}
+
+/* A DURATION option: 1 s to 7 days (SigV4's limit). */
+static int64_t duration(const char *opt, const char *s) {
+    int64_t v;
+    if (durationParse(s, STAGE_PRESIGN_MAX, &v) || v < 1)
+        cliUsageError(&spec, "%s: '%s' is not a duration from 1s to 7d (e.g. 900, 15m, 12h, 1d)", opt, s);
     return v;
 }
 
@@ -184,7 +196,8 @@ int main(int argc, char **argv) {
     args a = {0};
     a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
                            .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30,
-                           .pool = 8, .pool_wait_ms = 10000};
+                           .pool = 8, .pool_wait_ms = 10000, .presign_max = 24 * 3600};
+    const char *presignExpires = NULL;
     const char *arg;
     int c, first;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
@@ -209,6 +222,11 @@ int main(int argc, char **argv) {
         case OPT_PERMITS: a.srv.permits = (unsigned)number("--snapshot-permits", arg, 1, 1024); break;
         case OPT_MAXENTRIES: a.srv.bounds.max_entries = (int64_t)number("--max-entries", arg, 1, 100000000); break;
         case OPT_MAXBYTES: a.srv.bounds.max_bytes = (int64_t)number("--max-bytes", arg, 1024, 1ULL << 32); break;
+        case OPT_PRESIGN_EXPIRES:
+            presignExpires = arg;
+            a.srv.presign_default = duration("--presign-expires", arg);
+            break;
+        case OPT_PRESIGN_MAX: a.srv.presign_max = duration("--presign-max", arg); break;
         case OPT_MAXSCHEMA:
             a.srv.bounds.max_schema_bytes = (int64_t)number("--max-schema-bytes", arg, 64, 1ULL << 30);
             break;
@@ -242,6 +260,13 @@ int main(int argc, char **argv) {
             cliUsageError(&spec, "--insecure-listen takes no certificate or TLS priorities");
         if (!a.insecure && (!a.cert || !a.key))
             cliUsageError(&spec, "serve needs --tls-cert and --tls-key (or --insecure-listen on loopback)");
+        /* the default never exceeds the cap: one asked for is refused */
+        if (presignExpires && a.srv.presign_default > a.srv.presign_max)
+            cliUsageError(&spec, "--presign-expires %s is longer than --presign-max (%lld s)", presignExpires,
+                          (long long)a.srv.presign_max);
+        if (!presignExpires)
+            a.srv.presign_default =
+                STAGE_PRESIGN_DEFAULT < a.srv.presign_max ? STAGE_PRESIGN_DEFAULT : a.srv.presign_max;
         splitListen(a.listen, host, sizeof host, &a.srv);
         a.srv.db = a.url;
         a.srv.tls_cert = a.cert;

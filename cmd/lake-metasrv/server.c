@@ -60,7 +60,9 @@ static int killAfterAppend;        /* test-only fault */
 
 static const char *const metricActions[] = {"catalog_snapshot", "resolve", "append",
                                             "create_namespace", "create_table", "drop_table",
-                                            "whoami", "references", "actions", "health", "metrics", "other"};
+                                            "whoami", "references", "presign_get", "upload_begin",
+                                            "upload_parts", "upload_complete", "upload_abort", "actions",
+                                            "health", "metrics", "other"};
 #define NMA (sizeof metricActions / sizeof metricActions[0])
 static const int metricStatuses[] = {200, 400, 401, 403, 404, 409, 412, 413, 500, 503};
 #define NMS (sizeof metricStatuses / sizeof metricStatuses[0])
@@ -72,6 +74,7 @@ static uint64_t counts[NMA][NMS + 1];
 static uint64_t histogram[NB + 1];
 static double latencySum;
 static uint64_t latencyCount;
+static uint64_t bodyBytes; /* request body bytes received: objects never pass */
 
 static size_t actionIndex(const char *a) {
     for (size_t i = 0; i < NMA - 1; i++)
@@ -248,6 +251,9 @@ static enum MHD_Result serveMetrics(struct MHD_Connection *c, request *rq, regis
     fprintf(f, "lake_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
     fprintf(f, "lake_request_duration_seconds_sum %.6f\nlake_request_duration_seconds_count %llu\n",
             latencySum, (unsigned long long)latencyCount);
+    fprintf(f, "# HELP lake_metasrv_request_body_bytes_total Request body bytes received.\n"
+               "# TYPE lake_metasrv_request_body_bytes_total counter\nlake_metasrv_request_body_bytes_total %llu\n",
+            (unsigned long long)bodyBytes);
     pthread_mutex_unlock(&metricsMu);
     fprintf(f, "# HELP lake_snapshot_permits_in_use Snapshot builds admitted now.\n"
                "# TYPE lake_snapshot_permits_in_use gauge\nlake_snapshot_permits_in_use %d\n",
@@ -290,6 +296,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     }
     if (*upload_size) { /* body bytes, bounded */
+        pthread_mutex_lock(&metricsMu);
+        bodyBytes += *upload_size;
+        pthread_mutex_unlock(&metricsMu);
         if (rq->too_large || rq->len + *upload_size > conf->max_body) {
             rq->too_large = 1;
         } else {
@@ -330,8 +339,11 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
 
     if (strcmp(url, "/v1/actions") == 0 && strcmp(method, "GET") == 0) {
         cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "actions");
-        static const char *const all[] = {"catalog_snapshot", "resolve", "append", "create_namespace",
-                                          "create_table", "drop_table", "whoami", "references"};
+        static const char *const all[] = {"catalog_snapshot", "resolve",      "append",
+                                          "create_namespace", "create_table", "drop_table",
+                                          "whoami",           "references",   "presign_get",
+                                          "upload_begin",     "upload_parts", "upload_complete",
+                                          "upload_abort"};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (actionsAllowed(p.role, all[i])) cJSON_AddItemToArray(list, cJSON_CreateString(all[i]));
         return respondJson(c, rq, 200, j);
@@ -366,6 +378,8 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
         .role = p.role,
         .allow_unmarked = 0,
         .bounds = conf->bounds,
+        .presign_default = conf->presign_default,
+        .presign_max = conf->presign_max,
         .after_append = killAfterAppend ? dieAfterAppend : NULL,
     };
     cJSON *answer = NULL;

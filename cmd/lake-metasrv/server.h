@@ -47,6 +47,8 @@ typedef struct serverConfig {
     unsigned drain_s;        /* longest wait for in-flight requests */
     unsigned pool;           /* registry connections at most */
     unsigned pool_wait_ms;   /* longest wait for a free one, then 503 */
+    int64_t presign_default; /* seconds a vended URL lasts when none is asked */
+    int64_t presign_max;     /* seconds a vended URL may last at most */
 } serverConfig;
 
 /* Run until SIGTERM or SIGINT; prints "listening on URL" first on stdout.

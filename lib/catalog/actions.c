@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "catalog/names.h"
@@ -31,6 +32,11 @@ static const struct {
     {"drop_table", R_ADMIN, "namespace name"},
     {"whoami", R_ALL, ""},
     {"references", R_ADMIN, "after limit"},
+    {"presign_get", R_ADMIN | R_QUERY | R_USER, "location expires"},
+    {"upload_begin", R_ADMIN | R_QUERY | R_USER, "dir content_type sha256 size md5"},
+    {"upload_parts", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket expires parts"},
+    {"upload_complete", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket size parts"},
+    {"upload_abort", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket"},
 };
 #define NACTIONS (sizeof actions / sizeof actions[0])
 
@@ -87,14 +93,11 @@ static cJSON *generationAnswer(int64_t g) {
     return a;
 }
 
-/* invalid_argument for a key the action does not take: a misspelt
- * field silently ignored would do something other than asked. */
-static int checkFields(const char *action, const cJSON *req, lakeError *err) {
-    const char *fields = "";
-    for (size_t i = 0; i < NACTIONS; i++)
-        if (strcmp(actions[i].name, action) == 0) fields = actions[i].fields;
+/* invalid_argument for a key of obj not in fields (space-separated): a
+ * misspelt field silently ignored would do something other than asked. */
+static int onlyFields(const char *what, const char *fields, const cJSON *obj, lakeError *err) {
     const cJSON *f;
-    cJSON_ArrayForEach(f, req) {
+    cJSON_ArrayForEach(f, obj) {
         size_t n = strlen(f->string);
         const char *p = fields;
         int known = 0;
@@ -103,7 +106,261 @@ static int checkFields(const char *action, const cJSON *req, lakeError *err) {
             known = k == n && strncmp(p, f->string, n) == 0;
             p += k + (p[k] == ' ');
         }
-        if (!known) return errSetStatus(err, "invalid_argument", "%s: unknown field '%.64s'", action, f->string);
+        if (!known) return errSetStatus(err, "invalid_argument", "%s: unknown field '%.64s'", what, f->string);
+    }
+    return 0;
+}
+
+static int checkFields(const char *action, const cJSON *req, lakeError *err) {
+    const char *fields = "";
+    for (size_t i = 0; i < NACTIONS; i++)
+        if (strcmp(actions[i].name, action) == 0) fields = actions[i].fields;
+    return onlyFields(action, fields, req, err);
+}
+
+/* --- vended access (DESIGN §4): URLs signed with the stage's keys ---------- */
+
+/* A string field: *out NULL when absent or null (invalid_argument then if
+ * required); invalid_argument when of another type. */
+static int text(const cJSON *obj, const char *key, int required, const char **out, lakeError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = cJSON_IsString(v) ? v->valuestring : NULL;
+    if (v && !cJSON_IsNull(v) && !cJSON_IsString(v))
+        return errSetStatus(err, "invalid_argument", "%s: expected a string", key);
+    if (required && !*out) return errSetStatus(err, "invalid_argument", "%s is required", key);
+    return 0;
+}
+
+static int64_t expiryMax(const actionContext *ctx) {
+    return ctx->presign_max > 0 ? ctx->presign_max : STAGE_PRESIGN_MAX;
+}
+
+/* The server's default expiry, never over its cap. */
+static int64_t expiryDefault(const actionContext *ctx) {
+    int64_t def = ctx->presign_default > 0 ? ctx->presign_default : STAGE_PRESIGN_DEFAULT;
+    return def < expiryMax(ctx) ? def : expiryMax(ctx);
+}
+
+/* The expiry asked for, in whole seconds: the server's default when
+ * absent; one over the server's cap is refused, never shortened. */
+static int expiry(const actionContext *ctx, const cJSON *req, int64_t *out, lakeError *err) {
+    int64_t max = expiryMax(ctx);
+    if (integer(req, "expires", expiryDefault(ctx), 1, out, err)) return err->code;
+    if (*out > max)
+        return errSetStatus(err, "invalid_argument", "expires: at most %lld seconds on this server",
+                            (long long)max);
+    return 0;
+}
+
+/* The request's location, required to lie in the stage; the answer does
+ * not quote it (no path reaches a client, DESIGN §5). */
+static int location(const actionContext *ctx, const cJSON *req, const char **loc, lakeError *err) {
+    if (text(req, "location", 1, loc, err)) return err->code;
+    if (stageContains(ctx->stage, *loc, NULL))
+        return errSetStatus(err, "invalid_argument", "location: outside the managed stage");
+    return 0;
+}
+
+/* The upload a request names; its strings stay the request's. */
+static int upload(const actionContext *ctx, const cJSON *req, stageUpload *u, lakeError *err) {
+    const char *loc, *id, *ticket;
+    memset(u, 0, sizeof *u);
+    if (location(ctx, req, &loc, err) || text(req, "upload_id", 1, &id, err) ||
+        text(req, "ticket", 1, &ticket, err))
+        return err->code;
+    if (strlen(ticket) != STAGE_TICKET_LEN) /* a longer one would be cut to a valid one */
+        return errSetStatus(err, "permission_denied", "not an upload this server began");
+    u->location = (char *)loc;
+    u->upload_id = (char *)id;
+    memcpy(u->ticket, ticket, STAGE_TICKET_LEN + 1);
+    return 0;
+}
+
+/* The parts array of upload_parts or upload_complete: an array of 1..max
+ * objects with exactly fields. */
+static int partsArray(const cJSON *req, int max, const char *fields, const cJSON **arr, int *n,
+                      lakeError *err) {
+    *arr = cJSON_GetObjectItemCaseSensitive(req, "parts");
+    *n = cJSON_GetArraySize(*arr);
+    if (!cJSON_IsArray(*arr) || *n < 1 || *n > max)
+        return errSetStatus(err, "invalid_argument", "parts: an array of 1 to %d parts", max);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, *arr) {
+        if (!cJSON_IsObject(p))
+            return errSetStatus(err, "invalid_argument", "parts: each part is an object of %s", fields);
+        if (onlyFields("parts", fields, p, err)) return err->code;
+    }
+    return 0;
+}
+
+/* An S3 stage's refusal in the protocol's words: 78 is the server's own
+ * configuration (no usable keys), said so, the detail kept for the log. */
+static int vendFailed(lakeError *err) {
+    if (err->code != LAKE_ECONFIG || err->status) return err->code;
+    char detail[sizeof err->cause];
+    snprintf(detail, sizeof detail, "%.250s", err->msg);
+    errSetStatus(err, "failed_precondition", "the server holds no S3 credentials");
+    snprintf(err->cause, sizeof err->cause, "%s", detail);
+    return err->code;
+}
+
+static cJSON *urlAnswer(const char *url, int64_t expires) {
+    cJSON *a = cJSON_CreateObject();
+    if (a && (!cJSON_AddStringToObject(a, "url", url) || !cJSON_AddNumberToObject(a, "expires", (double)expires))) {
+        cJSON_Delete(a);
+        return NULL;
+    }
+    return a;
+}
+
+static int presignGet(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
+    const char *loc;
+    int64_t expires;
+    char *url = NULL;
+    if (location(ctx, req, &loc, err) || expiry(ctx, req, &expires, err)) return err->code;
+    if (stageVendGet(ctx->stage, loc, expires, &url, err)) return vendFailed(err);
+    *answer = urlAnswer(url, expires);
+    free(url);
+    return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
+}
+
+/* One PUT when the request has an md5, else a multipart upload. */
+static int uploadBegin(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
+    stagePutReq pr = {0};
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(req, "size");
+    if (text(req, "dir", 0, &pr.key_dir, err) || text(req, "content_type", 1, &pr.content_type, err) ||
+        text(req, "sha256", 0, &pr.sha256, err) || text(req, "md5", 0, &pr.md5, err) ||
+        integer(req, "size", -1, 0, &pr.size, err))
+        return err->code;
+    if (pr.md5) {
+        int64_t expires = expiryDefault(ctx);
+        char *location = NULL, *url = NULL;
+        if (!size || cJSON_IsNull(size))
+            return errSetStatus(err, "invalid_argument", "size is required for one PUT");
+        if (stageVendPut(ctx->stage, &pr, expires, &location, &url, err)) return vendFailed(err);
+        *answer = urlAnswer(url, expires);
+        if (*answer && !cJSON_AddStringToObject(*answer, "location", location)) {
+            cJSON_Delete(*answer);
+            *answer = NULL;
+        }
+        free(location);
+        free(url);
+        return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
+    }
+    stageUpload u;
+    if (stageVendBegin(ctx->stage, &pr, &u, err)) return vendFailed(err);
+    *answer = cJSON_CreateObject();
+    if (*answer && (!cJSON_AddStringToObject(*answer, "location", u.location) ||
+                    !cJSON_AddStringToObject(*answer, "upload_id", u.upload_id) ||
+                    !cJSON_AddStringToObject(*answer, "ticket", u.ticket))) {
+        cJSON_Delete(*answer);
+        *answer = NULL;
+    }
+    stageUploadClear(&u);
+    return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
+}
+
+static int uploadParts(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
+    stageUpload u;
+    int64_t expires;
+    const cJSON *arr, *p;
+    int n, i = 0;
+    if (upload(ctx, req, &u, err) || expiry(ctx, req, &expires, err) ||
+        partsArray(req, STAGE_PRESIGN_PARTS_MAX, "number size md5", &arr, &n, err))
+        return err->code;
+    stagePartReq parts[STAGE_PRESIGN_PARTS_MAX];
+    char *urls[STAGE_PRESIGN_PARTS_MAX];
+    cJSON_ArrayForEach(p, arr) {
+        int64_t number;
+        const char *md5;
+        if (integer(p, "number", -1, 1, &number, err) || integer(p, "size", -1, 1, &parts[i].size, err) ||
+            text(p, "md5", 1, &md5, err))
+            return err->code;
+        if (number < 1 || number > 10000 || parts[i].size < 1 || strlen(md5) != STAGE_MD5_B64_LEN)
+            return errSetStatus(err, "invalid_argument",
+                                "parts: each has a number 1 to 10000, a size and a base64 md5");
+        parts[i].number = (int)number;
+        memcpy(parts[i].md5, md5, STAGE_MD5_B64_LEN + 1);
+        i++;
+    }
+    if (stageVendParts(ctx->stage, &u, parts, (size_t)n, expires, urls, err)) return vendFailed(err);
+    *answer = cJSON_CreateObject();
+    cJSON *list = *answer ? cJSON_AddArrayToObject(*answer, "urls") : NULL;
+    int ok = list && cJSON_AddNumberToObject(*answer, "expires", (double)expires);
+    for (i = 0; i < n; i++) {
+        cJSON *s = ok ? cJSON_CreateString(urls[i]) : NULL;
+        ok = s && cJSON_AddItemToArray(list, s);
+        free(urls[i]);
+    }
+    if (!ok) {
+        cJSON_Delete(*answer);
+        *answer = NULL;
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
+    }
+    return 0;
+}
+
+/* Parts 1..n in order, each with its ETag. */
+static int uploadComplete(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
+    stageUpload u;
+    int64_t size;
+    const cJSON *arr, *p;
+    int n, i = 0;
+    if (upload(ctx, req, &u, err) || integer(req, "size", -1, 0, &size, err) ||
+        partsArray(req, 10000, "number etag", &arr, &n, err))
+        return err->code;
+    char **etags = calloc((size_t)n, sizeof *etags);
+    if (!etags) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload_complete");
+    int rc = 0;
+    cJSON_ArrayForEach(p, arr) {
+        int64_t number;
+        const char *etag;
+        if ((rc = integer(p, "number", -1, 1, &number, err)) || (rc = text(p, "etag", 1, &etag, err))) break;
+        if (number != i + 1) {
+            rc = errSetStatus(err, "invalid_argument", "parts: numbered 1 to %d in order; part %d is not", n,
+                              i + 1);
+            break;
+        }
+        etags[i++] = (char *)etag;
+    }
+    if (!rc && stageVendComplete(ctx->stage, &u, size, n, etags, err)) rc = vendFailed(err);
+    free(etags);
+    if (rc) return rc;
+    *answer = cJSON_CreateObject();
+    if (*answer && !cJSON_AddStringToObject(*answer, "location", u.location)) {
+        cJSON_Delete(*answer);
+        *answer = NULL;
+    }
+    return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
+}
+
+static int uploadAbort(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
+    stageUpload u;
+    if (upload(ctx, req, &u, err)) return err->code;
+    if (stageVendAbort(ctx->stage, &u, err)) return vendFailed(err);
+    *answer = cJSON_CreateObject();
+    return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
+}
+
+/* The vended-access actions; 1 in *handled when action is one. */
+static int vend(const actionContext *ctx, const char *action, const cJSON *req, cJSON **answer,
+                int *handled, lakeError *err) {
+    static const struct {
+        const char *name;
+        int (*run)(const actionContext *, const cJSON *, cJSON **, lakeError *);
+    } vends[] = {{"presign_get", presignGet},         {"upload_begin", uploadBegin},
+                 {"upload_parts", uploadParts},       {"upload_complete", uploadComplete},
+                 {"upload_abort", uploadAbort}};
+    *handled = 0;
+    for (size_t i = 0; i < sizeof vends / sizeof vends[0]; i++) {
+        if (strcmp(vends[i].name, action) != 0) continue;
+        *handled = 1;
+        if (!ctx->stage)
+            return errSetStatus(err, "failed_precondition", "the registry has no stage; no URLs are signed");
+        /* before the request is read: a local stage signs nothing */
+        if (strncmp(stageUrl(ctx->stage), "s3://", 5) != 0)
+            return errSetStatus(err, "failed_precondition", "presigned URLs need an S3 stage; this server's is not");
+        return vends[i].run(ctx, req, answer, err);
     }
     return 0;
 }
@@ -139,6 +396,9 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
             return rc;
         return registryResolve(ctx->reg, ns, name, a, answer, err);
     }
+    /* no registry change: the stage's keys sign, the registry is not read */
+    int handled;
+    if ((rc = vend(ctx, action, req, answer, &handled, err)) || handled) return rc;
     /* an authority without a marker answers no snapshot; it takes no
      * change either (the local development path excepted) */
     if (!ctx->allow_unmarked && strcmp(action, "resolve") && strcmp(action, "whoami") &&

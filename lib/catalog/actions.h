@@ -27,6 +27,8 @@ typedef struct actionContext {
     const char *role;        /* admin, query-service, metadata-peer, user */
     int allow_unmarked;      /* local development path only */
     snapshotBounds bounds;   /* the authority's snapshot caps */
+    int64_t presign_default; /* seconds a vended URL lasts when none is asked (0: STAGE_PRESIGN_DEFAULT) */
+    int64_t presign_max;     /* seconds a vended URL may last at most (0: STAGE_PRESIGN_MAX) */
     void (*after_append)(void); /* test-only fault hook, NULL normally */
 } actionContext;
 

@@ -173,9 +173,11 @@ handshake() {
   assert_equal "$ports2" "$ports1"
   # and the server saw exactly five connections' worth of requests: one
   # line each, the revoked token's round-2 lines unauthenticated
-  metasrv_log_wait $((2 * 5 * 9))
-  assert_equal "$(metasrv_log_lines | grep -c ' principal=ops ')" 9
-  assert_equal "$(metasrv_log_lines | grep -c ' principal=- .* status=401 ')" 9
+  # (a connection's requests: GET /v1/actions and one POST per action)
+  local per=$((1 + $(wc -w <<<"$METASRV_ACTIONS")))
+  metasrv_log_wait $((2 * 5 * per))
+  assert_equal "$(metasrv_log_lines | grep -c ' principal=ops ')" $per
+  assert_equal "$(metasrv_log_lines | grep -c ' principal=- .* status=401 ')" $per
   run lake-metasrv token list --db "$SRV/registry.db" --json
   assert_equal "$(jq -r '.[] | select(.name == "ops") | .revoked_at != null' <<<"$output")" true
 }

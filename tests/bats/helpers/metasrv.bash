@@ -165,7 +165,9 @@ metasrv_count() {
 #   metasrv_segment LOCATION           one append segment (JSON) at LOCATION
 #   metasrv_directory                  the catalog as the server has it, one line
 #   metasrv_allowed ACTION ROLE        the role table: may ROLE run ACTION?
-#                                      ($METASRV_ACTIONS: every action)
+#                                      ($METASRV_ACTIONS: every action;
+#                                      $METASRV_VEND_ACTIONS: those of vended
+#                                      access, which need an S3 stage)
 
 metasrv_req() {
   local tok=$1 method=$2 path=$3 body=${4-} dir=${METASRV_DIR:-$T/srv} secret=
@@ -279,7 +281,9 @@ metasrv_tables() {
 # DESIGN §5's role table, written out here, not read from the program:
 # metasrv_allowed ACTION ROLE succeeds when ROLE may run ACTION.
 # shellcheck disable=SC2034 # for the suites
-METASRV_ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami references"
+METASRV_VEND_ACTIONS="presign_get upload_begin upload_parts upload_complete upload_abort"
+# shellcheck disable=SC2034 # for the suites
+METASRV_ACTIONS="catalog_snapshot resolve append create_namespace create_table drop_table whoami references $METASRV_VEND_ACTIONS"
 metasrv_allowed() {
   case "$1:$2" in
     catalog_snapshot:admin | catalog_snapshot:query-service | catalog_snapshot:metadata-peer) return 0 ;;
@@ -288,6 +292,8 @@ metasrv_allowed() {
     create_namespace:admin | create_table:admin | drop_table:admin) return 0 ;;
     whoami:*) return 0 ;;
     references:admin) return 0 ;;
+    presign_get:admin | presign_get:query-service | presign_get:user) return 0 ;;
+    upload_*:admin | upload_*:query-service | upload_*:user) return 0 ;;
   esac
   return 1
 }
