@@ -450,7 +450,7 @@ static int lakeOpen(run *r, lakeError *err) {
     if (!rc) rc = stageOpen(stageUrl, &r->stage, e);
     if (!rc) rc = segcacheMaxFromEnv(&segMax, e);
     if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &r->segs, e);
-    if (!rc && r->db) rc = fileFunctionsRegister(r->db, r->stage, e);
+    if (!rc && r->db) rc = fileFunctionsRegister(r->db, r->stage, &r->q.err, e);
     free(stageUrl);
     if (!rc) {
         r->q.cache = r->cache;
