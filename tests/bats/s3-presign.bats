@@ -7,10 +7,13 @@
 # holding no key, fetches the exact bytes with; a changed, foreign or
 # expired URL is refused by the server; no byte of the object is read to
 # make one; bad durations, locations outside the stage and a local stage
-# are refused with one line and the documented status.
+# are refused with one line and the documented status.  Remote mode with
+# the client's own keys signs the same way, in the stage lake-metasrv
+# advertises.
 
 load helpers/common
 load helpers/rgw
+load helpers/metasrv
 
 setup_file() {
   rgw_cluster_start
@@ -28,6 +31,7 @@ setup() {
 }
 
 teardown() {
+  metasrv_stop 2>/dev/null || true
   s3_stop
   common_teardown
 }
@@ -222,4 +226,27 @@ key_of() {
   run_to "$T/out/x" lake-query -c "SELECT fl_get_presigned_url(x'00', 60)"
   assert_traced_error lake-query 65 "fl_get_presigned_url: not a FILE value or a location: not text"
   assert_equal "$(wc -c <"$T/out/x")" 0
+}
+
+@test "presign: remote mode with the client's own keys: lake-get --presign and fl_get_presigned_url sign in the advertised stage" {
+  STAGE_URL=s3://$S3_BUCKET/stage
+  (unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY; metasrv_init "$T/srv" "$STAGE_URL")
+  metasrv_start "$T/srv"
+  metasrv_use "$T/srv"
+  unset LAKE_STAGE
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'f FILE'
+  head -c 4000 /dev/urandom >"$T/in/a"
+  run_to "$T/in/a.json" lake-put --table docs.scans "$T/in/a"
+  assert_equal "exit $status" "exit 0"
+  [[ $(json_field location "$(cat "$T/in/a.json")") == "$STAGE_URL/files/"* ]] || fail "$(cat "$T/in/a.json")"
+  run_to "$T/out/url" lake-get --presign 5m "$(cat "$T/in/a.json")"
+  assert_equal "exit $status" "exit 0"
+  plain_curl -fsS -o "$T/out/a" "$(cat "$T/out/url")"
+  cmp "$T/in/a" "$T/out/a"
+  run_to "$T/out/url" lake-query -f tsv -c "SELECT fl_get_presigned_url(f, 300) FROM docs.scans"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(count_requests GET 'files/')" 0
+  plain_curl -fsS -o "$T/out/b" "$(cat "$T/out/url")"
+  cmp "$T/in/a" "$T/out/b"
 }
