@@ -77,6 +77,10 @@ key_of() {
   assert_equal "$(count_requests HEAD "$key")" 0
   plain_curl -fsS -o "$T/out/a.bin" "$url"
   cmp "$T/in/a.bin" "$T/out/a.bin"
+  # a location in the stage with no object: a URL all the same, which S3 answers 404
+  run_to "$T/out/url" lake-get --presign 1m "s3://$S3_BUCKET/stage/files/2026/12/NOSUCHOBJECT"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(status_of "$(cat "$T/out/url")")" 404
 }
 
 @test "presign: REFs as arguments or on stdin give one URL a line, in their order; a bare location too" {
