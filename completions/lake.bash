@@ -25,9 +25,9 @@ _lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --part-siz
     --jobs --table --column --set --archive --stage --progress --no-progress -h --help --version'
 _lake_args_lake_put='--name --content-type --size --sha256 --part-size --jobs --table --column --set --stage'
 
-_lake_opts_lake_get='-q --quiet -o --output --archive --no-verify --stage
+_lake_opts_lake_get='-q --quiet -o --output --archive --presign --no-verify --stage
     --progress --no-progress -h --help --version'
-_lake_args_lake_get='-o --output --stage'
+_lake_args_lake_get='-o --output --presign --stage'
 
 _lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
     --strict -h --help --version'

@@ -1,7 +1,7 @@
 /*
  * lake-get - stream FILE values back out of the managed stage, verified.
  *
- *   lake-get [-q] [-o DIR | --archive] [--no-verify] [--stage URL] [REF...]
+ *   lake-get [-q] [-o DIR | --archive | --presign DURATION] [--no-verify] [--stage URL] [REF...]
  *
  * A REF is a location, a FILE value, or a JSON row with exactly one FILE
  * value; without REF arguments they are read one per line from stdin.
@@ -9,7 +9,9 @@
  * Containment is checked before any I/O on a location.  The first failure
  * stops the run (a concatenated stdout stream with a hole in it would be
  * worse than none).  --archive writes one pax tar stream instead
- * (archive.c), which a failure leaves visibly truncated.
+ * (archive.c), which a failure leaves visibly truncated.  --presign
+ * prints a URL per REF that anyone may GET the object with until it
+ * expires (stagePresignGet), and reads no object byte.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,7 @@
 #include "catalog/vend.h"
 #include "core/cli.h"
 #include "core/config.h"
+#include "core/duration.h"
 #include "core/fsutil.h"
 #include "core/interrupt.h"
 #include "core/log.h"
@@ -37,13 +40,15 @@
 #define REF_LINE_MAX (1024 * 1024)
 
 enum { OPT_OUT = 'o', OPT_NO_VERIFY = 0x100, OPT_STAGE, OPT_PROGRESS, OPT_NO_PROGRESS,
-       OPT_ARCHIVE };
+       OPT_ARCHIVE, OPT_PRESIGN };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
     {OPT_OUT, 'o', "output", "DIR",
      "write each object to a file in DIR, named by the FILE value (-: stdout, even a terminal)"},
     {OPT_ARCHIVE, 0, "archive", NULL, "write one pax tar stream of the objects to stdout"},
+    {OPT_PRESIGN, 0, "presign", "DURATION",
+     "print a URL per REF that anyone may GET for DURATION (1s to 7d), read no object"},
     {OPT_NO_VERIFY, 0, "no-verify", NULL, "do not check sizes and SHA-256 digests"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
@@ -52,7 +57,7 @@ static const cliOption options[] = {
 };
 
 static const cliSpec spec = {
-    "[-q] [-o DIR | --archive] [--no-verify] [--stage URL] [REF...]",
+    "[-q] [-o DIR | --archive | --presign DURATION] [--no-verify] [--stage URL] [REF...]",
     "Stream objects out of the lake's managed stage, verifying SHA-256; REFs are "
     "locations, FILE values or JSON rows, as arguments or one per line on stdin.",
     options,
@@ -64,6 +69,7 @@ typedef struct getRun {
     stage *st;
     const char *outdir;
     tarOut *tar;      /* --archive: the stream, else NULL */
+    int64_t presign;  /* --presign: the URLs' lifetime in seconds, else 0 */
     int verify;
     progressMode progress;
     int tty;          /* stdout is a terminal and not forced (-o -): no binary */
@@ -125,8 +131,21 @@ static int ttyRefuse(const fileValue *fv, const char *what, lakeError *err) {
                   "or -o - to write it anyway", fv->location, what);
 }
 
+/* --presign: one line, the URL of fv's object.  No request for the
+ * object itself; containment is stagePresignGet's first check. */
+static int presignOne(getRun *run, const fileValue *fv, lakeError *err) {
+    char *url = NULL;
+    int fd = STDOUT_FILENO;
+    int rc = stagePresignGet(run->st, fv->location, run->presign, &url, err);
+    if (!rc && (fdWrite(&fd, url, strlen(url)) < 0 || fdWrite(&fd, "\n", 1) < 0))
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
+    free(url);
+    return rc;
+}
+
 static int getOne(getRun *run, const fileValue *fv, lakeError *err) {
     int rc;
+    if (run->presign) return presignOne(run, fv, err);
     if ((rc = stageContains(run->st, fv->location, err))) return rc;
     if (!run->tar && !run->outdir && run->tty && fv->content_type && !textType(fv->content_type))
         return ttyRefuse(fv, fv->content_type, err);
@@ -223,6 +242,11 @@ int main(int argc, char **argv) {
         case 'q': logSetQuiet(1); run.progress = PROGRESS_OFF; break;
         case OPT_OUT: run.outdir = arg; break;
         case OPT_ARCHIVE: archive = 1; break;
+        case OPT_PRESIGN:
+            if (durationParse(arg, STAGE_PRESIGN_MAX, &run.presign) || run.presign < 1)
+                cliUsageError(&spec, "--presign: '%s' is not a duration of 1s to 7d (45s, 30m, 12h, 7d)",
+                              arg);
+            break;
         case OPT_NO_VERIFY: run.verify = 0; break;
         case OPT_STAGE: stageUrlOpt = arg; break;
         case OPT_PROGRESS: if (!logQuiet()) run.progress = PROGRESS_ON; break;
@@ -239,6 +263,8 @@ int main(int argc, char **argv) {
     struct stat sb;
     int rc = 0;
     if (archive && run.outdir) cliUsageError(&spec, "-o and --archive cannot be used together");
+    if (run.presign && (archive || run.outdir))
+        cliUsageError(&spec, "--presign cannot be used with %s", archive ? "--archive" : "-o");
     if (run.outdir && strcmp(run.outdir, "-") == 0) run.outdir = NULL; /* stdout, forced */
     else run.tty = isatty(STDOUT_FILENO);
     if (archive && isatty(STDOUT_FILENO))

@@ -449,7 +449,7 @@ static int lakeOpen(run *r, lakeError *err) {
     if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, &r->stage, e);
     if (!rc) rc = segcacheMaxFromEnv(&segMax, e);
     if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &r->segs, e);
-    if (!rc && r->db) rc = fileFunctionsRegister(r->db, r->stage, e);
+    if (!rc && r->db) rc = fileFunctionsRegister(r->db, r->stage, &r->q.err, e);
     if (!rc) {
         r->q.cache = r->cache;
         r->q.stage = r->stage;

@@ -3,6 +3,8 @@
  *
  * Each call parses its argument's JSON text afresh with cJSON: a FILE value
  * is a few hundred bytes, and parsing keeps the functions free of state.
+ * fl_get_presigned_url is the one that may do I/O (a vendor's request, or
+ * a check of the stage's keys): it is neither deterministic nor innocuous.
  */
 #include "query/filefn.h"
 
@@ -139,7 +141,59 @@ static void toFile(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
 }
 
-int fileFunctionsRegister(sqlite3 *db, const stage *st, lakeError *err) {
+/* What fl_get_presigned_url needs: the stage, and where a failure that is
+ * not about its arguments goes (see filefn.h). */
+typedef struct presignCtx {
+    stage *st;
+    lakeError *failure;
+} presignCtx;
+
+#define PRESIGN_FN "fl_get_presigned_url"
+
+/* fl_get_presigned_url(file, seconds): a FILE value or a location (a REF
+ * as lake-get reads it) and a lifetime; NULL in, NULL out. */
+static void flPresignedUrl(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    const presignCtx *pc = sqlite3_user_data(ctx);
+    lakeError err = {0};
+    fileValue fv = {0};
+    char *url = NULL;
+    (void)argc;
+    int type = sqlite3_value_type(argv[0]);
+    if (type == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    const char *text = type == SQLITE_TEXT ? (const char *)sqlite3_value_text(argv[0]) : NULL;
+    sqlite3_int64 secs = sqlite3_value_int64(argv[1]);
+    if (!text) {
+        errSet(&err, LAKE_EDATA, "not a FILE value or a location: not text");
+    } else if (strlen(text) != (size_t)sqlite3_value_bytes(argv[0])) {
+        errSet(&err, LAKE_EDATA, "not a FILE value or a location: a NUL byte in it");
+    } else if (sqlite3_value_type(argv[1]) != SQLITE_INTEGER || secs < 1 || secs > STAGE_PRESIGN_MAX) {
+        errSet(&err, LAKE_EDATA, "seconds must be an integer from 1 to %d", STAGE_PRESIGN_MAX);
+    } else if (!refParse(text, &fv, &err) && fv.location) {
+        stagePresignGet(pc->st, fv.location, secs, &url, &err);
+    }
+    if (url) {
+        sqlite3_result_text(ctx, url, -1, free);
+    } else if (!err.code) {
+        sqlite3_result_null(ctx); /* the text null, or a row whose FILE is null */
+    } else {
+        /* a refusal of the arguments is SQL's bad input (65); any other
+         * failure (a local stage, the vendor unreachable or refusing, no
+         * memory) keeps its own code through the failure sink */
+        char msg[640];
+        snprintf(msg, sizeof msg, "%s: %s", PRESIGN_FN, err.msg);
+        if (pc->failure && err.code != LAKE_EDATA && err.code != LAKE_EUSAGE) {
+            *pc->failure = err;
+            errPrefix(pc->failure, "%s", PRESIGN_FN);
+        }
+        sqlite3_result_error(ctx, msg, -1);
+    }
+    fileValueFree(&fv);
+}
+
+int fileFunctionsRegister(sqlite3 *db, stage *st, lakeError *failure, lakeError *err) {
     static const struct {
         const char *name;
         void (*fn)(sqlite3_context *, int, sqlite3_value **);
@@ -162,6 +216,17 @@ int fileFunctionsRegister(sqlite3 *db, const stage *st, lakeError *err) {
             snprintf(err->cause, sizeof err->cause, "sqlite %d", rc);
             return err->code;
         }
+    }
+    /* the same stage, mutable (a vendor's requests), and the sink */
+    presignCtx *pc = malloc(sizeof *pc);
+    if (!pc) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "register %s", PRESIGN_FN);
+    *pc = (presignCtx){st, failure};
+    int rc = sqlite3_create_function_v2(db, PRESIGN_FN, 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, pc,
+                                        flPresignedUrl, NULL, NULL, free);
+    if (rc != SQLITE_OK) { /* SQLite has called free(pc) */
+        errSet(err, LAKE_EFAIL, "register %s: %s", PRESIGN_FN, sqlite3_errmsg(db));
+        snprintf(err->cause, sizeof err->cause, "sqlite %d", rc);
+        return err->code;
     }
     return 0;
 }

@@ -3,7 +3,7 @@
  * to_file, registered on a SQLite connection, and the check a FILE column
  * applies to what is inserted into it.
  *
- * SQL surface (every function takes one argument):
+ * SQL surface (every function but fl_get_presigned_url takes one argument):
  *   fl_get_size(f)           INTEGER  bytes
  *   fl_get_content_type(f)   TEXT     NULL when the value has none
  *   fl_get_etag(f)           TEXT     the SHA-256, 64 lowercase hex digits
@@ -12,6 +12,9 @@
  *   fl_get_stage(f)          TEXT     the stage URL
  *   fl_get_file_name(f)      TEXT     the value's name, NULL when absent
  *   to_file(json)            TEXT     the canonical FILE JSON text
+ *   fl_get_presigned_url(f, seconds)
+ *                            TEXT     a URL anyone may GET the object with
+ *                                     for seconds (1..STAGE_PRESIGN_MAX)
  *
  * Promises:
  *  - NULL in, NULL out: every function returns NULL for a NULL argument
@@ -24,9 +27,20 @@
  *    location is outside the managed stage ("... outside the managed
  *    stage"); the other accessors only read the value's own fields, so they
  *    work on any well-formed FILE value.
- *  - No function does I/O: they read the JSON text only (containment is
- *    stageContains, which is lexical).  All are SQLITE_DETERMINISTIC and
- *    SQLITE_INNOCUOUS.
+ *  - No function but fl_get_presigned_url does I/O: they read the JSON
+ *    text only (containment is stageContains, which is lexical).  All of
+ *    them are SQLITE_DETERMINISTIC and SQLITE_INNOCUOUS.
+ *  - fl_get_presigned_url takes what lake-get takes as a REF (a FILE value,
+ *    a location, a row with one FILE value) and an INTEGER of seconds, and
+ *    returns stagePresignGet's URL; it never reads the object.  NULL in
+ *    either argument, or a null FILE, gives NULL.  It is neither
+ *    deterministic (a URL carries its signing time) nor innocuous (it may
+ *    ask a vendor, lake-metasrv): SQLITE_DIRECTONLY, so no view, trigger or
+ *    schema can call it.  Arguments it refuses (not text, malformed, outside
+ *    the stage, seconds not an integer 1..STAGE_PRESIGN_MAX) are SQL errors
+ *    as above; any other failure (a local stage: 78; the vendor
+ *    unreachable, busy or refusing; no memory) is an SQL error too, with
+ *    the lake error copied to the failure sink given at registration.
  */
 #ifndef LAKE_QUERY_FILEFN_H
 #define LAKE_QUERY_FILEFN_H
@@ -38,9 +52,12 @@
 
 /* Register the functions above on db for the managed stage st.  st is
  * borrowed: it must outlive db (or at least every statement that calls the
- * functions).  Fails with 1 (SQLite's message in err) if SQLite refuses a
- * registration. */
-int fileFunctionsRegister(sqlite3 *db, const stage *st, lakeError *err);
+ * functions).  failure (may be NULL; borrowed likewise) receives, prefixed
+ * "fl_get_presigned_url: ", the lake error behind an SQL error that
+ * fl_get_presigned_url raises for a reason other than its arguments, so
+ * that the caller can exit with that error's code.  Fails with 1
+ * (SQLite's message in err) if SQLite refuses a registration. */
+int fileFunctionsRegister(sqlite3 *db, stage *st, lakeError *failure, lakeError *err);
 
 /* The check of a FILE column's INSERT path: text (n bytes, a NUL among them
  * refused as malformed JSON) must be a valid FILE value

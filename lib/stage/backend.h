@@ -44,7 +44,10 @@ typedef struct stageOps {
 /* Vended access, as stage.h's stageVend* and stageSetVendor (the
  * arguments already checked: locations contained, expires in range). */
 typedef struct stageVendOps {
-    int (*get)(const stage *s, const char *location, int64_t expires, char **url, lakeError *err);
+    /* probe: check first that the object store takes the keys (a
+     * holder's answer to someone else; signing for oneself needs no
+     * request) */
+    int (*get)(const stage *s, const char *location, int64_t expires, int probe, char **url, lakeError *err);
     int (*put)(const stage *s, const stagePutReq *req, int64_t expires, char **location, char **url,
                lakeError *err);
     int (*begin)(const stage *s, const stagePutReq *req, stageUpload *out, lakeError *err);

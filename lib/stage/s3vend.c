@@ -8,7 +8,7 @@
  * sends a request uses a curl handle of its own, so that the threads of a
  * server may call at once.
  *
- * The holder's keys are checked before it signs anything (a URL signed
+ * The holder's keys are checked before it signs for someone else (a URL signed
  * with a wrong secret would only fail later, at S3, with a message about
  * the client's request): one cheap listing of the prefix, and its success
  * is remembered for KEYS_OK_MS.  A failure of the holder's own requests is
@@ -133,9 +133,10 @@ static int checkTicket(const s3Stage *ss, const stageUpload *u, char **key, lake
     return 0;
 }
 
-static int vendGet(const stage *s, const char *location, int64_t expires, char **url, lakeError *err) {
+static int vendGet(const stage *s, const char *location, int64_t expires, int probe, char **url,
+                   lakeError *err) {
     const s3Stage *ss = (const s3Stage *)s;
-    if (keysAccepted(s, err)) return err->code;
+    if (probe ? keysAccepted(s, err) : s3Usable(ss, err)) return err->code;
     char *key = keyOf(ss, location);
     *url = key ? s3Presign(&ss->client, "GET", key, NULL, NULL, 0, expires, time(NULL)) : NULL;
     free(key);

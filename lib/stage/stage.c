@@ -312,7 +312,7 @@ int stageVendGet(const stage *s, const char *location, int64_t expires, char **u
     *url = NULL;
     const stageVendOps *v = vendOps(s, err);
     if (!v || checkExpires(&expires, err) || stageContains(s, location, err)) return err->code;
-    return v->get(s, location, expires, url, err);
+    return v->get(s, location, expires, 1, url, err);
 }
 
 int stageVendPut(const stage *s, const stagePutReq *req, int64_t expires, char **location, char **url,
@@ -367,5 +367,5 @@ int stagePresignGet(stage *s, const char *location, int64_t expires, char **url,
     if (stageContains(s, location, err)) return err->code;
     const stageVendor *vendor = v->vendor(s);
     if (vendor) return vendor->get(vendor->ctx, location, expires, url, err);
-    return v->get(s, location, expires, url, err);
+    return v->get(s, location, expires, 0, url, err);
 }

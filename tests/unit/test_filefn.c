@@ -56,7 +56,7 @@ int main(void) {
 
     sqlite3 *db;
     sqlite3_open(":memory:", &db);
-    ok(fileFunctionsRegister(db, st, &err) == 0, "register the FILE functions");
+    ok(fileFunctionsRegister(db, st, NULL, &err) == 0, "register the FILE functions");
 
     char out[1024], em[512], want[1024];
     ok(one(db, "SELECT fl_get_size(?)", json, out, sizeof out, em, sizeof em) == SQLITE_ROW &&
@@ -216,6 +216,36 @@ int main(void) {
                     "CREATE INDEX t_size ON t(fl_get_size(f));",
                     NULL, NULL, NULL) == SQLITE_OK,
        "deterministic: allowed in CHECK and an index on an expression (%s)", sqlite3_errmsg(db));
+
+    /* fl_get_presigned_url: NULL in, NULL out; its arguments refused as
+     * SQL errors; a local stage an SQL error whose code (78) reaches the
+     * sink; never in a schema (SQLITE_DIRECTONLY) */
+    lakeError sink = {0};
+    sqlite3 *db2;
+    sqlite3_open(":memory:", &db2);
+    ok(fileFunctionsRegister(db2, st, &sink, &err) == 0, "register with a failure sink");
+    ok(one(db2, "SELECT quote(fl_get_presigned_url(NULL, 60))", NULL, out, sizeof out, em, sizeof em) ==
+               SQLITE_ROW && strcmp(out, "NULL") == 0,
+       "fl_get_presigned_url(NULL, 60) is NULL (%s)", out);
+    ok(one(db2, "SELECT fl_get_presigned_url(?, 0)", json, out, sizeof out, em, sizeof em) == SQLITE_ERROR &&
+           strcmp(em, "fl_get_presigned_url: seconds must be an integer from 1 to 604800") == 0 && !sink.code,
+       "seconds 0 is an SQL error, not for the sink (%s)", em);
+    ok(one(db2, "SELECT fl_get_presigned_url(?, '60')", json, out, sizeof out, em, sizeof em) == SQLITE_ERROR &&
+           strstr(em, "seconds must be an integer") && !sink.code,
+       "seconds as text is an SQL error (%s)", em);
+    ok(one(db2, "SELECT fl_get_presigned_url('{', 60)", NULL, out, sizeof out, em, sizeof em) == SQLITE_ERROR &&
+           strstr(em, "fl_get_presigned_url: ") && !sink.code,
+       "malformed JSON is an SQL error (%s)", em);
+    ok(one(db2, "SELECT fl_get_presigned_url(?, 60)", json, out, sizeof out, em, sizeof em) == SQLITE_ERROR &&
+           strstr(em, "presigned URLs need an S3 stage") && sink.code == LAKE_ECONFIG &&
+           strncmp(sink.msg, "fl_get_presigned_url: ", 22) == 0,
+       "a local stage: an SQL error, 78 in the sink (%s / %s)", em, sink.msg);
+    ok(sqlite3_exec(db2, "CREATE VIEW v AS SELECT fl_get_presigned_url('x', 60) AS u", NULL, NULL, NULL) ==
+               SQLITE_OK &&
+           one(db2, "SELECT u FROM v", NULL, out, sizeof out, em, sizeof em) == SQLITE_ERROR &&
+           strstr(em, "unsafe use of"),
+       "not callable from a view (%s)", em);
+    sqlite3_close(db2);
 
     sqlite3_close(db);
     free(json);
