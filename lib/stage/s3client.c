@@ -164,15 +164,20 @@ int s3ClientInitVended(s3Client *c, const char *bucket, lakeError *err) {
     return 0;
 }
 
-int s3XferInitUrl(s3Xfer *x, const s3Client *c, CURL *h, const char *method, const char *url,
-                  const char *what, lakeError *err) {
+/* The start of every request: x cleared, h reset. */
+static void xferReset(s3Xfer *x, const s3Client *c, CURL *h, const char *method) {
     memset(x, 0, sizeof *x);
     x->h = h;
     x->c = c;
     x->method = method;
     x->length = -1;
-    x->presigned = 1;
     curl_easy_reset(h);
+}
+
+int s3XferInitUrl(s3Xfer *x, const s3Client *c, CURL *h, const char *method, const char *url,
+                  const char *what, lakeError *err) {
+    xferReset(x, c, h, method);
+    x->presigned = 1;
     x->url = strdup(url);
     x->what = strdup(what);
     if (!x->url || !x->what) {
@@ -274,12 +279,7 @@ static int onProgress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 
 int s3XferInit(s3Xfer *x, const s3Client *c, CURL *h, const char *method, const char *key,
                const char *query, lakeError *err) {
-    memset(x, 0, sizeof *x);
-    x->h = h;
-    x->c = c;
-    x->method = method;
-    x->length = -1;
-    curl_easy_reset(h);
+    xferReset(x, c, h, method);
     char *enc = stagePercentEncode(key), *loc = s3Location(c->bucket, key);
     int ok = enc && loc;
     if (ok && asprintf(&x->url, "%s/%s%s%s", c->base, enc, query ? "?" : "", query ? query : "") < 0) {
