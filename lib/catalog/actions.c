@@ -276,9 +276,9 @@ static int uploadParts(const actionContext *ctx, const cJSON *req, cJSON **answe
         if (integer(p, "number", -1, 1, &number, err) || integer(p, "size", -1, 1, &parts[i].size, err) ||
             text(p, "md5", 1, &md5, err))
             return err->code;
-        if (number < 1 || number > 10000 || parts[i].size < 1 || strlen(md5) != STAGE_MD5_B64_LEN)
+        if (number > STAGE_PARTS_MAX || strlen(md5) != STAGE_MD5_B64_LEN) /* before the copies below */
             return errSetStatus(err, "invalid_argument",
-                                "parts: each has a number 1 to 10000, a size and a base64 md5");
+                                "parts: each has a number 1 to %d, a size and a base64 md5", STAGE_PARTS_MAX);
         parts[i].number = (int)number;
         memcpy(parts[i].md5, md5, STAGE_MD5_B64_LEN + 1);
         i++;
@@ -307,7 +307,7 @@ static int uploadComplete(const actionContext *ctx, const cJSON *req, cJSON **an
     const cJSON *arr, *p;
     int n, i = 0;
     if (upload(ctx, req, &u, err) || integer(req, "size", -1, 0, &size, err) ||
-        partsArray(req, 10000, "number etag", &arr, &n, err))
+        partsArray(req, STAGE_PARTS_MAX, "number etag", &arr, &n, err))
         return err->code;
     char **etags = calloc((size_t)n, sizeof *etags);
     if (!etags) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload_complete");
@@ -358,7 +358,7 @@ static int vend(const actionContext *ctx, const char *action, const cJSON *req, 
         if (!ctx->stage)
             return errSetStatus(err, "failed_precondition", "the registry has no stage; no URLs are signed");
         /* before the request is read: a local stage signs nothing */
-        if (strncmp(stageUrl(ctx->stage), "s3://", 5) != 0)
+        if (!stageCanPresign(ctx->stage))
             return errSetStatus(err, "failed_precondition", "presigned URLs need an S3 stage; this server's is not");
         return vends[i].run(ctx, req, answer, err);
     }

@@ -3,8 +3,8 @@
  *
  * Each call parses its argument's JSON text afresh with cJSON: a FILE value
  * is a few hundred bytes, and parsing keeps the functions free of state.
- * fl_get_presigned_url is the one that may do I/O (a vendor's request, or
- * a check of the stage's keys): it is neither deterministic nor innocuous.
+ * fl_get_presigned_url is the one that may do I/O (a keyless client asks
+ * lake-metasrv): it is neither deterministic nor innocuous.
  */
 #include "query/filefn.h"
 

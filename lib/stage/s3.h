@@ -33,7 +33,7 @@
 #include "core/sha256.h"
 #include "stage/backend.h"
 
-#define S3_MAX_PARTS 10000
+#define S3_MAX_PARTS STAGE_PARTS_MAX
 /* S3's largest object: 5 TiB. */
 #define S3_OBJECT_MAX (5LL * 1024 * 1024 * 1024 * 1024)
 /* The most of a response body kept in memory (error documents, XML

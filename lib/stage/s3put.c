@@ -304,7 +304,8 @@ static int fetchUrls(s3Upload *u, part **start, int n) {
         if (p->url && p->url_until - URL_MARGIN_S > now) continue;
         if (!p->md5[0] && s3Md5Base64(p->buf, p->len, p->md5)) {
             lakeError e = {0};
-            failWith(u, (errSet(&e, LAKE_EFAIL, "%s: MD5 is not available", u->key), &e));
+            errSet(&e, LAKE_EFAIL, "%s: MD5 is not available", u->key);
+            failWith(u, &e);
             return 1;
         }
         req[k].number = p->number;
@@ -416,8 +417,12 @@ int s3UploadBegin(s3Upload *u, const char *content_type, const char *sha256_hex,
     if (u->vendor) {
         stagePutReq req = {u->key_dir, content_type, sha256_hex, -1, NULL};
         rc = u->vendor->begin(u->vendor->ctx, &req, &u->vu, err);
-        if (!rc && (!(u->upload_id = strdup(u->vu.upload_id)) || !(free(u->key), u->key = strdup(u->vu.location))))
-            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
+        if (!rc) { /* the holder's names: the key for messages is its location */
+            free(u->key);
+            u->key = strdup(u->vu.location);
+            u->upload_id = strdup(u->vu.upload_id);
+            if (!u->key || !u->upload_id) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
+        }
     } else {
         rc = s3CreateUpload(u->c, u->c->easy, u->key, content_type, sha256_hex, u->stop, &u->upload_id, err);
     }

@@ -301,12 +301,19 @@ static const stageVendOps *vendOps(const stage *s, lakeError *err) {
     return NULL;
 }
 
-static int checkExpires(int64_t *expires, lakeError *err) {
-    if (*expires == 0) *expires = STAGE_PRESIGN_DEFAULT;
-    if (*expires < 1 || *expires > STAGE_PRESIGN_MAX)
-        return errSet(err, LAKE_EUSAGE, "an expiry must be 1 s to 7 days, not %lld s", (long long)*expires);
+static int expiresInRange(int64_t expires, lakeError *err) {
+    if (expires < 1 || expires > STAGE_PRESIGN_MAX)
+        return errSet(err, LAKE_EUSAGE, "an expiry must be 1 s to 7 days, not %lld s", (long long)expires);
     return 0;
 }
+
+/* 0 asks for the default. */
+static int checkExpires(int64_t *expires, lakeError *err) {
+    if (*expires == 0) *expires = STAGE_PRESIGN_DEFAULT;
+    return expiresInRange(*expires, err);
+}
+
+int stageCanPresign(const stage *s) { return s->ops->vend != NULL; }
 
 int stageVendGet(const stage *s, const char *location, int64_t expires, char **url, lakeError *err) {
     *url = NULL;
@@ -361,9 +368,7 @@ int stageVended(const stage *s) {
 int stagePresignGet(stage *s, const char *location, int64_t expires, char **url, lakeError *err) {
     *url = NULL;
     const stageVendOps *v = vendOps(s, err);
-    if (!v) return err->code;
-    if (expires < 1 || expires > STAGE_PRESIGN_MAX)
-        return errSet(err, LAKE_EUSAGE, "an expiry must be 1 s to 7 days, not %lld s", (long long)expires);
+    if (!v || expiresInRange(expires, err)) return err->code;
     if (stageContains(s, location, err)) return err->code;
     const stageVendor *vendor = v->vendor(s);
     if (vendor) return vendor->get(vendor->ctx, location, expires, url, err);

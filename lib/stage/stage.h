@@ -229,6 +229,7 @@ int stageAbortUploads(stage *s, long long before, int dry_run, stageUploadFn fn,
 #define STAGE_PRESIGN_DEFAULT 900            /* seconds, when none is asked */
 #define STAGE_PRESIGN_MAX (7 * 24 * 3600)    /* SigV4's own limit */
 #define STAGE_PRESIGN_PARTS_MAX 100          /* part URLs per request */
+#define STAGE_PARTS_MAX 10000                /* parts of one upload (S3's limit) */
 #define STAGE_MD5_B64_LEN 24                 /* base64 of 16 bytes */
 #define STAGE_TICKET_LEN 64                  /* hex of a SHA-256 MAC */
 
@@ -240,7 +241,7 @@ typedef struct stageUpload {
 void stageUploadClear(stageUpload *u);
 
 typedef struct stagePartReq {
-    int number;                        /* 1..10000 */
+    int number;                        /* 1..STAGE_PARTS_MAX */
     int64_t size;                      /* STAGE_PART_MIN..STAGE_PART_MAX; the last may be less */
     char md5[STAGE_MD5_B64_LEN + 1];   /* base64 Content-MD5 of the part */
 } stagePartReq;
@@ -293,6 +294,8 @@ typedef struct stageVendor {
  * puts and gets go through v from now on and need no AWS keys.  78 for a
  * local stage. */
 int stageSetVendor(stage *s, const stageVendor *v, lakeError *err);
+/* 1 when s is of a kind that has URLs to sign (S3), keys or not. */
+int stageCanPresign(const stage *s);
 /* 1 when s has a vendor attached. */
 int stageVended(const stage *s);
 
