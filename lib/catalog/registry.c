@@ -516,8 +516,9 @@ int registryResolve(registry *r, const char *ns, const char *name, int64_t versi
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
     sqlStmt *st = prep(r, err,
                             "SELECT location, size, sha256, rows FROM segments "
-                            "WHERE table_id = ? AND version <= CAST(? AS BIGINT) ORDER BY version, seq",
-                            id, vbuf, NULL);
+                            "WHERE table_id = ? AND version <= CAST(? AS BIGINT)"
+                            " AND (removed_in IS NULL OR removed_in > CAST(? AS BIGINT)) ORDER BY version, seq",
+                            id, vbuf, vbuf, NULL);
     if (!st) { rc = err->code; goto out; }
     cJSON *a = cJSON_CreateObject(), *segs = cJSON_CreateArray();
     cJSON_AddStringToObject(a, "id", id);
@@ -699,7 +700,8 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     int n = 0;
     cJSON_ArrayForEach(g, segments) {
         snprintf(seq, sizeof seq, "%d", n++);
-        sqlStmt *st = prep(r, err, "INSERT INTO segments VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?)",
+        sqlStmt *st = prep(r, err, "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows) "
+                                     "VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?)",
                   id, vbuf, seq, cJSON_GetObjectItemCaseSensitive(g, "location")->valuestring, NULL);
         if (!st) { rc = err->code; goto fail; }
         sqlBindInt64(st, 5, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "size")->valuedouble);

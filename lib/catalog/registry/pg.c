@@ -74,6 +74,10 @@ static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
     "  CHECK (role IN ('admin', 'query-service', 'metadata-peer', 'user')),"
     "  token_sha256 TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL, revoked_at TEXT);"
     "INSERT INTO lake_meta VALUES ('format', 'lake-registry');",
+    /* 2 (issue 18): per-column statistics of a segment (JSON, see
+     * query/segment.h), and the version that compacted it away */
+    "ALTER TABLE segments ADD COLUMN stats TEXT;"
+    "ALTER TABLE segments ADD COLUMN removed_in BIGINT;",
 };
 
 static const sqlDialect dialect = {
