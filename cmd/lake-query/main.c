@@ -49,13 +49,14 @@
 #define TABLE_SAMPLE 1000
 
 enum { OPT_FORMAT = 'f', OPT_HEADER = 'H', OPT_SQL = 'c', OPT_IMPORT = 0x100, OPT_CSV, OPT_JSONL,
-       OPT_STRICT, OPT_PROGRESS, OPT_NO_PROGRESS };
+       OPT_STRICT, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_EXPLAIN };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
     {OPT_FORMAT, 'f', "format", "FMT", "output: tsv, csv, json, jsonl or table (default: table on a terminal, else tsv)"},
     {OPT_HEADER, 'H', "header", NULL, "print a header row (tsv, csv)"},
     {OPT_SQL, 'c', "command", "SQL", "run SQL instead of reading a script (repeatable: run in order)"},
+    {OPT_EXPLAIN, 0, "explain", NULL, "read nothing: list per table the segments each scan keeps and prunes, and why"},
     {OPT_IMPORT, 0, "import", "NS.T", "append the rows of CSV or JSON Lines on stdin to a table"},
     {OPT_CSV, 0, "csv", NULL, "with --import: the input is CSV with a header row"},
     {OPT_JSONL, 0, "jsonl", NULL, "with --import: the input is JSON Lines"},
@@ -66,7 +67,7 @@ static const cliOption options[] = {
 };
 
 static const cliSpec spec = {
-    "[-f tsv|csv|json|jsonl|table] [-H] [-c SQL]... [SQL-FILE | -]\n"
+    "[-f tsv|csv|json|jsonl|table] [-H] [--explain] [-c SQL]... [SQL-FILE | -]\n"
     "--import NS.T [--csv | --jsonl] [--strict] < DATA",
     "Run SQL over lake tables (namespace.table); INSERT and --import append new table versions.",
     options,
@@ -84,6 +85,7 @@ typedef struct run {
     const char *import;
     importFormat importFmt;
     int strict;
+    int explain;       /* --explain */
     int lakeRc;        /* lakeOpen: 0 not yet, -1 open, else its failure */
     lakeError lakeErr;
     int refreshed;     /* the one catalog refresh on an unknown table done */
@@ -612,7 +614,14 @@ static int compile(run *r, const char *sql, sqlite3_stmt **st, const char **next
         errClear(&r->q.err);
         int rc = callsFileFunction(sql) ? lakeOpen(r, err) : 0;
         if (!rc) rc = queryDeclare(r->db, &r->q, sql, err);
+        char *counted = NULL; /* SELECT count(*) FROM NS.T, from the registration */
+        if (!rc) rc = queryCountOnly(&r->q, sql, &counted, next, err);
         if (rc) return rc;
+        if (counted) {
+            int s = sqlite3_prepare_v2(r->db, counted, -1, st, NULL);
+            sqlite3_free(counted);
+            return s == SQLITE_OK ? 0 : sqlFailure(r, skipBlank(sql), 1, err);
+        }
         r->guard = 1;
         int s = sqlite3_prepare_v2(r->db, sql, -1, st, next);
         r->guard = 0;
@@ -640,21 +649,54 @@ static void locate(run *r, const script *sc, const char *tail, int compiling, la
     errPrefix(err, "%s:%ld", sc->name ? sc->name : sc->label, lineAt(sc->text, at));
 }
 
+/* --explain: run the statement with scans that read nothing, then print
+ * the statement and what each scan kept and pruned (lake-query(1),
+ * EXPLAIN).  Only statements that change nothing: 64 for others. */
+static int explain(run *r, sqlite3_stmt *st, const char *text, const char *end, lakeError *err) {
+    text = skipBlank(text);
+    size_t n = end ? (size_t)(end - text) : strlen(text);
+    while (n && (text[n - 1] == ';' || text[n - 1] == ' ' || text[n - 1] == '\n' || text[n - 1] == '\t')) n--;
+    if (!sqlite3_stmt_readonly(st)) {
+        sqlite3_free(sqlite3_str_finish(r->q.explain));
+        r->q.explain = NULL;
+        return errSet(err, LAKE_EUSAGE, "--explain shows what a query reads; run statements that write without it");
+    }
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {}
+    char *report = sqlite3_str_finish(r->q.explain);
+    r->q.explain = NULL;
+    if (s == SQLITE_DONE) {
+        printf("%.*s\n", (int)n, text);
+        fputs(report && *report ? report : "no lake table read\n", stdout);
+    }
+    sqlite3_free(report);
+    return s == SQLITE_DONE ? 0 : sqlFailure(r, text, 0, err);
+}
+
 static int runScript(run *r, const script *sc, lakeError *err) {
     for (const char *tail = sc->text; tail && *tail;) {
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
         if (interruptPending()) return errSet(err, LAKE_EFAIL, "interrupted");
+        if (r->explain) r->q.explain = sqlite3_str_new(NULL); /* the scans' report, see explain() */
         int rc = compile(r, tail, &st, &next, err);
+        if (rc || !st) {
+            sqlite3_free(sqlite3_str_finish(r->q.explain));
+            r->q.explain = NULL;
+        }
         if (rc) {
             locate(r, sc, tail, 1, err);
             return rc;
         }
         if (!st) break; /* only white space or comments left */
         errClear(&r->q.err);
-        rc = emit(r, st, &r->printedHeader);
+        rc = r->explain ? explain(r, st, tail, next, err) : emit(r, st, &r->printedHeader);
         sqlite3_finalize(st);
         queryUnpin(&r->q); /* the next statement resolves afresh */
+        if (r->explain && rc) { /* explain's own failure, a lake code */
+            locate(r, sc, tail, 0, err);
+            return rc;
+        }
         if (rc != SQLITE_OK) {
             rc = sqlFailure(r, skipBlank(tail), 0, err);
             locate(r, sc, tail, 0, err);
@@ -781,6 +823,7 @@ int main(int argc, char **argv) {
         case OPT_CSV: r.importFmt = IMPORT_CSV; break;
         case OPT_JSONL: r.importFmt = IMPORT_JSONL; break;
         case OPT_STRICT: r.strict = 1; break;
+        case OPT_EXPLAIN: r.explain = 1; break;
         }
     }
     int operands = argc - first;

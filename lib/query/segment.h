@@ -55,6 +55,8 @@ struct cJSON;
  * segments. */
 #define SEGMENT_MAX_BYTES (64LL * 1024 * 1024)
 #define SEGMENT_MAX_ROWS (1024LL * 1024)
+/* Text bounds in a segment's statistics are cut to this many bytes. */
+#define SEGMENT_STATS_TEXT_MAX 64
 /* The SQLite page cache of a segment being written (KiB). */
 #define SEGMENT_CACHE_KIB 8192
 

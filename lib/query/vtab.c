@@ -11,8 +11,13 @@
 
 #include "catalog/names.h"
 #include "core/jsonstrict.h"
+#include "core/log.h"
+#include "query/prune.h"
 #include "query/segment.h"
 
+/* Segments a cursor keeps open between scans (a table in the inner loop
+ * of a join is scanned once per outer row): each holds two descriptors. */
+#define KEEP_OPEN 32
 
 typedef struct queryTable {
     sqlite3_vtab base;
@@ -20,21 +25,33 @@ typedef struct queryTable {
     char *ns, *name, *id, *schema;
     segmentSchema *cols;    /* schema, parsed */
     cJSON *pinned;          /* the registration this statement reads */
+    const cJSON **segv;     /* its segment records, in order */
+    int nseg;
     segmentWriter *writer;  /* rows this statement inserts */
     struct queryTable *next;
 } queryTable;
 
-typedef struct queryCursor {
-    sqlite3_vtab_cursor base;
-    const char *sql;        /* the statement run on each segment (idxStr) */
-    int *map;               /* outer column -> inner result column, or -1 */
-    sqlite3_value **args;   /* its parameters, from xFilter */
-    int nargs;
-    int nseg;               /* segments in the pinned version */
-    int seg;                /* index of the open segment */
+/* A segment a cursor has open: its reader, the plan's statement on it,
+ * and its pin in the segment cache. */
+typedef struct openSegment {
     segmentReader *rd;
     sqlite3_stmt *st;
-    char sha[SHA256_HEX_LEN + 1]; /* the open segment, pinned in the cache */
+    char sha[SHA256_HEX_LEN + 1];
+} openSegment;
+
+typedef struct queryCursor {
+    sqlite3_vtab_cursor base;
+    const char *plan;       /* idxStr of the plan taken */
+    const char *sql;        /* the statement run on each segment (in plan) */
+    int *map;               /* outer column -> inner result column, or -1 */
+    sqlite3_value **args;   /* xFilter's arguments, bound as ?1, ?2, … */
+    int nargs;
+    pruneTerm *terms;       /* the plan's terms, with their values */
+    int nterms;
+    int *keep;              /* the segments kept, in order */
+    int nkeep, k;           /* how many; the position of the scan in keep */
+    openSegment *open;      /* [nslots]: segments open, by index */
+    int nslots, nopen, cur;        /* how many are open; the one being read, or -1 */
     sqlite3_int64 rowid;
     int eof;
 } queryCursor;
@@ -53,6 +70,14 @@ static int failf(queryTable *t, lakeCode code, const char *msg) {
     return fail(t, &e);
 }
 
+static void unpin(queryTable *t) {
+    cJSON_Delete(t->pinned);
+    t->pinned = NULL;
+    free(t->segv);
+    t->segv = NULL;
+    t->nseg = 0;
+}
+
 /* Resolve the table once per statement; keep that version. */
 static int pin(queryTable *t) {
     if (t->pinned) return SQLITE_OK;
@@ -60,15 +85,21 @@ static int pin(queryTable *t) {
     if (cacheResolve(t->ctx->cache, t->ns, t->name, -1, &t->pinned, err)) return fail(t, err);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(t->pinned, "id");
     if (!cJSON_IsString(id) || strcmp(id->valuestring, t->id) != 0) {
-        cJSON_Delete(t->pinned);
-        t->pinned = NULL;
+        unpin(t);
         return failf(t, LAKE_ETEMP, "the table was dropped and created again; run the statement again");
     }
+    const cJSON *segs = cJSON_GetObjectItemCaseSensitive(t->pinned, "segments"), *g;
+    int n = cJSON_GetArraySize(segs);
+    if (n > 0 && !(t->segv = malloc(sizeof *t->segv * (size_t)n))) {
+        unpin(t);
+        return SQLITE_NOMEM;
+    }
+    cJSON_ArrayForEach(g, segs) t->segv[t->nseg++] = g;
     return SQLITE_OK;
 }
 
 static void freeTable(queryTable *t) {
-    cJSON_Delete(t->pinned);
+    unpin(t);
     segmentSchemaFree(t->cols);
     segmentWriterFree(t->writer);
     free(t->ns);
@@ -136,53 +167,78 @@ static int xDisconnect(sqlite3_vtab *v) {
     return SQLITE_OK;
 }
 
-/* The plan of a scan, in idxStr: the outer columns read, in order, then a
- * newline, then the statement each segment runs, e.g.
- *   "0 2\nSELECT "k","s" FROM rows WHERE "x" > ?1"
- * The ?N are bound to xFilter's argv in order. */
+/* The plan of a scan, in idxStr, three lines:
+ *   the outer columns read, in order;
+ *   the terms, each OP COL:ARG (pruneOp's letter, the column, the
+ *   1-based xFilter argument holding its value, 0 for none);
+ *   the statement each segment runs, its ?N bound to xFilter's argv[N-1].
+ * e.g. "0 2\n>1:1 I0:2 N2:0\nSELECT "k","s" FROM rows WHERE "x" > ?1 AND "s" IS NULL".
+ * An IN list is used for pruning only (its size is known at xFilter).
+ * With pushdown off (LAKE_QUERY_NO_PUSHDOWN) every column is read and no
+ * term is taken. */
 static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
-    const segmentSchema *cols = ((queryTable *)v)->cols;
-    sqlite3_str *plan = sqlite3_str_new(NULL), *sel = sqlite3_str_new(NULL);
-    int nsel = 0, narg = 0;
+    const queryTable *t = (const queryTable *)v;
+    const segmentSchema *cols = t->cols;
+    int all = t->ctx->no_pushdown;
+    sqlite3_str *plan = sqlite3_str_new(NULL), *sel = sqlite3_str_new(NULL), *terms = sqlite3_str_new(NULL),
+                *where = sqlite3_str_new(NULL);
+    int nsel = 0, narg = 0, nterm = 0, nwhere = 0;
     for (int i = 0; i < cols->ncols; i++) {
-        if (!(info->colUsed & ((sqlite3_uint64)1 << (i < 63 ? i : 63)))) continue;
+        if (!all && !(info->colUsed & ((sqlite3_uint64)1 << (i < 63 ? i : 63)))) continue;
         sqlite3_str_appendf(plan, "%s%d", nsel ? " " : "", i);
         sqlite3_str_appendf(sel, "%s\"%w\"", nsel++ ? ", " : "", cols->cols[i].name);
     }
     if (!nsel) sqlite3_str_appendall(sel, "NULL"); /* e.g. count(*) */
-    char *list = sqlite3_str_finish(sel);
-    sqlite3_str_appendf(plan, "\nSELECT %s FROM rows", list);
-    sqlite3_free(list);
-    static const struct { unsigned char op; const char *sql; } ops[] = {
-        {SQLITE_INDEX_CONSTRAINT_EQ, "="}, {SQLITE_INDEX_CONSTRAINT_LT, "<"},
-        {SQLITE_INDEX_CONSTRAINT_LE, "<="}, {SQLITE_INDEX_CONSTRAINT_GT, ">"},
-        {SQLITE_INDEX_CONSTRAINT_GE, ">="},
+    static const struct { unsigned char op; pruneOp term; } ops[] = {
+        {SQLITE_INDEX_CONSTRAINT_EQ, PRUNE_EQ},     {SQLITE_INDEX_CONSTRAINT_LT, PRUNE_LT},
+        {SQLITE_INDEX_CONSTRAINT_LE, PRUNE_LE},     {SQLITE_INDEX_CONSTRAINT_GT, PRUNE_GT},
+        {SQLITE_INDEX_CONSTRAINT_GE, PRUNE_GE},     {SQLITE_INDEX_CONSTRAINT_ISNULL, PRUNE_ISNULL},
+        {SQLITE_INDEX_CONSTRAINT_ISNOTNULL, PRUNE_NOTNULL},
     };
-    for (int i = 0; i < info->nConstraint; i++) {
+    for (int i = 0; i < info->nConstraint && !all; i++) {
         const struct sqlite3_index_constraint *k = &info->aConstraint[i];
         if (!k->usable || k->iColumn < 0 || k->iColumn >= cols->ncols) continue;
+        pruneOp op = 0;
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+            if (ops[o].op == k->op) op = ops[o].term;
+        if (!op) continue;
+        const char *name = cols->cols[k->iColumn].name;
+        if (op == PRUNE_ISNULL || op == PRUNE_NOTNULL) {
+            sqlite3_str_appendf(terms, "%s%c%d:0", nterm++ ? " " : "", op, k->iColumn);
+            sqlite3_str_appendf(where, " %s \"%w\" %s", nwhere++ ? "AND" : "WHERE", name, pruneOpSql(op));
+            continue;
+        }
         const char *coll = sqlite3_vtab_collation(info, i);
         if (coll && sqlite3_stricmp(coll, "BINARY") != 0) continue;
-        /* only constants: an IN list or another table's column would make
-         * SQLite run one full scan per value */
+        /* an IN list all at once; otherwise only constants: another
+         * table's column would make SQLite run one scan per value */
         sqlite3_value *rhs = NULL;
-        if (sqlite3_vtab_in(info, i, -1) || sqlite3_vtab_rhs_value(info, i, &rhs) != SQLITE_OK) continue;
-        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
-            if (ops[o].op != k->op) continue;
-            sqlite3_str_appendf(plan, " %s \"%w\" %s ?%d", narg ? "AND" : "WHERE",
-                                cols->cols[k->iColumn].name, ops[o].sql, narg + 1);
-            info->aConstraintUsage[i].argvIndex = ++narg;
-            info->aConstraintUsage[i].omit = 0; /* SQLite checks again */
+        if (op == PRUNE_EQ && sqlite3_vtab_in(info, i, -1)) {
+            sqlite3_vtab_in(info, i, 1);
+            op = PRUNE_IN;
+        } else if (sqlite3_vtab_rhs_value(info, i, &rhs) != SQLITE_OK) {
+            continue;
         }
+        info->aConstraintUsage[i].argvIndex = ++narg;
+        info->aConstraintUsage[i].omit = 0; /* SQLite checks again */
+        sqlite3_str_appendf(terms, "%s%c%d:%d", nterm++ ? " " : "", op, k->iColumn, narg);
+        if (op != PRUNE_IN)
+            sqlite3_str_appendf(where, " %s \"%w\" %s ?%d", nwhere++ ? "AND" : "WHERE", name, pruneOpSql(op), narg);
     }
+    char *list = sqlite3_str_finish(sel), *termList = sqlite3_str_finish(terms), *cond = sqlite3_str_finish(where);
+    sqlite3_str_appendf(plan, "\n%s\nSELECT %s FROM rows%s", termList ? termList : "", list ? list : "NULL",
+                        cond ? cond : "");
+    sqlite3_free(list);
+    sqlite3_free(termList);
+    sqlite3_free(cond);
     char *idx = sqlite3_str_finish(plan);
     if (!idx) return SQLITE_NOMEM;
     info->idxStr = idx;
     info->needToFreeIdxStr = 1;
-    /* every scan reads every segment; a constraint only saves the rows it
-     * rejects crossing over, so it lowers the cost a little */
-    info->estimatedCost = 1e6 * (narg ? 0.9 : 1.0);
-    info->estimatedRows = narg ? 100000 : 1000000;
+    /* a term may prune whole segments, and saves the rows it rejects
+     * crossing over, so each lowers the cost */
+    info->estimatedCost = 1e6 / (1 + nterm);
+    info->estimatedRows = 1000000 / (1 + 9 * nterm);
     return SQLITE_OK;
 }
 
@@ -191,17 +247,43 @@ static int xOpen(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
     queryCursor *c = sqlite3_malloc(sizeof *c);
     if (!c) return SQLITE_NOMEM;
     memset(c, 0, sizeof *c);
+    c->cur = -1;
     *out = &c->base;
     return SQLITE_OK;
 }
 
-static void closeSegment(queryTable *t, queryCursor *c) {
-    sqlite3_finalize(c->st);
-    c->st = NULL;
-    segmentReaderClose(c->rd);
-    c->rd = NULL;
-    if (c->sha[0]) segcacheRelease(t->ctx->segs, c->sha);
-    c->sha[0] = '\0';
+static void closeOpen(queryTable *t, openSegment *o) {
+    sqlite3_finalize(o->st);
+    segmentReaderClose(o->rd);
+    if (o->sha[0]) segcacheRelease(t->ctx->segs, o->sha);
+    memset(o, 0, sizeof *o);
+}
+
+/* Done with the segment being read: it stays open for the next scan
+ * while fewer than KEEP_OPEN are. */
+static void leaveSegment(queryTable *t, queryCursor *c) {
+    if (c->cur < 0) return;
+    openSegment *o = &c->open[c->cur];
+    if (c->nopen <= KEEP_OPEN && o->st) {
+        sqlite3_reset(o->st);
+    } else {
+        closeOpen(t, o);
+        c->nopen--;
+    }
+    c->cur = -1;
+}
+
+/* Close every open segment. */
+static void closeSegments(queryTable *t, queryCursor *c) {
+    c->cur = -1;
+    for (int i = 0; c->nopen > 0 && i < c->nslots; i++)
+        if (c->open[i].rd) {
+            closeOpen(t, &c->open[i]);
+            c->nopen--;
+        }
+    free(c->open);
+    c->open = NULL;
+    c->nopen = c->nslots = 0;
 }
 
 static void freePlan(queryCursor *c) {
@@ -211,19 +293,42 @@ static void freePlan(queryCursor *c) {
     sqlite3_free(c->args);
     c->args = NULL;
     c->nargs = 0;
-    c->sql = NULL;
+    for (int i = 0; i < c->nterms; i++) {
+        for (int j = 0; j < c->terms[i].nvals; j++) sqlite3_value_free(c->terms[i].vals[j]);
+        sqlite3_free(c->terms[i].vals);
+    }
+    sqlite3_free(c->terms);
+    c->terms = NULL;
+    c->nterms = 0;
+    free(c->keep);
+    c->keep = NULL;
+    c->nkeep = c->k = 0;
+    c->sql = c->plan = NULL;
 }
 
 static int xClose(sqlite3_vtab_cursor *cur) {
-    closeSegment((queryTable *)cur->pVtab, (queryCursor *)cur);
+    closeSegments((queryTable *)cur->pVtab, (queryCursor *)cur);
     freePlan((queryCursor *)cur);
     sqlite3_free(cur);
     return SQLITE_OK;
 }
 
-/* Open segment c->seg of the pinned version. */
-static int openSegment(queryTable *t, queryCursor *c) {
-    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(t->pinned, "segments"), c->seg);
+/* Bind the plan's arguments to the statement of an open segment. */
+static int bindArgs(queryTable *t, queryCursor *c, sqlite3_stmt *st) {
+    int n = sqlite3_bind_parameter_count(st);
+    for (int i = 0; i < c->nargs && i < n; i++)
+        if (c->args[i] && sqlite3_bind_value(st, i + 1, c->args[i]) != SQLITE_OK)
+            return failf(t, LAKE_EFAIL, "a segment cannot be read");
+    return SQLITE_OK;
+}
+
+/* Make segment i of the pinned version the one being read: open already
+ * (from an earlier scan of this cursor) or opened now. */
+static int enterSegment(queryTable *t, queryCursor *c, int i) {
+    openSegment *o = &c->open[i];
+    c->cur = i;
+    if (o->st) return bindArgs(t, c, o->st);
+    const cJSON *g = t->segv[i];
     const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(g, "size");
     const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
@@ -235,46 +340,45 @@ static int openSegment(queryTable *t, queryCursor *c) {
     char *path = NULL;
     lakeError *err = &t->ctx->err;
     if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
-    snprintf(c->sha, sizeof c->sha, "%s", sha->valuestring);
-    int rc = segmentReaderOpen(path, t->schema, &c->rd, err);
+    c->nopen++;
+    snprintf(o->sha, sizeof o->sha, "%s", sha->valuestring);
+    int rc = segmentReaderOpen(path, t->schema, &o->rd, err);
     free(path);
     if (rc) return fail(t, err);
-    if (sqlite3_prepare_v2(segmentReaderDb(c->rd), c->sql, -1, &c->st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(segmentReaderDb(o->rd), c->sql, -1, &o->st, NULL) != SQLITE_OK)
         return failf(t, LAKE_EDATA, "a segment cannot be read");
-    for (int i = 0; i < c->nargs; i++)
-        if (sqlite3_bind_value(c->st, i + 1, c->args[i]) != SQLITE_OK)
-            return failf(t, LAKE_EFAIL, "a segment cannot be read");
-    return SQLITE_OK;
+    return bindArgs(t, c, o->st);
 }
 
-/* Move to the next row, across segments. */
+/* Move to the next row, across the kept segments. */
 static int advance(queryTable *t, queryCursor *c) {
     for (;;) {
-        if (c->st) {
-            int s = sqlite3_step(c->st);
+        if (c->cur >= 0) {
+            int s = sqlite3_step(c->open[c->cur].st);
             if (s == SQLITE_ROW) {
                 c->rowid++;
                 return SQLITE_OK;
             }
             if (s != SQLITE_DONE) return failf(t, LAKE_EDATA, "a segment cannot be read");
-            closeSegment(t, c);
-            c->seg++;
+            leaveSegment(t, c);
+            c->k++;
         }
-        if (c->seg >= c->nseg) {
+        if (c->k >= c->nkeep) {
             c->eof = 1;
             return SQLITE_OK;
         }
-        int rc = openSegment(t, c);
+        int rc = enterSegment(t, c, c->keep[c->k]);
         if (rc != SQLITE_OK) return rc;
     }
 }
 
 /* Take the plan xBestIndex wrote (see there) and the values of its
- * parameters. */
+ * arguments: plain ones are bound to each segment's statement, an IN
+ * list is read all at once. */
 static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc, sqlite3_value **argv) {
     freePlan(c);
-    const char *nl = idxStr ? strchr(idxStr, '\n') : NULL;
-    if (!nl) return failf(t, LAKE_EFAIL, "no scan plan");
+    const char *nl = idxStr ? strchr(idxStr, '\n') : NULL, *nl2 = nl ? strchr(nl + 1, '\n') : NULL;
+    if (!nl2) return failf(t, LAKE_EFAIL, "no scan plan");
     if (!(c->map = sqlite3_malloc64(sizeof *c->map * (size_t)(t->cols->ncols ? t->cols->ncols : 1))))
         return SQLITE_NOMEM;
     for (int i = 0; i < t->cols->ncols; i++) c->map[i] = -1;
@@ -286,11 +390,83 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
         c->map[col] = j++;
         p = end + (*end == ' ');
     }
-    c->sql = nl + 1;
+    c->plan = idxStr;
+    c->sql = nl2 + 1;
     if (argc > 0) {
         if (!(c->args = sqlite3_malloc64(sizeof *c->args * (size_t)argc))) return SQLITE_NOMEM;
-        for (; c->nargs < argc; c->nargs++)
-            if (!(c->args[c->nargs] = sqlite3_value_dup(argv[c->nargs]))) return SQLITE_NOMEM;
+        memset(c->args, 0, sizeof *c->args * (size_t)argc);
+        c->nargs = argc;
+    }
+    int most = (int)(nl2 - nl) / 4 + 1; /* a term takes at least 4 bytes */
+    if (!(c->terms = sqlite3_malloc64(sizeof *c->terms * (size_t)most))) return SQLITE_NOMEM;
+    for (const char *p = nl + 1; p < nl2;) {
+        pruneTerm *term = &c->terms[c->nterms];
+        char *end;
+        memset(term, 0, sizeof *term);
+        term->op = (pruneOp)*p;
+        term->col = (int)strtol(p + 1, &end, 10);
+        int arg = *end == ':' ? (int)strtol(end + 1, &end, 10) : -1;
+        if (term->col < 0 || term->col >= t->cols->ncols || arg < 0 || arg > argc || c->nterms >= most)
+            return failf(t, LAKE_EFAIL, "a bad scan plan");
+        c->nterms++;
+        p = end + (*end == ' ');
+        if (!arg) continue;
+        sqlite3_value *in = argv[arg - 1], *v;
+        if (term->op == PRUNE_IN) {
+            int rc;
+            for (rc = sqlite3_vtab_in_first(in, &v); rc == SQLITE_OK && v; rc = sqlite3_vtab_in_next(in, &v)) {
+                sqlite3_value **more = sqlite3_realloc64(term->vals, sizeof *more * (size_t)(term->nvals + 1));
+                if (!more) return SQLITE_NOMEM;
+                term->vals = more;
+                if (!(term->vals[term->nvals] = sqlite3_value_dup(v))) return SQLITE_NOMEM;
+                term->nvals++;
+            }
+            if (rc != SQLITE_OK && rc != SQLITE_DONE) return rc;
+            continue;
+        }
+        /* one copy bound to the segments' statements, one for pruning
+         * (which may settle its numeric type) */
+        if (!(term->vals = sqlite3_malloc64(sizeof *term->vals)) || !(term->vals[0] = sqlite3_value_dup(in)) ||
+            !(c->args[arg - 1] = sqlite3_value_dup(in)))
+            return SQLITE_NOMEM;
+        term->nvals = 1;
+    }
+    return SQLITE_OK;
+}
+
+/* Choose the segments the scan reads; under LAKE_TRACE, or for
+ * --explain, say which were pruned and why. */
+static int choose(queryTable *t, queryCursor *c) {
+    queryContext *ctx = t->ctx;
+    if (t->nseg > 0 && !(c->keep = malloc(sizeof *c->keep * (size_t)t->nseg))) return SQLITE_NOMEM;
+    int trace = traceEnabled();
+    int64_t version = 0;
+    jsonWhole(cJSON_GetObjectItemCaseSensitive(t->pinned, "version"), 0, &version);
+    sqlite3_str *ex = ctx->explain ? sqlite3_str_new(NULL) : NULL;
+    for (int i = 0; i < t->nseg; i++) {
+        char why[256];
+        const char *loc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t->segv[i], "location"));
+        int64_t rows = -1;
+        jsonWhole(cJSON_GetObjectItemCaseSensitive(t->segv[i], "rows"), 0, &rows);
+        if (!ctx->no_pushdown && pruneSegment(t->segv[i], t->cols, c->terms, c->nterms, why, sizeof why)) {
+            if (trace) traceLine("query", "prune %s.%s v%lld segment %d %s: %s", t->ns, t->name, (long long)version, i,
+                                 loc ? loc : "?", why);
+            if (ex) sqlite3_str_appendf(ex, "  pruned %5d  %s  %s\n", i, loc ? loc : "?", why);
+            continue;
+        }
+        if (ex) sqlite3_str_appendf(ex, "  kept   %5d  %s  %lld rows\n", i, loc ? loc : "?", (long long)rows);
+        c->keep[c->nkeep++] = i;
+    }
+    if (trace)
+        traceLine("query", "scan %s.%s v%lld: %d of %d segments kept%s", t->ns, t->name, (long long)version, c->nkeep,
+                  t->nseg, ctx->no_pushdown ? " (pushdown off)" : "");
+    if (ex) {
+        char *lines = sqlite3_str_finish(ex);
+        sqlite3_str_appendf(ctx->explain, "%s.%s version %lld: %d segments, %d kept, %d pruned%s\n%s", t->ns, t->name,
+                            (long long)version, t->nseg, c->nkeep, t->nseg - c->nkeep,
+                            ctx->no_pushdown ? " (pushdown off)" : "", lines ? lines : "");
+        sqlite3_free(lines);
+        c->nkeep = 0; /* --explain reads nothing */
     }
     return SQLITE_OK;
 }
@@ -299,14 +475,20 @@ static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int
     (void)idxNum;
     queryTable *t = (queryTable *)cur->pVtab;
     queryCursor *c = (queryCursor *)cur;
-    closeSegment(t, c);
-    c->seg = 0;
+    leaveSegment(t, c);
     c->rowid = 0;
     c->eof = 0;
+    /* a new plan (SQL on each segment) closes the segments kept open */
+    if (c->sql && idxStr && strcmp(c->plan, idxStr) != 0) closeSegments(t, c);
     int rc = takePlan(t, c, idxStr, argc, argv);
     if (rc == SQLITE_OK) rc = pin(t);
     if (rc != SQLITE_OK) return rc;
-    c->nseg = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t->pinned, "segments"));
+    if (!c->open && t->nseg > 0) {
+        if (!(c->open = calloc((size_t)t->nseg, sizeof *c->open))) return SQLITE_NOMEM;
+        c->nslots = t->nseg;
+    }
+    if (c->nslots < t->nseg) return failf(t, LAKE_EFAIL, "the pinned version changed during a scan");
+    if ((rc = choose(t, c)) != SQLITE_OK) return rc;
     return advance(t, c);
 }
 
@@ -318,7 +500,7 @@ static int xEof(sqlite3_vtab_cursor *cur) { return ((queryCursor *)cur)->eof; }
 
 static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     queryCursor *c = (queryCursor *)cur;
-    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->cols->ncols ? c->map[i] : -1;
+    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->cols->ncols && c->cur >= 0 ? c->map[i] : -1;
     if (j < 0) {
         sqlite3_result_error(ctx, "lake: a column the scan plan did not read", -1);
         return SQLITE_ERROR;
@@ -326,7 +508,7 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     /* by type rather than sqlite3_result_value: no Mem copy, and text
      * reuses the result's buffer instead of a malloc per value; one
      * column_value (the statement's own Mem), then the cheap value_ calls */
-    sqlite3_value *v = sqlite3_column_value(c->st, j);
+    sqlite3_value *v = sqlite3_column_value(c->open[c->cur].st, j);
     switch (sqlite3_value_type(v)) {
     case SQLITE_INTEGER: sqlite3_result_int64(ctx, sqlite3_value_int64(v)); break;
     case SQLITE_FLOAT: sqlite3_result_double(ctx, sqlite3_value_double(v)); break;
@@ -422,16 +604,94 @@ static sqlite3_module lakeModule = {
 };
 
 int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err) {
+    const char *off = getenv("LAKE_QUERY_NO_PUSHDOWN");
+    ctx->no_pushdown = off && *off && strcmp(off, "0") != 0;
     if (sqlite3_create_module(db, "lake", &lakeModule, ctx) != SQLITE_OK)
         return errSet(err, LAKE_EFAIL, "cannot register the lake module: %s", sqlite3_errmsg(db));
+    return 0;
+}
+
+/* Skip blanks; then, if p starts with word (any case) not followed by an
+ * identifier character, the text after it, else NULL. */
+static const char *word(const char *p, const char *w) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    size_t n = strlen(w);
+    if (sqlite3_strnicmp(p, w, (int)n) != 0) return NULL;
+    char next = p[n];
+    if (((next >= 'A' && next <= 'Z') || (next >= 'a' && next <= 'z') || (next >= '0' && next <= '9') ||
+         next == '_') && ((w[n - 1] >= 'A' && w[n - 1] <= 'Z') || (w[n - 1] >= 'a' && w[n - 1] <= 'z')))
+        return NULL;
+    return p + n;
+}
+
+/* An identifier at p (bare, or "quoted" without doubled quotes) into id;
+ * the text after it, or NULL. */
+static const char *ident(const char *p, char *id, size_t size) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    size_t k = 0;
+    if (*p == '"') {
+        const char *e = strchr(p + 1, '"');
+        if (!e || e[1] == '"' || (size_t)(e - p - 1) >= size || e == p + 1) return NULL;
+        snprintf(id, size, "%.*s", (int)(e - p - 1), p + 1);
+        return e + 1;
+    }
+    while ((p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= 'a' && p[k] <= 'z') || p[k] == '_' || (k && p[k] >= '0' && p[k] <= '9'))
+        k++;
+    if (!k || k >= size) return NULL;
+    snprintf(id, size, "%.*s", (int)k, p);
+    return p + k;
+}
+
+int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const char **end, lakeError *err) {
+    *rewritten = NULL;
+    if (ctx->no_pushdown) return 0;
+    const char *p = word(sql, "SELECT"), *expr;
+    char ns[NAME_MAX_LEN + 1], name[NAME_MAX_LEN + 1];
+    if (!p) return 0;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    expr = p;
+    if (!(p = word(p, "count")) || !(p = word(p, "(")) || !(p = word(p, "*")) || !(p = word(p, ")")))
+        return 0;
+    const char *exprEnd = p;
+    if (!(p = word(p, "FROM")) || !(p = ident(p, ns, sizeof ns)) || !(p = word(p, ".")) ||
+        !(p = ident(p, name, sizeof name)))
+        return 0;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (*p == ';') p++;
+    else if (*p) return 0;
+    queryTable *t = ctx->tables;
+    while (t && !(sqlite3_stricmp(t->ns, ns) == 0 && sqlite3_stricmp(t->name, name) == 0)) t = t->next;
+    if (!t) return 0; /* not a lake table: SQLite answers */
+    if (pin(t) != SQLITE_OK) {
+        if (!ctx->err.code) errSet(&ctx->err, LAKE_EFAIL, "%s.%s: out of memory", t->ns, t->name);
+        *err = ctx->err;
+        return err->code;
+    }
+    int64_t total = 0, rows;
+    for (int i = 0; i < t->nseg; i++) {
+        if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(t->segv[i], "rows"), 0, &rows))
+            return errSet(err, LAKE_EDATA, "%s.%s: a malformed segment in the registration", t->ns, t->name);
+        total += rows;
+    }
+    int64_t version = 0;
+    jsonWhole(cJSON_GetObjectItemCaseSensitive(t->pinned, "version"), 0, &version);
+    traceLine("query", "count %s.%s v%lld: %lld rows from the registration, no segment read", t->ns, t->name,
+              (long long)version, (long long)total);
+    if (ctx->explain)
+        sqlite3_str_appendf(ctx->explain, "%s.%s version %lld: %d segments, none read: count(*) is %lld rows "
+                            "from the registration\n", t->ns, t->name, (long long)version, t->nseg, (long long)total);
+    char *col = sqlite3_mprintf("%.*s", (int)(exprEnd - expr), expr);
+    *rewritten = col ? sqlite3_mprintf("SELECT %lld AS \"%w\"", (long long)total, col) : NULL;
+    sqlite3_free(col);
+    if (!*rewritten) return errSet(err, LAKE_EFAIL, "out of memory");
+    *end = p;
     return 0;
 }
 
 void queryUnpin(queryContext *ctx) {
     for (queryTable *t = ctx->tables; t; t = t->next) {
         if (t->writer) continue; /* rows wait for their transaction's COMMIT */
-        cJSON_Delete(t->pinned);
-        t->pinned = NULL;
+        unpin(t);
     }
 }
 

@@ -47,6 +47,8 @@ typedef struct queryContext {
     const char *tmp_dir; /* for segments being written; NULL: $TMPDIR */
     lakeError err;       /* the lake failure behind the last SQL error */
     struct queryTable *tables; /* declared so far (list) */
+    int no_pushdown;     /* LAKE_QUERY_NO_PUSHDOWN: read everything (set by queryRegister) */
+    sqlite3_str *explain; /* non-NULL: scans read nothing and describe their segments here */
     /* When cache is NULL: called once, before the first NS.T pair a
      * statement names is looked up, to open cache, stage and segs (so
      * that SQL naming no lake table needs no catalog); a failure fails
@@ -62,6 +64,15 @@ int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err);
  * literals and comments) that the cached directory knows.  SQL with no
  * such pair asks nothing of the catalog. */
 int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err);
+
+/* If the statement at sql is exactly "SELECT count(*) FROM NS.T" (a
+ * declared lake table, optionally ended by ';'), its answer comes from
+ * the registration's row counts: *rewritten (sqlite3_free) is then
+ * "SELECT N AS \"count(*)\"" (the column named as sql wrote it), to run
+ * instead, and *end is the text after the statement; the table stays
+ * pinned until queryUnpin.  Otherwise *rewritten is NULL.  Never with
+ * pushdown off. */
+int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const char **end, lakeError *err);
 
 /* End of a statement: drop every pin so the next statement resolves
  * afresh. */

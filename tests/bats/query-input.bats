@@ -114,7 +114,7 @@ segments_in_stage() {
   sha=$(lake-catalog resolve d.p | jq -er '.segments[0].sha256')
   stage_corrupt "$loc"
   rm -rf "$XDG_CACHE_HOME/lake/segments"
-  run --separate-stderr lake-query -c "SELECT count(*) FROM d.p"
+  run --separate-stderr lake-query -c "SELECT count(title) FROM d.p"
   assert_failure 65
   [[ $stderr == *SHA-256* ]] || fail "$stderr"
   assert_equal "$output" ""

@@ -1,0 +1,190 @@
+/*
+ * prune.c - pruning segments by their statistics (see prune.h).
+ */
+#include "query/prune.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/jsonstrict.h"
+
+/* A value as pruning compares it: a number (every integer and double is
+ * exact as a long double) or bytes in memcmp order. */
+typedef struct pval {
+    enum { PV_NONE, PV_NUM, PV_TEXT } kind;
+    long double num;
+    const char *s;
+    size_t len;
+} pval;
+
+/* What a segment's statistics say of one column. */
+typedef struct colStats {
+    int64_t rows, nulls;
+    int bounds; /* lo and hi are set */
+    pval lo, hi;
+    int hiCut;  /* hi is a prefix of the true max */
+} colStats;
+
+static int numericColumn(lakeType t) {
+    return t == LAKE_TYPE_INTEGER || t == LAKE_TYPE_REAL || t == LAKE_TYPE_BOOLEAN;
+}
+
+static int textColumn(lakeType t) {
+    return t == LAKE_TYPE_TEXT || t == LAKE_TYPE_TIMESTAMP || t == LAKE_TYPE_FILE;
+}
+
+/* A JSON bound of a column of type t. */
+static int jsonBound(const cJSON *j, lakeType t, pval *out) {
+    if (numericColumn(t) && cJSON_IsNumber(j)) {
+        *out = (pval){.kind = PV_NUM, .num = (long double)j->valuedouble};
+        return 1;
+    }
+    if (textColumn(t) && cJSON_IsString(j) && strlen(j->valuestring) <= SEGMENT_STATS_TEXT_MAX) {
+        *out = (pval){.kind = PV_TEXT, .s = j->valuestring, .len = strlen(j->valuestring)};
+        return 1;
+    }
+    return 0;
+}
+
+/* The statistics of column col in segment g: 0 when there are none (or
+ * they are not what segment.h describes). */
+static int readStats(const cJSON *g, int col, const segmentSchema *cols, colStats *out) {
+    memset(out, 0, sizeof *out);
+    const cJSON *stats = cJSON_GetObjectItemCaseSensitive(g, "stats");
+    if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &out->rows)) return 0;
+    if (!cJSON_IsArray(stats) || cJSON_GetArraySize(stats) != cols->ncols) return 0;
+    const cJSON *s = cJSON_GetArrayItem(stats, col);
+    if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(s, "nulls"), 0, &out->nulls) || out->nulls > out->rows)
+        return 0;
+    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(s, "min"), *hi = cJSON_GetObjectItemCaseSensitive(s, "max");
+    lakeType t = cols->cols[col].type;
+    if (lo && hi) {
+        if (!jsonBound(lo, t, &out->lo) || !jsonBound(hi, t, &out->hi)) return 0;
+        out->bounds = 1;
+        out->hiCut = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "max_cut"));
+    }
+    return 1;
+}
+
+/* v as column type t compares it: SQLite applies the column's affinity
+ * to a constant; a value of another storage class is PV_NONE (it
+ * compares by class, which the statistics do not cover). */
+static pval asColumn(sqlite3_value *v, lakeType t) {
+    if (numericColumn(t)) {
+        int type = sqlite3_value_numeric_type(v);
+        if (type == SQLITE_INTEGER) return (pval){.kind = PV_NUM, .num = (long double)sqlite3_value_int64(v)};
+        if (type == SQLITE_FLOAT) return (pval){.kind = PV_NUM, .num = (long double)sqlite3_value_double(v)};
+    } else if (textColumn(t) && sqlite3_value_type(v) == SQLITE_TEXT) {
+        const char *s = (const char *)sqlite3_value_text(v);
+        if (s) return (pval){.kind = PV_TEXT, .s = s, .len = (size_t)sqlite3_value_bytes(v)};
+    }
+    return (pval){.kind = PV_NONE};
+}
+
+/* a <=> b (same kind). */
+static int cmp(const pval *a, const pval *b) {
+    if (a->kind == PV_NUM) return a->num < b->num ? -1 : a->num > b->num;
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->s, b->s, n);
+    if (c) return c < 0 ? -1 : 1;
+    return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* Is every value of the column < v (strict) or <= v?  A cut max P
+ * stands for P followed by anything, which is below v only when P < v
+ * and v does not start with P. */
+static int allBelow(const colStats *s, const pval *v, int strict) {
+    if (s->hiCut) return cmp(&s->hi, v) < 0 && !(v->len >= s->hi.len && memcmp(v->s, s->hi.s, s->hi.len) == 0);
+    int c = cmp(&s->hi, v);
+    return strict ? c < 0 : c <= 0;
+}
+
+/* Is every value > v (strict) or >= v?  lo is at most the true min. */
+static int allAbove(const colStats *s, const pval *v, int strict) {
+    int c = cmp(&s->lo, v);
+    return strict ? c > 0 : c >= 0;
+}
+
+/* Can no value of the column pass "col op v"? */
+static int excludes(const colStats *s, pruneOp op, const pval *v) {
+    switch (op) {
+    case PRUNE_EQ: return allBelow(s, v, 1) || allAbove(s, v, 1);
+    case PRUNE_LT: return allAbove(s, v, 0);
+    case PRUNE_LE: return allAbove(s, v, 1);
+    case PRUNE_GT: return allBelow(s, v, 0);
+    case PRUNE_GE: return allBelow(s, v, 1);
+    default: return 0;
+    }
+}
+
+const char *pruneOpSql(pruneOp op) {
+    switch (op) {
+    case PRUNE_EQ: return "=";
+    case PRUNE_LT: return "<";
+    case PRUNE_LE: return "<=";
+    case PRUNE_GT: return ">";
+    case PRUNE_GE: return ">=";
+    case PRUNE_IN: return "IN";
+    case PRUNE_ISNULL: return "IS NULL";
+    case PRUNE_NOTNULL: return "IS NOT NULL";
+    }
+    return "?";
+}
+
+/* A bound or value for a reason, cut short. */
+static void show(char *buf, size_t n, const pval *v) {
+    if (v->kind == PV_NUM) snprintf(buf, n, "%.17Lg", v->num);
+    else snprintf(buf, n, "'%.*s%s'", (int)(v->len > 40 ? 40 : v->len), v->s, v->len > 40 ? "…" : "");
+}
+
+/* Does term exclude every row of a segment with statistics s? */
+static int termPrunes(const pruneTerm *term, const colStats *s, const char *name, lakeType t, char *why,
+                      size_t n) {
+    const char *op = pruneOpSql(term->op);
+    if (term->op == PRUNE_ISNULL || term->op == PRUNE_NOTNULL) {
+        if (term->op == PRUNE_ISNULL ? s->nulls == 0 : s->nulls == s->rows) {
+            snprintf(why, n, "%s %s: %lld NULL of %lld rows", name, op, (long long)s->nulls, (long long)s->rows);
+            return 1;
+        }
+        return 0;
+    }
+    if (s->nulls == s->rows) { /* a comparison with NULL is never true */
+        snprintf(why, n, "%s %s …: every value is NULL", name, op);
+        return 1;
+    }
+    if (!s->bounds) return 0;
+    int all = 1, any = 0; /* every value of the term is excluded; one was non-NULL */
+    pval shown = {.kind = PV_NONE};
+    for (int i = 0; i < term->nvals && all; i++) {
+        if (sqlite3_value_type(term->vals[i]) == SQLITE_NULL) continue; /* never equal */
+        pval v = asColumn(term->vals[i], t);
+        if (v.kind == PV_NONE || !excludes(s, term->op == PRUNE_IN ? PRUNE_EQ : term->op, &v)) all = 0;
+        if (!any) shown = v;
+        any = 1;
+    }
+    if (!all) return 0;
+    char lo[64], hi[64], val[64] = "NULL";
+    show(lo, sizeof lo, &s->lo);
+    show(hi, sizeof hi, &s->hi);
+    if (shown.kind != PV_NONE) show(val, sizeof val, &shown);
+    snprintf(why, n, "%s %s %s%s%s: min %s, max %s%s", name, op, term->op == PRUNE_IN ? "(" : "", val,
+             term->op == PRUNE_IN ? (term->nvals > 1 ? ", …)" : ")") : "", lo, hi, s->hiCut ? "…" : "");
+    return 1;
+}
+
+int pruneSegment(const cJSON *g, const segmentSchema *cols, const pruneTerm *terms, int nterms, char *why,
+                 size_t n) {
+    int64_t rows;
+    if (jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows) && rows == 0) {
+        snprintf(why, n, "no rows");
+        return 1;
+    }
+    for (int i = 0; i < nterms; i++) {
+        const pruneTerm *term = &terms[i];
+        colStats s;
+        if (term->col < 0 || term->col >= cols->ncols || !readStats(g, term->col, cols, &s)) continue;
+        if (termPrunes(term, &s, cols->cols[term->col].name, cols->cols[term->col].type, why, n)) return 1;
+    }
+    return 0;
+}
