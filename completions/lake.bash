@@ -42,7 +42,7 @@ _lake_opts_lake_catalog_refresh='--force'
 _lake_opts_lake_catalog_create='--if-not-exists'
 _lake_opts_lake_catalog_create_namespace='--if-not-exists'
 
-_lake_opts_lake_query='-q --quiet -f --format -H --header -c --command --import
+_lake_opts_lake_query='-q --quiet -f --format -H --header --explain -c --command --import
     --csv --jsonl --strict --progress --no-progress -h --help --version'
 _lake_args_lake_query='-f --format -c --command --import'
 

@@ -14,17 +14,19 @@
  * against the new version (appends commute).  UPDATE and DELETE are
  * refused: lake tables are append-only.
  *
- * Pushdown: a scan reads only the columns the statement uses (colUsed),
- * and simple comparisons (=, <, <=, >, >=, with the BINARY collation)
- * between a column and a constant (not an IN list, not another table's
- * column: those would cost one full scan per value) are evaluated
- * inside each segment's own SQLite statement, so rows that fail them never
- * cross into the outer statement.  SQLite checks them again (the
- * constraints are not omitted), so the answer never depends on the
- * pushdown.  Segments still have to be read in full: they record no
- * statistics, so no segment is skipped.  LIMIT needs no pushdown: segments
- * are opened one by one as the scan reaches them, so a scan that stops
- * early never fetches the rest.
+ * Pushdown: a scan reads only the columns the statement uses (colUsed).
+ * Comparisons of a column with a constant (=, <, <=, >, >= under the
+ * BINARY collation), IN lists (all at once), IS NULL and IS NOT NULL
+ * prune the segments whose statistics prove no row passes (query/prune.h)
+ * before they are fetched; the comparisons are also evaluated inside each
+ * segment read, so rows that fail them never cross into the outer
+ * statement.  SQLite checks every term again (none is omitted), so the
+ * answer never depends on the pushdown.  A term on another table's
+ * column is not taken: SQLite would run one scan per value.  LIMIT needs
+ * no pushdown: segments are opened one by one as the scan reaches them,
+ * so a scan that stops early never fetches the rest.  A cursor keeps up to
+ * 32 segments open between scans (a join's inner table is scanned once
+ * per outer row).  LAKE_QUERY_NO_PUSHDOWN=1 turns all of it off.
  */
 #ifndef LAKE_QUERY_VTAB_H
 #define LAKE_QUERY_VTAB_H
