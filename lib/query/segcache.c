@@ -89,6 +89,19 @@ int segcacheOpen(const char *cache_dir, int64_t max_bytes, segcache **out, lakeE
     return 0;
 }
 
+int segcacheDup(const segcache *c, segcache **out, lakeError *err) {
+    char *dir = strdup(c->dir);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (!slash) {
+        free(dir);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment cache");
+    }
+    *slash = '\0'; /* cache_dir, without /segments */
+    int rc = segcacheOpen(dir, c->max, out, err);
+    free(dir);
+    return rc;
+}
+
 void segcacheRelease(segcache *c, const char *sha256) {
     for (size_t i = c->npins; i-- > 0;) {
         if (strcmp(c->pins[i].sha256, sha256) != 0) continue;

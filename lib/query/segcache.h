@@ -75,6 +75,11 @@ int segcacheOpen(const char *cache_dir, int64_t max_bytes, segcache **out, lakeE
  * with the stage's or the file system's error; *path is then NULL. */
 int segcacheGet(segcache *c, stage *st, const fileValue *seg, char **path, lakeError *err);
 
+/* A second handle on the same cache and bound, for another thread (each
+ * handle is used by one thread; handles coordinate through the file
+ * locks, as processes do). */
+int segcacheDup(const segcache *c, segcache **out, lakeError *err);
+
 /* Drop one pin of the segment with this digest (no-op if none). */
 void segcacheRelease(segcache *c, const char *sha256);
 

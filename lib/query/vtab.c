@@ -12,6 +12,7 @@
 #include "catalog/names.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
+#include "query/prefetch.h"
 #include "query/prune.h"
 #include "query/segment.h"
 
@@ -50,6 +51,8 @@ typedef struct queryCursor {
     int nterms;
     int *keep;              /* the segments kept, in order */
     int nkeep, k;           /* how many; the position of the scan in keep */
+    int64_t limit, offset;  /* the statement's LIMIT and OFFSET when SQLite passed them, else -1, 0 */
+    prefetch *pf;           /* kept segments being fetched ahead, or NULL */
     openSegment *open;      /* [nslots]: segments open, by index */
     int nslots, nopen, cur;        /* how many are open; the one being read, or -1 */
     sqlite3_int64 rowid;
@@ -170,7 +173,8 @@ static int xDisconnect(sqlite3_vtab *v) {
 /* The plan of a scan, in idxStr, three lines:
  *   the outer columns read, in order;
  *   the terms, each OP COL:ARG (pruneOp's letter, the column, the
- *   1-based xFilter argument holding its value, 0 for none);
+ *   1-based xFilter argument holding its value, 0 for none; L and O
+ *   carry the statement's LIMIT and OFFSET, column 0);
  *   the statement each segment runs, its ?N bound to xFilter's argv[N-1].
  * e.g. "0 2\n>1:1 I0:2 N2:0\nSELECT "k","s" FROM rows WHERE "x" > ?1 AND "s" IS NULL".
  * An IN list is used for pruning only (its size is known at xFilter).
@@ -197,6 +201,13 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
     };
     for (int i = 0; i < info->nConstraint && !all; i++) {
         const struct sqlite3_index_constraint *k = &info->aConstraint[i];
+        if (k->usable && (k->op == SQLITE_INDEX_CONSTRAINT_LIMIT || k->op == SQLITE_INDEX_CONSTRAINT_OFFSET)) {
+            /* how far fetching ahead may go; SQLite still applies them */
+            info->aConstraintUsage[i].argvIndex = ++narg;
+            sqlite3_str_appendf(terms, "%s%c0:%d", nterm++ ? " " : "",
+                                k->op == SQLITE_INDEX_CONSTRAINT_LIMIT ? 'L' : 'O', narg);
+            continue;
+        }
         if (!k->usable || k->iColumn < 0 || k->iColumn >= cols->ncols) continue;
         pruneOp op = 0;
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
@@ -248,6 +259,7 @@ static int xOpen(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
     if (!c) return SQLITE_NOMEM;
     memset(c, 0, sizeof *c);
     c->cur = -1;
+    c->limit = -1;
     *out = &c->base;
     return SQLITE_OK;
 }
@@ -300,9 +312,13 @@ static void freePlan(queryCursor *c) {
     sqlite3_free(c->terms);
     c->terms = NULL;
     c->nterms = 0;
+    prefetchStop(c->pf);
+    c->pf = NULL;
     free(c->keep);
     c->keep = NULL;
     c->nkeep = c->k = 0;
+    c->limit = -1;
+    c->offset = 0;
     c->sql = c->plan = NULL;
 }
 
@@ -367,6 +383,7 @@ static int advance(queryTable *t, queryCursor *c) {
             c->eof = 1;
             return SQLITE_OK;
         }
+        prefetchAt(c->pf, c->k);
         int rc = enterSegment(t, c, c->keep[c->k]);
         if (rc != SQLITE_OK) return rc;
     }
@@ -408,8 +425,14 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
         int arg = *end == ':' ? (int)strtol(end + 1, &end, 10) : -1;
         if (term->col < 0 || term->col >= t->cols->ncols || arg < 0 || arg > argc || c->nterms >= most)
             return failf(t, LAKE_EFAIL, "a bad scan plan");
-        c->nterms++;
         p = end + (*end == ' ');
+        if ((term->op == 'L' || term->op == 'O') && arg) {
+            int64_t n = sqlite3_value_int64(argv[arg - 1]);
+            if (term->op == 'L') c->limit = n < 0 ? -1 : n;
+            else c->offset = n < 0 ? 0 : n;
+            continue;
+        }
+        c->nterms++;
         if (!arg) continue;
         sqlite3_value *in = argv[arg - 1], *v;
         if (term->op == PRUNE_IN) {
@@ -431,6 +454,34 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
             return SQLITE_NOMEM;
         term->nvals = 1;
     }
+    return SQLITE_OK;
+}
+
+/* On an object store (a round trip per fetch), fetch the kept segments
+ * ahead of the scan, several at once; with a LIMIT, only as many as can
+ * hold LIMIT + OFFSET rows.  A failure to start leaves the scan to fetch
+ * them one by one. */
+static int fetchAhead(queryTable *t, queryCursor *c) {
+    if (c->nkeep < 2 || !stageCanPresign(t->ctx->stage)) return SQLITE_OK;
+    fileValue *fv = calloc((size_t)c->nkeep, sizeof *fv);
+    if (!fv) return SQLITE_NOMEM;
+    int n = 0;
+    int64_t before = 0, rows; /* rows in the segments before this one */
+    for (; n < c->nkeep && (c->limit < 0 || before < c->limit + c->offset); n++) {
+        const cJSON *g = t->segv[c->keep[n]];
+        const char *sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "sha256"));
+        fv[n].location = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "location"));
+        if (!fv[n].location || !sha || !sha256IsHex(sha) ||
+            !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &fv[n].size) ||
+            !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows))
+            break; /* the scan meets it and says what is wrong */
+        memcpy(fv[n].sha256, sha, sizeof fv[n].sha256);
+        before += rows;
+    }
+    lakeError err = {0};
+    if (n > 1 && prefetchStart(t->ctx->segs, t->ctx->stage, fv, n, &c->pf, &err))
+        traceLine("query", "no fetching ahead: %s", err.msg);
+    free(fv);
     return SQLITE_OK;
 }
 
@@ -468,7 +519,7 @@ static int choose(queryTable *t, queryCursor *c) {
         sqlite3_free(lines);
         c->nkeep = 0; /* --explain reads nothing */
     }
-    return SQLITE_OK;
+    return fetchAhead(t, c);
 }
 
 static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {

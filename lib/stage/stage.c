@@ -22,6 +22,18 @@ int stageOpen(const char *url, stage **out, lakeError *err) {
                   "%s: stage must be file:///abs/dir or s3://bucket/prefix", url);
 }
 
+int stageDup(const stage *s, stage **out, lakeError *err) {
+    int rc = stageOpen(s->url, out, err);
+    if (rc || !stageVended(s)) return rc;
+    stageVendor v = *s->ops->vend->vendor(s);
+    v.free = NULL; /* s owns the vendor's context */
+    if ((rc = stageSetVendor(*out, &v, err))) {
+        stageClose(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 void stageClose(stage *s) {
     if (s) s->ops->close(s);
 }

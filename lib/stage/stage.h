@@ -87,6 +87,11 @@ typedef struct stage stage;
  * credentials, a malformed endpoint) still opens, for containment checks;
  * its puts and gets then fail with 78 before any request. */
 int stageOpen(const char *url, stage **out, lakeError *err);
+
+/* A second handle on the stage s, for another thread: the same URL and,
+ * when s is vended, the same vendor (whose calls are serialised by the
+ * vendor itself).  The copy must be closed before s. */
+int stageDup(const stage *s, stage **out, lakeError *err);
 void stageClose(stage *s);
 
 /* The normalised stage URL, e.g. "file:///home/u/lake/stage". */
