@@ -175,8 +175,9 @@ static int xDisconnect(sqlite3_vtab *v) {
  *   the terms, each OP COL:ARG (pruneOp's letter, the column, the
  *   1-based xFilter argument holding its value, 0 for none; L and O
  *   carry the statement's LIMIT and OFFSET, column 0);
- *   the statement each segment runs, its ?N bound to xFilter's argv[N-1].
- * e.g. "0 2\n>1:1 I0:2 N2:0\nSELECT "k","s" FROM rows WHERE "x" > ?1 AND "s" IS NULL".
+ *   the statement each segment runs, its ?N bound to xFilter's argv[N-1]:
+ *   the segment's rowid, then the columns read.
+ * e.g. "0 2\n>1:1 I0:2 N2:0\nSELECT rowid, "k","s" FROM rows WHERE "x" > ?1 AND "s" IS NULL".
  * An IN list is used for pruning only (its size is known at xFilter).
  * With pushdown off (LAKE_QUERY_NO_PUSHDOWN) every column is read and no
  * term is taken. */
@@ -192,7 +193,7 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
         sqlite3_str_appendf(plan, "%s%d", nsel ? " " : "", i);
         sqlite3_str_appendf(sel, "%s\"%w\"", nsel++ ? ", " : "", cols->cols[i].name);
     }
-    if (!nsel) sqlite3_str_appendall(sel, "NULL"); /* e.g. count(*) */
+
     static const struct { unsigned char op; pruneOp term; } ops[] = {
         {SQLITE_INDEX_CONSTRAINT_EQ, PRUNE_EQ},     {SQLITE_INDEX_CONSTRAINT_LT, PRUNE_LT},
         {SQLITE_INDEX_CONSTRAINT_LE, PRUNE_LE},     {SQLITE_INDEX_CONSTRAINT_GT, PRUNE_GT},
@@ -237,8 +238,9 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
             sqlite3_str_appendf(where, " %s \"%w\" %s ?%d", nwhere++ ? "AND" : "WHERE", name, pruneOpSql(op), narg);
     }
     char *list = sqlite3_str_finish(sel), *termList = sqlite3_str_finish(terms), *cond = sqlite3_str_finish(where);
-    sqlite3_str_appendf(plan, "\n%s\nSELECT %s FROM rows%s", termList ? termList : "", list ? list : "NULL",
-                        cond ? cond : "");
+    /* the segment's rowid first: the outer rowid (see xRowid) */
+    sqlite3_str_appendf(plan, "\n%s\nSELECT rowid%s%s FROM rows%s", termList ? termList : "", nsel ? ", " : "",
+                        list ? list : "", cond ? cond : "");
     sqlite3_free(list);
     sqlite3_free(termList);
     sqlite3_free(cond);
@@ -372,7 +374,7 @@ static int advance(queryTable *t, queryCursor *c) {
         if (c->cur >= 0) {
             int s = sqlite3_step(c->open[c->cur].st);
             if (s == SQLITE_ROW) {
-                c->rowid++;
+                c->rowid = ((sqlite3_int64)c->cur << 32) | sqlite3_column_int64(c->open[c->cur].st, 0);
                 return SQLITE_OK;
             }
             if (s != SQLITE_DONE) return failf(t, LAKE_EDATA, "a segment cannot be read");
@@ -404,7 +406,7 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
         char *end;
         long col = strtol(p, &end, 10);
         if (end == p || col < 0 || col >= t->cols->ncols) return failf(t, LAKE_EFAIL, "a bad scan plan");
-        c->map[col] = j++;
+        c->map[col] = ++j; /* after the rowid */
         p = end + (*end == ' ');
     }
     c->plan = idxStr;
@@ -579,6 +581,9 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     return SQLITE_OK;
 }
 
+/* A row's rowid is its segment's index in the pinned version, shifted
+ * 32 bits, with the segment's own rowid: every scan of a statement gives
+ * a row the same rowid (SQLite merges the scans of an OR by rowid). */
 static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     *rowid = ((queryCursor *)cur)->rowid;
     return SQLITE_OK;
