@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Segment statistics in registrations (issue 18, part 1; the format is
-# query/segment.h's, lake-query(1) STATISTICS): every writer (lake-query
+# query/segment.h's, lake-query(1) Statistics): every writer (lake-query
 # --import, INSERT, lake-put --table) records per column the null count
 # and min and max with each segment it appends, and lake-catalog resolve
 # shows them, from the source and from the registration cache alike.  The
