@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Segment statistics sent to a real TLS lake-metasrv's append (issue 18,
 # part 1; lake-metasrv(8) ACTIONS, the format in lake-query(1)
-# STATISTICS): statistics that break the format's rules are 400
+# Statistics): statistics that break the format's rules are 400
 # invalid_argument "append: malformed segment statistics" and change
 # nothing; well-formed ones are stored in canonical form and come back
 # from resolve; a segment without them has none; a retry of an append with
