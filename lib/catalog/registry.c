@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "query/segment.h"
 
 struct registry {
     sqlDb *db;
@@ -515,7 +516,7 @@ int registryResolve(registry *r, const char *ns, const char *name, int64_t versi
     char vbuf[32];
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
     sqlStmt *st = prep(r, err,
-                            "SELECT location, size, sha256, rows FROM segments "
+                            "SELECT location, size, sha256, rows, stats FROM segments "
                             "WHERE table_id = ? AND version <= CAST(? AS BIGINT)"
                             " AND (removed_in IS NULL OR removed_in > CAST(? AS BIGINT)) ORDER BY version, seq",
                             id, vbuf, vbuf, NULL);
@@ -535,6 +536,9 @@ int registryResolve(registry *r, const char *ns, const char *name, int64_t versi
         cJSON_AddNumberToObject(g, "size", (double)sqlColumnInt64(st, 1));
         cJSON_AddStringToObject(g, "sha256", sqlColumnText(st, 2));
         cJSON_AddNumberToObject(g, "rows", (double)sqlColumnInt64(st, 3));
+        /* as append stored it (canonical); absent for older segments */
+        const char *stats = sqlColumnText(st, 4);
+        if (stats) cJSON_AddItemToObject(g, "stats", cJSON_Parse(stats));
         cJSON_AddItemToArray(segs, g);
     }
     if (s != SQL_DONE) rc = sqlErr(r, err, "read segments");
@@ -600,6 +604,30 @@ static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
                             "append: each segment needs location, size, sha256 and rows");
     if (st && stageContains(st, loc->valuestring, NULL))
         return errSetStatus(err, "invalid_argument", "append: a segment lies outside the managed stage");
+    return 0;
+}
+
+/* The statistics of each segment that carries them, checked against the
+ * table's schema (query/segment.h) and made canonical: into stats[i] for
+ * segment i (NULL for none; the caller frees each).  invalid_argument for
+ * malformed statistics. */
+static int checkStats(const cJSON *segments, const char *schema, char **stats, lakeError *err) {
+    segmentSchema *sch = NULL;
+    const cJSON *g;
+    int i = 0;
+    lakeError e = {0};
+    cJSON_ArrayForEach(g, segments) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(g, "stats");
+        int64_t rows = 0; /* checkSegment saw it */
+        jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows);
+        if (st && ((!sch && segmentSchemaParse(schema, &sch, &e)) ||
+                   segmentStatsCheck(st, sch, rows, &stats[i], &e)))
+            break;
+        i++;
+    }
+    segmentSchemaFree(sch);
+    if (e.code == LAKE_EFAIL) return errSetStatus(err, "internal", "append: out of memory");
+    if (e.code) return errSetStatus(err, "invalid_argument", "append: malformed segment statistics");
     return 0;
 }
 
@@ -669,11 +697,16 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
                                 "append: a referenced FILE lies outside the managed stage");
     }
 
+    int nseg = cJSON_GetArraySize(segments);
+    char **stats = calloc((size_t)nseg, sizeof *stats), *schema = NULL;
+    if (!stats) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "append");
     int rc = exec(r, r->db->dialect->begin_write, err);
-    if (rc) return rc;
+    if (rc) goto out;
     char id[64];
     int64_t current, committed;
-    if ((rc = findTable(r, ns, name, 1, id, &current, NULL, err))) goto fail;
+    if ((rc = findTable(r, ns, name, 1, id, &current, &schema, err)) ||
+        (rc = checkStats(segments, schema, stats, err)))
+        goto fail;
     const char *first = cJSON_GetObjectItemCaseSensitive(segments->child, "location")->valuestring;
     rc = queryInt(r, &committed, err,
                   "SELECT version FROM segments WHERE location = ? AND table_id = ?", first, id, NULL);
@@ -681,7 +714,7 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     if (rc == 0) { /* a retry of an append that already committed? */
         rc = sameSegments(r, id, committed, segments, err);
         rollback(r);
-        if (rc) return rc;
+        if (rc) goto out;
         goto answer;
     }
     rc = 0;
@@ -700,13 +733,14 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     int n = 0;
     cJSON_ArrayForEach(g, segments) {
         snprintf(seq, sizeof seq, "%d", n++);
-        sqlStmt *st = prep(r, err, "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows) "
-                                     "VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?)",
+        sqlStmt *st = prep(r, err, "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows, stats) "
+                                     "VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?, ?)",
                   id, vbuf, seq, cJSON_GetObjectItemCaseSensitive(g, "location")->valuestring, NULL);
         if (!st) { rc = err->code; goto fail; }
         sqlBindInt64(st, 5, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "size")->valuedouble);
         sqlBindText(st, 6, cJSON_GetObjectItemCaseSensitive(g, "sha256")->valuestring);
         sqlBindInt64(st, 7, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble);
+        sqlBindText(st, 8, stats[n - 1]); /* NULL: none */
         if ((rc = done(r, st, err, "insert segment"))) goto fail;
     }
     cJSON_ArrayForEach(f, files) {
@@ -719,9 +753,13 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
 answer:
     *answer = cJSON_CreateObject();
     cJSON_AddNumberToObject(*answer, "version", (double)committed);
-    return 0;
+    goto out;
 fail:
     rollback(r);
+out:
+    for (int i = 0; i < nseg; i++) free(stats[i]);
+    free(stats);
+    free(schema);
     return rc;
 }
 

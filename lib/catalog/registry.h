@@ -93,14 +93,19 @@ int registrySnapshot(registry *r, int64_t known_generation, const snapshotBounds
                      int allow_unmarked, struct cJSON **answer, lakeError *err);
 
 /* resolve: {"id","namespace","name","version","schema":[…],
- * "segments":[{"location","size","sha256","rows"}…]} at version (or the
- * current one when version < 0).  66 for an unknown table or version. */
+ * "segments":[{"location","size","sha256","rows"[,"stats"]}…]} at version
+ * (or the current one when version < 0); "stats" as append stored it,
+ * absent for a segment appended without.  66 for an unknown table or
+ * version. */
 int registryResolve(registry *r, const char *ns, const char *name, int64_t version,
                      struct cJSON **answer, lakeError *err);
 
-/* append: segments [{"location","size","sha256","rows"}…] (at least one)
- * and files [location…] become version expected_version + 1, in one
- * transaction.  `conflict` when the table is no longer at expected_version;
+/* append: segments [{"location","size","sha256","rows"[,"stats"]}…] (at
+ * least one) and files [location…] become version expected_version + 1,
+ * in one transaction.  A segment's "stats" must pass segmentStatsCheck
+ * against the table's schema (query/segment.h; invalid_argument "append:
+ * malformed segment statistics" otherwise) and is stored in its canonical
+ * form.  `conflict` when the table is no longer at expected_version;
  * an append whose segments are exactly those version V added answers
  * {"version":V} (idempotent retry); one that reuses a committed segment
  * otherwise is invalid_argument.  Every location must lie

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,11 +403,12 @@ static void segmentDiscard(segmentWriter *w) {
     w->path = NULL;
 }
 
-/* Commit the open segment, upload it, record it and delete the file.  An
- * empty segment is just discarded. */
+/* Commit the open segment, compute its statistics, upload it, record it
+ * and delete the file.  An empty segment is just discarded. */
 static int segmentEnd(segmentWriter *w, lakeError *err) {
     int rc = 0, fd = -1;
     fileValue fv = {0};
+    cJSON *stats = NULL;
     if (!w->db) return 0;
     if (w->seg_rows == 0) { segmentDiscard(w); return 0; }
     sqlite3_finalize(w->ins);
@@ -415,6 +417,7 @@ static int segmentEnd(segmentWriter *w, lakeError *err) {
         rc = sqlErr(w->db, err, w->path);
         goto out;
     }
+    if ((rc = segmentStatsCompute(w->db, w->schema, &stats, err))) goto out;
     if (sqlite3_close(w->db) != SQLITE_OK) { rc = sqlErr(w->db, err, w->path); goto out; }
     w->db = NULL;
     if ((fd = open(w->path, O_RDONLY | O_CLOEXEC)) < 0) {
@@ -430,10 +433,13 @@ static int segmentEnd(segmentWriter *w, lakeError *err) {
         !cJSON_AddStringToObject(rec, "location", fv.location) ||
         !cJSON_AddNumberToObject(rec, "size", (double)fv.size) ||
         !cJSON_AddStringToObject(rec, "sha256", fv.sha256) ||
-        !cJSON_AddNumberToObject(rec, "rows", (double)w->seg_rows))
+        !cJSON_AddNumberToObject(rec, "rows", (double)w->seg_rows) ||
+        !cJSON_AddItemToObject(rec, "stats", stats))
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    else stats = NULL; /* rec owns it */
 out:
     if (fd >= 0) close(fd);
+    cJSON_Delete(stats);
     fileValueFree(&fv);
     segmentDiscard(w);
     return rc;
@@ -678,6 +684,266 @@ void segmentWriterFree(segmentWriter *w) {
     free(w->scratch);
     free(w->tmp);
     free(w);
+}
+
+/* --- statistics ---------------------------------------------------------- */
+
+/* Columns per aggregate SELECT: three result columns each stay below
+ * SQLite's 2000. */
+#define STATS_COLS_PER_SCAN 600
+
+/* The length of the longest prefix of text p[0..n) (valid UTF-8) that is
+ * at most SEGMENT_STATS_TEXT_MAX bytes and ends at a character
+ * boundary. */
+static size_t statsCut(const unsigned char *p, size_t n) {
+    if (n <= SEGMENT_STATS_TEXT_MAX) return n;
+    size_t k = SEGMENT_STATS_TEXT_MAX;
+    while (k > 0 && (p[k] & 0xC0) == 0x80) k--; /* p[k] continues a character */
+    return k;
+}
+
+/* 1 when cJSON's text for x reads back as x.  cJSON prints a number with
+ * 15 significant digits whenever those read back within a relative
+ * DBL_EPSILON of it, so some doubles (one random double in six; 2^53;
+ * -DBL_MAX, which comes back infinite) would return a unit or two in the
+ * last place off from any print and parse on their way: an append's
+ * request, the server's stored text and answer, the registration cache.
+ * A bound that moved inward would prune rows that match. */
+static int printsExactly(double x) {
+    cJSON *n = cJSON_CreateNumber(x);
+    char *t = n ? cJSON_PrintUnformatted(n) : NULL;
+    int same = t && strtod(t, NULL) == x;
+    free(t);
+    cJSON_Delete(n);
+    return same;
+}
+
+/* The double next to finite x upward (up) or downward: one unit in the
+ * last place, by the bits (nextafter would need libm). */
+static double stepOut(double x, int up) {
+    if (x == 0) return up ? DBL_TRUE_MIN : -DBL_TRUE_MIN;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((x > 0) == (up != 0)) u++; /* a larger magnitude: the next bit pattern */
+    else u--;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* Move the bounds *lo and *hi outward, by a few units in the last place at
+ * most, to doubles that print exactly, within ±limit: 1, or 0 when there
+ * are none (the bounds are then left out). */
+static int widenToExact(double *lo, double *hi, double limit) {
+    for (int b = 0; b < 2; b++) {
+        double *x = b ? hi : lo;
+        for (int steps = 0; !printsExactly(*x); steps++) {
+            if (steps == 16) return 0;
+            if (!isfinite(*x)) return 0;
+            *x = stepOut(*x, b);
+        }
+        if (!(fabs(*x) <= limit)) return 0;
+    }
+    return 1;
+}
+
+/* Add min and max of one column (result columns lo, hi of q) to entry e
+ * when they can be represented; 0, or -1 when out of memory. */
+static int statsBounds(sqlite3_stmt *q, int lo, int hi, lakeType type, cJSON *e) {
+    int tl = sqlite3_column_type(q, lo), th = sqlite3_column_type(q, hi);
+    if (tl == SQLITE_NULL || th == SQLITE_NULL) return 0; /* no value, or BLOB */
+    switch (type) {
+    case LAKE_TYPE_INTEGER:
+    case LAKE_TYPE_BOOLEAN: {
+        if (tl != SQLITE_INTEGER || th != SQLITE_INTEGER) return 0;
+        int64_t a = sqlite3_column_int64(q, lo), b = sqlite3_column_int64(q, hi);
+        const int64_t m = (int64_t)1 << 53;
+        double da = (double)a, db = (double)b; /* exact within ±2^53 */
+        if (a < -m || a > m || b < -m || b > m || !widenToExact(&da, &db, JSON_WHOLE_MAX)) return 0;
+        return cJSON_AddNumberToObject(e, "min", da) && cJSON_AddNumberToObject(e, "max", db) ? 0 : -1;
+    }
+    case LAKE_TYPE_REAL: {
+        if ((tl != SQLITE_FLOAT && tl != SQLITE_INTEGER) || (th != SQLITE_FLOAT && th != SQLITE_INTEGER)) return 0;
+        double a = sqlite3_column_double(q, lo), b = sqlite3_column_double(q, hi);
+        if (!isfinite(a) || !isfinite(b) || !widenToExact(&a, &b, DBL_MAX)) return 0;
+        return cJSON_AddNumberToObject(e, "min", a) && cJSON_AddNumberToObject(e, "max", b) ? 0 : -1;
+    }
+    case LAKE_TYPE_TEXT:
+    case LAKE_TYPE_TIMESTAMP:
+    case LAKE_TYPE_FILE: {
+        if (tl != SQLITE_TEXT || th != SQLITE_TEXT) return 0;
+        const unsigned char *a = sqlite3_column_text(q, lo);
+        size_t na = (size_t)sqlite3_column_bytes(q, lo);
+        const unsigned char *b = sqlite3_column_text(q, hi);
+        size_t nb = (size_t)sqlite3_column_bytes(q, hi);
+        if (!a || !b) return -1;
+        size_t ka = statsCut(a, na), kb = statsCut(b, nb);
+        if (memchr(a, 0, ka) || memchr(b, 0, kb)) return 0;
+        char ta[SEGMENT_STATS_TEXT_MAX + 1], tb[SEGMENT_STATS_TEXT_MAX + 1];
+        memcpy(ta, a, ka);
+        ta[ka] = '\0';
+        memcpy(tb, b, kb);
+        tb[kb] = '\0';
+        if (!cJSON_AddStringToObject(e, "min", ta) || !cJSON_AddStringToObject(e, "max", tb)) return -1;
+        return kb < nb && !cJSON_AddTrueToObject(e, "max_cut") ? -1 : 0;
+    }
+    case LAKE_TYPE_BLOB: break;
+    }
+    return 0;
+}
+
+int segmentStatsCompute(sqlite3 *db, const segmentSchema *s, cJSON **out, lakeError *err) {
+    *out = NULL;
+    cJSON *arr = cJSON_CreateArray();
+    sqlite3_stmt *q = NULL;
+    char *sql = NULL;
+    int rc = 0;
+    if (!arr) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics");
+    for (int from = 0; from < s->ncols; from += STATS_COLS_PER_SCAN) {
+        int to = from + STATS_COLS_PER_SCAN < s->ncols ? from + STATS_COLS_PER_SCAN : s->ncols;
+        size_t len = 0;
+        FILE *f = open_memstream(&sql, &len);
+        if (!f) { rc = errSetErrno(err, LAKE_EFAIL, errno, "segment statistics"); goto out; }
+        fputs("SELECT count(*)", f);
+        for (int i = from; i < to; i++) {
+            const char *c = s->cols[i].name; /* an identifier: nothing to escape */
+            if (s->cols[i].type == LAKE_TYPE_BLOB) fprintf(f, ", count(\"%s\"), NULL, NULL", c);
+            else fprintf(f, ", count(\"%s\"), min(\"%s\"), max(\"%s\")", c, c, c);
+        }
+        fputs(" FROM rows", f);
+        if (fclose(f) != 0) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics"); goto out; }
+        if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK || sqlite3_step(q) != SQLITE_ROW) {
+            rc = sqlErr(db, err, "segment statistics");
+            goto out;
+        }
+        int64_t rows = sqlite3_column_int64(q, 0);
+        for (int i = from; i < to; i++) {
+            int k = 1 + 3 * (i - from);
+            cJSON *e = cJSON_CreateObject();
+            if (!e || !cJSON_AddItemToArray(arr, e) ||
+                !cJSON_AddNumberToObject(e, "nulls", (double)(rows - sqlite3_column_int64(q, k))) ||
+                statsBounds(q, k + 1, k + 2, s->cols[i].type, e) != 0) {
+                rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics");
+                goto out;
+            }
+        }
+        sqlite3_finalize(q);
+        q = NULL;
+        free(sql);
+        sql = NULL;
+    }
+out:
+    sqlite3_finalize(q);
+    free(sql);
+    if (rc) cJSON_Delete(arr);
+    else *out = arr;
+    return rc;
+}
+
+/* One entry parsed by the rules of the format, the column's kind aside:
+ * 1 when well-formed (into *out, rows kept), 0 otherwise. */
+static int statsEntry(const cJSON *e, int64_t rows, segmentColumnStats *out) {
+    const cJSON *nulls = NULL, *min = NULL, *max = NULL, *cut = NULL, *k;
+    memset(out, 0, sizeof *out);
+    out->rows = rows;
+    if (!cJSON_IsObject(e)) return 0;
+    cJSON_ArrayForEach(k, e) {
+        const cJSON **slot = strcmp(k->string, "nulls") == 0 ? &nulls : strcmp(k->string, "min") == 0 ? &min
+                           : strcmp(k->string, "max") == 0 ? &max : strcmp(k->string, "max_cut") == 0 ? &cut : NULL;
+        if (!slot || *slot) return 0; /* an unknown or repeated key */
+        *slot = k;
+    }
+    if (!jsonWhole(nulls, 0, &out->nulls) || out->nulls > rows || !min != !max) return 0;
+    if (cut && (!cJSON_IsBool(cut) || !min)) return 0;
+    for (int b = 0; min && b < 2; b++) {
+        const cJSON *j = b ? max : min;
+        segmentStatsValue *v = b ? &out->max : &out->min;
+        if (cJSON_IsString(j)) {
+            v->type = SQLITE_TEXT;
+            v->p = j->valuestring;
+            v->n = strlen(j->valuestring);
+            if (v->n > SEGMENT_STATS_TEXT_MAX) return 0;
+        } else if (cut) {
+            return 0; /* max_cut is for text */
+        } else if (jsonWhole(j, -(int64_t)JSON_WHOLE_MAX, &v->i)) {
+            v->type = SQLITE_INTEGER;
+        } else if (cJSON_IsNumber(j) && isfinite(j->valuedouble)) {
+            v->type = SQLITE_FLOAT;
+            v->r = j->valuedouble;
+        } else {
+            return 0;
+        }
+    }
+    if (min && (out->min.type == SQLITE_TEXT) != (out->max.type == SQLITE_TEXT)) return 0;
+    out->has_bounds = min != NULL;
+    out->max_cut = cJSON_IsTrue(cut);
+    return 1;
+}
+
+int segmentStatsColumn(const cJSON *segment, int col, int ncols, segmentColumnStats *out) {
+    memset(out, 0, sizeof *out);
+    const cJSON *stats = cJSON_GetObjectItemCaseSensitive(segment, "stats");
+    int64_t rows;
+    if (col < 0 || col >= ncols || !jsonWhole(cJSON_GetObjectItemCaseSensitive(segment, "rows"), 0, &rows) ||
+        !cJSON_IsArray(stats) || cJSON_GetArraySize(stats) != ncols)
+        return 0;
+    if (statsEntry(cJSON_GetArrayItem(stats, col), rows, out)) return 1;
+    memset(out, 0, sizeof *out);
+    return 0;
+}
+
+/* 1 when the bounds of a well-formed entry are of the kind a column of
+ * type t takes. */
+static int statsKind(const segmentColumnStats *c, lakeType t) {
+    if (!c->has_bounds) return 1;
+    switch (t) {
+    case LAKE_TYPE_INTEGER:
+    case LAKE_TYPE_BOOLEAN: return c->min.type == SQLITE_INTEGER && c->max.type == SQLITE_INTEGER;
+    case LAKE_TYPE_REAL: return c->min.type != SQLITE_TEXT;
+    case LAKE_TYPE_TEXT:
+    case LAKE_TYPE_TIMESTAMP:
+    case LAKE_TYPE_FILE: return c->min.type == SQLITE_TEXT;
+    case LAKE_TYPE_BLOB: break;
+    }
+    return 0;
+}
+
+/* Add the bounds of a well-formed entry of a column of type t to o, numbers
+ * moved outward to print exactly (and left out when they cannot be); 0, or
+ * -1 when out of memory. */
+static int statsPutBounds(cJSON *o, const segmentColumnStats *c, lakeType t) {
+    if (!c->has_bounds) return 0;
+    if (c->min.type == SQLITE_TEXT)
+        return cJSON_AddStringToObject(o, "min", c->min.p) && cJSON_AddStringToObject(o, "max", c->max.p) &&
+                       (!c->max_cut || cJSON_AddTrueToObject(o, "max_cut"))
+                   ? 0 : -1;
+    double lo = c->min.type == SQLITE_INTEGER ? (double)c->min.i : c->min.r;
+    double hi = c->max.type == SQLITE_INTEGER ? (double)c->max.i : c->max.r;
+    if (!widenToExact(&lo, &hi, t == LAKE_TYPE_REAL ? DBL_MAX : JSON_WHOLE_MAX)) return 0;
+    return cJSON_AddNumberToObject(o, "min", lo) && cJSON_AddNumberToObject(o, "max", hi) ? 0 : -1;
+}
+
+int segmentStatsCheck(const cJSON *stats, const segmentSchema *s, int64_t rows, char **canonical,
+                      lakeError *err) {
+    *canonical = NULL;
+    if (!cJSON_IsArray(stats) || cJSON_GetArraySize(stats) != s->ncols)
+        return errSet(err, LAKE_EDATA, "malformed segment statistics");
+    cJSON *arr = cJSON_CreateArray();
+    const cJSON *e;
+    int i = 0, nomem = !arr;
+    cJSON_ArrayForEach(e, stats) {
+        segmentColumnStats c;
+        if (nomem) break;
+        if (!statsEntry(e, rows, &c) || !statsKind(&c, s->cols[i++].type)) {
+            cJSON_Delete(arr);
+            return errSet(err, LAKE_EDATA, "malformed segment statistics");
+        }
+        cJSON *o = cJSON_CreateObject(); /* once in arr, arr owns it */
+        nomem = !o || !cJSON_AddItemToArray(arr, o) || !cJSON_AddNumberToObject(o, "nulls", (double)c.nulls) ||
+                statsPutBounds(o, &c, s->cols[i - 1].type);
+    }
+    if (!nomem) nomem = !(*canonical = cJSON_PrintUnformatted(arr));
+    cJSON_Delete(arr);
+    return nomem ? errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics") : 0;
 }
 
 /* --- reader -------------------------------------------------------------- */

@@ -14,8 +14,8 @@
  *    stored (65 naming the column); FILE values must be valid and inside
  *    the managed stage, and are stored as canonical FILE JSON.
  *  - What was uploaded is described by records of exactly the shape
- *    registryAppend takes: [{"location","size","sha256","rows"}…], plus the
- *    FILE locations the rows reference (append's "files").
+ *    registryAppend takes: [{"location","size","sha256","rows","stats"}…],
+ *    plus the FILE locations the rows reference (append's "files").
  *  - A failed or abandoned writer removes its temporary files, and so
  *    does a stop signal (core/interrupt.h: they are registered there; an
  *    upload gives up once the signal has arrived).  Segments
@@ -33,6 +33,43 @@
  * The declared type names both the lake type (the reader checks it) and,
  * by SQLite's affinity rules, the storage class.  NULL is allowed in every
  * column.
+ *
+ * Statistics ("stats" of a segment record, computed by one aggregate
+ * SELECT over the closed segment before it is uploaded, carried by append
+ * and resolve so that a reader can skip a segment without opening it):
+ *   "stats":[S0,…,Sn-1]   one entry per schema column, in schema order;
+ *                         optional (a record without it tells nothing)
+ *   Si = {"nulls":N}      NULLs in the column, a whole number 0..rows,
+ *        plus "min" and "max" (both or neither) when the column holds a
+ *        non-NULL value and its bounds can be represented:
+ *   INTEGER, BOOLEAN      JSON whole numbers; both omitted when a bound lies
+ *                         outside ±2^53 (JSON carries no more exactly)
+ *   REAL                  finite JSON numbers; both omitted when a bound is
+ *                         infinite (no NaN exists: SQLite stores it as NULL)
+ *   (numbers)             a bound that cJSON would not print exactly (it
+ *                         prints 15 significant digits when they come
+ *                         within a relative DBL_EPSILON: some integers from
+ *                         2^52 up, one random double in six) is moved
+ *                         outward to the nearest double that it prints
+ *                         exactly, a few units in the last place at most,
+ *                         so that every print and parse on the way keeps it
+ *                         a bound; both are omitted when that leaves the
+ *                         range (2^53 itself, -DBL_MAX)
+ *   TEXT, TIMESTAMP, FILE JSON strings: SQLite's min() and max() under the
+ *                         BINARY collation (memcmp order), each cut to at
+ *                         most SEGMENT_STATS_TEXT_MAX bytes at a UTF-8
+ *                         character boundary.  A cut min is still a lower
+ *                         bound; a cut max adds "max_cut":true (the true max
+ *                         starts with that prefix: read it as the prefix
+ *                         followed by anything).  Both omitted when either
+ *                         kept prefix holds a U+0000 byte (no JSON string of
+ *                         lake carries one)
+ *   BLOB                  only "nulls"
+ * So an entry is {"nulls":N[,"min":A,"max":B[,"max_cut":true]]}: some 180
+ * bytes of JSON per column at most (more when a string needs escapes).  lake-metasrv's append refuses
+ * statistics that break these rules (segmentStatsCheck), and readers take
+ * them through segmentStatsColumn, which answers "unknown" for anything
+ * absent or malformed.
  */
 #ifndef LAKE_SEGMENT_H
 #define LAKE_SEGMENT_H
@@ -55,8 +92,6 @@ struct cJSON;
  * segments. */
 #define SEGMENT_MAX_BYTES (64LL * 1024 * 1024)
 #define SEGMENT_MAX_ROWS (1024LL * 1024)
-/* Text bounds in a segment's statistics are cut to this many bytes. */
-#define SEGMENT_STATS_TEXT_MAX 64
 /* The SQLite page cache of a segment being written (KiB). */
 #define SEGMENT_CACHE_KIB 8192
 
@@ -181,7 +216,7 @@ int64_t segmentWriterRows(const segmentWriter *w);
 
 /* Close and upload the last segment (none when it is empty) and hand over
  * what was written: *segments, the records [{"location","size","sha256",
- * "rows"}…] in write order (empty when no row was added), and *files, the
+ * "rows","stats"}…] in write order (empty when no row was added), and *files, the
  * distinct FILE locations the rows reference, sorted (kept in memory
  * until now: one string per referenced location).  The caller owns both
  * (cJSON_Delete).  Either pointer may be NULL when not wanted.  The writer
@@ -191,6 +226,57 @@ int segmentWriterFinish(segmentWriter *w, struct cJSON **segments, struct cJSON 
 
 /* Release the writer and remove its temporary directory.  NULL is fine. */
 void segmentWriterFree(segmentWriter *w);
+
+/* --- statistics (the format is in the comment at the top) --------------- */
+
+/* The longest TEXT, TIMESTAMP or FILE bound kept, in bytes. */
+#define SEGMENT_STATS_TEXT_MAX 64
+
+/* Compute the statistics of the table `rows` of db (a segment of schema s)
+ * into *out, a new array in the format above (caller deletes).  One
+ * full scan per 600 columns; 1 when SQLite fails. */
+int segmentStatsCompute(sqlite3 *db, const segmentSchema *s, struct cJSON **out, lakeError *err);
+
+/* Check the "stats" of a segment record of rows rows against schema s by
+ * the rules above (the server's check on append): an array of exactly
+ * s->ncols objects with only the keys nulls, min, max and max_cut, nulls
+ * whole in 0..rows, min and max both or neither and of the column's JSON
+ * kind (BLOB: neither), strings of at most SEGMENT_STATS_TEXT_MAX bytes,
+ * max_cut a boolean beside string bounds.  0 with *canonical set to the
+ * same statistics as unformatted JSON, keys in the order above, "max_cut"
+ * only when true, numbers moved outward to print exactly as the writer
+ * does (caller frees); 65 "malformed segment statistics" otherwise; 1 when
+ * out of memory. */
+int segmentStatsCheck(const struct cJSON *stats, const segmentSchema *s, int64_t rows,
+                      char **canonical, lakeError *err);
+
+/* A bound, tagged as SQLite tags a value. */
+typedef struct segmentStatsValue {
+    int type;      /* SQLITE_INTEGER, SQLITE_FLOAT or SQLITE_TEXT */
+    int64_t i;     /* SQLITE_INTEGER: a JSON whole number within ±2^53 */
+    double r;      /* SQLITE_FLOAT: any other finite JSON number */
+    const char *p; /* SQLITE_TEXT: n bytes (NUL-terminated), borrowed from the record */
+    size_t n;
+} segmentStatsValue;
+
+/* One column's statistics in one segment. */
+typedef struct segmentColumnStats {
+    int64_t rows;       /* the segment's row count (its record's "rows") */
+    int64_t nulls;      /* NULLs in the column, 0..rows */
+    int has_bounds;     /* min and max are set: every non-NULL value v has
+                         * min <= v <= max (SQLite's order, BINARY for text) */
+    segmentStatsValue min, max;
+    int max_cut;        /* max is a cut prefix: the true max starts with it,
+                         * so only v < max or v starting with max is known */
+} segmentColumnStats;
+
+/* Read column col's statistics from segment (a record as resolve answers
+ * it) of a table of ncols columns into *out.  1 when the record has rows
+ * and "stats" with exactly ncols entries and entry col is well-formed (the
+ * rules of segmentStatsCheck, but for the column's kind, which the caller
+ * knows); 0, "unknown: assume anything", when they are absent or
+ * malformed (*out is then zeroed).  Text pointers borrow from segment. */
+int segmentStatsColumn(const struct cJSON *segment, int col, int ncols, segmentColumnStats *out);
 
 /* A local segment file opened read-only. */
 typedef struct segmentReader segmentReader;

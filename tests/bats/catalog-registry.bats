@@ -3,7 +3,8 @@
 # not a lake registry, or one from a newer schema version, is refused (78)
 # and left byte for byte as it was; a registry without a directory marker is
 # still read (the development compatibility path of DESIGN §5) with a
-# one-line warning.  These are about the local source itself: a remote
+# one-line warning; a registry of schema version 1 is upgraded to 2 by the
+# next command, its data intact.  These are about the local source itself: a remote
 # source runs its own registry (lake-metasrv init/serve, which fails closed
 # on a registry without a marker), so they skip there.
 
@@ -181,4 +182,32 @@ assert_refused_untouched() {
   # not_modified from the new authority was not trusted: a full fetch followed
   [ "$(grep -c '^trace: source catalog_snapshot' <<<"$stderr")" -eq 2 ]
   [[ $stderr == *"known=-1 -> snapshot generation=2"* ]]
+}
+
+@test "a registry of schema version 1 is upgraded to 2 by the next command, its data intact" {
+  make_docs
+  printf 'title,year\nA lake,2026\nB,2025\n' | lake-query -q --import docs.papers
+  local before
+  before=$(lake-catalog resolve docs.papers | jq -c '[.id, .version, .schema, [.segments[] | del(.stats)]]')
+  # back to schema 1, as a registry written before issue 18 is
+  sqlite3 "$REGISTRY" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
+                       UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM pragma_table_info('segments') WHERE name IN ('stats', 'removed_in')")" 0
+  rm -rf "$XDG_CACHE_HOME"
+
+  run --separate-stderr lake-catalog resolve docs.papers
+  assert_clean_success
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 2
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT group_concat(name || ' ' || type, ', ') FROM pragma_table_info('segments') WHERE name IN ('stats', 'removed_in')")" \
+    "stats TEXT, removed_in INTEGER"
+  # the same table, version and segments; those written before have no stats
+  assert_equal "$(jq -c '[.id, .version, .schema, .segments]' <<<"$output")" "$before"
+  run lake-query -c "SELECT title, year FROM docs.papers ORDER BY year"
+  assert_output $'B\t2025\nA lake\t2026'
+  run lake-catalog list
+  assert_output "$DOCS_LIST"
+  # the next append records its statistics
+  lake-query -q -c "INSERT INTO docs.papers(title, year) VALUES ('C', 2024)"
+  assert_equal "$(lake-catalog resolve docs.papers | jq -c '[.segments[] | .stats[1] // "none"]')" \
+    '["none",{"nulls":0,"min":2024,"max":2024}]'
 }

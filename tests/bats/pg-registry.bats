@@ -8,7 +8,8 @@
 # SIGKILLed mid-storm; and the faults: an
 # unreachable PostgreSQL (69), PostgreSQL lost while serving (503, then
 # recovery without a restart), a newer schema (78, untouched), with the
-# URL's password never printed.  (The lake clients themselves, with
+# URL's password never printed; and a database of schema version 1 is
+# upgraded to 2 by the next server, its data intact.  (The lake clients themselves, with
 # LAKE_METASRV=A,B and one instance killed mid-storm, are
 # metasrv-failover.bats, which tests/run also runs on PostgreSQL.)
 
@@ -281,4 +282,34 @@ append_client() {
   assert_error lake-metasrv 78 "registry schema version 99"
   assert_equal "$(pg_sql "$DB" "$q")" "$before"
   assert_equal "$(pg_sql "$DB" "SELECT count(*) FROM principals")" 1
+}
+
+@test "a database of schema version 1 is upgraded to 2 when a server opens it, its data intact" {
+  post "$A_URL" create_namespace '{"namespace":"u"}' >/dev/null
+  post "$A_URL" create_table '{"namespace":"u","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
+  post "$A_URL" append "{\"namespace\":\"u\",\"name\":\"t\",\"expected_version\":0,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/u/s1")],\"files\":[]}" >/dev/null
+  local before cols="SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY column_name)
+                     FROM information_schema.columns WHERE table_name = 'segments' AND column_name IN ('stats', 'removed_in')"
+  before=$(post "$A_URL" resolve '{"namespace":"u","name":"t"}')
+  kill -TERM "$A_PID" "$B_PID"
+  wait "$A_PID" "$B_PID" 2>/dev/null || true
+  A_PID= B_PID=
+  # back to schema 1, as a database written before issue 18 is
+  pg_sql "$DB" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
+                UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
+  assert_equal "$(pg_sql "$DB" "$cols")" ""
+
+  metasrv_start "$SRV"
+  A_PID=$METASRV_PID
+  assert_equal "$(pg_sql "$DB" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 2
+  assert_equal "$(pg_sql "$DB" "$cols")" "removed_in bigint, stats text"
+  run post "$METASRV_URL" resolve '{"namespace":"u","name":"t"}'
+  assert_success
+  assert_equal "$output" "$before"
+  # and it takes appends with statistics
+  run post "$METASRV_URL" append "{\"namespace\":\"u\",\"name\":\"t\",\"expected_version\":1,\"segments\":[{\"location\":\"file://$SRV/stage/tables/u/s2\",\"size\":1,\"sha256\":\"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881\",\"rows\":1,\"stats\":[{\"nulls\":0,\"min\":7,\"max\":7}]}],\"files\":[]}"
+  assert_success
+  run post "$METASRV_URL" resolve '{"namespace":"u","name":"t"}'
+  assert_equal "$(jq -c '[.version, [.segments[].stats]]' <<<"$output")" '[2,[null,[{"nulls":0,"min":7,"max":7}]]]'
+  assert_no_password
 }

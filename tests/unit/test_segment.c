@@ -364,6 +364,376 @@ static void testKeyDir(stage *st) {
     fileValueFree(&fv);
 }
 
+/* --- statistics ------------------------------------------------------------ */
+
+static int statsAllValid = 1; /* every record's stats pass the server's check */
+
+/* Write vals (n rows) into one column of type type; the unformatted JSON
+ * of the column's statistics (caller frees), or NULL.  The record's stats
+ * must also pass segmentStatsCheck, as lake-metasrv's append checks
+ * them. */
+static char *statsOf(stage *st, const char *type, const lakeValue *vals, int n) {
+    char sch[128];
+    snprintf(sch, sizeof sch, "[{\"name\":\"c\",\"type\":\"%s\"}]", type);
+    lakeError err = {0};
+    segmentWriter *w;
+    segmentWriterOptions o = {.tmp_dir = tmpParent};
+    if (segmentWriterOpen(st, "T07", sch, &o, &w, &err)) return NULL;
+    char *out = NULL, *canon = NULL;
+    cJSON *segs = NULL;
+    for (int i = 0; i < n; i++)
+        if (segmentWriterAddRow(w, &vals[i], 1, &err)) { fprintf(stderr, "%s\n", err.msg); goto out; }
+    if (segmentWriterFinish(w, &segs, NULL, &err) || cJSON_GetArraySize(segs) != 1) goto out;
+    const cJSON *stats = cJSON_GetObjectItem(cJSON_GetArrayItem(segs, 0), "stats");
+    out = cJSON_PrintUnformatted(cJSON_GetArrayItem(stats, 0));
+    if (segmentStatsCheck(stats, segmentWriterSchema(w), n, &canon, &err) || !canon) {
+        fprintf(stderr, "not accepted: %s (%s)\n", out, err.msg);
+        statsAllValid = 0;
+    }
+out:
+    free(canon);
+    cJSON_Delete(segs);
+    segmentWriterFree(w);
+    return out;
+}
+
+/* statsOf compared with want. */
+static int statsAre(stage *st, const char *type, const lakeValue *vals, int n, const char *want) {
+    char *got = statsOf(st, type, vals, n);
+    int same = got && strcmp(got, want) == 0;
+    if (!same) fprintf(stderr, "stats %s, want %s\n", got ? got : "(none)", want);
+    free(got);
+    return same;
+}
+
+#define INT(x) ((lakeValue){.kind = LAKE_VALUE_INT, .i = (x)})
+#define REAL(x) ((lakeValue){.kind = LAKE_VALUE_REAL, .r = (x)})
+#define NUL ((lakeValue){.kind = LAKE_VALUE_NULL})
+#define TXTN(s, len) ((lakeValue){.kind = LAKE_VALUE_TEXT, .p = (s), .n = (len)})
+
+/* What the writer records, for every type. */
+static void testStatsWritten(stage *st) {
+    lakeValue v[8];
+    v[0] = NUL; v[1] = NUL; v[2] = NUL;
+    ok(statsAre(st, "INTEGER", v, 3, "{\"nulls\":3}"), "a column of NULLs has only its null count");
+    v[0] = INT(-5); v[1] = NUL; v[2] = INT(7); v[3] = INT(-4503599627370497LL); v[4] = NUL;
+    ok(statsAre(st, "INTEGER", v, 5, "{\"nulls\":2,\"min\":-4503599627370497,\"max\":7}"),
+       "INTEGER: nulls, and negative bounds");
+    v[0] = INT(9007199254740990LL); v[1] = INT(-9007199254740990LL);
+    ok(statsAre(st, "INTEGER", v, 2, "{\"nulls\":0,\"min\":-9.00719925474099e+15,\"max\":9.00719925474099e+15}"),
+       "INTEGER: bounds near ±2^53 that print exactly are kept");
+    v[0] = INT(9007199254740991LL); v[1] = INT(-9007199254740991LL);
+    ok(statsAre(st, "INTEGER", v, 2, "{\"nulls\":0}"),
+       "INTEGER: 2^53-1, which cJSON prints as 2^53-2, moves out of range and drops both bounds");
+    v[0] = INT(9007199254740992LL);
+    ok(statsAre(st, "INTEGER", v, 1, "{\"nulls\":0}"), "INTEGER: 2^53, which cJSON prints inexactly, too");
+    v[0] = INT(1); v[1] = INT(9007199254740993LL);
+    ok(statsAre(st, "INTEGER", v, 2, "{\"nulls\":0}"), "INTEGER: a max beyond 2^53 drops both bounds");
+    v[0] = INT(INT64_MIN); v[1] = INT(0);
+    ok(statsAre(st, "INTEGER", v, 2, "{\"nulls\":0}"), "INTEGER: a min below -2^53 drops both bounds");
+
+    v[0] = REAL(2.5); v[1] = REAL(-0.0); v[2] = NUL;
+    ok(statsAre(st, "REAL", v, 3, "{\"nulls\":1,\"min\":0,\"max\":2.5}"),
+       "REAL: -0.0 (a segment stores it as 0) is the bound 0");
+    v[0] = REAL(0.1); v[1] = REAL(-1.7976931348623157e308); v[2] = REAL(4.9e-324);
+    ok(statsAre(st, "REAL", v, 3, "{\"nulls\":0}"),
+       "REAL: -DBL_MAX, which cJSON prints as -Inf, drops both bounds");
+    v[0] = REAL(0.1); v[1] = REAL(-1e308); v[2] = REAL(4.9e-324); v[3] = REAL(0.1 + 0.2);
+    char *got = statsOf(st, "REAL", v, 4);
+    cJSON *j = got ? cJSON_Parse(got) : NULL;
+    double lo = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "min")), hi = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "max"));
+    ok(j && lo == -1e308 && hi > 0.1 + 0.2 && hi == 0.3000000000000001,
+       "REAL: 0.1+0.2, which cJSON would print as 0.3, is a max one unit in the last place up (%s)", got);
+    /* printed and parsed again, the bounds do not move */
+    char *again = cJSON_PrintUnformatted(j);
+    ok(again && got && strcmp(again, got) == 0, "the bounds print the same after a parse (%s)", again);
+    free(again);
+    cJSON_Delete(j);
+    free(got);
+
+    v[0] = (lakeValue){.kind = LAKE_VALUE_BOOL, .i = 1}; v[1] = NUL; v[2] = (lakeValue){.kind = LAKE_VALUE_BOOL, .i = 0};
+    ok(statsAre(st, "BOOLEAN", v, 3, "{\"nulls\":1,\"min\":0,\"max\":1}"), "BOOLEAN: 0 and 1");
+    v[0] = (lakeValue){.kind = LAKE_VALUE_BLOB, .p = "\0x", .n = 2}; v[1] = NUL;
+    ok(statsAre(st, "BLOB", v, 2, "{\"nulls\":1}"), "BLOB: only the null count");
+    v[0] = TXT("2026-12-02T13:08:02+01:00"); v[1] = TXT("1999-01-01 00:00:00.25Z"); v[2] = NUL;
+    ok(statsAre(st, "TIMESTAMP", v, 3,
+                "{\"nulls\":1,\"min\":\"1999-01-01T00:00:00.25Z\",\"max\":\"2026-12-02T12:08:02Z\"}"),
+       "TIMESTAMP: bounds in the stored UTC form");
+    v[0] = TXTN(fileJson, strlen(fileJson));
+    char want[300];
+    snprintf(want, sizeof want, "{\"nulls\":0,\"min\":\"%.64s\",\"max\":\"%.64s\",\"max_cut\":true}", fileJson, fileJson);
+    /* the first 64 bytes of canonical FILE JSON: quotes escaped */
+    cJSON *fv = cJSON_CreateObject();
+    char pre[65];
+    snprintf(pre, sizeof pre, "%.64s", fileJson);
+    cJSON_AddNumberToObject(fv, "nulls", 0);
+    cJSON_AddStringToObject(fv, "min", pre);
+    cJSON_AddStringToObject(fv, "max", pre);
+    cJSON_AddTrueToObject(fv, "max_cut");
+    char *wantFile = cJSON_PrintUnformatted(fv);
+    ok(strlen(fileJson) > 64 && statsAre(st, "FILE", v, 1, wantFile),
+       "FILE: bounds are the canonical JSON's first 64 bytes, max_cut");
+    free(wantFile);
+    cJSON_Delete(fv);
+
+    /* TEXT cut at 64 bytes, at a character boundary */
+    char a63[128], e62[128], w60[128], x64[128], a70[128];
+    memset(a63, 'a', 63); memcpy(a63 + 63, "\xc3\xa9zz", 4);   /* é at bytes 63-64 */
+    memset(e62, 'e', 62); memcpy(e62 + 62, "\xe2\x82\xac", 3); /* € at bytes 62-64 */
+    memset(w60, 'w', 60); memcpy(w60 + 60, "\xf0\x9f\x98\x80x", 5); /* 😀 at 60-63 */
+    memset(x64, 'x', 64);
+    memset(a70, 'a', 70);
+    v[0] = TXTN(a63, 67);
+    ok(statsAre(st, "TEXT", v, 1, "{\"nulls\":0,\"min\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+                                  "\"max\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\"max_cut\":true}"),
+       "TEXT: a 2-byte character across byte 64 is left out (63 bytes kept)");
+    v[0] = TXTN(e62, 65);
+    ok(statsAre(st, "TEXT", v, 1, "{\"nulls\":0,\"min\":\"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee\","
+                                  "\"max\":\"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee\",\"max_cut\":true}"),
+       "TEXT: a 3-byte character across byte 64 is left out (62 bytes kept)");
+    v[0] = TXTN(w60, 65);
+    ok(statsAre(st, "TEXT", v, 1, "{\"nulls\":0,\"min\":\"wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww\xf0\x9f\x98\x80\","
+                                  "\"max\":\"wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww\xf0\x9f\x98\x80\",\"max_cut\":true}"),
+       "TEXT: a 4-byte character ending at byte 64 is kept");
+    v[0] = TXTN(x64, 64);
+    ok(statsAre(st, "TEXT", v, 1, "{\"nulls\":0,\"min\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\","
+                                  "\"max\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}"),
+       "TEXT: 64 bytes are kept whole, no max_cut");
+    v[0] = TXTN(a70, 70); v[1] = TXT("b");
+    ok(statsAre(st, "TEXT", v, 2, "{\"nulls\":0,\"min\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+                                  "\"max\":\"b\"}"),
+       "TEXT: a cut min needs no flag");
+    v[0] = TXT("a\0b"); v[1] = TXT("c");
+    ok(statsAre(st, "TEXT", v, 2, "{\"nulls\":0}"), "TEXT: U+0000 in a kept prefix drops both bounds");
+    memcpy(x64 + 64, "\0", 1);
+    v[0] = TXTN(x64, 65); v[1] = TXT("c");
+    ok(statsAre(st, "TEXT", v, 2, "{\"nulls\":0,\"min\":\"c\",\"max\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\","
+                                  "\"max_cut\":true}"),
+       "TEXT: U+0000 past the kept prefix is cut off");
+    v[0] = TXT("b"); v[1] = TXT("B"); v[2] = TXT("\xc3\xa9"); v[3] = TXT("ba");
+    ok(statsAre(st, "TEXT", v, 4, "{\"nulls\":0,\"min\":\"B\",\"max\":\"\xc3\xa9\"}"),
+       "TEXT: bounds in BINARY (memcmp) order");
+    ok(statsAllValid, "the server's check accepts every record the writer made");
+}
+
+/* Computed over a segment the writer could not have made: infinities. */
+static void testStatsCompute(void) {
+    sqlite3 *db;
+    lakeError err = {0};
+    segmentSchema *s;
+    cJSON *stats = NULL;
+    sqlite3_open(":memory:", &db);
+    sqlite3_exec(db, "CREATE TABLE rows(x REAL, y REAL, z REAL); INSERT INTO rows VALUES (1e999, 1, NULL), "
+                     "(0, -1e999, NULL), (-2.5, 3, NULL)", NULL, NULL, NULL);
+    segmentSchemaParse("[{\"name\":\"x\",\"type\":\"REAL\"},{\"name\":\"y\",\"type\":\"REAL\"},"
+                       "{\"name\":\"z\",\"type\":\"REAL\"}]", &s, &err);
+    char *txt = segmentStatsCompute(db, s, &stats, &err) == 0 ? cJSON_PrintUnformatted(stats) : NULL;
+    ok(txt && strcmp(txt, "[{\"nulls\":0},{\"nulls\":0},{\"nulls\":3}]") == 0,
+       "REAL: an infinite max or min drops both bounds (%s)", txt);
+    free(txt);
+    cJSON_Delete(stats);
+    segmentSchemaFree(s);
+    sqlite3_close(db);
+
+    /* more columns than one SELECT returns */
+    enum { WIDE = 700 };
+    char *sch = malloc(WIDE * 40), *sql = malloc(WIDE * 40);
+    size_t o = 0, q = 0;
+    o += (size_t)sprintf(sch + o, "[");
+    q += (size_t)sprintf(sql + q, "CREATE TABLE rows(");
+    for (int i = 0; i < WIDE; i++) {
+        o += (size_t)sprintf(sch + o, "%s{\"name\":\"c%d\",\"type\":\"INTEGER\"}", i ? "," : "", i);
+        q += (size_t)sprintf(sql + q, "%sc%d INTEGER", i ? "," : "", i);
+    }
+    sprintf(sch + o, "]");
+    sprintf(sql + q, "); INSERT INTO rows(c0, c650, c699) VALUES (1, 650, 699), (2, -650, NULL)");
+    sqlite3_open(":memory:", &db);
+    sqlite3_exec(db, sql, NULL, NULL, NULL);
+    segmentSchemaParse(sch, &s, &err);
+    char *e650 = NULL, *e699 = NULL, *e1 = NULL;
+    ok(segmentStatsCompute(db, s, &stats, &err) == 0 && cJSON_GetArraySize(stats) == WIDE &&
+           (e1 = cJSON_PrintUnformatted(cJSON_GetArrayItem(stats, 1))) && strcmp(e1, "{\"nulls\":2}") == 0 &&
+           (e650 = cJSON_PrintUnformatted(cJSON_GetArrayItem(stats, 650))) &&
+           strcmp(e650, "{\"nulls\":0,\"min\":-650,\"max\":650}") == 0 &&
+           (e699 = cJSON_PrintUnformatted(cJSON_GetArrayItem(stats, 699))) &&
+           strcmp(e699, "{\"nulls\":1,\"min\":699,\"max\":699}") == 0,
+       "%d columns: one entry each, past the first SELECT's 600 too", WIDE);
+    free(e1);
+    free(e650);
+    free(e699);
+    cJSON_Delete(stats);
+    segmentSchemaFree(s);
+    sqlite3_close(db);
+    free(sch);
+    free(sql);
+}
+
+/* segmentStatsColumn on the record text rec for column col of ncols. */
+static int column(const char *rec, int col, int ncols, segmentColumnStats *c) {
+    cJSON *j = cJSON_Parse(rec);
+    int r = segmentStatsColumn(j, col, ncols, c);
+    /* the text pointers borrow from j: copy what the tests look at */
+    static char minb[80], maxb[80];
+    if (r && c->min.type == SQLITE_TEXT) { snprintf(minb, sizeof minb, "%s", c->min.p); c->min.p = minb; }
+    if (r && c->max.type == SQLITE_TEXT) { snprintf(maxb, sizeof maxb, "%s", c->max.p); c->max.p = maxb; }
+    cJSON_Delete(j);
+    return r;
+}
+
+#define REC(stats) "{\"location\":\"file:///x\",\"size\":1,\"sha256\":\"00\",\"rows\":5" stats "}"
+
+static void testStatsRead(void) {
+    segmentColumnStats c;
+    const char *rec = REC(",\"stats\":[{\"nulls\":1,\"min\":-3,\"max\":9007199254740992},{\"nulls\":5},"
+                          "{\"nulls\":0,\"min\":-0.5,\"max\":2},{\"nulls\":2,\"min\":\"a\\u00e9\",\"max\":\"zz\",\"max_cut\":true},"
+                          "{\"nulls\":0,\"min\":1e300,\"max\":1.5e300}]");
+    ok(column(rec, 0, 5, &c) == 1 && c.rows == 5 && c.nulls == 1 && c.has_bounds &&
+           c.min.type == SQLITE_INTEGER && c.min.i == -3 && c.max.type == SQLITE_INTEGER &&
+           c.max.i == 9007199254740992LL && !c.max_cut,
+       "integer bounds read as SQLITE_INTEGER");
+    ok(column(rec, 1, 5, &c) == 1 && c.nulls == 5 && !c.has_bounds, "only nulls: no bounds");
+    ok(column(rec, 2, 5, &c) == 1 && c.min.type == SQLITE_FLOAT && c.min.r == -0.5 && c.max.type == SQLITE_INTEGER &&
+           c.max.i == 2,
+       "a fraction reads as SQLITE_FLOAT, a whole number as SQLITE_INTEGER");
+    ok(column(rec, 3, 5, &c) == 1 && c.nulls == 2 && c.min.type == SQLITE_TEXT && c.min.n == 3 &&
+           memcmp(c.min.p, "a\xc3\xa9", 3) == 0 && c.max.n == 2 && c.max_cut,
+       "text bounds as pointer and length, max_cut");
+    ok(column(rec, 4, 5, &c) == 1 && c.min.type == SQLITE_FLOAT && c.min.r == 1e300,
+       "a whole number beyond 2^53 reads as SQLITE_FLOAT");
+    ok(column(rec, 5, 5, &c) == 0 && column(rec, -1, 5, &c) == 0, "a column out of range is unknown");
+    ok(column(rec, 0, 4, &c) == 0, "stats of another column count are unknown");
+    ok(column(REC(""), 0, 1, &c) == 0 && c.nulls == 0 && !c.has_bounds, "a record without stats is unknown");
+    ok(column("{\"stats\":[{\"nulls\":0}]}", 0, 1, &c) == 0, "a record without rows is unknown");
+    static const char *bad[] = {
+        "[{\"nulls\":6}]", "[{\"nulls\":-1}]", "[{\"nulls\":1.5}]", "[{}]", "[{\"nulls\":\"1\"}]",
+        "[{\"nulls\":0,\"min\":1}]", "[{\"nulls\":0,\"max\":1}]", "[{\"nulls\":0,\"min\":1,\"max\":2,\"extra\":1}]",
+        "[{\"nulls\":0,\"min\":\"a\",\"max\":2}]", "[{\"nulls\":0,\"min\":[1],\"max\":[2]}]",
+        "[{\"nulls\":0,\"min\":null,\"max\":null}]", "[{\"nulls\":0,\"min\":\"a\",\"max\":\"b\",\"max_cut\":1}]",
+        "[{\"nulls\":0,\"min\":1,\"max\":2,\"max_cut\":true}]", "[{\"nulls\":0,\"max_cut\":false}]",
+        "[{\"nulls\":0,\"min\":\"a\",\"max\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}]",
+        "[{\"nulls\":0,\"nulls\":0}]", "[1]", "{\"nulls\":0}", "[{\"nulls\":0,\"min\":1e999,\"max\":1e999}]",
+    };
+    int all = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char r[300];
+        snprintf(r, sizeof r, REC(",\"stats\":%s"), bad[i]);
+        if (column(r, 0, 1, &c) != 0 || c.has_bounds || c.nulls) { all = 0; fprintf(stderr, "taken: %s\n", bad[i]); }
+    }
+    ok(all, "each of %zu malformed entries is unknown, *out zeroed", sizeof bad / sizeof *bad);
+    ok(column(REC(",\"stats\":[{\"nulls\":0,\"min\":\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+                  "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\",\"max\":\"\"}]"),
+              0, 1, &c) == 1 && c.min.n == 64 && c.max.n == 0,
+       "64 bytes of multibyte text is a bound; so is the empty string");
+}
+
+/* The server's check, by column type, and the canonical text. */
+static void testStatsCheck(void) {
+    lakeError err = {0};
+    segmentSchema *s;
+    segmentSchemaParse("[{\"name\":\"i\",\"type\":\"INTEGER\"},{\"name\":\"r\",\"type\":\"REAL\"},"
+                       "{\"name\":\"t\",\"type\":\"TEXT\"},{\"name\":\"b\",\"type\":\"BLOB\"},"
+                       "{\"name\":\"o\",\"type\":\"BOOLEAN\"},{\"name\":\"ts\",\"type\":\"TIMESTAMP\"},"
+                       "{\"name\":\"f\",\"type\":\"FILE\"}]", &s, &err);
+    char *canon = NULL;
+    cJSON *j = cJSON_Parse("[{\"max\":3,\"min\":-1,\"nulls\":0},{\"nulls\":1,\"min\":1.0,\"max\":2.5},"
+                           "{\"nulls\":0,\"min\":\"a\",\"max\":\"b\",\"max_cut\":false},{\"nulls\":4},"
+                           "{\"nulls\":0,\"min\":0,\"max\":1},{\"nulls\":0,\"min\":\"1\",\"max\":\"2\",\"max_cut\":true},"
+                           "{\"nulls\":4}]");
+    int rc = segmentStatsCheck(j, s, 4, &canon, &err);
+    ok(rc == 0 && canon &&
+           strcmp(canon, "[{\"nulls\":0,\"min\":-1,\"max\":3},{\"nulls\":1,\"min\":1,\"max\":2.5},"
+                         "{\"nulls\":0,\"min\":\"a\",\"max\":\"b\"},{\"nulls\":4},{\"nulls\":0,\"min\":0,\"max\":1},"
+                         "{\"nulls\":0,\"min\":\"1\",\"max\":\"2\",\"max_cut\":true},{\"nulls\":4}]") == 0,
+       "well-formed statistics are taken, in canonical form (%s)", canon);
+    free(canon);
+    cJSON_Delete(j);
+    static const char *bad[][2] = {
+        {"0", "{\"nulls\":0,\"min\":1.5,\"max\":2}"},
+        {"0", "{\"nulls\":0,\"min\":1,\"max\":9007199254740994}"},
+        {"0", "{\"nulls\":0,\"min\":\"1\",\"max\":\"2\"}"},
+        {"1", "{\"nulls\":0,\"min\":\"1\",\"max\":\"2\"}"},
+        {"2", "{\"nulls\":0,\"min\":1,\"max\":2}"},
+        {"3", "{\"nulls\":0,\"min\":\"a\",\"max\":\"b\"}"},
+        {"4", "{\"nulls\":0,\"min\":0.5,\"max\":1}"},
+        {"5", "{\"nulls\":0,\"min\":1,\"max\":2}"},
+        {"6", "{\"nulls\":5}"},
+        {"6", "{\"nulls\":0,\"min\":\"a\",\"max\":\"b\",\"bytes\":1}"},
+    };
+    int all = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char txt[600] = "[";
+        int col = atoi(bad[i][0]);
+        for (int c = 0; c < 7; c++) {
+            strcat(txt, c ? "," : "");
+            strcat(txt, c == col ? bad[i][1] : "{\"nulls\":0}");
+        }
+        strcat(txt, "]");
+        j = cJSON_Parse(txt);
+        rc = segmentStatsCheck(j, s, 4, &canon, &err);
+        if (rc != LAKE_EDATA || canon || !strstr(err.msg, "malformed segment statistics")) {
+            all = 0;
+            fprintf(stderr, "taken: %s\n", txt);
+        }
+        free(canon);
+        cJSON_Delete(j);
+    }
+    ok(all, "each of %zu entries of the wrong kind for its column is 65", sizeof bad / sizeof *bad);
+    j = cJSON_Parse("[{\"nulls\":0,\"min\":0,\"max\":9007199254740991},{\"nulls\":0,\"min\":0.30000000000000004,"
+                    "\"max\":0.30000000000000004},{\"nulls\":0},{\"nulls\":0},{\"nulls\":0},{\"nulls\":0},{\"nulls\":0}]");
+    rc = segmentStatsCheck(j, s, 4, &canon, &err);
+    ok(rc == 0 && canon && strncmp(canon, "[{\"nulls\":0},{\"nulls\":0,\"min\":0.3,\"max\":0.3000000000000001}", 59) == 0,
+       "numbers cJSON would print inexactly are moved outward, or left out (%s)", canon);
+    free(canon);
+    cJSON_Delete(j);
+    j = cJSON_Parse("[{\"nulls\":0},{\"nulls\":0}]");
+    ok(segmentStatsCheck(j, s, 4, &canon, &err) == LAKE_EDATA && !canon, "too few entries are 65");
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"nulls\":0}");
+    ok(segmentStatsCheck(j, s, 4, &canon, &err) == LAKE_EDATA && !canon, "an object for the array is 65");
+    cJSON_Delete(j);
+    segmentSchemaFree(s);
+}
+
+/* Every record of a multi-segment write has stats matching its rows. */
+static void testStatsRollover(stage *st) {
+    lakeError err = {0};
+    segmentWriter *w;
+    segmentWriterOptions o = {.tmp_dir = tmpParent, .max_rows = 7};
+    const char *sch = "[{\"name\":\"k\",\"type\":\"INTEGER\"},{\"name\":\"s\",\"type\":\"TEXT\"}]";
+    segmentWriterOpen(st, "T08", sch, &o, &w, &err);
+    for (int i = 0; i < 30; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "s%03d", 100 - i);
+        lakeValue v[2] = {i % 4 == 1 ? NUL : INT(i * 3), TXTN(buf, strlen(buf))};
+        segmentWriterAddRow(w, v, 2, &err);
+    }
+    cJSON *segs = NULL;
+    segmentWriterFinish(w, &segs, NULL, &err);
+    const cJSON *rec;
+    int all = cJSON_GetArraySize(segs) == 5, seg = 0;
+    cJSON_ArrayForEach(rec, segs) {
+        segmentColumnStats k, t;
+        int lo = seg * 7, hi = seg * 7 + (int)cJSON_GetNumberValue(cJSON_GetObjectItem(rec, "rows")) - 1;
+        int nulls = 0, kmin = -1, kmax = -1;
+        for (int i = lo; i <= hi; i++) {
+            if (i % 4 == 1) { nulls++; continue; }
+            if (kmin < 0) kmin = i * 3;
+            kmax = i * 3;
+        }
+        char smin[32], smax[32];
+        snprintf(smin, sizeof smin, "s%03d", 100 - hi);
+        snprintf(smax, sizeof smax, "s%03d", 100 - lo);
+        if (segmentStatsColumn(rec, 0, 2, &k) != 1 || segmentStatsColumn(rec, 1, 2, &t) != 1 || k.nulls != nulls ||
+            k.min.i != kmin || k.max.i != kmax || t.nulls != 0 || strcmp(t.min.p, smin) || strcmp(t.max.p, smax))
+            all = 0;
+        seg++;
+    }
+    ok(all, "every segment of a rolled-over write carries its own statistics");
+    cJSON_Delete(segs);
+    segmentWriterFree(w);
+}
+
 int main(void) {
     snprintf(root, sizeof root, "%s/lake-test-segment-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(root)) return 1;
@@ -386,6 +756,11 @@ int main(void) {
     testConversions(st);
     testFiles(st);
     testKeyDir(st);
+    testStatsWritten(st);
+    testStatsCompute();
+    testStatsRead();
+    testStatsCheck();
+    testStatsRollover(st);
 
     free(fileJson);
     stageClose(st);
