@@ -34,35 +34,28 @@ static int textColumn(lakeType t) {
     return t == LAKE_TYPE_TEXT || t == LAKE_TYPE_TIMESTAMP || t == LAKE_TYPE_FILE;
 }
 
-/* A JSON bound of a column of type t. */
-static int jsonBound(const cJSON *j, lakeType t, pval *out) {
-    if (numericColumn(t) && cJSON_IsNumber(j)) {
-        *out = (pval){.kind = PV_NUM, .num = (long double)j->valuedouble};
-        return 1;
-    }
-    if (textColumn(t) && cJSON_IsString(j) && strlen(j->valuestring) <= SEGMENT_STATS_TEXT_MAX) {
-        *out = (pval){.kind = PV_TEXT, .s = j->valuestring, .len = strlen(j->valuestring)};
-        return 1;
-    }
-    return 0;
+/* A bound of a column of type t, if it is of the column's kind. */
+static int bound(const segmentStatsValue *v, lakeType t, pval *out) {
+    if (numericColumn(t) && v->type == SQLITE_INTEGER) *out = (pval){.kind = PV_NUM, .num = (long double)v->i};
+    else if (numericColumn(t) && v->type == SQLITE_FLOAT) *out = (pval){.kind = PV_NUM, .num = (long double)v->r};
+    else if (textColumn(t) && v->type == SQLITE_TEXT) *out = (pval){.kind = PV_TEXT, .s = v->p, .len = v->n};
+    else return 0;
+    return 1;
 }
 
-/* The statistics of column col in segment g: 0 when there are none (or
- * they are not what segment.h describes). */
+/* The statistics of column col in segment g (segmentStatsColumn): 0 when
+ * there are none, or their bounds are not of the column's kind. */
 static int readStats(const cJSON *g, int col, const segmentSchema *cols, colStats *out) {
+    segmentColumnStats st;
     memset(out, 0, sizeof *out);
-    const cJSON *stats = cJSON_GetObjectItemCaseSensitive(g, "stats");
-    if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &out->rows)) return 0;
-    if (!cJSON_IsArray(stats) || cJSON_GetArraySize(stats) != cols->ncols) return 0;
-    const cJSON *s = cJSON_GetArrayItem(stats, col);
-    if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(s, "nulls"), 0, &out->nulls) || out->nulls > out->rows)
-        return 0;
-    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(s, "min"), *hi = cJSON_GetObjectItemCaseSensitive(s, "max");
-    lakeType t = cols->cols[col].type;
-    if (lo && hi) {
-        if (!jsonBound(lo, t, &out->lo) || !jsonBound(hi, t, &out->hi)) return 0;
+    if (!segmentStatsColumn(g, col, cols->ncols, &st)) return 0;
+    out->rows = st.rows;
+    out->nulls = st.nulls;
+    if (st.has_bounds) {
+        lakeType t = cols->cols[col].type;
+        if (!bound(&st.min, t, &out->lo) || !bound(&st.max, t, &out->hi)) return 0;
         out->bounds = 1;
-        out->hiCut = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "max_cut"));
+        out->hiCut = st.max_cut;
     }
     return 1;
 }
