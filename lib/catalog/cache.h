@@ -130,7 +130,8 @@ int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int6
                          lakeError *err);
 
 /* Compact through the source (sourceCompact), then raise the table's
- * epoch on this host, as cacheAppend does. */
+ * epoch on this host, as cacheAppend does.  A conflict raises it past
+ * expected_version too, so that the next resolve asks the source. */
 int cacheCompact(catalogCache *c, const char *ns, const char *name, int64_t expected_version,
                  const struct cJSON *replace, const struct cJSON *segments, const struct cJSON *files,
                  int64_t *version, lakeError *err);
