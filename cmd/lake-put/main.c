@@ -26,6 +26,7 @@
 #include "catalog/vend.h"
 #include "catalog/names.h"
 #include "catalog/source.h"
+#include "query/compact.h"
 #include "query/segment.h"
 #include <cjson/cJSON.h>
 #include "core/bytesize.h"
@@ -501,6 +502,7 @@ int main(int argc, char **argv) {
         snprintf(err.msg + n, sizeof err.msg - n, "; %s", note);
     }
     if (rc && !interruptPending()) logError(&err);
+    if (cache) compactAfterAppends(&cfg, cache, st, NULL); /* warns, never fails */
     segmentWriterFree(plan.w);
     free(plan.vals);
     cJSON_Delete(reg);
