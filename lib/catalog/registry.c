@@ -801,12 +801,12 @@ int registryCompact(registry *r, const stage *stg, const char *ns, const char *n
         int64_t live; /* its rows, or -1 when an earlier compaction removed it */
         rc = queryInt(r, &live, err, "SELECT CASE WHEN removed_in IS NULL THEN rows ELSE -1 END FROM segments "
                       "WHERE table_id = ? AND location = ?", id, g->valuestring, NULL);
+        /* no location in a message: it is a path (DESIGN §5) */
         if (rc < 0)
-            rc = errSetStatus(err, "invalid_argument", "compact: %.200s is not a segment of %s.%s", g->valuestring,
+            rc = errSetStatus(err, "invalid_argument", "compact: replace names a location that is no segment of %s.%s",
                               ns, name);
         else if (!rc && live < 0)
-            rc = errSetStatus(err, "conflict", "%s.%s: segment %.200s was compacted meanwhile", ns, name,
-                              g->valuestring);
+            rc = errSetStatus(err, "conflict", "%s.%s: a segment to replace was compacted meanwhile", ns, name);
         else if (!rc)
             oldRows += live;
         if (rc) goto fail;
