@@ -9,7 +9,7 @@
 # after appends (compact_threshold) starts above the threshold and never
 # with 0; and the compact action itself over HTTPS (409 for a segment
 # compacted meanwhile, 400 for a row count that differs, 403 for a
-# metadata-peer).
+# metadata-peer); and a stop signal during compact, which commits nothing.
 
 load helpers/common
 load helpers/source
@@ -183,6 +183,32 @@ make_small_appends() {
   assert_equal "$(cat "$T/c1.err" "$T/c2.err" | grep -c 'nothing to compact')" 1
   assert_equal "$(shape)" "41 1"
   assert_equal "$(lake-query -c 'SELECT count(*), count(DISTINCT v), sum(v) FROM d.t')" $'40\t40\t820'
+}
+
+@test "a stop signal during compact removes its temporary files and commits nothing" {
+  lake-catalog create d.t 'v INTEGER'
+  local args=() i
+  for i in $(seq 1 300); do args+=(-c "INSERT INTO d.t VALUES ($i)"); done
+  lake-query "${args[@]}"
+  mkdir "$T/tmp"
+  # stopped once it has fetched a few segments (none is in the segment
+  # cache yet: each fetch is traced)
+  TMPDIR=$T/tmp LAKE_TRACE=1 lake-catalog compact d.t >"$T/out" 2>"$T/err" &
+  local pid=$!
+  for i in $(seq 200); do
+    [ "$(grep -c '^trace: stage GET' "$T/err")" -ge 5 ] && break
+    sleep 0.05
+  done
+  kill -TERM $pid
+  local rc=0
+  wait $pid || rc=$?
+  assert_equal "exit $rc" "exit 143"
+  grep -q '^lake-catalog: interrupted' "$T/err" || fail "not said: $(grep -v '^trace: ' "$T/err")"
+  grep -q '^trace: source compact' "$T/err" && fail "a compact was sent"
+  assert_equal "$(cat "$T/out")" ""
+  assert_equal "$(find "$T/tmp" -mindepth 1)" ""
+  assert_equal "$(shape)" "300 300"
+  assert_equal "$(lake-query -c 'SELECT count(*), sum(v) FROM d.t')" $'300\t45150'
 }
 
 # --- the compaction after appends ------------------------------------------
