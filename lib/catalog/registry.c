@@ -591,7 +591,7 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
 }
 
 /* Validate one segment object. */
-static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
+static int checkSegment(const char *what, const cJSON *g, const stage *st, lakeError *err) {
     const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(g, "size");
     const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
@@ -600,9 +600,9 @@ static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
     if (!cJSON_IsString(loc) || !jsonWhole(size, 0, &n) || !cJSON_IsString(sha) ||
         !sha256IsHex(sha->valuestring) || !jsonWhole(rows, 0, &n))
         return errSetStatus(err, "invalid_argument",
-                            "append: each segment needs location, size, sha256 and rows");
+                            "%s: each segment needs location, size, sha256 and rows", what);
     if (st && stageContains(st, loc->valuestring, NULL))
-        return errSetStatus(err, "invalid_argument", "append: a segment lies outside the managed stage");
+        return errSetStatus(err, "invalid_argument", "%s: a segment lies outside the managed stage", what);
     return 0;
 }
 
@@ -663,7 +663,7 @@ static int checkNewSegments(const char *what, const stage *stg, const cJSON *seg
         return errSetStatus(err, "invalid_argument", "%s: at least one segment is needed", what);
     if (files && !cJSON_IsArray(files))
         return errSetStatus(err, "invalid_argument", "%s: files must be an array of locations", what);
-    cJSON_ArrayForEach(g, segments) if (checkSegment(g, stg, err)) return err->code;
+    cJSON_ArrayForEach(g, segments) if (checkSegment(what, g, stg, err)) return err->code;
     cJSON_ArrayForEach(f, files) {
         if (!cJSON_IsString(f))
             return errSetStatus(err, "invalid_argument", "%s: files must be locations", what);
@@ -726,11 +726,42 @@ static int commitVersion(registry *r, const char *id, int64_t version, const cha
     return rc;
 }
 
-int registryAppend(registry *r, const stage *stg, const char *ns, const char *name,
-                   int64_t expected, const cJSON *segments, const cJSON *files,
-                   const char *principal, cJSON **answer, lakeError *err) {
+/* Inside a write transaction on table id: every location in replace is
+ * a live segment of ns.name (409 when an earlier compaction removed it,
+ * 400 when it is none), and their rows add up to those of segments
+ * (400). */
+static int checkReplace(registry *r, const char *id, const char *ns, const char *name, const cJSON *replace,
+                        const cJSON *segments, lakeError *err) {
+    int64_t newRows = 0, oldRows = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, segments) newRows += (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble;
+    cJSON_ArrayForEach(g, replace) {
+        int64_t live; /* its rows, or -1 when an earlier compaction removed it */
+        int rc = queryInt(r, &live, err, "SELECT CASE WHEN removed_in IS NULL THEN rows ELSE -1 END FROM segments "
+                          "WHERE table_id = ? AND location = ?", id, g->valuestring, NULL);
+        /* no location in a message: it is a path (DESIGN §5) */
+        if (rc < 0)
+            return errSetStatus(err, "invalid_argument", "compact: replace names a location that is no segment of %s.%s",
+                                ns, name);
+        if (rc) return rc;
+        if (live < 0)
+            return errSetStatus(err, "conflict", "%s.%s: a segment to replace was compacted meanwhile", ns, name);
+        oldRows += live;
+    }
+    if (oldRows != newRows)
+        return errSetStatus(err, "invalid_argument", "compact: the new segments hold %lld rows, the replaced ones %lld",
+                            (long long)newRows, (long long)oldRows);
+    return 0;
+}
+
+/* append (replace NULL) or compact: a new version of ns.name holding
+ * segments, in one transaction (see registryAppend, registryCompact);
+ * what names the action in messages. */
+static int newVersion(registry *r, const stage *stg, const char *what, const char *ns, const char *name,
+                      int64_t expected, const cJSON *replace, const cJSON *segments, const cJSON *files,
+                      const char *principal, cJSON **answer, lakeError *err) {
     *answer = NULL;
-    if (checkNewSegments("append", stg, segments, files, err)) return err->code;
+    if (checkNewSegments(what, stg, segments, files, err)) return err->code;
 
     int rc = exec(r, r->db->dialect->begin_write, err);
     if (rc) return rc;
@@ -738,18 +769,22 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     int64_t current, committed;
     if ((rc = findTable(r, ns, name, 1, id, &current, NULL, err))) goto fail;
     if ((rc = committedAlready(r, id, segments, &committed, err)) >= 0) {
-        rollback(r); /* 0: a retry of an append that already committed */
+        rollback(r); /* 0: a retry of a request that already committed */
         if (rc) return rc;
         goto answer;
     }
     rc = 0;
-    if (expected != current) {
+    /* a compaction's expected version is the one the client read: appends
+     * since then commute with it, only the replaced segments must still
+     * be live */
+    if (replace ? expected > current : expected != current) {
         rc = errSetStatus(err, "conflict", "%s.%s is at version %lld, not %lld", ns, name,
                           (long long)current, (long long)expected);
         goto fail;
     }
     committed = current + 1;
-    if ((rc = commitVersion(r, id, committed, principal, segments, files, NULL, err)) ||
+    if ((replace && (rc = checkReplace(r, id, ns, name, replace, segments, err))) ||
+        (rc = commitVersion(r, id, committed, principal, segments, files, replace, err)) ||
         (rc = exec(r, "COMMIT", err)))
         goto fail;
 answer:
@@ -759,6 +794,12 @@ answer:
 fail:
     rollback(r);
     return rc;
+}
+
+int registryAppend(registry *r, const stage *stg, const char *ns, const char *name,
+                   int64_t expected, const cJSON *segments, const cJSON *files,
+                   const char *principal, cJSON **answer, lakeError *err) {
+    return newVersion(r, stg, "append", ns, name, expected, NULL, segments, files, principal, answer, err);
 }
 
 int registryCompact(registry *r, const stage *stg, const char *ns, const char *name, int64_t expected,
@@ -775,58 +816,7 @@ int registryCompact(registry *r, const stage *stg, const char *ns, const char *n
             if (strcmp(h->valuestring, g->valuestring) == 0)
                 return errSetStatus(err, "invalid_argument", "compact: replace names a segment twice");
     }
-    if (checkNewSegments("compact", stg, segments, files, err)) return err->code;
-    int64_t newRows = 0, oldRows = 0;
-    cJSON_ArrayForEach(g, segments) newRows += (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble;
-
-    int rc = exec(r, r->db->dialect->begin_write, err);
-    if (rc) return rc;
-    char id[64];
-    int64_t current, committed;
-    if ((rc = findTable(r, ns, name, 1, id, &current, NULL, err))) goto fail;
-    if ((rc = committedAlready(r, id, segments, &committed, err)) >= 0) {
-        rollback(r); /* 0: a retry of a compaction that already committed */
-        if (rc) return rc;
-        goto answer;
-    }
-    rc = 0;
-    /* expected is the version the client read; appends since then commute
-     * with this compaction: only the replaced segments must still be live */
-    if (expected > current) {
-        rc = errSetStatus(err, "conflict", "%s.%s is at version %lld, not %lld", ns, name, (long long)current,
-                          (long long)expected);
-        goto fail;
-    }
-    cJSON_ArrayForEach(g, replace) {
-        int64_t live; /* its rows, or -1 when an earlier compaction removed it */
-        rc = queryInt(r, &live, err, "SELECT CASE WHEN removed_in IS NULL THEN rows ELSE -1 END FROM segments "
-                      "WHERE table_id = ? AND location = ?", id, g->valuestring, NULL);
-        /* no location in a message: it is a path (DESIGN §5) */
-        if (rc < 0)
-            rc = errSetStatus(err, "invalid_argument", "compact: replace names a location that is no segment of %s.%s",
-                              ns, name);
-        else if (!rc && live < 0)
-            rc = errSetStatus(err, "conflict", "%s.%s: a segment to replace was compacted meanwhile", ns, name);
-        else if (!rc)
-            oldRows += live;
-        if (rc) goto fail;
-    }
-    if (oldRows != newRows) {
-        rc = errSetStatus(err, "invalid_argument", "compact: the new segments hold %lld rows, the replaced ones %lld",
-                          (long long)newRows, (long long)oldRows);
-        goto fail;
-    }
-    committed = current + 1;
-    if ((rc = commitVersion(r, id, committed, principal, segments, files, replace, err)) ||
-        (rc = exec(r, "COMMIT", err)))
-        goto fail;
-answer:
-    *answer = cJSON_CreateObject();
-    cJSON_AddNumberToObject(*answer, "version", (double)committed);
-    return 0;
-fail:
-    rollback(r);
-    return rc;
+    return newVersion(r, stg, "compact", ns, name, expected, replace, segments, files, principal, answer, err);
 }
 
 int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, lakeError *err) {
