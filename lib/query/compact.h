@@ -54,7 +54,8 @@ int64_t compactSmallSegments(const struct cJSON *reg, int64_t target);
 
 /* Compact ns.name through the cache c, reading segments through segs from
  * st and writing new ones to st.  *res says what was done (replaced 0:
- * nothing to do).  Errors: the cache's and the stage's, 65 for a segment
+ * nothing to do).  A principal that may not run compact gets 77 before
+ * any segment is written.  Errors: the cache's and the stage's, 65 for a segment
  * that is not one of the table's schema, 75 after COMPACT_ATTEMPTS lost
  * races, 1 "interrupted" after a stop signal. */
 int compactTable(catalogCache *c, stage *st, segcache *segs, const char *ns, const char *name,

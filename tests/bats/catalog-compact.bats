@@ -37,9 +37,10 @@ rows_of() {
   lake-query -f jsonl -c "SELECT * FROM d.${1:-t}"
 }
 
-# d.t of NROWS single-row appends in NPROC processes (-c per row), with
-# NULL, '' and x'' values, and three multi-row appends whose rows are not
-# in key order (their order within a segment must survive).
+# d.t of 33 single-row appends (one lake-put --table with a FILE, the rest
+# lake-query -c each), with NULL, '', x'' and a NUL byte in TEXT, and two
+# multi-row appends whose rows are not in key order (their order within a
+# segment must survive).
 make_small_appends() {
   lake-catalog create d.t 'k INTEGER, s TEXT, r REAL, b BLOB, ts TIMESTAMP, ok BOOLEAN, f FILE'
   echo "attached bytes" >"$T/a.txt"
@@ -52,6 +53,7 @@ make_small_appends() {
       *) args+=(-c "INSERT INTO d.t VALUES ($i, 'v$i', -$i.5, x'00ff$((i % 10))0', '2026-01-01T00:00:0$((i % 10))Z', 0, NULL)") ;;
     esac
   done
+  args+=(-c "INSERT INTO d.t (k, s) VALUES (50, 'nul' || char(0) || 'byte')")
   lake-query "${args[@]}"
   lake-query -c "INSERT INTO d.t (k, s) VALUES (103, 'c'), (101, 'a'), (102, 'b')" \
              -c "INSERT INTO d.t (k, s) VALUES (202, 'y'), (203, 'z'), (201, 'x')"
@@ -65,20 +67,20 @@ make_small_appends() {
   local before v0 n0
   before=$(rows_of)
   read -r v0 n0 <<<"$(shape)"
-  assert_equal "$n0" 34
+  assert_equal "$n0" 35
   local old_segs
   old_segs=$(lake-catalog resolve d.t | jq -c '[.segments[].location]')
 
   run --separate-stderr lake-catalog compact d.t
   assert_clean_success
-  assert_equal "$output" "compacted d.t: 34 segments -> 1, version $((v0 + 1))"
+  assert_equal "$output" "compacted d.t: 35 segments -> 1, version $((v0 + 1))"
   assert_equal "$(shape)" "$((v0 + 1)) 1"
   # the same rows, unsorted (scan order) and sorted
   assert_equal "$(rows_of)" "$before"
   assert_equal "$(lake-query -f jsonl -c 'SELECT * FROM d.t ORDER BY k, s')" \
     "$(printf '%s\n' "$before" | jq -sc 'sort_by(.k, .s) | .[]')"
   assert_equal "$(lake-query -c "SELECT group_concat(k) FROM (SELECT k FROM d.t WHERE k > 100)")" "103,101,102,202,203,201"
-  assert_equal "$(lake-query -c "SELECT count(*), sum(s IS NULL), sum(s = ''), sum(b = x'') FROM d.t")" $'38\t7\t8\t8'
+  assert_equal "$(lake-query -c "SELECT count(*), sum(s IS NULL), sum(s = ''), sum(b = x'') FROM d.t")" $'39\t7\t8\t8'
   # the FILE value still reads back
   lake-query -f jsonl -c 'SELECT f FROM d.t WHERE f IS NOT NULL' | lake-get >"$T/back"
   cmp "$T/a.txt" "$T/back"
@@ -332,6 +334,13 @@ compact_req() {
   metasrv_token metadata-peer peer "$T/srv"
   metasrv_post "$T/srv/peer.token" compact "$(compact_req 1 '["a","b"]' "$(seg ab 5)")"
   metasrv_expect_error 403 permission_denied
+  # and lake-catalog compact as a metadata-peer stops before it writes a segment
+  mkdir "$T/tmp"
+  run --separate-stderr env LAKE_METASRV="$METASRV_URL" LAKE_TOKEN_FILE="$T/srv/peer.token" \
+    LAKE_CA_FILE="$T/srv/cert.pem" TMPDIR="$T/tmp" LAKE_TRACE=1 lake-catalog compact c.t
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$(untraced_stderr)" "lake-catalog: $METASRV_URL: principal peer (role metadata-peer) may not run compact"
+  assert_equal "$(trace_count stage)" 0
 
   metasrv_post "$ADMIN" compact "$(compact_req 1 '["a","b"]' "$(seg ab 5)")"
   assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":2}'
