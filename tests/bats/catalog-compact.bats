@@ -24,6 +24,8 @@ setup() {
 }
 
 teardown() {
+  # the action test's own server in local mode (remote: source_teardown's)
+  [ "$LAKE_TEST_SOURCE" != local ] || [ -z "${METASRV_PID:-}" ] || metasrv_stop
   source_teardown
 }
 
