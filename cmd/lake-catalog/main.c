@@ -5,6 +5,7 @@
  *     list [NS] | show NS.T | resolve NS.T [--version N] | refresh [--force]
  *     | status | create-namespace NS | create NS.T 'COL TYPE, ...'
  *     | drop NS.T | whoami | actions | gc [--dry-run] [--grace DURATION]
+ *     | compact NS.T [--target-size SIZE]
  *
  * Reads are answered from the snapshot cache (lib/catalog/cache): zero
  * source calls while it is fresh.  Changes go to the source, then refresh
@@ -20,15 +21,18 @@
 #include "catalog/gc.h"
 #include "catalog/names.h"
 #include "catalog/source.h"
+#include "catalog/vend.h"
+#include "core/bytesize.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/duration.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
+#include "query/compact.h"
 
 enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT_STRICT,
-       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE, OPT_IF_NOT_EXISTS };
+       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE, OPT_IF_NOT_EXISTS, OPT_TARGET_SIZE };
 
 #define GLOBAL_OPTIONS                                                                        \
     {'q', 'q', "quiet", NULL, "print no warnings"},                                           \
@@ -62,6 +66,11 @@ static const cliOption gcCmdOptions[] = {
     {OPT_GRACE, 0, "grace", "DURATION", "keep objects younger than this: seconds, or 45s, 30m, 12h, 1d (default 1d)"},
     {0, 0, NULL, NULL, NULL}};
 
+static const cliOption compactCmdOptions[] = {
+    GLOBAL_OPTIONS,
+    {OPT_TARGET_SIZE, 0, "target-size", "SIZE", "bytes a new segment holds at most: 67108864, or 512K, 64M, 1G (default 64M)"},
+    {0, 0, NULL, NULL, NULL}};
+
 static const cliSpec spec = {
     "[--json] [-H] [--max-age S] [--offline] [--strict] COMMAND [ARG...]",
     "Read and change the lake's catalog.  Commands:\n"
@@ -78,7 +87,9 @@ static const cliSpec spec = {
     "  whoami                        the principal, its role and the stage\n"
     "  actions                       the actions this principal may run\n"
     "  gc [--dry-run] [--grace DURATION]\n"
-    "                                remove unreferenced stage objects older than DURATION (admin)",
+    "                                remove unreferenced stage objects older than DURATION (admin)\n"
+    "  compact NS.T [--target-size SIZE]\n"
+    "                                rewrite a table's small segments into few large ones",
     globalOptions,
     1,
     1,
@@ -114,11 +125,14 @@ static const command commands[] = {
      "the grace (seconds, or 45s, 30m, 12h, 1d; default 1d), as location<TAB>size; abort multipart "
      "uploads older than it. "
      "Needs the admin role and the live source."},
+    {"compact", 1, 1, compactCmdOptions, "compact NS.T [--target-size SIZE]",
+     "Rewrite the table's segments smaller than half of SIZE (default 64M) into as few segments of at "
+     "most SIZE as hold their rows, committed as one new version; prints what was done."},
 };
 
 typedef struct run {
     int json, header, force, strict, offline, dry_run, if_not_exists;
-    int64_t max_age, version, grace;
+    int64_t max_age, version, grace, target_size;
     lakeConfig cfg;
     catalogSource *src;
     catalogCache *cache;
@@ -144,6 +158,10 @@ static void parseOption(run *r, int c, const char *arg) {
     case OPT_FORCE: r->force = 1; break;
     case OPT_DRY_RUN: r->dry_run = 1; break;
     case OPT_IF_NOT_EXISTS: r->if_not_exists = 1; break;
+    case OPT_TARGET_SIZE:
+        if (bytesParse(arg, &r->target_size) || r->target_size < 2)
+            cliUsageError(&spec, "--target-size: '%s' is not a size in bytes (e.g. 67108864, 512K, 64M, 1G)", arg);
+        break;
     case OPT_GRACE:
         if (durationParse(arg, GRACE_MAX_S, &r->grace))
             cliUsageError(&spec, "--grace: '%s' is not a duration (seconds, or with a unit: 45s, 30m, 12h, 1d)",
@@ -455,6 +473,34 @@ done:
     return rc;
 }
 
+/* compact: the table's small segments into few large ones, one line on
+ * stdout saying what was done. */
+static int cmdCompact(run *r, char **args, lakeError *err) {
+    char *ns, *name;
+    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    stage *st = NULL;
+    segcache *segs = NULL;
+    int64_t segMax;
+    compactOptions opt = {.target_size = r->target_size};
+    compactResult res;
+    int rc = r->offline ? errSet(err, LAKE_EUSAGE, "compact changes the catalog; not --offline") : 0;
+    if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, &st, err);
+    if (!rc) rc = segcacheMaxFromEnv(&segMax, err);
+    if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &segs, err);
+    if (!rc) rc = compactTable(r->cache, st, segs, ns, name, &opt, &res, err);
+    if (!rc && !res.replaced)
+        logWarn("%s.%s: nothing to compact: %lld segment%s, fewer than 2 of them small; version %lld", ns, name,
+                (long long)res.before, plural(res.before), (long long)res.version);
+    else if (!rc)
+        printf("compacted %s.%s: %lld segment%s -> %lld, version %lld\n", ns, name, (long long)res.replaced,
+               plural(res.replaced), (long long)res.written, (long long)res.version);
+    segcacheClose(segs);
+    stageClose(st);
+    free(ns);
+    free(name);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     logInit(argv[0]);
     run r = {.max_age = -1, .version = -1, .grace = -1};
@@ -498,6 +544,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "whoami") == 0) rc = cmdWhoami(&r, 0, &err);
     else if (strcmp(name, "actions") == 0) rc = cmdWhoami(&r, 1, &err);
     else if (strcmp(name, "gc") == 0) rc = cmdGc(&r, &err);
+    else if (strcmp(name, "compact") == 0) rc = cmdCompact(&r, args, &err);
     else rc = cmdDdl(&r, name, args, &err);
     if (!rc && (fflush(stdout) == EOF || ferror(stdout)))
         rc = errSetErrno(&err, LAKE_EFAIL, errno, "stdout");

@@ -26,8 +26,10 @@
 #include "catalog/vend.h"
 #include "catalog/names.h"
 #include "catalog/source.h"
+#include "query/compact.h"
 #include "query/segment.h"
 #include <cjson/cJSON.h>
+#include "core/bytesize.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/interrupt.h"
@@ -102,26 +104,9 @@ static long long parseSize(const char *s) {
     return v;
 }
 
-/* A byte count with an optional binary suffix: 5242880, 5MiB, 5M, 1GiB,
- * 512KiB.  -1 when malformed. */
-static long long parseBytes(const char *s) {
-    static const struct { const char *suffix; long long unit; } units[] = {
-        {"", 1}, {"K", 1LL << 10}, {"KiB", 1LL << 10}, {"M", 1LL << 20},
-        {"MiB", 1LL << 20}, {"G", 1LL << 30}, {"GiB", 1LL << 30},
-    };
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || v < 0 || !(*s >= '0' && *s <= '9')) return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].suffix) == 0)
-            return v > LLONG_MAX / units[i].unit ? -1 : v * units[i].unit;
-    return -1;
-}
-
 static long long parsePartSize(const char *s) {
-    long long v = parseBytes(s);
-    if (v < 0) cliUsageError(&spec, "--part-size: '%s' is not a number of bytes", s);
+    int64_t v;
+    if (bytesParse(s, &v)) cliUsageError(&spec, "--part-size: '%s' is not a number of bytes", s);
     if (v < STAGE_PART_MIN || v > STAGE_PART_MAX)
         cliUsageError(&spec, "--part-size: '%s' is outside 5MiB..5GiB", s);
     return v;
@@ -517,6 +502,7 @@ int main(int argc, char **argv) {
         snprintf(err.msg + n, sizeof err.msg - n, "; %s", note);
     }
     if (rc && !interruptPending()) logError(&err);
+    if (cache) compactAfterAppends(&cfg, cache, st, NULL); /* warns, never fails */
     segmentWriterFree(plan.w);
     free(plan.vals);
     cJSON_Delete(reg);

@@ -38,6 +38,7 @@
 #include "core/realtext.h"
 #include "core/utf8.h"
 #include "query/filefn.h"
+#include "query/compact.h"
 #include "query/import.h"
 #include "query/segcache.h"
 #include "query/segment.h"
@@ -865,6 +866,7 @@ int main(int argc, char **argv) {
         if (!rc) rc = runScript(&r, &sc, &err);
     }
     if (rc && !interruptPending()) logError(&err);
+    if (r.cache) compactAfterAppends(&r.cfg, r.cache, r.stage, r.segs); /* warns, never fails */
     sqlite3_close(r.db);
     segcacheClose(r.segs);
     cacheClose(r.cache);

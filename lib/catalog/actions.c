@@ -27,11 +27,12 @@ static const struct {
     {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER, "known_generation max_entries max_bytes"},
     {"resolve", R_ALL, "namespace name version"},
     {"append", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version segments files"},
+    {"compact", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version replace segments files"},
     {"create_namespace", R_ADMIN, "namespace"},
     {"create_table", R_ADMIN, "namespace name schema"},
     {"drop_table", R_ADMIN, "namespace name"},
     {"whoami", R_ALL, ""},
-    {"references", R_ADMIN, "after limit"},
+    {"references", R_ADMIN, "after limit grace"},
     {"presign_get", R_ADMIN | R_QUERY | R_USER, "location expires"},
     {"upload_begin", R_ADMIN | R_QUERY | R_USER, "dir content_type sha256 size md5"},
     {"upload_parts", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket expires parts"},
@@ -404,17 +405,20 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
     if (!ctx->allow_unmarked && strcmp(action, "resolve") && strcmp(action, "whoami") &&
         !registryHasMarker(ctx->reg))
         return errSetStatus(err, "failed_precondition", "registry has no directory marker; not authoritative");
-    if (strcmp(action, "append") == 0) {
+    if (strcmp(action, "append") == 0 || strcmp(action, "compact") == 0) {
         if ((rc = names(req, 1, &ns, &name, err))) return rc;
         /* containment needs a stage: without one every location is outside */
         if (!ctx->stage)
-            return errSetStatus(err, "failed_precondition", "the registry has no stage; appends are refused");
+            return errSetStatus(err, "failed_precondition", "the registry has no stage; %ss are refused", action);
         if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version"))
-            return errSetStatus(err, "invalid_argument", "append: expected_version is required");
+            return errSetStatus(err, "invalid_argument", "%s: expected_version is required", action);
         if ((rc = integer(req, "expected_version", 0, 0, &a, err))) return rc;
-        rc = registryAppend(ctx->reg, ctx->stage, ns, name, a,
-                            cJSON_GetObjectItemCaseSensitive(req, "segments"),
-                            cJSON_GetObjectItemCaseSensitive(req, "files"), ctx->principal, answer, err);
+        const cJSON *segs = cJSON_GetObjectItemCaseSensitive(req, "segments");
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(req, "files");
+        if (action[0] == 'c')
+            return registryCompact(ctx->reg, ctx->stage, ns, name, a, cJSON_GetObjectItemCaseSensitive(req, "replace"),
+                                   segs, files, ctx->principal, answer, err);
+        rc = registryAppend(ctx->reg, ctx->stage, ns, name, a, segs, files, ctx->principal, answer, err);
         if (!rc && ctx->after_append) ctx->after_append();
         return rc;
     }
@@ -422,10 +426,12 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         const cJSON *after = cJSON_GetObjectItemCaseSensitive(req, "after");
         if (after && !cJSON_IsNull(after) && !cJSON_IsString(after))
             return errSetStatus(err, "invalid_argument", "after: expected a location");
-        if ((rc = integer(req, "limit", REFERENCES_MAX_LIMIT, 1, &a, err))) return rc;
+        if ((rc = integer(req, "limit", REFERENCES_MAX_LIMIT, 1, &a, err)) ||
+            (rc = integer(req, "grace", -1, 0, &b, err)))
+            return rc;
         if (a > REFERENCES_MAX_LIMIT) a = REFERENCES_MAX_LIMIT; /* the server's limit caps the client's */
         return registryReferences(ctx->reg, cJSON_IsString(after) ? after->valuestring : NULL, a,
-                                  REFERENCES_MAX_BYTES, answer, err);
+                                  REFERENCES_MAX_BYTES, b, answer, err);
     }
     if (strcmp(action, "create_namespace") == 0) {
         if ((rc = names(req, 0, &ns, &name, err)) ||

@@ -97,6 +97,8 @@ struct catalogCache {
      * of warning is printed once per process, not once per question. */
     int warned_stale, warned_whoami;
     char warned_table[2 * 64 + 2];
+    char **appended; /* "ns.name" of each table this process appended to */
+    int nappended;
 };
 
 /* Table ids are generated: 1 to 63 letters and digits. */
@@ -405,6 +407,8 @@ void cacheClose(catalogCache *c) {
         pointFree(p);
     }
     snapFree(&c->snap);
+    for (int i = 0; i < c->nappended; i++) free(c->appended[i]);
+    free(c->appended);
     if (c->lockfd >= 0) close(c->lockfd);
     free(c->dir);
     free(c->path);
@@ -1028,12 +1032,45 @@ int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int6
     }
 }
 
+/* Note ns.name among the tables this process appended to (once).  Out of
+ * memory only loses the note: the append itself succeeded. */
+static void noteAppended(catalogCache *c, const char *ns, const char *name) {
+    char t[2 * 64 + 2];
+    snprintf(t, sizeof t, "%s.%s", ns, name);
+    for (int i = 0; i < c->nappended; i++)
+        if (strcmp(c->appended[i], t) == 0) return;
+    char **a = realloc(c->appended, (size_t)(c->nappended + 1) * sizeof *a);
+    if (!a) return;
+    c->appended = a;
+    if ((a[c->nappended] = strdup(t))) c->nappended++;
+}
+
 int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expected,
                 const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
     int rc = sourceAppend(c->src, ns, name, expected, segments, files, version, err);
     if (rc) return rc;
+    noteAppended(c, ns, name);
     /* read-your-writes: raise the epoch before anyone resolves again */
     return raiseEpoch(c, ns, name, *version, err);
+}
+
+int cacheCompact(catalogCache *c, const char *ns, const char *name, int64_t expected, const cJSON *replace,
+                 const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+    int rc = sourceCompact(c->src, ns, name, expected, replace, segments, files, version, err);
+    if (rc && err->status && strcmp(err->status, "conflict") == 0) {
+        /* another compaction won: the next resolve must ask, not serve
+         * the version this one read */
+        lakeError e2 = {0};
+        raiseEpoch(c, ns, name, expected + 1, &e2);
+        return rc;
+    }
+    if (rc) return rc;
+    /* read-your-writes, as after an append */
+    return raiseEpoch(c, ns, name, *version, err);
+}
+
+const char *cacheAppended(const catalogCache *c, int i) {
+    return i >= 0 && i < c->nappended ? c->appended[i] : NULL;
 }
 
 /* --- whoami ------------------------------------------------------------ */

@@ -129,6 +129,19 @@ int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int6
                          const struct cJSON *segments, const struct cJSON *files, int64_t *version,
                          lakeError *err);
 
+/* Compact through the source (sourceCompact), then raise the table's
+ * epoch on this host, as cacheAppend does.  A conflict raises it past
+ * expected_version too, so that the next resolve asks the source. */
+int cacheCompact(catalogCache *c, const char *ns, const char *name, int64_t expected_version,
+                 const struct cJSON *replace, const struct cJSON *segments, const struct cJSON *files,
+                 int64_t *version, lakeError *err);
+
+/* The i-th table (from 0) this process appended to through c
+ * (cacheAppend), as "ns.name", each once, in the order of their first
+ * append; NULL past the last.  For the compaction that follows appends
+ * (query/compact.h). */
+const char *cacheAppended(const catalogCache *c, int i);
+
 /* After this host's DDL: refresh so that the change is visible at once. */
 int cacheAfterChange(catalogCache *c, lakeError *err);
 

@@ -9,7 +9,9 @@
  * committed before the listing ended is seen), and only objects that are
  * unreferenced AND last modified at or before now - grace are removed; a
  * put's object is referenced by its append within the grace period or is
- * garbage.  Objects are removed in batches where the stage can (S3:
+ * garbage.  A segment that a compaction replaced stays referenced until
+ * the compacting version is older than the grace; after that gc removes
+ * it, and the older versions that still list it can no longer be read.  Objects are removed in batches where the stage can (S3:
  * DeleteObjects), and counted and reported only once they are gone.  Memory is bounded: the listing and the references go to a
  * temporary on-disk SQLite database, never into RAM as a whole.
  *

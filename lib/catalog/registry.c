@@ -551,20 +551,23 @@ out:
     return rc;
 }
 
-int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes,
+int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes, int64_t grace,
                        cJSON **answer, lakeError *err) {
     *answer = NULL;
-    char lbuf[32];
+    char lbuf[32], cutoff[32] = ""; /* "": no committed_at is at or before it */
     snprintf(lbuf, sizeof lbuf, "%lld", (long long)limit + 1);
+    if (grace >= 0) rfc3339Format(cutoff, (long long)time(NULL) - grace);
     sqlStmt *st = prep(r, err,
                             "SELECT location FROM ("
                             " SELECT s.location FROM segments s JOIN tables t ON t.id = s.table_id"
-                            "  WHERE t.dropped = 0"
+                            "  WHERE t.dropped = 0 AND NOT EXISTS (SELECT 1 FROM versions v"
+                            "   WHERE v.table_id = s.table_id AND v.version = s.removed_in"
+                            "   AND v.committed_at <= ? COLLATE \"C\")"
                             " UNION"
                             " SELECT f.location FROM version_files f JOIN tables t ON t.id = f.table_id"
                             "  WHERE t.dropped = 0) AS d"
                             " WHERE location > ? COLLATE \"C\" ORDER BY location COLLATE \"C\" LIMIT CAST(? AS BIGINT)",
-                            after ? after : "", lbuf, NULL);
+                            cutoff, after ? after : "", lbuf, NULL);
     if (!st) return err->code;
     cJSON *a = cJSON_CreateObject(), *locs = cJSON_AddArrayToObject(a, "locations");
     int64_t n = 0, bytes = 0;
@@ -592,7 +595,7 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
 }
 
 /* Validate one segment object. */
-static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
+static int checkSegment(const char *what, const cJSON *g, const stage *st, lakeError *err) {
     const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(g, "size");
     const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
@@ -601,9 +604,9 @@ static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
     if (!cJSON_IsString(loc) || !jsonWhole(size, 0, &n) || !cJSON_IsString(sha) ||
         !sha256IsHex(sha->valuestring) || !jsonWhole(rows, 0, &n))
         return errSetStatus(err, "invalid_argument",
-                            "append: each segment needs location, size, sha256 and rows");
+                            "%s: each segment needs location, size, sha256 and rows", what);
     if (st && stageContains(st, loc->valuestring, NULL))
-        return errSetStatus(err, "invalid_argument", "append: a segment lies outside the managed stage");
+        return errSetStatus(err, "invalid_argument", "%s: a segment lies outside the managed stage", what);
     return 0;
 }
 
@@ -611,7 +614,7 @@ static int checkSegment(const cJSON *g, const stage *st, lakeError *err) {
  * table's schema (query/segment.h) and made canonical: into stats[i] for
  * segment i (NULL for none; the caller frees each).  invalid_argument for
  * malformed statistics. */
-static int checkStats(const cJSON *segments, const char *schema, char **stats, lakeError *err) {
+static int checkStats(const char *what, const cJSON *segments, const char *schema, char **stats, lakeError *err) {
     segmentSchema *sch = NULL;
     const cJSON *g;
     int i = 0;
@@ -626,8 +629,8 @@ static int checkStats(const cJSON *segments, const char *schema, char **stats, l
         i++;
     }
     segmentSchemaFree(sch);
-    if (e.code == LAKE_EFAIL) return errSetStatus(err, "internal", "append: out of memory");
-    if (e.code) return errSetStatus(err, "invalid_argument", "append: malformed segment statistics");
+    if (e.code == LAKE_EFAIL) return errSetStatus(err, "internal", "%s: out of memory", what);
+    if (e.code) return errSetStatus(err, "invalid_argument", "%s: malformed segment statistics", what);
     return 0;
 }
 
@@ -679,77 +682,147 @@ static int bumpGeneration(registry *r, int64_t *generation, lakeError *err) {
     return rc;
 }
 
-int registryAppend(registry *r, const stage *stg, const char *ns, const char *name,
-                   int64_t expected, const cJSON *segments, const cJSON *files,
-                   const char *principal, cJSON **answer, lakeError *err) {
-    *answer = NULL;
+/* The checks append and compact make of their new segments and FILE
+ * locations before any transaction; what names the action in messages. */
+static int checkNewSegments(const char *what, const stage *stg, const cJSON *segments, const cJSON *files,
+                            lakeError *err) {
     const cJSON *g, *f;
     if (!cJSON_IsArray(segments) || cJSON_GetArraySize(segments) == 0)
-        return errSetStatus(err, "invalid_argument", "append: at least one segment is needed");
+        return errSetStatus(err, "invalid_argument", "%s: at least one segment is needed", what);
     if (files && !cJSON_IsArray(files))
-        return errSetStatus(err, "invalid_argument", "append: files must be an array of locations");
-    cJSON_ArrayForEach(g, segments) if (checkSegment(g, stg, err)) return err->code;
+        return errSetStatus(err, "invalid_argument", "%s: files must be an array of locations", what);
+    cJSON_ArrayForEach(g, segments) if (checkSegment(what, g, stg, err)) return err->code;
     cJSON_ArrayForEach(f, files) {
         if (!cJSON_IsString(f))
-            return errSetStatus(err, "invalid_argument", "append: files must be locations");
+            return errSetStatus(err, "invalid_argument", "%s: files must be locations", what);
         if (stg && stageContains(stg, f->valuestring, NULL))
             return errSetStatus(err, "invalid_argument",
-                                "append: a referenced FILE lies outside the managed stage");
+                                "%s: a referenced FILE lies outside the managed stage", what);
     }
+    return 0;
+}
+
+/* Inside a write transaction on table id: has a version already committed
+ * these segments (a retry after a lost answer)?  0 with *version set when
+ * exactly they were (sameSegments), -1 when the first is not committed,
+ * else an error code. */
+static int committedAlready(registry *r, const char *id, const cJSON *segments, int64_t *version,
+                            lakeError *err) {
+    const char *first = cJSON_GetObjectItemCaseSensitive(segments->child, "location")->valuestring;
+    int rc = queryInt(r, version, err, "SELECT version FROM segments WHERE location = ? AND table_id = ?", first,
+                      id, NULL);
+    if (rc) return rc;
+    return sameSegments(r, id, *version, segments, err);
+}
+
+/* Inside a write transaction on table id: version `version` by principal
+ * holding segments (seq order, stats[i] the canonical statistics of
+ * segment i or NULL) and the FILE locations files; with replace
+ * (compact), those live segments get removed_in = version.  The table's
+ * current version becomes version; the caller commits. */
+static int commitVersion(registry *r, const char *id, int64_t version, const char *principal,
+                         const cJSON *segments, char *const *stats, const cJSON *files, const cJSON *replace,
+                         lakeError *err) {
+    char vbuf[32], now[32], seq[32];
+    const cJSON *g, *f;
+    snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
+    rfc3339Now(now);
+    int rc = run(r, err, "insert version", "INSERT INTO versions VALUES (?, CAST(? AS BIGINT), ?, ?)", id, vbuf,
+                 now, principal ? principal : "", NULL);
+    int n = 0;
+    cJSON_ArrayForEach(g, segments) {
+        if (rc) return rc;
+        snprintf(seq, sizeof seq, "%d", n++);
+        sqlStmt *st = prep(r, err, "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows, stats) "
+                                     "VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?, ?)",
+                  id, vbuf, seq, cJSON_GetObjectItemCaseSensitive(g, "location")->valuestring, NULL);
+        if (!st) return err->code;
+        sqlBindInt64(st, 5, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "size")->valuedouble);
+        sqlBindText(st, 6, cJSON_GetObjectItemCaseSensitive(g, "sha256")->valuestring);
+        sqlBindInt64(st, 7, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble);
+        sqlBindText(st, 8, stats[n - 1]); /* NULL: none */
+        rc = done(r, st, err, "insert segment");
+    }
+    cJSON_ArrayForEach(g, replace) {
+        if (rc) return rc;
+        rc = run(r, err, "remove segment", "UPDATE segments SET removed_in = CAST(? AS BIGINT) "
+                 "WHERE table_id = ? AND location = ? AND removed_in IS NULL", vbuf, id, g->valuestring, NULL);
+    }
+    cJSON_ArrayForEach(f, files) {
+        if (rc) return rc;
+        rc = run(r, err, "insert file", "INSERT INTO version_files VALUES (?, CAST(? AS BIGINT), ?) ON CONFLICT DO NOTHING",
+                 id, vbuf, f->valuestring, NULL);
+    }
+    if (!rc) rc = run(r, err, "update version", "UPDATE tables SET version = CAST(? AS BIGINT) WHERE id = ?", vbuf, id, NULL);
+    return rc;
+}
+
+/* Inside a write transaction on table id: every location in replace is
+ * a live segment of ns.name (409 when an earlier compaction removed it,
+ * 400 when it is none), and their rows add up to those of segments
+ * (400). */
+static int checkReplace(registry *r, const char *id, const char *ns, const char *name, const cJSON *replace,
+                        const cJSON *segments, lakeError *err) {
+    int64_t newRows = 0, oldRows = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, segments) newRows += (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble;
+    cJSON_ArrayForEach(g, replace) {
+        int64_t live; /* its rows, or -1 when an earlier compaction removed it */
+        int rc = queryInt(r, &live, err, "SELECT CASE WHEN removed_in IS NULL THEN rows ELSE -1 END FROM segments "
+                          "WHERE table_id = ? AND location = ?", id, g->valuestring, NULL);
+        /* no location in a message: it is a path (DESIGN §5) */
+        if (rc < 0)
+            return errSetStatus(err, "invalid_argument", "compact: replace names a location that is no segment of %s.%s",
+                                ns, name);
+        if (rc) return rc;
+        if (live < 0)
+            return errSetStatus(err, "conflict", "%s.%s: a segment to replace was compacted meanwhile", ns, name);
+        oldRows += live;
+    }
+    if (oldRows != newRows)
+        return errSetStatus(err, "invalid_argument", "compact: the new segments hold %lld rows, the replaced ones %lld",
+                            (long long)newRows, (long long)oldRows);
+    return 0;
+}
+
+/* append (replace NULL) or compact: a new version of ns.name holding
+ * segments, in one transaction (see registryAppend, registryCompact);
+ * what names the action in messages. */
+static int newVersion(registry *r, const stage *stg, const char *what, const char *ns, const char *name,
+                      int64_t expected, const cJSON *replace, const cJSON *segments, const cJSON *files,
+                      const char *principal, cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    if (checkNewSegments(what, stg, segments, files, err)) return err->code;
 
     int nseg = cJSON_GetArraySize(segments);
     char **stats = calloc((size_t)nseg, sizeof *stats), *schema = NULL;
-    if (!stats) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "append");
+    if (!stats) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
     int rc = exec(r, r->db->dialect->begin_write, err);
     if (rc) goto out;
     char id[64];
     int64_t current, committed;
     if ((rc = findTable(r, ns, name, 1, id, &current, &schema, err)) ||
-        (rc = checkStats(segments, schema, stats, err)))
+        (rc = checkStats(what, segments, schema, stats, err)))
         goto fail;
-    const char *first = cJSON_GetObjectItemCaseSensitive(segments->child, "location")->valuestring;
-    rc = queryInt(r, &committed, err,
-                  "SELECT version FROM segments WHERE location = ? AND table_id = ?", first, id, NULL);
-    if (rc > 0) goto fail;
-    if (rc == 0) { /* a retry of an append that already committed? */
-        rc = sameSegments(r, id, committed, segments, err);
-        rollback(r);
+    if ((rc = committedAlready(r, id, segments, &committed, err)) >= 0) {
+        rollback(r); /* 0: a retry of a request that already committed */
         if (rc) goto out;
         goto answer;
     }
     rc = 0;
-    if (expected != current) {
+    /* a compaction's expected version is the one the client read: appends
+     * since then commute with it, only the replaced segments must still
+     * be live */
+    if (replace ? expected > current : expected != current) {
         rc = errSetStatus(err, "conflict", "%s.%s is at version %lld, not %lld", ns, name,
                           (long long)current, (long long)expected);
         goto fail;
     }
     committed = current + 1;
-    char vbuf[32], now[32], seq[32];
-    snprintf(vbuf, sizeof vbuf, "%lld", (long long)committed);
-    rfc3339Now(now);
-    if ((rc = run(r, err, "insert version", "INSERT INTO versions VALUES (?, CAST(? AS BIGINT), ?, ?)", id,
-                  vbuf, now, principal ? principal : "", NULL)))
+    if ((replace && (rc = checkReplace(r, id, ns, name, replace, segments, err))) ||
+        (rc = commitVersion(r, id, committed, principal, segments, stats, files, replace, err)) ||
+        (rc = exec(r, "COMMIT", err)))
         goto fail;
-    int n = 0;
-    cJSON_ArrayForEach(g, segments) {
-        snprintf(seq, sizeof seq, "%d", n++);
-        sqlStmt *st = prep(r, err, "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows, stats) "
-                                     "VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?, ?)",
-                  id, vbuf, seq, cJSON_GetObjectItemCaseSensitive(g, "location")->valuestring, NULL);
-        if (!st) { rc = err->code; goto fail; }
-        sqlBindInt64(st, 5, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "size")->valuedouble);
-        sqlBindText(st, 6, cJSON_GetObjectItemCaseSensitive(g, "sha256")->valuestring);
-        sqlBindInt64(st, 7, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble);
-        sqlBindText(st, 8, stats[n - 1]); /* NULL: none */
-        if ((rc = done(r, st, err, "insert segment"))) goto fail;
-    }
-    cJSON_ArrayForEach(f, files) {
-        if ((rc = run(r, err, "insert file", "INSERT INTO version_files VALUES (?, CAST(? AS BIGINT), ?) ON CONFLICT DO NOTHING",
-                      id, vbuf, f->valuestring, NULL)))
-            goto fail;
-    }
-    rc = run(r, err, "update version", "UPDATE tables SET version = CAST(? AS BIGINT) WHERE id = ?", vbuf, id, NULL);
-    if (rc || (rc = exec(r, "COMMIT", err))) goto fail;
 answer:
     *answer = cJSON_CreateObject();
     cJSON_AddNumberToObject(*answer, "version", (double)committed);
@@ -761,6 +834,29 @@ out:
     free(stats);
     free(schema);
     return rc;
+}
+
+int registryAppend(registry *r, const stage *stg, const char *ns, const char *name,
+                   int64_t expected, const cJSON *segments, const cJSON *files,
+                   const char *principal, cJSON **answer, lakeError *err) {
+    return newVersion(r, stg, "append", ns, name, expected, NULL, segments, files, principal, answer, err);
+}
+
+int registryCompact(registry *r, const stage *stg, const char *ns, const char *name, int64_t expected,
+                    const cJSON *replace, const cJSON *segments, const cJSON *files, const char *principal,
+                    cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    const cJSON *g, *h;
+    if (!cJSON_IsArray(replace) || cJSON_GetArraySize(replace) == 0)
+        return errSetStatus(err, "invalid_argument", "compact: replace must name at least one segment");
+    cJSON_ArrayForEach(g, replace) {
+        if (!cJSON_IsString(g))
+            return errSetStatus(err, "invalid_argument", "compact: replace must be segment locations");
+        for (h = replace->child; h != g; h = h->next) /* a repeat would count its rows twice */
+            if (strcmp(h->valuestring, g->valuestring) == 0)
+                return errSetStatus(err, "invalid_argument", "compact: replace names a segment twice");
+    }
+    return newVersion(r, stg, "compact", ns, name, expected, replace, segments, files, principal, answer, err);
 }
 
 int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, lakeError *err) {

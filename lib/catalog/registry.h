@@ -115,6 +115,24 @@ int registryAppend(registry *r, const stage *st, const char *ns, const char *nam
                    const struct cJSON *files, const char *principal,
                    struct cJSON **answer, lakeError *err);
 
+/* compact: replace [location…] names live segments of the table (not
+ * removed by an earlier compaction); segments (checked as append's) hold
+ * exactly as many rows as they do, and files are the FILE locations those
+ * rows reference.  In one transaction the segments become version
+ * current + 1 and the replaced ones get removed_in = current + 1, so
+ * resolve leaves them out of that version and later ones while older
+ * versions keep them.  expected_version is the version the client read;
+ * a newer current version is no conflict (appends commute with a
+ * compaction of other segments), but one above the current is, and so is
+ * a replaced segment another compaction removed meanwhile (`conflict`).  A
+ * location that is no segment of the table, or a row count that differs,
+ * is invalid_argument.  A retry whose segments are already committed
+ * answers that version.  Answer: {"version":V}. */
+int registryCompact(registry *r, const stage *st, const char *ns, const char *name,
+                    int64_t expected_version, const struct cJSON *replace, const struct cJSON *segments,
+                    const struct cJSON *files, const char *principal, struct cJSON **answer,
+                    lakeError *err);
+
 /* references: the locations that some version of a table not dropped
  * refers to (its segments and the FILE locations its appends recorded),
  * sorted bytewise and distinct, those after `after` (exclusive; NULL or ""
@@ -122,8 +140,12 @@ int registryAppend(registry *r, const stage *st, const char *ns, const char *nam
  * text (one location always fits).  Answer:
  * {"locations":[…],"more":true|false}; more says whether a later page
  * has any.  gc reads the whole set page by page; pages need not be one
- * snapshot, because references only grow (but for drops). */
-int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes,
+ * snapshot, because references only grow (but for drops and compactions).
+ * A segment that a compaction removed (registryCompact) stays a reference
+ * until the removing version was committed grace seconds ago or longer
+ * (grace < 0: always), so readers pinned to an older version keep working
+ * for the grace and gc removes the segment after it. */
+int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes, int64_t grace,
                        struct cJSON **answer, lakeError *err);
 
 /* DDL.  Each raises the generation by one and stores it in *generation.

@@ -149,6 +149,18 @@ int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t exp
     return callForInt(s, "append", req, "version", version, err);
 }
 
+int sourceCompact(catalogSource *s, const char *ns, const char *name, int64_t expected, const cJSON *replace,
+                  const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+    cJSON *req = namesRequest(ns, name);
+    if (req) {
+        cJSON_AddNumberToObject(req, "expected_version", (double)expected);
+        cJSON_AddItemToObject(req, "replace", cJSON_Duplicate(replace, 1));
+        cJSON_AddItemToObject(req, "segments", cJSON_Duplicate(segments, 1));
+        cJSON_AddItemToObject(req, "files", files ? cJSON_Duplicate(files, 1) : cJSON_CreateArray());
+    }
+    return callForInt(s, "compact", req, "version", version, err);
+}
+
 int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err) {
     return callForInt(s, "create_namespace", namesRequest(ns, NULL), "generation", generation, err);
 }
@@ -165,14 +177,12 @@ int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t 
     return callForInt(s, "drop_table", namesRequest(ns, name), "generation", generation, err);
 }
 
-int sourceReferences(catalogSource *s, const char *after, int64_t limit, cJSON **answer,
+int sourceReferences(catalogSource *s, const char *after, int64_t limit, int64_t grace, cJSON **answer,
                      lakeError *err) {
     cJSON *req = cJSON_CreateObject();
-    if (req && after && *after && !cJSON_AddStringToObject(req, "after", after)) {
-        cJSON_Delete(req);
-        req = NULL;
-    }
-    if (req && !cJSON_AddNumberToObject(req, "limit", (double)limit)) {
+    if (req && ((after && *after && !cJSON_AddStringToObject(req, "after", after)) ||
+                !cJSON_AddNumberToObject(req, "limit", (double)limit) ||
+                (grace >= 0 && !cJSON_AddNumberToObject(req, "grace", (double)grace)))) {
         cJSON_Delete(req);
         req = NULL;
     }

@@ -41,7 +41,7 @@ const char *sourceKey(const catalogSource *s);
  * URL,URL…).  A call tries them in order, the preferred one first, each
  * with a short connect timeout, and moves on when the request cannot have
  * had an effect there (no connection), or, for calls that are safe to
- * repeat (snapshot, resolve, whoami, references, append), when the server
+ * repeat (snapshot, resolve, whoami, references, append, compact), when the server
  * is lost mid-call or answers 503.  sourceEndpoint: the endpoint that
  * answered the last call (NULL before any, and for a local source);
  * sourcePrefer: try this endpoint first (one not configured is ignored). */
@@ -64,6 +64,13 @@ int sourceResolve(catalogSource *s, const char *ns, const char *name, int64_t ve
 int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
                  const struct cJSON *segments, const struct cJSON *files, int64_t *version,
                  lakeError *err);
+/* compact (DESIGN §5): replace the live segments at the locations in
+ * replace with segments holding the same rows, as one new version;
+ * expected_version is the version the segments were read from.  All
+ * borrowed; *version gets the committed version. */
+int sourceCompact(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
+                  const struct cJSON *replace, const struct cJSON *segments, const struct cJSON *files,
+                  int64_t *version, lakeError *err);
 int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err);
 /* schema_json: canonical schema text (names.h). */
 int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const char *schema_json,
@@ -73,10 +80,12 @@ int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t 
 
 /* references (admin): one page of the locations the catalog's live tables
  * refer to, sorted, after `after` (NULL or "": from the start), at most
- * limit (the server may cap it lower).  *answer is {"locations":[…],
+ * limit (the server may cap it lower); with grace >= 0, a segment that a
+ * compaction removed grace seconds ago or longer is no longer one (< 0:
+ * every segment ever committed is).  *answer is {"locations":[…],
  * "more":bool}; the caller frees it.  Never answered from a cache. */
-int sourceReferences(catalogSource *s, const char *after, int64_t limit, struct cJSON **answer,
-                     lakeError *err);
+int sourceReferences(catalogSource *s, const char *after, int64_t limit, int64_t grace,
+                     struct cJSON **answer, lakeError *err);
 
 /* 1 when err, from a source call, means "the source is down or busy"
  * rather than "the request is wrong": the snapshot cache then serves its

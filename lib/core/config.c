@@ -32,6 +32,8 @@ typedef struct keySpec {
 #define TTL_SLOT ((size_t)-1) /* parsed apart: numbers */
 #define MAXRESP_SLOT ((size_t)-2)
 #define CONNECT_SLOT ((size_t)-3)
+#define COMPACT_SLOT ((size_t)-4)
+#define COMPACT_THRESHOLD_MAX 1000000L
 #define CONNECT_TIMEOUT_MAX 3600L
 static const keySpec keys[] = {
     {"metasrv", "LAKE_METASRV", FIELD(metasrv)},
@@ -45,6 +47,7 @@ static const keySpec keys[] = {
     {"catalog_ttl", "LAKE_CATALOG_TTL", TTL_SLOT},
     {"max_response", "LAKE_MAX_RESPONSE", MAXRESP_SLOT},
     {"connect_timeout", "LAKE_CONNECT_TIMEOUT", CONNECT_SLOT},
+    {"compact_threshold", "LAKE_COMPACT_THRESHOLD", COMPACT_SLOT},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -52,6 +55,7 @@ typedef struct layerState {
     char *ttl;     /* catalog_ttl as text until validated */
     char *maxresp; /* max_response likewise */
     char *connect; /* connect_timeout likewise */
+    char *compact; /* compact_threshold likewise */
     int layer;     /* 1 options, 2 environment, 3 file */
     int layer_of_token;
 } layerState;
@@ -74,6 +78,7 @@ static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
     char **slot = k->offset == TTL_SLOT       ? &st->ttl
                   : k->offset == MAXRESP_SLOT ? &st->maxresp
                   : k->offset == CONNECT_SLOT ? &st->connect
+                  : k->offset == COMPACT_SLOT ? &st->compact
                                               : (char **)((char *)cfg + k->offset);
     if (*slot) return 0;
     *slot = strdup(value);
@@ -163,6 +168,14 @@ static char *xdgDir(const char *var, const char *fallback, const char *direct, l
     return strdup(buf);
 }
 
+/* text as a whole decimal number in [min, max] into *v: 0, or -1. */
+static int wholeIn(const char *text, long long min, long long max, long long *v) {
+    char *end;
+    errno = 0;
+    *v = strtoll(text, &end, 10);
+    return errno || end == text || *end || *v < min || *v > max ? -1 : 0;
+}
+
 static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     if (!cfg->metasrv) cfg->metasrv = strdup("local");
     if (!cfg->home) {
@@ -196,35 +209,34 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
         if (!cfg->stage) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "config");
         snprintf(cfg->stage, n, "file://%s/stage", cfg->home);
     }
+    long long v;
     cfg->catalog_ttl = 5;
     if (st->ttl) {
-        char *end;
-        errno = 0;
-        long v = strtol(st->ttl, &end, 10);
-        if (errno || end == st->ttl || *end || v < 0 || v > CATALOG_TTL_MAX)
+        if (wholeIn(st->ttl, 0, CATALOG_TTL_MAX, &v))
             return errSet(err, LAKE_ECONFIG,
                           "catalog_ttl: '%s' is not a number of seconds", st->ttl);
-        cfg->catalog_ttl = v;
+        cfg->catalog_ttl = (long)v;
     }
     cfg->max_response = 72LL * 1024 * 1024;
     if (st->maxresp) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(st->maxresp, &end, 10);
-        if (errno || end == st->maxresp || *end || v < 1024 || v > (1LL << 32))
+        if (wholeIn(st->maxresp, 1024, 1LL << 32, &v))
             return errSet(err, LAKE_ECONFIG, "max_response: '%s' is not a number of bytes from 1024 to 2^32",
                           st->maxresp);
         cfg->max_response = v;
     }
     cfg->connect_timeout = 0; /* unset: 2 s, or 1 s per endpoint of several (core/http.h) */
     if (st->connect) {
-        char *end;
-        errno = 0;
-        long v = strtol(st->connect, &end, 10);
-        if (errno || end == st->connect || *end || v < 1 || v > CONNECT_TIMEOUT_MAX)
+        if (wholeIn(st->connect, 1, CONNECT_TIMEOUT_MAX, &v))
             return errSet(err, LAKE_ECONFIG, "connect_timeout: '%s' is not a number of seconds from 1 to %ld",
                           st->connect, CONNECT_TIMEOUT_MAX);
-        cfg->connect_timeout = v;
+        cfg->connect_timeout = (long)v;
+    }
+    cfg->compact_threshold = CONFIG_COMPACT_THRESHOLD_DEFAULT;
+    if (st->compact) {
+        if (wholeIn(st->compact, 0, COMPACT_THRESHOLD_MAX, &v))
+            return errSet(err, LAKE_ECONFIG, "compact_threshold: '%s' is not a number of segments from 0 to %ld",
+                          st->compact, COMPACT_THRESHOLD_MAX);
+        cfg->compact_threshold = (long)v;
     }
     return 0;
 }
@@ -269,6 +281,7 @@ out:
     free(st.ttl);
     free(st.maxresp);
     free(st.connect);
+    free(st.compact);
     return rc;
 }
 

@@ -24,8 +24,12 @@ typedef struct lakeConfig {
     long catalog_ttl;  /* seconds */
     long long max_response; /* bytes of one answer from the metadata server */
     long connect_timeout; /* seconds to connect to it, TLS handshake included; 0: unset */
+    long compact_threshold; /* compact a table after an append once it holds more small
+                               segments than this (query/compact.h); 0: never */
     char *config_file; /* the file that was read, or NULL */
 } lakeConfig;
+
+#define CONFIG_COMPACT_THRESHOLD_DEFAULT 32
 
 /* One option given on the command line, applied last. */
 typedef struct configOverride {

@@ -57,6 +57,9 @@ body_for() {
     append)
       printf '{"namespace":"m","name":"t","expected_version":%d,"segments":[%s],"files":[]}\n' \
         "$VERSION" "$(metasrv_segment "$STAGE_URL/tables/m/seg_$2")" ;;
+    compact) # the caller's own segment, appended above, rewritten
+      printf '{"namespace":"m","name":"t","expected_version":%d,"replace":["%s"],"segments":[%s],"files":[]}\n' \
+        "$VERSION" "$STAGE_URL/tables/m/seg_$2" "$(metasrv_segment "$STAGE_URL/tables/m/seg_c_$2")" ;;
     create_namespace) echo "{\"namespace\":\"ns_$2\"}" ;;
     create_table) echo "{\"namespace\":\"m\",\"name\":\"t_$2\",\"schema\":[{\"name\":\"a\",\"type\":\"TEXT\"}]}" ;;
     drop_table) echo "{\"namespace\":\"m\",\"name\":\"d_$2\"}" ;;
@@ -71,7 +74,7 @@ assert_answer() {
   case $action in
     catalog_snapshot) check='.status == "snapshot" and (.generation | type == "number") and (.entries | type == "array")' ;;
     resolve) check='.namespace == "m" and .name == "t" and (.version | type == "number")' ;;
-    append) check=".version == $VERSION" ;;
+    append | compact) check=".version == $VERSION" ;;
     create_namespace | create_table | drop_table) check='.generation | type == "number"' ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
     references) check='(.locations | type == "array") and (.more | type == "boolean")' ;;
@@ -104,7 +107,7 @@ make_matrix_tables() {
         metasrv_expect_error 401 unauthenticated
       elif metasrv_allowed "$action" "$role"; then
         assert_equal "$action as $name: HTTP $HTTP_CODE" "$action as $name: HTTP 200"
-        [ "$action" != append ] || VERSION=$((VERSION + 1))
+        [ "$action" != append ] && [ "$action" != compact ] || VERSION=$((VERSION + 1))
         assert_answer "$action" "$name" "$role"
       else
         metasrv_expect_error 403 permission_denied
@@ -121,7 +124,7 @@ make_matrix_tables() {
     '["d_alice","d_etl","d_none","d_peer","d_revoked","d_unknown","d_wrong","t","t_admin"]'
   metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t"}'
   assert_equal "$(jq -c '[.version, [.segments[].location]]' <<<"$HTTP_BODY")" \
-    "[3,[\"$STAGE_URL/tables/m/seg_admin\",\"$STAGE_URL/tables/m/seg_etl\",\"$STAGE_URL/tables/m/seg_alice\"]]"
+    "[6,[\"$STAGE_URL/tables/m/seg_c_admin\",\"$STAGE_URL/tables/m/seg_c_etl\",\"$STAGE_URL/tables/m/seg_c_alice\"]]"
 
   # and the server counted each refusal under its action
   for action in $ACTIONS; do
@@ -130,6 +133,7 @@ make_matrix_tables() {
   assert_equal "$(metasrv_count catalog_snapshot 403)" 1
   assert_equal "$(metasrv_count resolve 403)" 0
   assert_equal "$(metasrv_count append 403)" 1
+  assert_equal "$(metasrv_count compact 403)" 1
   assert_equal "$(metasrv_count create_namespace 403)" 3
   assert_equal "$(metasrv_count create_table 403)" 3
   assert_equal "$(metasrv_count drop_table 403)" 3
@@ -154,7 +158,7 @@ make_matrix_tables() {
     assert_equal "$name: $(printf '%s\n' "$output" | jq -R . | jq -cs 'sort')" "$name: $(allowed_list "$role")"
   done < <(callers)
   assert_equal "$(allowed_list user)" \
-    '["append","presign_get","resolve","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
+    '["append","compact","presign_get","resolve","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
 }
 
 @test "GET /v1/health needs no token; /v1/metrics needs admin or metadata-peer" {

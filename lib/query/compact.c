@@ -1,0 +1,191 @@
+/*
+ * compact.c - rewriting a table's small segments into few large ones (see
+ * compact.h).
+ *
+ * One run: resolve the current version, pick the segments under half the
+ * target size, stream their rows (registration order, then stored order)
+ * through one segment writer whose segments close at the target size, and
+ * commit the written segments in place of the picked ones with `compact`.
+ */
+#include "query/compact.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog/names.h"
+#include "core/interrupt.h"
+#include "core/jsonstrict.h"
+#include "core/log.h"
+#include "core/sha256.h"
+#include "query/segment.h"
+
+int64_t compactSmallSegments(const cJSON *reg, int64_t target) {
+    int64_t n = 0, size;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(reg, "segments"))
+        if (jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &size) && size < target / 2) n++;
+    return n;
+}
+
+/* 1 when registration segment g is one to compact. */
+static int isSmall(const cJSON *g, int64_t target) {
+    int64_t size;
+    return jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &size) && size < target / 2;
+}
+
+/* Every row of registration segment g, in stored order, into w. */
+static int copySegment(segcache *segs, stage *st, const char *schema, const cJSON *g, segmentWriter *w,
+                       lakeError *err) {
+    const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
+    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
+    int64_t size;
+    if (!cJSON_IsString(loc) || !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &size) ||
+        !cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
+        return errSet(err, LAKE_EDATA, "a malformed segment in the registration");
+    fileValue fv = {.location = loc->valuestring, .size = size};
+    snprintf(fv.sha256, sizeof fv.sha256, "%s", sha->valuestring);
+    char *path = NULL;
+    segmentReader *rd = NULL;
+    sqlite3_stmt *q = NULL;
+    sqlite3_value **vals = NULL;
+    int rc = segcacheGet(segs, st, &fv, &path, err);
+    if (!rc) rc = segmentReaderOpen(path, schema, &rd, err);
+    if (!rc && sqlite3_prepare_v2(segmentReaderDb(rd), "SELECT * FROM rows ORDER BY rowid", -1, &q, NULL) != SQLITE_OK)
+        rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", loc->valuestring);
+    int n = q ? sqlite3_column_count(q) : 0, s = SQLITE_DONE;
+    if (!rc && !(vals = calloc((size_t)n + 1, sizeof *vals))) rc = errSet(err, LAKE_EFAIL, "out of memory");
+    while (!rc && (s = sqlite3_step(q)) == SQLITE_ROW) {
+        if (interruptPending()) {
+            rc = errSet(err, LAKE_EFAIL, "interrupted");
+            break;
+        }
+        for (int i = 0; i < n; i++) vals[i] = sqlite3_column_value(q, i);
+        rc = segmentWriterAddSqlRow(w, vals, n, err);
+    }
+    if (!rc && s != SQLITE_DONE) rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", loc->valuestring);
+    free(vals);
+    sqlite3_finalize(q);
+    segmentReaderClose(rd);
+    if (path) segcacheRelease(segs, fv.sha256);
+    free(path);
+    return rc;
+}
+
+/* One attempt: read, rewrite, commit.  *lost is set when another
+ * compaction removed a picked segment first (a conflict worth a retry). */
+static int compactOnce(catalogCache *c, stage *st, segcache *segs, const char *ns, const char *name,
+                       const compactOptions *opt, int64_t target, compactResult *res, int *lost,
+                       lakeError *err) {
+    cJSON *reg = NULL, *replace = NULL, *written = NULL, *files = NULL;
+    segmentWriter *w = NULL;
+    char *schema = NULL;
+    const cJSON *g;
+    *lost = 0;
+    int rc = cacheResolve(c, ns, name, -1, &reg, err);
+    if (rc) return rc;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(reg, "segments");
+    int64_t version;
+    schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
+    if (!cJSON_IsString(id) || !cJSON_IsArray(all) || !schema ||
+        !jsonWhole(cJSON_GetObjectItemCaseSensitive(reg, "version"), 0, &version)) {
+        rc = errSet(err, LAKE_EFAIL, "%s.%s: malformed registration", ns, name);
+        goto out;
+    }
+    res->before = res->after = cJSON_GetArraySize(all);
+    res->version = version;
+    if (compactSmallSegments(reg, target) < 2) goto out; /* nothing to do */
+    /* refused before any segment is stored */
+    if ((rc = cacheMayRun(c, "compact", err))) goto out;
+
+    segmentWriterOptions wo = {.tmp_dir = opt ? opt->tmp_dir : NULL, .max_bytes = target};
+    if ((rc = segmentWriterOpen(st, id->valuestring, schema, &wo, &w, err))) goto out;
+    if (!(replace = cJSON_CreateArray())) {
+        rc = errSet(err, LAKE_EFAIL, "out of memory");
+        goto out;
+    }
+    cJSON_ArrayForEach(g, all) {
+        if (!isSmall(g, target)) continue;
+        cJSON *loc = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(g, "location"), 0);
+        if (!loc || !cJSON_AddItemToArray(replace, loc)) {
+            cJSON_Delete(loc);
+            rc = errSet(err, LAKE_EFAIL, "out of memory");
+        }
+        if (rc || (rc = copySegment(segs, st, schema, g, w, err))) goto out;
+    }
+    if ((rc = segmentWriterFinish(w, &written, &files, err))) goto out;
+    if (interruptPending()) {
+        rc = errSet(err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
+        goto out;
+    }
+    if (cJSON_GetArraySize(written) == 0) goto out; /* only empty segments: nothing to write */
+    if ((rc = cacheCompact(c, ns, name, version, replace, written, files, &res->version, err))) {
+        *lost = err->status && strcmp(err->status, "conflict") == 0;
+        goto out;
+    }
+    res->replaced = cJSON_GetArraySize(replace);
+    res->written = cJSON_GetArraySize(written);
+    res->after = res->before - res->replaced + res->written;
+out:
+    segmentWriterFree(w); /* removes its temporary files */
+    cJSON_Delete(reg);
+    cJSON_Delete(replace);
+    cJSON_Delete(written);
+    cJSON_Delete(files);
+    cJSON_free(schema);
+    return rc;
+}
+
+int compactTable(catalogCache *c, stage *st, segcache *segs, const char *ns, const char *name,
+                 const compactOptions *opt, compactResult *res, lakeError *err) {
+    int64_t target = opt && opt->target_size > 0 ? opt->target_size : COMPACT_TARGET_DEFAULT;
+    for (int attempt = 1;; attempt++) {
+        int lost;
+        memset(res, 0, sizeof *res);
+        int rc = compactOnce(c, st, segs, ns, name, opt, target, res, &lost, err);
+        if (!lost) return rc;
+        if (attempt == COMPACT_ATTEMPTS)
+            return errSet(err, LAKE_ETEMP, "%s.%s: another compaction won %d times; retry later", ns, name,
+                          COMPACT_ATTEMPTS);
+        traceLine("compact", "%s.%s: another compaction won (attempt %d); resolving again", ns, name, attempt);
+        errClear(err);
+        struct timespec pause = {0, (long)(1 + rand() % 20) * attempt * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+}
+
+void compactAfterAppends(const lakeConfig *cfg, catalogCache *c, stage *st, segcache *segs) {
+    if (!c || cfg->compact_threshold <= 0) return;
+    segcache *own = NULL;
+    const char *t;
+    for (int i = 0; (t = cacheAppended(c, i)) && !interruptPending(); i++) {
+        lakeError err = {0};
+        char *ns = NULL, *name = NULL;
+        cJSON *reg = NULL;
+        int rc = nameSplitTable(t, &ns, &name, &err);
+        if (!rc) rc = cacheResolve(c, ns, name, -1, &reg, &err);
+        int64_t small = rc ? 0 : compactSmallSegments(reg, COMPACT_TARGET_DEFAULT);
+        cJSON_Delete(reg);
+        if (!rc)
+            traceLine("compact", "%s: %lld small segment%s, threshold %ld%s", t, (long long)small,
+                      small == 1 ? "" : "s", cfg->compact_threshold,
+                      small > cfg->compact_threshold ? ": compacting" : "");
+        if (!rc && small > cfg->compact_threshold) {
+            int64_t max;
+            compactResult res;
+            if (!segs && !own && !(rc = segcacheMaxFromEnv(&max, &err)))
+                rc = segcacheOpen(cfg->cache_dir, max, &own, &err);
+            if (!rc) rc = compactTable(c, st, segs ? segs : own, ns, name, NULL, &res, &err);
+            if (!rc)
+                traceLine("compact", "%s: %lld segments -> %lld, version %lld", t, (long long)res.before,
+                          (long long)res.after, (long long)res.version);
+        }
+        if (rc && !interruptPending()) logWarn("%s: auto-compaction failed: %s", t, err.msg);
+        free(ns);
+        free(name);
+    }
+    segcacheClose(own);
+}

@@ -1,0 +1,73 @@
+/*
+ * compact.h - table compaction (issue 18, DESIGN §6): a table's small
+ * segments rewritten into few large ones and committed as one new version
+ * with the `compact` action; and the same after an append, once a table
+ * holds more small segments than the configured threshold.
+ *
+ * Promises:
+ *  - The rows of the segments compacted are written in registration order
+ *    and, within each, in their stored order; FILE values and every other
+ *    value come back as they were (they pass the segment writer's checks
+ *    again, which they passed when first written).  The new segments hold
+ *    exactly the rows of the replaced ones (the registry checks the
+ *    count), and FILE references are recorded for the new version.
+ *  - Segments of target_size / 2 bytes or more are left alone; fewer than
+ *    two small segments is nothing to do.
+ *  - Optimistic concurrency: appends made meanwhile do not conflict (they
+ *    commute); a compaction that lost the replaced segments to another one
+ *    resolves the table again and starts over, at most COMPACT_ATTEMPTS
+ *    times, then fails 75.  The segments a lost attempt uploaded are
+ *    unreferenced (gc's to remove).
+ *  - A stop signal abandons the run: temporary files are removed (the
+ *    segment writer's promise), nothing is committed.
+ *  - Readers pinned to older versions keep reading the old segments, which
+ *    stay in the stage until gc removes them after its grace.
+ */
+#ifndef LAKE_QUERY_COMPACT_H
+#define LAKE_QUERY_COMPACT_H
+
+#include <stdint.h>
+
+#include "catalog/cache.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "query/segcache.h"
+#include "stage/stage.h"
+
+#define COMPACT_TARGET_DEFAULT (64LL * 1024 * 1024)
+#define COMPACT_ATTEMPTS 5
+
+typedef struct compactOptions {
+    int64_t target_size; /* bytes of a new segment at most; 0: COMPACT_TARGET_DEFAULT */
+    const char *tmp_dir; /* for the segments being written; NULL: $TMPDIR */
+} compactOptions;
+
+typedef struct compactResult {
+    int64_t before, after;      /* segments of the table read, and after the commit */
+    int64_t replaced, written;  /* segments compacted, and written in their place */
+    int64_t version;            /* the committed version; when nothing was done, the one read */
+} compactResult;
+
+/* The number of segments of a registration (a resolve answer) smaller
+ * than half of target bytes. */
+int64_t compactSmallSegments(const struct cJSON *reg, int64_t target);
+
+/* Compact ns.name through the cache c, reading segments through segs from
+ * st and writing new ones to st.  *res says what was done (replaced 0:
+ * nothing to do).  A principal that may not run compact gets 77 before
+ * any segment is written.  Errors: the cache's and the stage's, 65 for a segment
+ * that is not one of the table's schema, 75 after COMPACT_ATTEMPTS lost
+ * races, 1 "interrupted" after a stop signal. */
+int compactTable(catalogCache *c, stage *st, segcache *segs, const char *ns, const char *name,
+                 const compactOptions *opt, compactResult *res, lakeError *err);
+
+/* After a command's appends (lake-put --table, lake-query INSERT and
+ * --import): every table it appended to through c (cacheAppended) that
+ * now holds more than cfg->compact_threshold small segments (of
+ * COMPACT_TARGET_DEFAULT) is compacted; 0 turns this off.  segs may be
+ * NULL (one is opened under cfg->cache_dir when needed).  A failure is a
+ * one-line warning on stderr, never an error: the appends succeeded.
+ * LAKE_TRACE shows each table checked and compacted ("trace: compact"). */
+void compactAfterAppends(const lakeConfig *cfg, catalogCache *c, stage *st, segcache *segs);
+
+#endif
