@@ -66,7 +66,11 @@
  *                         lake carries one)
  *   BLOB                  only "nulls"
  * So an entry is {"nulls":N[,"min":A,"max":B[,"max_cut":true]]}: some 180
- * bytes of JSON per column at most (more when a string needs escapes).  lake-metasrv's append refuses
+ * bytes of JSON per column at most (more when a string needs escapes).
+ * min and max are bounds (every non-NULL value v has min <= v, and v <=
+ * max or, with max_cut, v <= max or v starting with max), not always
+ * values of the column: a moved number or a cut text is none (do not
+ * answer MIN() or MAX() from them).  lake-metasrv's append refuses
  * statistics that break these rules (segmentStatsCheck), and readers take
  * them through segmentStatsColumn, which answers "unknown" for anything
  * absent or malformed.

@@ -1,7 +1,8 @@
 /*
  * test_catalog.c - the catalog below the command line: appends (no CLI for
- * them yet), read-your-writes through the cache, the snapshot's re-check
- * under an injected mutation, and snapshot bounds.
+ * them yet), segment statistics through append and resolve,
+ * read-your-writes through the cache, the snapshot's re-check under an
+ * injected mutation, and snapshot bounds.
  *
  * The source is a parameter as in the bats suites: with LAKE_TEST_SOURCE
  * unset or "local" these run on a fresh local registry.  The fault
@@ -109,6 +110,37 @@ static void testAppends(catalogSource *src) {
     cJSON_Delete(s1);
     cJSON_Delete(s2);
     cJSON_Delete(files);
+}
+
+/* A segment's stats: checked against the table's schema, stored in
+ * canonical form, resolved as stored; none stays none. */
+static void testStats(catalogSource *src) {
+    lakeError err = {0};
+    int64_t gen, v = -1;
+    sourceCreateTable(src, "docs", "st", "[{\"name\":\"i\",\"type\":\"INTEGER\"},{\"name\":\"s\",\"type\":\"TEXT\"}]",
+                      &gen, &err);
+    cJSON *s1 = segment("st1", 3), *bad = segment("st2", 3), *reg = NULL;
+    cJSON_AddItemToObject(cJSON_GetArrayItem(s1, 0), "stats",
+                          cJSON_Parse("[{\"max\":9,\"min\":-1,\"nulls\":1},{\"nulls\":0,\"min\":\"a\",\"max\":\"b\",\"max_cut\":false}]"));
+    cJSON_AddItemToObject(cJSON_GetArrayItem(bad, 0), "stats",
+                          cJSON_Parse("[{\"nulls\":4},{\"nulls\":0}]"));
+    ok(sourceAppend(src, "docs", "st", 0, bad, NULL, &v, &err) == LAKE_EDATA &&
+           strcmp(err.msg, "append: malformed segment statistics") == 0,
+       "more NULLs than rows: 65 (%s)", err.msg);
+    ok(sourceAppend(src, "docs", "st", 0, s1, NULL, &v, &err) == 0 && v == 1, "an append with stats");
+    cJSON *s2 = segment("st3", 1);
+    ok(sourceAppend(src, "docs", "st", 1, s2, NULL, &v, &err) == 0 && v == 2, "an append without");
+    char *got = NULL;
+    if (sourceResolve(src, "docs", "st", -1, &reg, &err) == 0)
+        got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "segments"));
+    ok(got && strstr(got, "\"rows\":3,\"stats\":[{\"nulls\":1,\"min\":-1,\"max\":9},{\"nulls\":0,\"min\":\"a\",\"max\":\"b\"}]}") &&
+           strstr(got, "\"rows\":1}]"),
+       "resolve: stats in canonical form, none for the segment appended without (%s)", got);
+    free(got);
+    cJSON_Delete(reg);
+    cJSON_Delete(s1);
+    cJSON_Delete(s2);
+    cJSON_Delete(bad);
 }
 
 static void testReadYourWrites(const lakeConfig *cfg, catalogSource *src) {
@@ -250,6 +282,7 @@ int main(void) {
     }
     testAppends(src);
     testReadYourWrites(&cfg, src);
+    testStats(src);
     if (!remote) testScanRecheck(src);
     sourceClose(src);
     configFree(&cfg);
