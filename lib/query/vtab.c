@@ -55,7 +55,6 @@ typedef struct queryCursor {
     prefetch *pf;           /* kept segments being fetched ahead, or NULL */
     openSegment *open;      /* [nslots]: segments open, by index */
     int nslots, nopen, cur;        /* how many are open; the one being read, or -1 */
-    sqlite3_int64 rowid;
     int eof;
 } queryCursor;
 
@@ -373,10 +372,7 @@ static int advance(queryTable *t, queryCursor *c) {
     for (;;) {
         if (c->cur >= 0) {
             int s = sqlite3_step(c->open[c->cur].st);
-            if (s == SQLITE_ROW) {
-                c->rowid = ((sqlite3_int64)c->cur << 32) | sqlite3_column_int64(c->open[c->cur].st, 0);
-                return SQLITE_OK;
-            }
+            if (s == SQLITE_ROW) return SQLITE_OK;
             if (s != SQLITE_DONE) return failf(t, LAKE_EDATA, "a segment cannot be read");
             leaveSegment(t, c);
             c->k++;
@@ -529,7 +525,6 @@ static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int
     queryTable *t = (queryTable *)cur->pVtab;
     queryCursor *c = (queryCursor *)cur;
     leaveSegment(t, c);
-    c->rowid = 0;
     c->eof = 0;
     /* a new plan (SQL on each segment) closes the segments kept open */
     if (c->sql && idxStr && strcmp(c->plan, idxStr) != 0) closeSegments(t, c);
@@ -585,7 +580,8 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
  * 32 bits, with the segment's own rowid: every scan of a statement gives
  * a row the same rowid (SQLite merges the scans of an OR by rowid). */
 static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
-    *rowid = ((queryCursor *)cur)->rowid;
+    queryCursor *c = (queryCursor *)cur;
+    *rowid = c->cur < 0 ? 0 : ((sqlite3_int64)c->cur << 32) | sqlite3_column_int64(c->open[c->cur].st, 0);
     return SQLITE_OK;
 }
 
