@@ -75,6 +75,22 @@ teardown() {
   assert_line --index 1 --partial "OpenSSL/$(openssl version | cut -d' ' -f2)"
 }
 
+@test "start-up: a listing and a query that hash nothing load neither libcrypto nor libmagic" {
+  # (they cost a short command most of its start-up: lib/core/crypto.h)
+  lake-catalog create-namespace ns
+  lake-catalog create ns.t 'a TEXT'
+  lake-catalog refresh
+  LD_DEBUG=files lake-catalog list 2>"$BATS_TEST_TMPDIR/list.ld" >/dev/null
+  LD_DEBUG=files lake-query -c 'SELECT 1' 2>"$BATS_TEST_TMPDIR/query.ld" >/dev/null
+  run grep -E 'file=lib(crypto|magic)\.' "$BATS_TEST_TMPDIR/list.ld" "$BATS_TEST_TMPDIR/query.ld"
+  assert_failure 1
+  # and the commands that need them load them: a put hashes and detects
+  printf 'hello\n' >"$BATS_TEST_TMPDIR/f.txt"
+  LD_DEBUG=files lake-put "$BATS_TEST_TMPDIR/f.txt" 2>"$BATS_TEST_TMPDIR/put.ld" >/dev/null
+  grep -q 'file=libcrypto\.so\.3 .*dynamically loaded' "$BATS_TEST_TMPDIR/put.ld"
+  grep -q 'file=libmagic\.so\.1 .*dynamically loaded' "$BATS_TEST_TMPDIR/put.ld"
+}
+
 @test "a missing option argument is 64" {
   run --separate-stderr lake-put --name
   assert_error lake-put 64 "--name"
