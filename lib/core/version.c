@@ -9,8 +9,8 @@
  * libarchive, lake-metasrv libmicrohttpd, GnuTLS and libpq, and so on).
  * libcurl, which the programs load only when they need it (curl.h), is
  * loaded here to ask it, when the program has the loader at all; so are
- * libcrypto (crypto.h) and libmagic (stage/ctype.c), loaded on first use
- * too, and asked through their handles.
+ * libcrypto (crypto.h), libarchive (archive.h) and libmagic (stage/ctype.c),
+ * loaded on first use too (dlib.h), and asked through their handles.
  */
 #include "core/version.h"
 
@@ -30,6 +30,7 @@ const char *lakeCurlVersion(void) __attribute__((weak));
 /* The same for the libraries loaded on first use: their dlopen() handles. */
 void *lakeCryptoHandle(void) __attribute__((weak));
 void *lakeMagicHandle(void) __attribute__((weak));
+void *lakeArchiveHandle(void) __attribute__((weak));
 
 typedef enum { V_TEXT, V_TEXT_WORD2, V_MAGIC, V_PQ, V_OPENSSL, V_GNUTLS } versionKind;
 
@@ -42,7 +43,7 @@ static const struct {
     {"OpenSSL", "OpenSSL_version", V_OPENSSL, lakeCryptoHandle}, /* "OpenSSL 3.0.15 3 Sep 2024" */
     {"SQLite", "sqlite3_libversion", V_TEXT, NULL},
     {"cJSON", "cJSON_Version", V_TEXT, NULL},
-    {"libarchive", "archive_version_string", V_TEXT_WORD2, NULL}, /* "libarchive 3.6.2" */
+    {"libarchive", "archive_version_string", V_TEXT_WORD2, lakeArchiveHandle}, /* "libarchive 3.6.2" */
     {"libmagic", "magic_version", V_MAGIC, lakeMagicHandle},      /* 545: 5.45 */
     {"zlib", "zlibVersion", V_TEXT, NULL},
     {"libmicrohttpd", "MHD_get_version", V_TEXT, NULL},

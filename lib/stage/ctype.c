@@ -5,50 +5,41 @@
  * state --content-type; it stays loaded until contentTypeRelease.  libmagic
  * itself (and the xz and bzip2 libraries it links, whose start-up probes
  * the CPU) is dlopen()ed then too, not linked: a program that never
- * detects a type does not pay for loading it (see core/crypto.h).  When
- * libmagic.so.1 cannot be loaded it is as when its database cannot be:
- * every type is application/octet-stream.
+ * detects a type does not pay for loading it (core/dlib.h).
  */
 #include "stage/backend.h"
 
-#include <dlfcn.h>
 #include <magic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dlib.h"
+
+#define MAGIC_FUNCS(X) X(magic_open) X(magic_load) X(magic_buffer) X(magic_close)
 static struct {
-    magic_t (*open)(int);
-    int (*load)(magic_t, const char *);
-    const char *(*buffer)(magic_t, const void *, size_t);
-    void (*close)(magic_t);
+#define FIELD(f) __typeof__(f) *f;
+    MAGIC_FUNCS(FIELD)
+#undef FIELD
 } lm;
-static void *handle;
+static lakeDlib lib = LAKE_DLIB_INIT("libmagic.so.1", "libmagic 5");
 static magic_t cookie;
 static int loaded; /* 1 ok, -1 failed */
 
 void *lakeMagicHandle(void) {
-    if (!handle) handle = dlopen("libmagic.so.1", RTLD_NOW | RTLD_LOCAL);
-    return handle;
+    return lakeDlibOpen(&lib);
 }
 
-/* Binds lm from libmagic.so.1; 0, or -1 when it cannot be loaded. */
-static int bindMagic(void) {
-    void *h = lakeMagicHandle();
-    if (!h) return -1;
-    *(void **)(&lm.open) = dlsym(h, "magic_open");
-    *(void **)(&lm.load) = dlsym(h, "magic_load");
-    *(void **)(&lm.buffer) = dlsym(h, "magic_buffer");
-    *(void **)(&lm.close) = dlsym(h, "magic_close");
-    return lm.open && lm.load && lm.buffer && lm.close ? 0 : -1;
-}
-
+#define SLOT(f) LAKE_DLIB_SLOT(lm, f)
 char *contentTypeDetect(const void *buf, size_t len) {
     const char *t = NULL;
     if (!loaded) {
-        cookie = bindMagic() == 0 ? lm.open(MAGIC_MIME_TYPE | MAGIC_ERROR) : NULL;
-        loaded = cookie && lm.load(cookie, NULL) == 0 ? 1 : -1;
+        static const char *const names[] = {MAGIC_FUNCS(LAKE_DLIB_NAME)};
+        void **const slots[] = {MAGIC_FUNCS(SLOT)};
+        lakeDlibBind(&lib, sizeof names / sizeof names[0], names, slots);
+        cookie = lm.magic_open(MAGIC_MIME_TYPE | MAGIC_ERROR);
+        loaded = cookie && lm.magic_load(cookie, NULL) == 0 ? 1 : -1;
     }
-    if (loaded > 0 && len > 0) t = lm.buffer(cookie, buf, len);
+    if (loaded > 0 && len > 0) t = lm.magic_buffer(cookie, buf, len);
     if (!t || strcmp(t, "application/x-empty") == 0) t = "application/octet-stream";
     return strdup(t);
 }
@@ -58,7 +49,7 @@ char *stageDetectContentType(const void *buf, size_t len) {
 }
 
 void contentTypeRelease(void) {
-    if (loaded > 0) lm.close(cookie);
+    if (loaded > 0) lm.magic_close(cookie);
     cookie = NULL;
     loaded = 0;
 }

@@ -75,8 +75,8 @@ teardown() {
   assert_line --index 1 --partial "OpenSSL/$(openssl version | cut -d' ' -f2)"
 }
 
-@test "start-up: a listing and a query that hash nothing load neither libcrypto nor libmagic" {
-  # (they cost a short command most of its start-up: lib/core/crypto.h)
+@test "start-up: a listing and a query load neither libcrypto nor libmagic, a put no libarchive" {
+  # (they cost a short command most of its start-up: lib/core/dlib.h)
   lake-catalog create-namespace ns
   lake-catalog create ns.t 'a TEXT'
   lake-catalog refresh
@@ -89,6 +89,12 @@ teardown() {
   LD_DEBUG=files lake-put "$BATS_TEST_TMPDIR/f.txt" 2>"$BATS_TEST_TMPDIR/put.ld" >/dev/null
   grep -q 'file=libcrypto\.so\.3 .*dynamically loaded' "$BATS_TEST_TMPDIR/put.ld"
   grep -q 'file=libmagic\.so\.1 .*dynamically loaded' "$BATS_TEST_TMPDIR/put.ld"
+  # libarchive only for an archive
+  run grep 'file=libarchive' "$BATS_TEST_TMPDIR/put.ld"
+  assert_failure 1
+  (cd "$BATS_TEST_TMPDIR" && tar cf a.tar f.txt)
+  LD_DEBUG=files lake-put --archive "$BATS_TEST_TMPDIR/a.tar" 2>"$BATS_TEST_TMPDIR/archive.ld" >/dev/null
+  grep -q 'file=libarchive\.so\.13 .*dynamically loaded' "$BATS_TEST_TMPDIR/archive.ld"
 }
 
 @test "a missing option argument is 64" {
