@@ -46,7 +46,8 @@ typedef struct lakeArchiveApi {
 #undef LAKE_ARCHIVE_FIELD
 } lakeArchiveApi;
 
-/* The bound functions, loaded on the first call (once, thread-safe). */
+/* The bound functions, loaded on the first call (once, thread-safe:
+ * core/dlib.h). */
 const lakeArchiveApi *lakeArchiveLoad(void);
 /* libarchive.so.13's handle, loading it, or NULL when it cannot be loaded;
  * never exits (for --version). */

@@ -31,7 +31,8 @@ typedef struct lakeCryptoApi {
 #undef LAKE_CRYPTO_FIELD
 } lakeCryptoApi;
 
-/* The bound functions, loaded on the first call (once, thread-safe). */
+/* The bound functions, loaded on the first call (once, thread-safe:
+ * core/dlib.h). */
 const lakeCryptoApi *lakeCryptoLoad(void);
 /* libcrypto.so.3's handle, loading it, or NULL when it cannot be loaded;
  * never exits (for --version). */

@@ -24,16 +24,20 @@ void *lakeDlibOpen(lakeDlib *l) {
 }
 
 void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const slots[]) {
+    if (__atomic_load_n(&l->bound, __ATOMIC_ACQUIRE)) return;
     void *h = lakeDlibOpen(l);
     if (!h) {
         logErrorf("cannot load %s: %s", l->soname, l->error);
         exit(1);
     }
-    for (size_t i = 0; i < n; i++) {
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < n && !l->bound; i++) {
         *slots[i] = dlsym(h, names[i]);
         if (!*slots[i]) {
             logErrorf("%s has no %s (%s is needed)", l->soname, names[i], l->need);
             exit(1);
         }
     }
+    __atomic_store_n(&l->bound, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&l->mu);
 }

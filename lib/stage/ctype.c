@@ -21,6 +21,7 @@ static struct {
     MAGIC_FUNCS(FIELD)
 #undef FIELD
 } lm;
+#define SLOT(f) (void **)&lm.f,
 static lakeDlib lib = LAKE_DLIB_INIT("libmagic.so.1", "libmagic 5");
 static magic_t cookie;
 static int loaded; /* 1 ok, -1 failed */
@@ -29,12 +30,11 @@ void *lakeMagicHandle(void) {
     return lakeDlibOpen(&lib);
 }
 
-#define SLOT(f) LAKE_DLIB_SLOT(lm, f)
 char *contentTypeDetect(const void *buf, size_t len) {
     const char *t = NULL;
     if (!loaded) {
         static const char *const names[] = {MAGIC_FUNCS(LAKE_DLIB_NAME)};
-        void **const slots[] = {MAGIC_FUNCS(SLOT)};
+        static void **const slots[] = {MAGIC_FUNCS(SLOT)};
         lakeDlibBind(&lib, sizeof names / sizeof names[0], names, slots);
         cookie = lm.magic_open(MAGIC_MIME_TYPE | MAGIC_ERROR);
         loaded = cookie && lm.magic_load(cookie, NULL) == 0 ? 1 : -1;
