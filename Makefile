@@ -82,10 +82,13 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
               valgrind postgresql libpq-dev shellcheck radosgw ceph-mon ceph-osd
-# The npm test peers, pinned by tests/package-lock.json (none at present:
-# the S3 peer is radosgw, and the fault proxy tests/bats/helpers/s3fault.js
-# needs Node.js alone): only make check needs them (and npm), never the
-# build, demo or install.
+# The npm peers, pinned by tests/package-lock.json: DuckDB
+# (@duckdb/node-api), a benchmark peer of bench/query only, never used by
+# the programs or the tests (the S3 peer is radosgw, and the fault proxy
+# tests/bats/helpers/s3fault.js needs Node.js alone).  make check installs
+# them (npm ci); bench/query leaves DuckDB's
+# figures out without them; make bench installs them too; the build, demo
+# and install never need them.
 NPM_STAMP  := tests/node_modules/.package-lock.json
 
 .PHONY: all deps check unit-bins lint demo bench install uninstall clean objects
@@ -156,7 +159,7 @@ demo: deps
 	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash tests/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(NPM_STAMP) all
 	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin bash bench/report $(BENCH)
 
 install: all

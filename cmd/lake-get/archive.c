@@ -7,8 +7,6 @@
  */
 #include "archive.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <locale.h>
 #include <stdint.h>
@@ -17,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/archive.h"
 #include "core/fsutil.h"
 #include "core/log.h"
 #include "core/rfc3339.h"

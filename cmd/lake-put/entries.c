@@ -14,9 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 
+#include "core/archive.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "entries.h"
@@ -278,8 +277,9 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
      * bytes (libarchive spins on some), and mtree would read files of this
      * host.  tar first: registered after lha (libarchive 3.6), a tar cut
      * inside its last header reads as a clean end, not FATAL.  empty: an
-     * empty input is an empty archive. */
-    static int (*const formats[])(struct archive *) = {
+     * empty input is an empty archive.  (Not static: the functions are
+     * bound at run time, core/archive.h.) */
+    int (*const formats[])(struct archive *) = {
         archive_read_support_format_tar, archive_read_support_format_cpio,
         archive_read_support_format_zip, archive_read_support_format_7zip,
         archive_read_support_format_empty,
@@ -287,7 +287,7 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
          * with 32 KiB of zeros, which would read as an empty tar */
         archive_read_support_format_iso9660,
     };
-    static int (*const filters[])(struct archive *) = {
+    int (*const filters[])(struct archive *) = {
         archive_read_support_filter_gzip, archive_read_support_filter_bzip2,
         archive_read_support_filter_xz,   archive_read_support_filter_zstd,
         archive_read_support_filter_lz4,  archive_read_support_filter_compress,

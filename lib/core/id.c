@@ -1,10 +1,12 @@
 /*
- * id.c - ULID-style ids from the clock and OpenSSL's RNG.
+ * id.c - ULID-style ids from the clock and the kernel's random numbers
+ * (getrandom(2), what OpenSSL's RNG is seeded from: no libcrypto for an id).
  */
 #include "core/id.h"
 
-#include <openssl/rand.h>
+#include <errno.h>
 #include <stdint.h>
+#include <sys/random.h>
 #include <time.h>
 
 static const char crockford[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -14,8 +16,9 @@ int idNew(char out[ID_LEN + 1], lakeError *err) {
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
     unsigned char r[10];
-    if (RAND_bytes(r, sizeof r) != 1)
-        return errSet(err, LAKE_EFAIL, "random number generator failed");
+    ssize_t got;
+    while ((got = getrandom(r, sizeof r, 0)) < 0 && errno == EINTR) {}
+    if (got != (ssize_t)sizeof r) return errSet(err, LAKE_EFAIL, "random number generator failed");
 
     /* 10 characters of time (50 bits, top 2 zero), 16 of randomness. */
     for (int i = 9; i >= 0; i--) {

@@ -1,12 +1,14 @@
 /*
- * sha256.c - SHA-256 through OpenSSL's EVP interface.
+ * sha256.c - SHA-256 through OpenSSL's EVP interface (libcrypto loaded on
+ * the first hash: core/crypto.h).
  */
 #include "core/sha256.h"
 
 #include <ctype.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/crypto.h"
 
 struct sha256Ctx {
     EVP_MD_CTX *md;

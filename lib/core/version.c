@@ -8,7 +8,9 @@
  * none of them and every program lists exactly what it carries (lake-get
  * libarchive, lake-metasrv libmicrohttpd, GnuTLS and libpq, and so on).
  * libcurl, which the programs load only when they need it (curl.h), is
- * loaded here to ask it, when the program has the loader at all.
+ * loaded here to ask it, when the program has the loader at all; so are
+ * libcrypto (crypto.h), libarchive (archive.h) and libmagic (stage/ctype.c),
+ * loaded on first use too (dlib.h), and asked through their handles.
  */
 #include "core/version.h"
 
@@ -25,6 +27,10 @@
 /* curl.c's, when the program links it (weak: this reference alone does
  * not pull it in). */
 const char *lakeCurlVersion(void) __attribute__((weak));
+/* The same for the libraries loaded on first use: their dlopen() handles. */
+void *lakeCryptoHandle(void) __attribute__((weak));
+void *lakeMagicHandle(void) __attribute__((weak));
+void *lakeArchiveHandle(void) __attribute__((weak));
 
 typedef enum { V_TEXT, V_TEXT_WORD2, V_MAGIC, V_PQ, V_OPENSSL, V_GNUTLS } versionKind;
 
@@ -32,21 +38,24 @@ static const struct {
     const char *label;
     const char *symbol;
     versionKind kind;
+    void *(*handle)(void); /* loaded on first use: its handle, when linked */
 } libs[] = {
-    {"OpenSSL", "OpenSSL_version", V_OPENSSL},           /* "OpenSSL 3.0.15 3 Sep 2024" */
-    {"SQLite", "sqlite3_libversion", V_TEXT},
-    {"cJSON", "cJSON_Version", V_TEXT},
-    {"libarchive", "archive_version_string", V_TEXT_WORD2}, /* "libarchive 3.6.2" */
-    {"libmagic", "magic_version", V_MAGIC},              /* 545: 5.45 */
-    {"zlib", "zlibVersion", V_TEXT},
-    {"libmicrohttpd", "MHD_get_version", V_TEXT},
-    {"GnuTLS", "gnutls_check_version", V_GNUTLS},        /* (NULL): "3.7.9" */
-    {"libpq", "PQlibVersion", V_PQ},                     /* 150010: 15.10 */
+    {"OpenSSL", "OpenSSL_version", V_OPENSSL, lakeCryptoHandle}, /* "OpenSSL 3.0.15 3 Sep 2024" */
+    {"SQLite", "sqlite3_libversion", V_TEXT, NULL},
+    {"cJSON", "cJSON_Version", V_TEXT, NULL},
+    {"libarchive", "archive_version_string", V_TEXT_WORD2, lakeArchiveHandle}, /* "libarchive 3.6.2" */
+    {"libmagic", "magic_version", V_MAGIC, lakeMagicHandle},      /* 545: 5.45 */
+    {"zlib", "zlibVersion", V_TEXT, NULL},
+    {"libmicrohttpd", "MHD_get_version", V_TEXT, NULL},
+    {"GnuTLS", "gnutls_check_version", V_GNUTLS, NULL},        /* (NULL): "3.7.9" */
+    {"libpq", "PQlibVersion", V_PQ, NULL},                     /* 150010: 15.10 */
 };
 
 /* The version text of libs[i], or NULL when the process does not have it. */
 static const char *libVersion(size_t i, char *buf, size_t n) {
     void *sym = dlsym(RTLD_DEFAULT, libs[i].symbol);
+    void *h = !sym && libs[i].handle ? libs[i].handle() : NULL;
+    if (h) sym = dlsym(h, libs[i].symbol);
     const char *s;
     if (!sym) return NULL;
     switch (libs[i].kind) {

@@ -2,7 +2,10 @@
  * ctype.c - content types from the first bytes, through libmagic.
  *
  * The magic database is loaded on first use, and only when a put did not
- * state --content-type; it stays loaded until contentTypeRelease.
+ * state --content-type; it stays loaded until contentTypeRelease.  libmagic
+ * itself (and the xz and bzip2 libraries it links, whose start-up probes
+ * the CPU) is dlopen()ed then too, not linked: a program that never
+ * detects a type does not pay for loading it (core/dlib.h).
  */
 #include "stage/backend.h"
 
@@ -10,16 +13,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dlib.h"
+
+#define MAGIC_FUNCS(X) X(magic_open) X(magic_load) X(magic_buffer) X(magic_close)
+static struct {
+#define FIELD(f) __typeof__(f) *f;
+    MAGIC_FUNCS(FIELD)
+#undef FIELD
+} lm;
+#define SLOT(f) (void **)&lm.f,
+static lakeDlib lib = LAKE_DLIB_INIT("libmagic.so.1", "libmagic 5");
 static magic_t cookie;
 static int loaded; /* 1 ok, -1 failed */
+
+void *lakeMagicHandle(void) {
+    return lakeDlibOpen(&lib);
+}
 
 char *contentTypeDetect(const void *buf, size_t len) {
     const char *t = NULL;
     if (!loaded) {
-        cookie = magic_open(MAGIC_MIME_TYPE | MAGIC_ERROR);
-        loaded = cookie && magic_load(cookie, NULL) == 0 ? 1 : -1;
+        static const char *const names[] = {MAGIC_FUNCS(LAKE_DLIB_NAME)};
+        static void **const slots[] = {MAGIC_FUNCS(SLOT)};
+        lakeDlibBind(&lib, sizeof names / sizeof names[0], names, slots);
+        cookie = lm.magic_open(MAGIC_MIME_TYPE | MAGIC_ERROR);
+        loaded = cookie && lm.magic_load(cookie, NULL) == 0 ? 1 : -1;
     }
-    if (loaded > 0 && len > 0) t = magic_buffer(cookie, buf, len);
+    if (loaded > 0 && len > 0) t = lm.magic_buffer(cookie, buf, len);
     if (!t || strcmp(t, "application/x-empty") == 0) t = "application/octet-stream";
     return strdup(t);
 }
@@ -29,7 +49,7 @@ char *stageDetectContentType(const void *buf, size_t len) {
 }
 
 void contentTypeRelease(void) {
-    if (loaded > 0) magic_close(cookie);
+    if (loaded > 0) lm.magic_close(cookie);
     cookie = NULL;
     loaded = 0;
 }

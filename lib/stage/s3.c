@@ -32,8 +32,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-
+#include "core/crypto.h"
 #include "core/id.h"
 #include "core/log.h"
 #include "core/rfc3339.h"

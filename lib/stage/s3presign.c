@@ -16,9 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
+#include "core/crypto.h"
 #include "stage/backend.h"
 #include "stage/s3.h"
 

@@ -24,8 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/crypto.h>
-
+#include "core/crypto.h"
 #include "core/utf8.h"
 #include "stage/backend.h"
 #include "stage/s3.h"

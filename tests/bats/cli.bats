@@ -75,6 +75,28 @@ teardown() {
   assert_line --index 1 --partial "OpenSSL/$(openssl version | cut -d' ' -f2)"
 }
 
+@test "start-up: a listing and a query load neither libcrypto nor libmagic, a put no libarchive" {
+  # (they cost a short command most of its start-up: lib/core/dlib.h)
+  lake-catalog create-namespace ns
+  lake-catalog create ns.t 'a TEXT'
+  lake-catalog refresh
+  LD_DEBUG=files lake-catalog list 2>"$BATS_TEST_TMPDIR/list.ld" >/dev/null
+  LD_DEBUG=files lake-query -c 'SELECT 1' 2>"$BATS_TEST_TMPDIR/query.ld" >/dev/null
+  run grep -E 'file=lib(crypto|magic)\.' "$BATS_TEST_TMPDIR/list.ld" "$BATS_TEST_TMPDIR/query.ld"
+  assert_failure 1
+  # and the commands that need them load them: a put hashes and detects
+  printf 'hello\n' >"$BATS_TEST_TMPDIR/f.txt"
+  LD_DEBUG=files lake-put "$BATS_TEST_TMPDIR/f.txt" 2>"$BATS_TEST_TMPDIR/put.ld" >/dev/null
+  grep -q 'file=libcrypto\.so\.3 .*dynamically loaded' "$BATS_TEST_TMPDIR/put.ld"
+  grep -q 'file=libmagic\.so\.1 .*dynamically loaded' "$BATS_TEST_TMPDIR/put.ld"
+  # libarchive only for an archive
+  run grep 'file=libarchive' "$BATS_TEST_TMPDIR/put.ld"
+  assert_failure 1
+  (cd "$BATS_TEST_TMPDIR" && tar cf a.tar f.txt)
+  LD_DEBUG=files lake-put --archive "$BATS_TEST_TMPDIR/a.tar" 2>"$BATS_TEST_TMPDIR/archive.ld" >/dev/null
+  grep -q 'file=libarchive\.so\.13 .*dynamically loaded' "$BATS_TEST_TMPDIR/archive.ld"
+}
+
 @test "a missing option argument is 64" {
   run --separate-stderr lake-put --name
   assert_error lake-put 64 "--name"

@@ -1,0 +1,61 @@
+/*
+ * dlib.h - a shared library loaded on first use, not linked.
+ *
+ * The programs link only what every run needs; a library that only some
+ * commands use (libcrypto: core/crypto.h, libarchive: core/archive.h,
+ * libmagic: stage/ctype.c) is dlopen()ed by the first call that needs it,
+ * so that a command that never does pays nothing for it at start-up.
+ */
+#ifndef LAKE_DLIB_H
+#define LAKE_DLIB_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+typedef struct lakeDlib {
+    const char *soname; /* "libcrypto.so.3" */
+    const char *need;   /* what a missing symbol means is needed: "OpenSSL 3" */
+    pthread_mutex_t mu;
+    int tried;
+    int bound; /* read without the lock (atomic): set once all are bound */
+    void *handle;
+    char error[256]; /* dlerror() of a failed load */
+} lakeDlib;
+
+#define LAKE_DLIB_INIT(soname, need) {(soname), (need), PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, ""}
+
+/* l's handle, dlopen()ed (RTLD_LOCAL) on the first call, thread-safe; NULL
+ * when it cannot be loaded (then l->error says why).  Never exits. */
+void *lakeDlibOpen(lakeDlib *l);
+
+/* Loads l and stores the address of names[i] in *slots[i] for each of the
+ * n names (a slot is a function pointer, written through a void *: POSIX
+ * dlsym's rule), the first time; later calls return at once (thread-safe).
+ * When the library or a name is missing, prints one line and exits 1:
+ * nothing can be done without it, and no caller meets a half-bound
+ * library. */
+void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const slots[]);
+
+/* For an X-macro list of function names: the names lakeDlibBind takes. */
+#define LAKE_DLIB_NAME(f) #f,
+
+/* Defines a library's loader (one a file) for T, a struct whose fields are
+ * pointers to the functions of the X-macro list FUNCS, with their names:
+ * `const T *LOAD(void)`, which binds them on the first call and returns
+ * them, and `void *HANDLE(void)`, the library's handle or NULL, never
+ * exiting (for --version).  core/crypto.c and core/archive.c. */
+#define LAKE_DLIB_SLOT(f) (void **)&lakeDlibApi.f,
+#define LAKE_DLIB_DEFINE(T, FUNCS, soname, need, LOAD, HANDLE)                       \
+    static T lakeDlibApi;                                                            \
+    static lakeDlib lakeDlibLib = LAKE_DLIB_INIT(soname, need);                      \
+    void *HANDLE(void) {                                                             \
+        return lakeDlibOpen(&lakeDlibLib);                                           \
+    }                                                                                \
+    const T *LOAD(void) {                                                            \
+        static const char *const names[] = {FUNCS(LAKE_DLIB_NAME)};                  \
+        static void **const slots[] = {FUNCS(LAKE_DLIB_SLOT)};                       \
+        lakeDlibBind(&lakeDlibLib, sizeof names / sizeof names[0], names, slots);    \
+        return &lakeDlibApi;                                                         \
+    }
+
+#endif
