@@ -141,6 +141,23 @@ typedef struct boundValue {
     size_t off, n; /* into the scratch buffer (text, blob) */
 } boundValue;
 
+/* A column's statistics gathered as rows are added (segmentStatsCompute's
+ * answer without a scan of the segment): text bounds keep their first
+ * STATS_KEEP bytes, enough to cut them as the format does and to see that
+ * they were longer (two values alike in those bytes give the same cut
+ * bound, so which of them is larger does not matter). */
+#define STATS_KEEP (SEGMENT_STATS_TEXT_MAX + 1)
+typedef struct statsAcc {
+    int64_t nulls;
+    int has;                 /* lo and hi hold a value */
+    int mixed;               /* values of two storage classes were seen */
+    int kind;                /* SQLITE_INTEGER, SQLITE_FLOAT or SQLITE_TEXT */
+    int64_t lo_i, hi_i;
+    double lo_r, hi_r;
+    unsigned char lo[STATS_KEEP], hi[STATS_KEEP];
+    size_t nlo, nhi;         /* bytes kept (STATS_KEEP: the value was longer) */
+} statsAcc;
+
 struct segmentWriter {
     stage *st;
     char *key_dir;       /* tables/<table-id> */
@@ -158,11 +175,14 @@ struct segmentWriter {
     size_t nfiles, files_cap;
     char **pending;          /* per column: this row's FILE location, until it is stored */
     boundValue *bound;
+    statsAcc *acc;           /* per column, of the open segment */
     char *scratch;           /* converted text and blob bytes of the row */
     size_t scratch_len, scratch_cap;
     char *tmp;               /* NUL-terminated copies for parsing */
     size_t tmp_cap;
 };
+
+static int statsFromAcc(segmentWriter *w, cJSON **out, lakeError *err);
 
 /* Append n bytes to the scratch buffer; its offset, or -1 when out of
  * memory. */
@@ -357,6 +377,7 @@ static int segmentBegin(segmentWriter *w, lakeError *err) {
     char *sql = NULL;
     size_t len = 0;
     FILE *f = NULL;
+    memset(w->acc, 0, sizeof *w->acc * (size_t)w->schema->ncols);
     if (asprintf(&w->path, "%s/segment-%d", w->tmpdir, ++w->nseg) < 0) {
         w->path = NULL;
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
@@ -417,7 +438,7 @@ static int segmentEnd(segmentWriter *w, lakeError *err) {
         rc = sqlErr(w->db, err, w->path);
         goto out;
     }
-    if ((rc = segmentStatsCompute(w->db, w->schema, &stats, err))) goto out;
+    if ((rc = statsFromAcc(w, &stats, err))) goto out;
     if (sqlite3_close(w->db) != SQLITE_OK) { rc = sqlErr(w->db, err, w->path); goto out; }
     w->db = NULL;
     if ((fd = open(w->path, O_RDONLY | O_CLOEXEC)) < 0) {
@@ -481,7 +502,8 @@ int segmentWriterOpen(stage *st, const char *table_id, const char *schema_json,
     w->segments = cJSON_CreateArray();
     w->pending = calloc((size_t)w->schema->ncols, sizeof *w->pending);
     w->bound = calloc((size_t)w->schema->ncols, sizeof *w->bound);
-    if (!w->key_dir || !w->tmpdir || !w->segments || !w->pending || !w->bound) {
+    w->acc = calloc((size_t)w->schema->ncols, sizeof *w->acc);
+    if (!w->key_dir || !w->tmpdir || !w->segments || !w->pending || !w->bound || !w->acc) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
         goto out;
     }
@@ -560,6 +582,46 @@ int segmentWriterCheckValue(segmentWriter *w, int col, const lakeValue *v, lakeE
     return rc;
 }
 
+/* Text a <=> b in memcmp order, where either may be a kept prefix
+ * (STATS_KEEP bytes: the value was longer): alike in all the kept bytes
+ * is 0, "the same bound". */
+static int keptCmp(const unsigned char *a, size_t na, const unsigned char *b, size_t nb) {
+    int c = memcmp(a, b, na < nb ? na : nb);
+    if (c || (na == STATS_KEEP && nb == STATS_KEEP)) return c;
+    return na < nb ? -1 : na > nb;
+}
+
+/* Count one stored value into a column's statistics. */
+static void statsAdd(statsAcc *a, const boundValue *b, const char *scratch) {
+    if (b->kind == SQLITE_NULL || (b->kind == SQLITE_FLOAT && isnan(b->r))) { /* SQLite stores NaN as NULL */
+        a->nulls++;
+        return;
+    }
+    if (a->has && a->kind != b->kind) a->mixed = 1; /* not what a column holds: no bounds */
+    int first = !a->has;
+    a->has = 1;
+    a->kind = b->kind;
+    if (b->kind == SQLITE_INTEGER) {
+        if (first || b->i < a->lo_i) a->lo_i = b->i;
+        if (first || b->i > a->hi_i) a->hi_i = b->i;
+    } else if (b->kind == SQLITE_FLOAT) {
+        double r = b->r == 0 ? 0.0 : b->r; /* a segment stores -0.0 as 0 */
+        if (first || r < a->lo_r) a->lo_r = r;
+        if (first || r > a->hi_r) a->hi_r = r;
+    } else if (b->kind == SQLITE_TEXT) {
+        const unsigned char *p = (const unsigned char *)(b->n ? scratch + b->off : "");
+        size_t n = b->n < STATS_KEEP ? b->n : STATS_KEEP;
+        if (first || keptCmp(p, n, a->lo, a->nlo) < 0) {
+            memcpy(a->lo, p, n);
+            a->nlo = n;
+        }
+        if (first || keptCmp(p, n, a->hi, a->nhi) > 0) {
+            memcpy(a->hi, p, n);
+            a->nhi = n;
+        }
+    }
+}
+
 static int rowAdd(segmentWriter *w, const lakeValue *vals, int n, lakeError *err);
 
 int segmentWriterAddRow(segmentWriter *w, const lakeValue *vals, int n, lakeError *err) {
@@ -604,6 +666,7 @@ static int rowAdd(segmentWriter *w, const lakeValue *vals, int n, lakeError *err
     }
     sqlite3_reset(w->ins);
     sqlite3_clear_bindings(w->ins);
+    for (int i = 0; i < n; i++) statsAdd(&w->acc[i], &w->bound[i], w->scratch);
     if ((rc = pendingKeep(w, err))) return rc;
     w->rows++;
     w->seg_rows++;
@@ -681,6 +744,7 @@ void segmentWriterFree(segmentWriter *w) {
     for (size_t i = 0; i < w->nfiles; i++) free(w->files[i]);
     free(w->files);
     free(w->bound);
+    free(w->acc);
     free(w->scratch);
     free(w->tmp);
     free(w);
@@ -834,6 +898,47 @@ int segmentStatsCompute(sqlite3 *db, const segmentSchema *s, cJSON **out, lakeEr
 out:
     sqlite3_finalize(q);
     free(sql);
+    if (rc) cJSON_Delete(arr);
+    else *out = arr;
+    return rc;
+}
+
+/* The statistics of the open segment from what its rows added (statsAdd),
+ * in the format segmentStatsCompute gives: each column's bounds go
+ * through the same statsBounds, bound to a SELECT of two parameters. */
+static int statsFromAcc(segmentWriter *w, cJSON **out, lakeError *err) {
+    *out = NULL;
+    sqlite3_stmt *q = NULL;
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr || sqlite3_prepare_v2(w->db, "SELECT ?1, ?2", -1, &q, NULL) != SQLITE_OK) {
+        cJSON_Delete(arr);
+        return arr ? sqlErr(w->db, err, "segment statistics") : errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics");
+    }
+    int rc = 0;
+    for (int i = 0; i < w->schema->ncols && !rc; i++) {
+        const statsAcc *a = &w->acc[i];
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(arr, e) || !cJSON_AddNumberToObject(e, "nulls", (double)a->nulls)) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics");
+            break;
+        }
+        if (!a->has || a->mixed || w->schema->cols[i].type == LAKE_TYPE_BLOB) continue;
+        sqlite3_reset(q);
+        if (a->kind == SQLITE_INTEGER) {
+            sqlite3_bind_int64(q, 1, a->lo_i);
+            sqlite3_bind_int64(q, 2, a->hi_i);
+        } else if (a->kind == SQLITE_FLOAT) {
+            sqlite3_bind_double(q, 1, a->lo_r);
+            sqlite3_bind_double(q, 2, a->hi_r);
+        } else {
+            sqlite3_bind_text64(q, 1, (const char *)a->lo, a->nlo, SQLITE_STATIC, SQLITE_UTF8);
+            sqlite3_bind_text64(q, 2, (const char *)a->hi, a->nhi, SQLITE_STATIC, SQLITE_UTF8);
+        }
+        if (sqlite3_step(q) != SQLITE_ROW) rc = sqlErr(w->db, err, "segment statistics");
+        else if (statsBounds(q, 0, 1, w->schema->cols[i].type, e) != 0)
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics");
+    }
+    sqlite3_finalize(q);
     if (rc) cJSON_Delete(arr);
     else *out = arr;
     return rc;

@@ -734,6 +734,59 @@ static void testStatsRollover(stage *st) {
     segmentWriterFree(w);
 }
 
+/* The statistics the writer gathers row by row are what a scan of the
+ * stored segment computes (segmentStatsCompute), on random rows of every
+ * kind: long texts alike in their first 64 bytes, multibyte characters,
+ * NULLs, -0.0, BLOBs. */
+static void testStatsSameAsScan(stage *st) {
+    lakeError err = {0};
+    segmentWriter *w;
+    segmentWriterOptions o = {.tmp_dir = tmpParent, .max_rows = 500};
+    const char *sch = "[{\"name\":\"i\",\"type\":\"INTEGER\"},{\"name\":\"r\",\"type\":\"REAL\"},"
+                      "{\"name\":\"s\",\"type\":\"TEXT\"},{\"name\":\"b\",\"type\":\"BLOB\"},"
+                      "{\"name\":\"f\",\"type\":\"BOOLEAN\"}]";
+    segmentWriterOpen(st, "T09", sch, &o, &w, &err);
+    srand(18);
+    static const char *words[] = {"", "a", "ab", "\xc3\xa9", "z", "prefix-prefix-prefix-prefix-prefix-prefix-prefix-prefix-prefix-"};
+    for (int i = 0; i < 2000; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "%s%s%d", words[rand() % 6], words[rand() % 6], rand() % 1000);
+        lakeValue v[5] = {rand() % 9 ? INT((int64_t)rand() - RAND_MAX / 2) : NUL,
+                          rand() % 9 ? REAL(rand() % 5 ? (rand() - RAND_MAX / 2) / 7.0 : -0.0) : NUL,
+                          rand() % 9 ? TXTN(text, strlen(text)) : NUL,
+                          rand() % 3 ? (lakeValue){.kind = LAKE_VALUE_BLOB, .p = text, .n = 3} : NUL,
+                          rand() % 2 ? (lakeValue){.kind = LAKE_VALUE_BOOL, .i = rand() % 2} : NUL};
+        segmentWriterAddRow(w, v, 5, &err);
+    }
+    cJSON *segs = NULL;
+    segmentWriterFinish(w, &segs, NULL, &err);
+    const cJSON *rec;
+    int same = cJSON_GetArraySize(segs) == 4;
+    cJSON_ArrayForEach(rec, segs) {
+        const char *loc = cJSON_GetStringValue(cJSON_GetObjectItem(rec, "location"));
+        sqlite3 *db = NULL;
+        cJSON *scan = NULL;
+        char *a = NULL, *b = NULL;
+        if (loc && strncmp(loc, "file://", 7) == 0 &&
+            sqlite3_open_v2(loc + 7, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+            segmentStatsCompute(db, segmentWriterSchema(w), &scan, &err) == 0) {
+            a = cJSON_PrintUnformatted(cJSON_GetObjectItem(rec, "stats"));
+            b = cJSON_PrintUnformatted(scan);
+        }
+        if (!a || !b || strcmp(a, b) != 0) {
+            fprintf(stderr, "written %s\nscanned %s\n", a ? a : "-", b ? b : "-");
+            same = 0;
+        }
+        free(a);
+        free(b);
+        cJSON_Delete(scan);
+        sqlite3_close(db);
+    }
+    ok(same, "the statistics gathered as rows are added are those a scan of each segment computes");
+    cJSON_Delete(segs);
+    segmentWriterFree(w);
+}
+
 int main(void) {
     snprintf(root, sizeof root, "%s/lake-test-segment-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(root)) return 1;
@@ -757,6 +810,7 @@ int main(void) {
     testFiles(st);
     testKeyDir(st);
     testStatsWritten(st);
+    testStatsSameAsScan(st);
     testStatsCompute();
     testStatsRead();
     testStatsCheck();
