@@ -22,31 +22,24 @@
 #include "core/sha256.h"
 #include "query/segment.h"
 
-int64_t compactSmallSegments(const cJSON *reg, int64_t target) {
-    int64_t n = 0, size;
-    const cJSON *g;
-    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(reg, "segments"))
-        if (jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &size) && size < target / 2) n++;
-    return n;
-}
-
 /* 1 when registration segment g is one to compact. */
 static int isSmall(const cJSON *g, int64_t target) {
     int64_t size;
     return jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &size) && size < target / 2;
 }
 
+int64_t compactSmallSegments(const cJSON *reg, int64_t target) {
+    int64_t n = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(reg, "segments")) n += isSmall(g, target);
+    return n;
+}
+
 /* Every row of registration segment g, in stored order, into w. */
 static int copySegment(segcache *segs, stage *st, const char *schema, const cJSON *g, segmentWriter *w,
                        lakeError *err) {
-    const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
-    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
-    int64_t size;
-    if (!cJSON_IsString(loc) || !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &size) ||
-        !cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
-        return errSet(err, LAKE_EDATA, "a malformed segment in the registration");
-    fileValue fv = {.location = loc->valuestring, .size = size};
-    snprintf(fv.sha256, sizeof fv.sha256, "%s", sha->valuestring);
+    fileValue fv;
+    if (!segmentRecordFile(g, &fv)) return errSet(err, LAKE_EDATA, "a malformed segment in the registration");
     char *path = NULL;
     segmentReader *rd = NULL;
     sqlite3_stmt *q = NULL;
@@ -54,7 +47,7 @@ static int copySegment(segcache *segs, stage *st, const char *schema, const cJSO
     int rc = segcacheGet(segs, st, &fv, &path, err);
     if (!rc) rc = segmentReaderOpen(path, schema, &rd, err);
     if (!rc && sqlite3_prepare_v2(segmentReaderDb(rd), "SELECT * FROM rows ORDER BY rowid", -1, &q, NULL) != SQLITE_OK)
-        rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", loc->valuestring);
+        rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", fv.location);
     int n = q ? sqlite3_column_count(q) : 0, s = SQLITE_DONE;
     if (!rc && !(vals = calloc((size_t)n + 1, sizeof *vals))) rc = errSet(err, LAKE_EFAIL, "out of memory");
     while (!rc && (s = sqlite3_step(q)) == SQLITE_ROW) {
@@ -65,7 +58,7 @@ static int copySegment(segcache *segs, stage *st, const char *schema, const cJSO
         for (int i = 0; i < n; i++) vals[i] = sqlite3_column_value(q, i);
         rc = segmentWriterAddSqlRow(w, vals, n, err);
     }
-    if (!rc && s != SQLITE_DONE) rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", loc->valuestring);
+    if (!rc && s != SQLITE_DONE) rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", fv.location);
     free(vals);
     sqlite3_finalize(q);
     segmentReaderClose(rd);

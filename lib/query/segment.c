@@ -944,6 +944,18 @@ static int statsFromAcc(segmentWriter *w, cJSON **out, lakeError *err) {
     return rc;
 }
 
+int segmentRecordFile(const cJSON *g, fileValue *out) {
+    const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
+    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
+    memset(out, 0, sizeof *out);
+    if (!cJSON_IsString(loc) || !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &out->size) ||
+        !cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
+        return 0;
+    out->location = loc->valuestring;
+    snprintf(out->sha256, sizeof out->sha256, "%s", sha->valuestring);
+    return 1;
+}
+
 /* One entry parsed by the rules of the format, the column's kind aside:
  * 1 when well-formed (into *out, rows kept), 0 otherwise. */
 static int statsEntry(const cJSON *e, int64_t rows, segmentColumnStats *out) {

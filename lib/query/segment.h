@@ -282,6 +282,11 @@ typedef struct segmentColumnStats {
  * malformed (*out is then zeroed).  Text pointers borrow from segment. */
 int segmentStatsColumn(const struct cJSON *segment, int col, int ncols, segmentColumnStats *out);
 
+/* The object a segment record names (its location, borrowed from the
+ * record, size and sha256) as the segment cache fetches it: 1, or 0 when
+ * the record lacks one of them or they are malformed. */
+int segmentRecordFile(const struct cJSON *segment, fileValue *out);
+
 /* A local segment file opened read-only. */
 typedef struct segmentReader segmentReader;
 

@@ -345,20 +345,13 @@ static int enterSegment(queryTable *t, queryCursor *c, int i) {
     openSegment *o = &c->open[i];
     c->cur = i;
     if (o->st) return bindArgs(t, c, o->st);
-    const cJSON *g = t->segv[i];
-    const cJSON *loc = cJSON_GetObjectItemCaseSensitive(g, "location");
-    const cJSON *size = cJSON_GetObjectItemCaseSensitive(g, "size");
-    const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
-    int64_t n;
-    if (!cJSON_IsString(loc) || !jsonWhole(size, 0, &n) || !cJSON_IsString(sha) || !sha256IsHex(sha->valuestring))
-        return failf(t, LAKE_EDATA, "a malformed segment in the registration");
-    fileValue fv = {.location = loc->valuestring, .size = n};
-    snprintf(fv.sha256, sizeof fv.sha256, "%s", sha->valuestring);
+    fileValue fv;
+    if (!segmentRecordFile(t->segv[i], &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
     char *path = NULL;
     lakeError *err = &t->ctx->err;
     if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
     c->nopen++;
-    snprintf(o->sha, sizeof o->sha, "%s", sha->valuestring);
+    snprintf(o->sha, sizeof o->sha, "%s", fv.sha256);
     int rc = segmentReaderOpen(path, t->schema, &o->rd, err);
     free(path);
     if (rc) return fail(t, err);
@@ -467,13 +460,8 @@ static int fetchAhead(queryTable *t, queryCursor *c) {
     int64_t before = 0, rows; /* rows in the segments before this one */
     for (; n < c->nkeep && (c->limit < 0 || before < c->limit + c->offset); n++) {
         const cJSON *g = t->segv[c->keep[n]];
-        const char *sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "sha256"));
-        fv[n].location = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "location"));
-        if (!fv[n].location || !sha || !sha256IsHex(sha) ||
-            !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "size"), 0, &fv[n].size) ||
-            !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows))
+        if (!segmentRecordFile(g, &fv[n]) || !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows))
             break; /* the scan meets it and says what is wrong */
-        memcpy(fv[n].sha256, sha, sizeof fv[n].sha256);
         before += rows;
     }
     lakeError err = {0};
