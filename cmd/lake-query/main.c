@@ -38,6 +38,7 @@
 #include "core/realtext.h"
 #include "core/utf8.h"
 #include "query/filefn.h"
+#include "query/aggregate.h"
 #include "query/compact.h"
 #include "query/import.h"
 #include "query/segcache.h"
@@ -617,6 +618,8 @@ static int compile(run *r, const char *sql, sqlite3_stmt **st, const char **next
         if (!rc) rc = queryDeclare(r->db, &r->q, sql, err);
         char *counted = NULL; /* SELECT count(*) FROM NS.T, from the registration */
         if (!rc) rc = queryCountOnly(&r->q, sql, &counted, next, err);
+        /* an aggregate split by segment: its partials computed now */
+        if (!rc && !counted) rc = queryAggregate(r->db, &r->q, sql, &counted, next, err);
         if (rc) return rc;
         if (counted) {
             int s = sqlite3_prepare_v2(r->db, counted, -1, st, NULL);
@@ -693,13 +696,9 @@ static int runScript(run *r, const script *sc, lakeError *err) {
         errClear(&r->q.err);
         rc = r->explain ? explain(r, st, tail, next, err) : emit(r, st, &r->printedHeader);
         sqlite3_finalize(st);
+        if (rc != SQLITE_OK && !r->explain) rc = sqlFailure(r, skipBlank(tail), 0, err); /* before SQLite's message goes */
         queryUnpin(&r->q); /* the next statement resolves afresh */
-        if (r->explain && rc) { /* explain's own failure, a lake code */
-            locate(r, sc, tail, 0, err);
-            return rc;
-        }
-        if (rc != SQLITE_OK) {
-            rc = sqlFailure(r, skipBlank(tail), 0, err);
+        if (rc) { /* with --explain, explain's own failure: a lake code */
             locate(r, sc, tail, 0, err);
             return rc;
         }

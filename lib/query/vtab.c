@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "catalog/names.h"
 #include "core/jsonstrict.h"
@@ -28,6 +29,7 @@ typedef struct queryTable {
     cJSON *pinned;          /* the registration this statement reads */
     const cJSON **segv;     /* its segment records, in order */
     int nseg;
+    unsigned char *marked;  /* [nseg] while collecting: the segments some scan kept */
     segmentWriter *writer;  /* rows this statement inserts */
     struct queryTable *next;
 } queryTable;
@@ -77,6 +79,8 @@ static void unpin(queryTable *t) {
     t->pinned = NULL;
     free(t->segv);
     t->segv = NULL;
+    free(t->marked);
+    t->marked = NULL;
     t->nseg = 0;
 }
 
@@ -505,6 +509,12 @@ static int choose(queryTable *t, queryCursor *c) {
         sqlite3_free(lines);
         c->nkeep = 0; /* --explain reads nothing */
     }
+    if (ctx->collect == t) { /* queryKeptSegments: note them, read nothing */
+        if (!t->marked && t->nseg > 0 && !(t->marked = calloc((size_t)t->nseg, 1))) return SQLITE_NOMEM;
+        for (int k = 0; k < c->nkeep; k++) t->marked[c->keep[k]] = 1;
+        c->nkeep = 0;
+        return SQLITE_OK;
+    }
     return fetchAhead(t, c);
 }
 
@@ -644,8 +654,20 @@ static sqlite3_module lakeModule = {
 };
 
 int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err) {
-    const char *off = getenv("LAKE_QUERY_NO_PUSHDOWN");
+    const char *off = getenv("LAKE_QUERY_NO_PUSHDOWN"), *threads = getenv("LAKE_QUERY_THREADS");
     ctx->no_pushdown = off && *off && strcmp(off, "0") != 0;
+    ctx->db = db;
+    if (threads && *threads) {
+        char *end;
+        long n = strtol(threads, &end, 10);
+        if (*end || end == threads || n < 1 || n > QUERY_THREADS_MAX)
+            return errSet(err, LAKE_ECONFIG, "LAKE_QUERY_THREADS: '%s' is not a whole number from 1 to %d", threads,
+                          QUERY_THREADS_MAX);
+        ctx->threads = (int)n;
+    } else {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        ctx->threads = cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
+    }
     if (sqlite3_create_module(db, "lake", &lakeModule, ctx) != SQLITE_OK)
         return errSet(err, LAKE_EFAIL, "cannot register the lake module: %s", sqlite3_errmsg(db));
     return 0;
@@ -728,7 +750,57 @@ int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const c
     return 0;
 }
 
+const segmentSchema *queryTableColumns(queryContext *ctx, const char *ns, const char *name) {
+    for (queryTable *t = ctx->tables; t; t = t->next)
+        if (sqlite3_stricmp(t->ns, ns) == 0 && sqlite3_stricmp(t->name, name) == 0) return t->cols;
+    return NULL;
+}
+
+int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const char *probe, cJSON **kept,
+                      const char **schema, int64_t *version, lakeError *err) {
+    queryTable *t = ctx->tables;
+    sqlite3_stmt *st = NULL;
+    *kept = NULL;
+    while (t && !(sqlite3_stricmp(t->ns, ns) == 0 && sqlite3_stricmp(t->name, name) == 0)) t = t->next;
+    if (!t || sqlite3_prepare_v2(ctx->db, probe, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return 0;
+    }
+    errClear(&ctx->err);
+    ctx->collect = t;
+    int s;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {}
+    ctx->collect = NULL;
+    if (s == SQLITE_DONE && pin(t) != SQLITE_OK) s = SQLITE_ERROR; /* no scan ran at all */
+    sqlite3_finalize(st);
+    if (s != SQLITE_DONE) {
+        if (ctx->err.code) *err = ctx->err;
+        else errSet(err, LAKE_EFAIL, "%s.%s: %s", ns, name, sqlite3_errmsg(ctx->db));
+        return err->code;
+    }
+    if (!(*kept = cJSON_CreateArray())) return errSet(err, LAKE_EFAIL, "out of memory");
+    for (int i = 0; i < t->nseg; i++) {
+        cJSON *g = t->marked && t->marked[i] ? cJSON_Duplicate(t->segv[i], 1) : NULL;
+        if (t->marked && t->marked[i] && !cJSON_AddItemToArray(*kept, g)) {
+            cJSON_Delete(g);
+            cJSON_Delete(*kept);
+            *kept = NULL;
+            return errSet(err, LAKE_EFAIL, "out of memory");
+        }
+    }
+    free(t->marked);
+    t->marked = NULL;
+    *schema = t->schema;
+    *version = 0;
+    jsonWhole(cJSON_GetObjectItemCaseSensitive(t->pinned, "version"), 0, version);
+    return 0;
+}
+
 void queryUnpin(queryContext *ctx) {
+    if (ctx->partials && ctx->db) {
+        sqlite3_exec(ctx->db, "DROP TABLE IF EXISTS temp.\"" QUERY_PARTIALS "\"", NULL, NULL, NULL);
+        ctx->partials = 0;
+    }
     for (queryTable *t = ctx->tables; t; t = t->next) {
         if (t->writer) continue; /* rows wait for their transaction's COMMIT */
         unpin(t);

@@ -36,6 +36,7 @@
 #include "catalog/cache.h"
 #include "core/error.h"
 #include "query/segcache.h"
+#include "query/segment.h"
 #include "stage/stage.h"
 
 /* SQLite's default limit on attached schemas: a statement may name tables
@@ -51,6 +52,10 @@ typedef struct queryContext {
     struct queryTable *tables; /* declared so far (list) */
     int no_pushdown;     /* LAKE_QUERY_NO_PUSHDOWN: read everything (set by queryRegister) */
     sqlite3_str *explain; /* non-NULL: scans read nothing and describe their segments here */
+    int threads;         /* segments a split aggregate reads at once (set by queryRegister) */
+    sqlite3 *db;         /* the connection queryRegister was given */
+    int partials;        /* the temporary table of a split aggregate exists (query/aggregate.h) */
+    struct queryTable *collect; /* non-NULL: its scans read nothing and mark the segments they keep */
     /* When cache is NULL: called once, before the first NS.T pair a
      * statement names is looked up, to open cache, stage and segs (so
      * that SQL naming no lake table needs no catalog); a failure fails
@@ -59,7 +64,16 @@ typedef struct queryContext {
     void *open_arg;
 } queryContext;
 
-/* Register the module on db (once). */
+/* The temporary table holding the partial rows of a split aggregate
+ * (query/aggregate.h), dropped by queryUnpin. */
+#define QUERY_PARTIALS "lake_aggregate_partials"
+
+/* The most threads a split aggregate uses (query/aggregate.h). */
+#define QUERY_THREADS_MAX 64
+
+/* Register the module on db (once).  Reads LAKE_QUERY_NO_PUSHDOWN, and
+ * LAKE_QUERY_THREADS (1..QUERY_THREADS_MAX; default the CPUs online, at
+ * most 16): 78 when it is malformed. */
 int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err);
 
 /* Declare every lake table sql names (namespace.table, outside string
@@ -76,8 +90,21 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
  * pushdown off. */
 int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const char **end, lakeError *err);
 
+/* The columns of NS.T when the statement declared it, else NULL. */
+const segmentSchema *queryTableColumns(queryContext *ctx, const char *ns, const char *name);
+
+/* The segments a scan of NS.T keeps for probe, a statement that reads
+ * only NS.T: probe is run with scans that read nothing (the table is
+ * pinned, and stays pinned until queryUnpin); *kept (cJSON_Delete) is an
+ * array of copies of the kept segment records, in order, *schema the
+ * table's schema JSON (valid while it is declared), *version the pinned
+ * version.  *kept is NULL, and nothing failed, when probe does not
+ * compile; a failure to resolve is the lake error. */
+int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const char *probe, struct cJSON **kept,
+                      const char **schema, int64_t *version, lakeError *err);
+
 /* End of a statement: drop every pin so the next statement resolves
- * afresh. */
+ * afresh, and the partials of a split aggregate. */
 void queryUnpin(queryContext *ctx);
 
 #endif
