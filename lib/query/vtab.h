@@ -26,7 +26,9 @@
  * no pushdown: segments are opened one by one as the scan reaches them,
  * so a scan that stops early never fetches the rest.  A cursor keeps up to
  * 32 segments open between scans (a join's inner table is scanned once
- * per outer row).  LAKE_QUERY_NO_PUSHDOWN=1 turns all of it off.
+ * per outer row).  Aggregates over one table skip the row-by-row path
+ * altogether (query/aggregate.h).  LAKE_QUERY_NO_PUSHDOWN=1 turns all of
+ * it off.
  */
 #ifndef LAKE_QUERY_VTAB_H
 #define LAKE_QUERY_VTAB_H
