@@ -191,7 +191,8 @@ static int closing(const planner *pl, int i, int b) {
     return -1;
 }
 
-/* Split [a, b) at its top-level commas into *parts. */
+/* Split [a, b) at its top-level commas into *parts (to free): 1, or 0
+ * for an empty part, -1 for want of memory (*parts then NULL). */
 static int splitList(const planner *pl, span s, span **parts, int *n) {
     *parts = NULL;
     *n = 0;
@@ -200,9 +201,12 @@ static int splitList(const planner *pl, span s, span **parts, int *n) {
         if (i < s.b && isOp(&pl->t[i], "(")) depth++;
         else if (i < s.b && isOp(&pl->t[i], ")")) depth--;
         if (i == s.b || (depth == 0 && isOp(&pl->t[i], ","))) {
-            if (i == start) return 0; /* an empty part */
-            span *more = realloc(*parts, sizeof **parts * (size_t)(*n + 1));
-            if (!more) return -1;
+            span *more = i == start ? NULL : realloc(*parts, sizeof **parts * (size_t)(*n + 1));
+            if (!more) {
+                free(*parts);
+                *parts = NULL;
+                return i == start ? 0 : -1; /* an empty part, or no memory */
+            }
             *parts = more;
             (*parts)[(*n)++] = (span){start, i};
             start = i + 1;

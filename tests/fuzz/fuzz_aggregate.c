@@ -1,0 +1,77 @@
+/*
+ * fuzz_aggregate.c - the planner of aggregates split by segment
+ * (aggregatePlanMake) on arbitrary SQL text.
+ *
+ * Invariants: a statement is split or not without a memory error; a split
+ * one names the table it was given and ends inside the text; and when
+ * SQLite compiles the statement (over a.t) and the segment's statement
+ * (over `rows`), as lake-query checks before it splits, it compiles the
+ * merging statement too, over the partials' columns (g0…, p0…) with the
+ * statement's column names.
+ */
+#include <sqlite3.h>
+
+#include "query/aggregate.h"
+#include "fuzz.h"
+
+static segmentSchema *cols;
+static sqlite3 *db;
+
+static const segmentSchema *schemaOf(void *arg, const char *ns, const char *name) {
+    (void)arg;
+    return sqlite3_stricmp(ns, "a") == 0 && sqlite3_stricmp(name, "t") == 0 ? cols : NULL;
+}
+
+/* Does SQLite compile sql on db? */
+static int compiles(const char *sql) {
+    sqlite3_stmt *st = NULL;
+    int ok = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
+    sqlite3_finalize(st);
+    return ok;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (!cols) {
+        lakeError err = {0};
+        if (segmentSchemaParse("[{\"name\":\"k\",\"type\":\"INTEGER\"},{\"name\":\"x\",\"type\":\"REAL\"},"
+                               "{\"name\":\"s\",\"type\":\"TEXT\"}]", &cols, &err) ||
+            sqlite3_open(":memory:", &db) != SQLITE_OK ||
+            sqlite3_exec(db, "CREATE TABLE rows(k INTEGER, x REAL, s TEXT); ATTACH ':memory:' AS a; "
+                             "CREATE TABLE a.t(k INTEGER, x REAL, s TEXT)", NULL, NULL, NULL) != SQLITE_OK)
+            abort();
+    }
+    char *text = fuzzString(data, size);
+    aggregatePlan plan;
+    int r = aggregatePlanMake(text, schemaOf, NULL, &plan);
+    FUZZ_CHECK(r == 0 || r == 1, "aggregatePlanMake returned %d", r);
+    if (r == 1) {
+        FUZZ_CHECK(plan.end >= text && plan.end <= text + strlen(text), "the end is outside the text");
+        FUZZ_CHECK(sqlite3_stricmp(plan.ns, "a") == 0 && sqlite3_stricmp(plan.name, "t") == 0, "another table: %s.%s",
+                   plan.ns, plan.name);
+        FUZZ_CHECK(plan.nitems > 0 && plan.ngroups + plan.npartials > 0, "an empty plan");
+        sqlite3_stmt *whole = NULL;
+        if (sqlite3_prepare_v2(db, text, (int)(plan.end - text), &whole, NULL) == SQLITE_OK && whole &&
+            sqlite3_column_count(whole) == plan.nitems && compiles(plan.segment)) {
+            sqlite3_str *ddl = sqlite3_str_new(NULL), *merge = sqlite3_str_new(NULL);
+            sqlite3_str_appendall(ddl, "CREATE TEMP TABLE partials(");
+            for (int g = 0; g < plan.ngroups; g++) sqlite3_str_appendf(ddl, "%sg%d", g ? ", " : "", g);
+            for (int p = 0; p < plan.npartials; p++) sqlite3_str_appendf(ddl, "%sp%d", plan.ngroups || p ? ", " : "", p);
+            sqlite3_str_appendall(ddl, ")");
+            char *create = sqlite3_str_finish(ddl);
+            FUZZ_CHECK(create && sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK, "%s", create);
+            sqlite3_str_appendall(merge, "SELECT ");
+            for (int k = 0; k < plan.nitems; k++)
+                sqlite3_str_appendf(merge, "%s%s AS \"%w\"", k ? ", " : "", plan.items[k], sqlite3_column_name(whole, k));
+            sqlite3_str_appendf(merge, " FROM partials%s", plan.tail);
+            char *sql = sqlite3_str_finish(merge);
+            FUZZ_CHECK(sql && compiles(sql), "the merge does not compile: %s (for %s): %s", sql, text, sqlite3_errmsg(db));
+            sqlite3_exec(db, "DROP TABLE temp.partials", NULL, NULL, NULL);
+            sqlite3_free(sql);
+            sqlite3_free(create);
+        }
+        sqlite3_finalize(whole);
+        aggregatePlanFree(&plan);
+    }
+    free(text);
+    return 0;
+}
