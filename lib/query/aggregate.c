@@ -756,10 +756,13 @@ static int readAll(aggRun *r, lakeError *err) {
     for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
     prefetchStop(r->pf);
     r->pf = NULL;
+    if (r->err.code) {
+        *err = r->err;
+        return err->code;
+    }
     traceLine("query", "aggregate %s.%s: %d segments read on %d thread%s, %lld partial rows", r->ns, r->name, r->n,
               started + 1, started ? "s" : "", (long long)r->rows);
-    if (r->err.code) *err = r->err;
-    return r->err.code;
+    return 0;
 }
 
 int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewritten, const char **end,

@@ -231,3 +231,21 @@ segment_file() { compgen -G "$T/tmp/lake-segments-*/segment-*" >/dev/null; }
   assert_equal "$(find "$T/tmp" -mindepth 1 | wc -l)" 0
   assert_equal "$(lake-catalog resolve t.e | jq .version)" "$v0"
 }
+
+@test "an aggregate split by segment stops at a signal on every thread: says so and dies of it" {
+  lake-catalog create t.slow 'n INTEGER'
+  local j
+  for j in 1 2 3; do seq 1 3000 | sed 's/^/{"n":/; s/$/}/' | lake-query -q --import t.slow; done
+  mkdir -p "$T/tmp"
+  # each row costs a 100 kB random blob: many seconds in all
+  TMPDIR="$T/tmp" LAKE_TRACE=1 LAKE_QUERY_THREADS=3 start_bg /dev/null "$T/out" "$T/err" lake-query -c \
+    "SELECT n % 2, count(*), sum(length(hex(randomblob(100000)))) FROM t.slow GROUP BY 1"
+  wait_for grep -q "trace: query scan t.slow" "$T/err"
+  kill -INT "$BG"
+  wait_bg
+  assert_equal "exit $status" "exit 130"
+  assert_equal "$(tail -1 "$T/err")" "lake-query: interrupted"
+  grep -q "trace: query aggregate" "$T/err" && fail "the aggregate finished: $(cat "$T/err")"
+  assert_equal "$(cat "$T/out")" ""
+  assert_equal "$(find "$T/tmp" -mindepth 1 | wc -l)" 0
+}
