@@ -195,7 +195,9 @@ uninstall:
 # package build neither reads nor disturbs build/; dpkg-buildpackage puts
 # the .deb files next to the copy, in build/deb/.  The version is
 # VERSION above: debian/changelog must name it (checked here; the package
-# is native, no Debian revision).
+# is native, no Debian revision).  The package is built as debian/rules
+# says, whatever this make was given (SANITIZE=1, -j): neither MAKEFLAGS
+# nor SANITIZE is passed on.
 DEB_DIR    := build/deb
 DEB_SRC    := $(DEB_DIR)/lake-$(VERSION)
 DEB_FILES  := Makefile README.md cmd lib man completions debian
@@ -205,7 +207,8 @@ deb:
 	  { echo "deb: debian/changelog is at $$v, the Makefile's VERSION at $(VERSION): add a changelog entry (dch -v $(VERSION))" >&2; exit 1; }
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_SRC)
 	tar -cf - $(DEB_FILES) | tar -xf - -C $(DEB_SRC)
-	cd $(DEB_SRC) && GIT_REV='$(GIT_REV)' dpkg-buildpackage -b -us -uc --no-sign >../build.log 2>&1 || \
+	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE GIT_REV='$(GIT_REV)' \
+	  dpkg-buildpackage -b -us -uc --no-sign >../build.log 2>&1 || \
 	  { tail -30 ../build.log >&2; exit 1; }
 	@cd $(DEB_DIR) && lintian --no-tag-display-limit *.changes >lintian.txt 2>&1; \
 	  if grep -q '^[EW]:' lintian.txt; then cat lintian.txt >&2; echo "deb: lintian found errors or warnings" >&2; exit 1; fi
