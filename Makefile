@@ -210,7 +210,7 @@ deb:
 	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE GIT_REV='$(GIT_REV)' \
 	  dpkg-buildpackage -b -us -uc --no-sign >../build.log 2>&1 || \
 	  { tail -30 ../build.log >&2; exit 1; }
-	@cd $(DEB_DIR) && lintian --no-tag-display-limit *.changes >lintian.txt 2>&1; \
+	@cd $(DEB_DIR) && lintian --tag-display-limit 0 *.changes >lintian.txt 2>&1; \
 	  if grep -q '^[EW]:' lintian.txt; then cat lintian.txt >&2; echo "deb: lintian found errors or warnings" >&2; exit 1; fi
 	@ls $(DEB_DIR)/*.deb
 

@@ -8,7 +8,8 @@
 #    dpkg-shlibdeps cannot see; Build-Depends is in the Makefile's list;
 #  - installed into a scratch root (dpkg --root, the maintainer scripts
 #    run for that root): every program's --version, the man pages and
-#    completions where Debian puts them, the lake user and /etc/lake/tls,
+#    completions where Debian puts them, the lake user, /etc/lake/tls and
+#    /var/lib/lake,
 #    a put/get round trip from the installed programs; purged, nothing of
 #    them is left;
 #  - the unit: systemd-analyze verify clean, security exposure <= 2.0;
@@ -150,6 +151,11 @@ root_install() {
   assert_equal "$(stat -c '%a %u %g' "$ROOT/etc/lake/tls")" \
     "750 0 $(awk -F: '$1 == "lake" { print $3 }' "$ROOT/etc/group")"
   assert_file_exists "$ROOT/etc/lake/metasrv.conf"
+  # tmpfiles.d made the state directory, the lake user's
+  local lake
+  lake=$(awk -F: '$1 == "lake" { print $3 }' "$ROOT/etc/passwd")
+  assert_equal "$(stat -c '%a %u %g' "$ROOT/var/lib/lake")" \
+    "750 $lake $(awk -F: '$1 == "lake" { print $3 }' "$ROOT/etc/group")"
   # a round trip through the installed programs, on an embedded lake
   printf 'from the package\n' >"$T/in"
   run --separate-stderr "$ROOT/usr/bin/lake-put" --name in "$T/in"
