@@ -4,6 +4,8 @@
 #  - SIGHUP reads the TLS certificate and key again: the next handshakes
 #    get the new certificate, a connection that was up keeps working, the
 #    server goes on; a pair it cannot read is logged and the old one kept;
+#  - at start, a key that is not the certificate's, or not a key, is a
+#    configuration error (78) naming the files, as a reload's is logged;
 #  - tokens need no reload: one created or revoked while serving counts at
 #    the next request;
 #  - /v1/metrics carries the build's version and git revision.
@@ -122,4 +124,19 @@ log_wait() {
   assert_success
   assert_line "# TYPE lake_metasrv_build_info gauge"
   assert_line "lake_metasrv_build_info{$want} 1"
+}
+
+@test "serve with a key that is not the certificate's, or not PEM: 78, one line naming the files" {
+  metasrv_stop
+  metasrv_certs "$T/other"
+  metasrv_regopt
+  run --separate-stderr lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 \
+    --tls-cert "$T/srv/cert.pem" --tls-key "$T/other/key.pem"
+  assert_error lake-metasrv 78 "$T/srv/cert.pem, $T/other/key.pem: "
+  assert_output ""
+  echo garbage >"$T/bad.pem"
+  run --separate-stderr lake-metasrv serve "${METASRV_REGOPT[@]}" --listen 127.0.0.1:0 \
+    --tls-cert "$T/bad.pem" --tls-key "$T/srv/key.pem"
+  assert_error lake-metasrv 78 "$T/bad.pem"
+  assert_output ""
 }
