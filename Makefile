@@ -14,6 +14,10 @@
 #                        one table, bench/RESULTS.md (BENCH="load s3": some;
 #                        BENCH_QUICK=1: every size shrunk, a smoke test)
 #   make install         PREFIX=/usr/local DESTDIR= (and uninstall)
+#   make deb             the Debian packages lake and lake-metasrv (debian/,
+#                        debhelper), built from a copy of the tree under
+#                        build/deb/, where the .deb files land; lintian's
+#                        findings in build/deb/lintian.txt
 #   V=1                  print each compiler and linker command in full (the
 #                        default is one "  CC file" / "  LD file" line each)
 #   make fuzz            libFuzzer harnesses (tests/fuzz/, clang, objects in
@@ -49,10 +53,14 @@ V          ?= 0
 say         = $(if $(filter 1,$(V)),,@printf '  %-3s %s\n' '$(1)' '$(2)';)
 
 # The git revision --version names (lib/core/version.c), "abc1234" or
-# "abc1234-dirty"; none outside a git checkout.  $(BUILD)/gitrev changes only
-# when it does, so only version.o is rebuilt, and only then.
+# "abc1234-dirty"; none outside a git checkout (a tree from git archive, a
+# Debian source package), or what GIT_REV=... says (make deb passes the
+# checkout's to its copy).  $(BUILD)/gitrev changes only when it does, so
+# only version.o is rebuilt, and only then.
+ifeq ($(origin GIT_REV),undefined)
 GIT_REV    := $(shell git rev-parse --short HEAD 2>/dev/null)
 GIT_REV    := $(if $(GIT_REV),$(GIT_REV)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty))
+endif
 GITREV_FILE = $(BUILD)/gitrev
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -60,7 +68,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(filter-out -lcurl,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
 CFLAGS     ?= $(OPT)
 ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
-              -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(SANFLAGS) $(CFLAGS) -MMD -MP
+              -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS := -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
 LIBS       := $(PKG_LIBS) -lpthread -ldl
 
@@ -81,7 +89,8 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev libgnutls28-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
-              valgrind postgresql libpq-dev shellcheck radosgw ceph-mon ceph-osd
+              valgrind postgresql libpq-dev shellcheck radosgw ceph-mon ceph-osd \
+              debhelper dpkg-dev fakeroot lintian
 # The npm peers, pinned by tests/package-lock.json: DuckDB
 # (@duckdb/node-api), a benchmark peer of bench/query only, never used by
 # the programs or the tests (the S3 peer is radosgw, and the fault proxy
@@ -91,7 +100,7 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
 # and install never need them.
 NPM_STAMP  := tests/node_modules/.package-lock.json
 
-.PHONY: all deps check unit-bins lint demo bench install uninstall clean objects
+.PHONY: all deps check unit-bins lint demo bench install uninstall clean objects deb
 
 all: $(BINS)
 
@@ -100,7 +109,7 @@ all: $(BINS)
 # relinked every program).
 objects: $(LIB_OBJ) $(PROG_OBJ) $(UNIT_OBJ)
 
-$(shell mkdir -p $(BUILD) && { [ "$$(cat $(GITREV_FILE) 2>/dev/null)" = "$(GIT_REV)" ] || echo "$(GIT_REV)" >$(GITREV_FILE); })
+$(shell mkdir -p $(BUILD) && { [ -f $(GITREV_FILE) ] && [ "$$(cat $(GITREV_FILE))" = "$(GIT_REV)" ] || echo "$(GIT_REV)" >$(GITREV_FILE); })
 $(BUILD)/lib/core/version.o: $(GITREV_FILE)
 $(BUILD)/lib/core/version.o: ALL_CFLAGS += -DLAKE_GIT_REV='"$(GIT_REV)"'
 
@@ -181,6 +190,30 @@ uninstall:
 	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7)) \
 	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man8/%,$(wildcard man/*.8))
 
+# The packages: debian/rules runs this Makefile in a copy of the sources
+# (what a Debian source package holds: no build/, no tests), so the
+# package build neither reads nor disturbs build/; dpkg-buildpackage puts
+# the .deb files next to the copy, in build/deb/.  The version is
+# VERSION above: debian/changelog must name it (checked here; the package
+# is native, no Debian revision).  The package is built as debian/rules
+# says, whatever this make was given (SANITIZE=1, -j): neither MAKEFLAGS
+# nor SANITIZE is passed on.
+DEB_DIR    := build/deb
+DEB_SRC    := $(DEB_DIR)/lake-$(VERSION)
+DEB_FILES  := Makefile README.md cmd lib man completions debian
+
+deb:
+	@v=$$(dpkg-parsechangelog -l debian/changelog -S Version) && [ "$$v" = "$(VERSION)" ] || \
+	  { echo "deb: debian/changelog is at $$v, the Makefile's VERSION at $(VERSION): add a changelog entry (dch -v $(VERSION))" >&2; exit 1; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_SRC)
+	tar -cf - $(DEB_FILES) | tar -xf - -C $(DEB_SRC)
+	cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE GIT_REV='$(GIT_REV)' \
+	  dpkg-buildpackage -b -us -uc --no-sign >../build.log 2>&1 || \
+	  { tail -30 ../build.log >&2; exit 1; }
+	@cd $(DEB_DIR) && lintian --tag-display-limit 0 *.changes >lintian.txt 2>&1; \
+	  if grep -q '^[EW]:' lintian.txt; then cat lintian.txt >&2; echo "deb: lintian found errors or warnings" >&2; exit 1; fi
+	@ls $(DEB_DIR)/*.deb
+
 clean:
 	rm -rf build build-san
 
@@ -222,5 +255,6 @@ clean: clean-fuzz
 clean-fuzz:
 	rm -rf $(FUZZ_BUILD)
 
--include $(shell find build build-san -name '*.d' 2>/dev/null)
+# (not build/deb: the package build's tree has directories named *.d)
+-include $(shell find build build-san -path build/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 -include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

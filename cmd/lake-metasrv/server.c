@@ -14,7 +14,6 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <gnutls/gnutls.h>
 #include <malloc.h>
 #include <microhttpd.h>
@@ -27,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,10 +38,10 @@
 #include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
+#include "core/version.h"
 #include "deadline.h"
 #include "stage/stage.h"
-
-#define PEM_MAX (1024 * 1024)
+#include "tlscreds.h"
 
 /* --- state shared by the worker threads -------------------------------- */
 
@@ -222,6 +220,15 @@ static void mutateBetween(void *ctx, int scan) {
 
 static void dieAfterAppend(void) { raise(SIGKILL); }
 
+/* The build's version and git revision as a Prometheus info metric (the
+ * values are the build's own: no escaping needed beyond what they hold). */
+static void printBuildInfo(FILE *f) {
+    fprintf(f, "# HELP lake_metasrv_build_info The version and git revision of this build.\n"
+               "# TYPE lake_metasrv_build_info gauge\n"
+               "lake_metasrv_build_info{version=\"%s\",revision=\"%s\"} 1\n",
+            LAKE_VERSION, versionRevision());
+}
+
 static enum MHD_Result serveMetrics(struct MHD_Connection *c, request *rq, registry *reg) {
     char *text = NULL;
     size_t len = 0;
@@ -260,6 +267,7 @@ static enum MHD_Result serveMetrics(struct MHD_Connection *c, request *rq, regis
             (int)conf->permits - atomic_load(&permitsFree));
     fprintf(f, "# HELP lake_registry_generation The catalog generation.\n"
                "# TYPE lake_registry_generation gauge\nlake_registry_generation %lld\n", (long long)gen);
+    printBuildInfo(f);
     if (fclose(f) != 0) {
         free(text);
         return MHD_NO;
@@ -433,25 +441,6 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_
 
 /* --- start-up and drain --------------------------------------------------- */
 
-static char *readPem(const char *path, lakeError *err) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    char *buf = NULL;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        errSetErrno(err, LAKE_ECONFIG, errno, "%s", path);
-    } else if (st.st_size <= 0 || st.st_size > PEM_MAX) {
-        errSet(err, LAKE_ECONFIG, "%s: not a PEM file of at most %d bytes", path, PEM_MAX);
-    } else if (!(buf = malloc((size_t)st.st_size + 1)) || readFull(fd, buf, (size_t)st.st_size) != st.st_size) {
-        errSetErrno(err, LAKE_ECONFIG, errno ? errno : EIO, "%s", path);
-        free(buf);
-        buf = NULL;
-    } else {
-        buf[st.st_size] = '\0';
-    }
-    if (fd >= 0) close(fd);
-    return buf;
-}
-
 static int isLoopback(const struct sockaddr *sa) {
     if (sa->sa_family == AF_INET)
         return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
@@ -472,6 +461,21 @@ static int checkTlsPriority(const char *prio, lakeError *err) {
     }
     if (!at || !*at) return errSet(err, LAKE_ECONFIG, "--tls-priority '%s': %s", prio, gnutls_strerror(g));
     return errSet(err, LAKE_ECONFIG, "--tls-priority: GnuTLS refuses '%s': %s", at, gnutls_strerror(g));
+}
+
+/* Wait for SIGTERM or SIGINT, which it returns; each SIGHUP before reads
+ * the certificate and key again (tlscreds.h: the next handshakes get
+ * them; a pair that cannot be read is logged and the old one served on).
+ * Tokens need no reload: every request looks its token up. */
+static int waitForStop(const sigset_t *sigs, int insecure) {
+    int sig = 0;
+    while (sigwait(sigs, &sig) == 0 && sig == SIGHUP) {
+        lakeError err = {0};
+        if (insecure) logWarn("SIGHUP: no certificate to read again (--insecure-listen)");
+        else if (tlsCredsReload(&err)) logErrorf("SIGHUP: still serving the previous certificate: %s", err.msg);
+        else logWarn("SIGHUP: certificate and key read again");
+    }
+    return sig;
 }
 
 int serverRun(const serverConfig *cfg, lakeError *err) {
@@ -501,14 +505,10 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     if (!rc) rc = registryGeneration(probe, &gen, err);
     if (!rc && gen < 0) logWarn("%s: registry has no directory marker; snapshots will fail", shown);
     registryClose(probe);
-    char *cert = NULL, *key = NULL;
-    if (!rc && !cfg->insecure) {
-        if (!(cert = readPem(cfg->tls_cert, err)) || !(key = readPem(cfg->tls_key, err))) rc = err->code;
-    }
+    if (!rc && !cfg->insecure) rc = tlsCredsLoad(cfg->tls_cert, cfg->tls_key, err);
     if (rc) {
         freeaddrinfo(ai);
-        free(cert);
-        free(key);
+        tlsCredsFree();
         return rc;
     }
 
@@ -526,8 +526,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     atomic_store(&permitsFree, (int)cfg->permits);
     if ((rc = registryPoolNew(cfg->db, cfg->pool, cfg->pool_wait_ms, &pool, err))) {
         freeaddrinfo(ai);
-        free(cert);
-        free(key);
+        tlsCredsFree();
         return rc;
     }
 
@@ -536,6 +535,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -553,22 +553,20 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
                              MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
                              cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
                              MHD_OPTION_NOTIFY_CONNECTION, deadlineNotify, NULL,
-                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_HTTPS_MEM_KEY, key,
-                             MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_PRIORITIES, cfg->tls_priority,
+                             MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_HTTPS_CERT_CALLBACK,
+                             tlsCredsRetrieve, MHD_OPTION_HTTPS_PRIORITIES, cfg->tls_priority,
                              MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {
         registryPoolFree(pool);
-        free(cert);
-        free(key);
+        tlsCredsFree();
         return errSet(err, LAKE_EFAIL, "cannot listen on %s:%u (in use, or a bad certificate or key)",
                       cfg->host, cfg->port);
     }
     /* the idle timeout does not stop a client that trickles its request */
     if (deadlineStart(cfg->timeout_s, err)) {
         MHD_stop_daemon(d);
-        free(cert);
-        free(key);
+        tlsCredsFree();
         return err->code;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -577,8 +575,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
            v6 ? "]" : "", info ? info->port : cfg->port);
     fflush(stdout);
 
-    int sig = 0;
-    sigwait(&sigs, &sig);
+    int sig = waitForStop(&sigs, cfg->insecure);
     logWarn("signal %d: draining %d request(s)", sig, atomic_load(&inFlight));
     MHD_quiesce_daemon(d); /* no new connections */
     for (unsigned waited = 0; atomic_load(&inFlight) > 0 && waited < cfg->drain_s * 100; waited++) {
@@ -589,7 +586,6 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     deadlineStop();
     registryPoolFree(pool);
     stageClose(advertised);
-    free(cert);
-    free(key);
+    tlsCredsFree();
     return 0;
 }

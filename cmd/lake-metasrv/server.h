@@ -7,8 +7,9 @@
  * (loopback only), a thread pool sharing a pool of registry connections,
  * connection limits and timeouts, a request body cap answered with 413
  * before the body is read, snapshot permits held until the response is
- * sent, one log line per request on stderr, and a graceful drain on
- * SIGTERM/SIGINT.
+ * sent, one log line per request on stderr, a graceful drain on
+ * SIGTERM/SIGINT, and the certificate and key read again on SIGHUP
+ * (tlscreds.h).
  */
 #ifndef LAKE_METASRV_SERVER_H
 #define LAKE_METASRV_SERVER_H
@@ -51,7 +52,8 @@ typedef struct serverConfig {
     int64_t presign_max;     /* seconds a vended URL may last at most */
 } serverConfig;
 
-/* Run until SIGTERM or SIGINT; prints "listening on URL" first on stdout.
+/* Run until SIGTERM or SIGINT (SIGHUP: reload the certificate and key);
+ * prints "listening on URL" first on stdout.
  * Returns 0 after a clean drain. */
 int serverRun(const serverConfig *cfg, lakeError *err);
 

@@ -94,6 +94,8 @@ static const char *libVersion(size_t i, char *buf, size_t n) {
     return buf;
 }
 
+const char *versionRevision(void) { return LAKE_GIT_REV; }
+
 void versionPrint(FILE *f) {
     char buf[64];
     fprintf(f, "%s %s", logProgname(), LAKE_VERSION);

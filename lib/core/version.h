@@ -12,4 +12,9 @@
  * "libcurl/missing" when it cannot be loaded). */
 void versionPrint(FILE *f);
 
+/* The git revision the build was made from ("abc1234", "abc1234-dirty"),
+ * or "" when the build did not know it (lake-metasrv's build-info
+ * metric). */
+const char *versionRevision(void);
+
 #endif

@@ -747,7 +747,7 @@ man_page() {
            invalid_argument unauthenticated permission_denied not_found conflict \
            failed_precondition payload_too_large unavailable internal \
            lake_requests_total lake_request_duration_seconds lake_snapshot_permits_in_use \
-           lake_registry_generation LAKE_TEST_SNAPSHOT_MUTATIONS LAKE_TEST_KILL_AFTER_APPEND \
+           lake_registry_generation lake_metasrv_build_info LAKE_TEST_SNAPSHOT_MUTATIONS LAKE_TEST_KILL_AFTER_APPEND \
            /v1/health /v1/actions /v1/metrics Retry-After KillSignal=SIGTERM; do
     grep -qF -- "$w" "$T/page" || { echo "lake-metasrv.8 does not mention $w" >&2; return 1; }
   done
