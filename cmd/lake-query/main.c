@@ -840,6 +840,9 @@ int main(int argc, char **argv) {
     lakeError err = {0};
     char *text = NULL;
     int rc = 0;
+    /* no allocation statistics: their global mutex serialises the threads
+     * of a split aggregate (query/aggregate.h), and nothing reads them */
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     r.q = (queryContext){.open = lakeOpenHook, .open_arg = &r};
     if (sqlite3_open_v2(":memory:", &r.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
         rc = errSet(&err, LAKE_EFAIL, "sqlite: cannot open");

@@ -742,9 +742,12 @@ static int segmentCompiles(const aggregatePlan *plan, const segmentSchema *cols)
 
 /* Read the kept segments into the partials' table, on up to
  * ctx->threads threads. */
-static int readAll(aggRun *r, lakeError *err) {
+static int readAll(aggRun *r, int64_t rows, lakeError *err) {
     queryContext *ctx = r->ctx;
+    /* a thread is worth its start-up only with enough rows to read */
+    int64_t useful = 1 + rows / AGGREGATE_THREAD_ROWS;
     int threads = ctx->threads < r->n ? ctx->threads : r->n;
+    if (threads > useful) threads = (int)useful;
     pthread_t tid[QUERY_THREADS_MAX];
     int started = 0;
     if (r->n > 1 && stageCanPresign(ctx->stage) && prefetchStart(ctx->segs, ctx->stage, r->segs, r->n, &r->pf, err)) {
@@ -828,14 +831,17 @@ int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewri
         goto out;
     }
     const cJSON *g;
+    int64_t rows = 0, segRows;
     cJSON_ArrayForEach(g, kept) {
-        if (!segmentRecordFile(g, &run.segs[run.n])) {
+        if (!segmentRecordFile(g, &run.segs[run.n]) ||
+            !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &segRows)) {
             rc = errSet(err, LAKE_EDATA, "%s.%s: a malformed segment in the registration", plan.ns, plan.name);
             goto out;
         }
+        rows += segRows;
         run.n++;
     }
-    if ((rc = readAll(&run, err))) goto out;
+    if ((rc = readAll(&run, rows, err))) goto out;
 
     /* the statement that merges them */
     merge = sqlite3_str_new(NULL);

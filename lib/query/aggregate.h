@@ -12,8 +12,9 @@
  *   - the segments the WHERE clause keeps are chosen as a scan would
  *     (pruned by their statistics, query/prune.h), on the pinned version;
  *   - each kept segment runs "SELECT g…, partials… FROM rows AS a WHERE w
- *     GROUP BY g…" on its own SQLite connection, on up to QUERY_THREADS
- *     threads at once (sum, total, min, max and count are their own
+ *     GROUP BY g…" on its own SQLite connection, on up to
+ *     LAKE_QUERY_THREADS threads at once (one per AGGREGATE_THREAD_ROWS
+ *     rows) (sum, total, min, max and count are their own
  *     partials; avg is a total and a count);
  *   - the partial rows go into a temporary table of the statement's
  *     connection, and the statement that runs instead groups and merges
@@ -36,6 +37,11 @@
 #include "core/error.h"
 #include "query/segment.h"
 #include "query/vtab.h"
+
+/* A split aggregate starts another thread for each this many rows in the
+ * kept segments (up to LAKE_QUERY_THREADS): below it, a thread's start-up
+ * costs more than it saves. */
+#define AGGREGATE_THREAD_ROWS 65536
 
 /* How a statement is split (see above); every string is sqlite3_free'd by
  * aggregatePlanFree. */

@@ -235,10 +235,11 @@ same_split() {
   assert_output $'9\t5\t4510\tn900\t2026-01-10T00:00:04Z\n8\t5\t4485\tn895\t2026-01-09T00:00:59Z'
   assert_equal "$(trace_count 'stage GET')" 2
   [[ $stderr == *"trace: query scan p.t v10: 2 of 10 segments kept"* ]] || fail "$stderr"
-  [[ $stderr == *"trace: query aggregate p.t: 2 segments read on 2 threads, 2 partial rows"* ]] || fail "$stderr"
+  # 200 rows: one thread (a thread for each 65536 rows)
+  [[ $stderr == *"trace: query aggregate p.t: 2 segments read on 1 thread, 2 partial rows"* ]] || fail "$stderr"
   LAKE_QUERY_THREADS=3 cold -c "SELECT count(*), count(s), avg(k), total(k) FROM p.t"
   assert_output $'1000\t500\t499.5\t499500.0'
-  [[ $stderr == *"trace: query aggregate p.t: 10 segments read on 3 threads, 10 partial rows"* ]] || fail "$stderr"
+  [[ $stderr == *"trace: query aggregate p.t: 10 segments read on 1 thread, 10 partial rows"* ]] || fail "$stderr"
   # every shape the split takes: positions, aliases, HAVING, ORDER BY, LIMIT,
   # NULL groups, no rows at all, constants and functions around aggregates
   same_split "SELECT k % 7, count(*), sum(k), avg(k), min(name), max(name), total(k) FROM p.t GROUP BY 1" \
@@ -249,11 +250,24 @@ same_split() {
     "SELECT k % 3, count(*) FROM p.t WHERE k > 5000 GROUP BY 1" \
     "SELECT 'n=' || count(*), round(avg(k) / 3, 2), max(k, 3), count(*) + sum(k) FROM p.t WHERE name LIKE 'n9%' GROUP BY max(k, 3)" \
     "SELECT ts, k FROM p.t WHERE k % 100 = 0 GROUP BY ts, k"
-  # one thread gives the same
-  run env LAKE_QUERY_THREADS=1 lake-query -c "SELECT k % 7, count(*), sum(k) FROM p.t GROUP BY 1"
-  local one=$output
-  run lake-query -c "SELECT k % 7, count(*), sum(k) FROM p.t GROUP BY 1"
-  assert_equal "$output" "$one"
+  # 4 segments of 70000 rows: as many threads as LAKE_QUERY_THREADS allows,
+  # and the same answer as one
+  lake-catalog create p.big 'k INTEGER, s TEXT'
+  local j
+  for j in 0 1 2 3; do
+    awk -v j="$j" 'BEGIN { print "k,s"; for (k = 70000 * j; k < 70000 * (j + 1); k++) printf "%d,s%d\n", k, k % 1000 }' |
+      lake-query -q --import p.big --csv
+  done
+  local q="SELECT k % 7, count(*), sum(k), min(s), max(s) FROM p.big GROUP BY 1"
+  run --separate-stderr env LAKE_TRACE=1 LAKE_QUERY_THREADS=3 lake-query -c "$q"
+  [[ $stderr == *"trace: query aggregate p.big: 4 segments read on 3 threads, 28 partial rows"* ]] || fail "$stderr"
+  local three=$output
+  run --separate-stderr env LAKE_TRACE=1 LAKE_QUERY_THREADS=1 lake-query -c "$q"
+  [[ $stderr == *"trace: query aggregate p.big: 4 segments read on 1 thread, 28 partial rows"* ]] || fail "$stderr"
+  assert_equal "$output" "$three"
+  run env LAKE_QUERY_NO_PUSHDOWN=1 lake-query -c "$q"
+  assert_equal "$output" "$three"
+  assert_equal "$(wc -l <<<"$three")" 7
   # a bad thread count is a configuration error
   run --separate-stderr env LAKE_QUERY_THREADS=0 lake-query -c "SELECT 1"
   assert_failure 78
