@@ -275,6 +275,23 @@ static enum MHD_Result serveMetrics(struct MHD_Connection *c, request *rq, regis
     return respond(c, rq, 200, text, "text/plain; version=0.0.4");
 }
 
+/* GET /v1/health: readiness.  200 {"status":"ok","registry":"ok"} while
+ * the registry takes writes; otherwise 503 (with Retry-After) and
+ * "registry":"read_only" (its server answers but is a standby) or
+ * "unavailable" (no server answers), so a load balancer drains the
+ * instance until a primary is back.  Any answer at all says the process
+ * is up. */
+static enum MHD_Result serveHealth(struct MHD_Connection *c, request *rq) {
+    static const char *const names[] = {"ok", "read_only", "unavailable"};
+    int state = registryPoolHealth(pool);
+    if (state < REGISTRY_WRITABLE || state > REGISTRY_UNAVAILABLE) state = REGISTRY_UNAVAILABLE;
+    char *text = NULL;
+    if (asprintf(&text, "{\"status\":\"%s\",\"registry\":\"%s\"}",
+                 state == REGISTRY_WRITABLE ? "ok" : "unavailable", names[state]) < 0)
+        return MHD_NO;
+    return respond(c, rq, state == REGISTRY_WRITABLE ? 200 : 503, text, "application/json");
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_size, void **ctx) {
     (void)cls;
@@ -324,9 +341,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (rq->status) return MHD_YES; /* answered already (413) */
     if (rq->too_large) return respondStatus(c, rq, "payload_too_large", "request body too large");
 
-    if (strcmp(url, "/v1/health") == 0 && strcmp(method, "GET") == 0) {
-        return respond(c, rq, 200, strdup("{\"status\":\"ok\"}"), "application/json");
-    }
+    if (strcmp(url, "/v1/health") == 0 && strcmp(method, "GET") == 0) return serveHealth(c, rq);
     lakeError err = {0};
     registry *reg = registryPoolAcquire(pool, &err);
     if (!reg) return respondError(c, rq, &err); /* redacted; detailed in the log */

@@ -84,6 +84,7 @@ static int sqlErr(registry *r, lakeError *err, const char *what) {
         switch (cls) {
         case SQLC_BUSY: rc = errSetStatus(err, "unavailable", "registry busy: %s", what); break;
         case SQLC_GONE: rc = errSetStatus(err, "unavailable", "registry unreachable: %s", what); break;
+        case SQLC_READONLY: rc = errSetStatus(err, "unavailable", "registry read-only: %s", what); break;
         case SQLC_FULL: rc = errSetStatus(err, "unavailable", "registry: disk full; retry once space is freed"); break;
         case SQLC_DENIED: rc = errSetStatus(err, "internal", "registry: its files may not be written: %s", what); break;
         default: rc = errSetStatus(err, "internal", "registry: %s failed", what); break;
@@ -323,7 +324,7 @@ void registryRedact(const char *url, char *out, size_t n) {
     if (n) out[o] = '\0';
 }
 
-int (*sqlPgOpen)(const char *url, const char *shown, sqlDb **out, lakeError *err);
+int (*sqlPgOpen)(const char *url, const char *shown, int any_server, sqlDb **out, lakeError *err);
 
 int registryOpenUrl(const char *url, int create, const char *stage_url, registry **out, lakeError *err) {
     *out = NULL;
@@ -335,12 +336,37 @@ int registryOpenUrl(const char *url, int create, const char *stage_url, registry
         sqlDb *db;
         if (!sqlPgOpen)
             return errSet(err, LAKE_ECONFIG, "%s: only lake-metasrv keeps a registry in PostgreSQL", shown);
-        if (sqlPgOpen(url, shown, &db, err)) return err->code;
+        if (sqlPgOpen(url, shown, 0, &db, err)) return err->code;
         return openOn(db, shown, create, stage_url, out, err);
     }
     default:
         return errSet(err, LAKE_EUSAGE, "registry URL must be sqlite:PATH or postgresql://…");
     }
+}
+
+int registryWritable(registry *r, lakeError *err) {
+    int64_t w = 0;
+    int rc = queryInt(r, &w, err, r->db->dialect->writable, NULL);
+    if (rc == 0) return w ? REGISTRY_WRITABLE : REGISTRY_READ_ONLY;
+    if (rc < 0) {
+        errSetStatus(err, "internal", "registry: the probe answered no row");
+        return REGISTRY_UNAVAILABLE;
+    }
+    return sqlErrorClass(r->db) == SQLC_READONLY ? REGISTRY_READ_ONLY : REGISTRY_UNAVAILABLE;
+}
+
+int registryProbeUrl(const char *url) {
+    if (registryUrlKind(url) != 2 || !sqlPgOpen) return REGISTRY_UNAVAILABLE;
+    char shown[1024];
+    registryRedact(url, shown, sizeof shown);
+    sqlDb *db = NULL;
+    lakeError err = {0};
+    if (sqlPgOpen(url, shown, 1, &db, &err)) return REGISTRY_UNAVAILABLE;
+    sqlStmt *st = sqlPrepare(db, db->dialect->writable);
+    int state = st && sqlStep(st) == SQL_ROW && sqlColumnInt64(st, 0) == 0 ? REGISTRY_READ_ONLY : REGISTRY_UNAVAILABLE;
+    sqlFinalize(st);
+    sqlClose(db);
+    return state;
 }
 
 void registryClose(registry *r) {

@@ -67,6 +67,20 @@ int registryUrlKind(const char *url);
  * messages and logs; truncated to n bytes, NUL included. */
 void registryRedact(const char *url, char *out, size_t n);
 void registryClose(registry *r);
+
+/* What a registry is good for now (a server's readiness, /v1/health). */
+#define REGISTRY_WRITABLE 0    /* reads and writes */
+#define REGISTRY_READ_ONLY 1   /* its database answers but takes no writes (a standby) */
+#define REGISTRY_UNAVAILABLE 2 /* its database does not answer */
+/* Ask r's database whether it takes writes (one statement; a connection
+ * found broken or read-only is made again first).  REGISTRY_UNAVAILABLE
+ * with err set when the question fails. */
+int registryWritable(registry *r, lakeError *err);
+/* For a registry that cannot be opened: REGISTRY_READ_ONLY when url is a
+ * PostgreSQL URL one of whose servers answers but takes no writes (every
+ * host a standby: no primary yet), else REGISTRY_UNAVAILABLE.  Connects
+ * once, to the first server that answers, and closes. */
+int registryProbeUrl(const char *url);
 /* The stage recorded at creation (NULL if none); owned by r. */
 const char *registryStage(const registry *r);
 

@@ -157,7 +157,7 @@ create-namespace"
   run curl -sS --cacert "$T/tls/ca.pem" --resolve "lake.example:$METASRV_PORT:127.0.0.1" \
     "https://lake.example:$METASRV_PORT/v1/health"
   assert_success
-  assert_output '{"status":"ok"}'
+  assert_output '{"status":"ok","registry":"ok"}'
   # the system store does not know the CA: without LAKE_CA_FILE, refused
   unset LAKE_CA_FILE
   export LAKE_CACHE_DIR=$T/cache-noca

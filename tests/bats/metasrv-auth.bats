@@ -164,7 +164,7 @@ make_matrix_tables() {
 @test "GET /v1/health needs no token; /v1/metrics needs admin or metadata-peer" {
   metasrv_req - GET /v1/health
   assert_equal "$HTTP_CODE" 200
-  assert_equal "$(jq -c . <<<"$HTTP_BODY")" '{"status":"ok"}'
+  assert_equal "$(jq -c . <<<"$HTTP_BODY")" '{"status":"ok","registry":"ok"}'
   metasrv_req "$SRV/wrong.token" GET /v1/health
   assert_equal "$HTTP_CODE" 200
 

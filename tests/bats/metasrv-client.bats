@@ -216,7 +216,7 @@ requests_counted() {
   [[ $url =~ ^http://127\.0\.0\.1:[0-9]+$ ]] || fail "not a plain loopback URL: $(cat "$T/plain.out" "$T/plain.log")"
   run curl -sS "$url/v1/health"
   assert_success
-  assert_output '{"status":"ok"}'
+  assert_output '{"status":"ok","registry":"ok"}'
 
   run --separate-stderr env LAKE_METASRV="$url" lake-catalog whoami
   assert_clean_success

@@ -81,7 +81,7 @@ expect_cipher() {
     done
     # the server answers HTTP after all that
     METASRV_DIR=$T/$kind metasrv_req - GET /v1/health
-    assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"status":"ok"}'
+    assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"status":"ok","registry":"ok"}'
     metasrv_stop
   done
 }

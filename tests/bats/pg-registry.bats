@@ -16,6 +16,7 @@
 load helpers/common
 load helpers/metasrv
 load helpers/pg
+load helpers/instances
 
 setup_file() {
   if [ -z "${PG_DIR:-}" ]; then
@@ -40,30 +41,13 @@ setup() {
   pg_fresh_url "$PW" >"$SRV/registry.url"
   URL=$(cat "$SRV/registry.url")
   DB=$PG_DB
-  metasrv_init "$SRV"
-  metasrv_start "$SRV"
-  A_PID=$METASRV_PID A_URL=$METASRV_URL
-  metasrv_start "$SRV" 0 --pool 2
-  B_PID=$METASRV_PID B_URL=$METASRV_URL
-  METASRV_PID=
-  PIDS=()
-  export LAKE_TOKEN_FILE=$ADMIN LAKE_CA_FILE=$SRV/cert.pem
+  instances_start
 }
 
 teardown() {
-  local p
-  for p in "${A_PID:-}" "${B_PID:-}" "${PIDS[@]}"; do
-    [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true
-  done
-  wait 2>/dev/null || true
+  instances_stop
   [ -z "${PG_DIR:-}" ] || pg_resume 2>/dev/null || true # after an outage test
   common_teardown
-}
-
-# post URL ACTION BODY: one action; prints the answer, fails on non-200
-post() {
-  curl -sS -f --cacert "$SRV/cert.pem" -H "Authorization: Bearer $(cat "$ADMIN")" \
-    --data-binary "$3" "$1/v1/actions/$2"
 }
 
 # The password shows nowhere: not in the servers' logs, not in $1.
@@ -156,50 +140,14 @@ assert_no_password() {
   assert_equal "$(post "$A_URL" catalog_snapshot '{"known_generation":-1}' | jq .generation)" $((g0 + 120))
 }
 
-# One client: COUNT appends to s.t, each a new segment, through the first
-# of URLS that answers (a connection refused or lost, or a 503, moves it
-# to the next for good: a lost append is sent again, which the registry
-# answers with the version that committed it); a conflict is retried
-# against the current version.  Prints each acknowledged version.
-append_client() {
-  local -a urls
-  read -r -a urls <<<"$1"
-  local c=$2 count=$3 at=0 n v body
-  req() { # req ACTION BODY: sets CODE and ANS
-    local tries out
-    for tries in 1 2 3 4; do
-      if out=$(curl -sS --cacert "$SRV/cert.pem" -H "Authorization: Bearer $(cat "$ADMIN")" -w '\n%{http_code}' \
-        --data-binary "$2" "${urls[$at]}/v1/actions/$1" 2>/dev/null); then
-        CODE=${out##*$'\n'} ANS=${out%$'\n'*}
-        [ "$CODE" = 503 ] || return 0
-      fi
-      at=$(((at + 1) % ${#urls[@]}))
-    done
-    echo "client $c: no endpoint answered $1" >&2
-    return 1
-  }
-  for n in $(seq "$count"); do
-    req resolve '{"namespace":"s","name":"t"}' || return 1
-    v=$(jq .version <<<"$ANS")
-    while :; do
-      body="{\"namespace\":\"s\",\"name\":\"t\",\"expected_version\":$v,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/s/c$c-$n")],\"files\":[]}"
-      req append "$body" || return 1
-      case $CODE in
-        200) jq .version <<<"$ANS"; break ;;
-        409) req resolve '{"namespace":"s","name":"t"}' || return 1; v=$(jq .version <<<"$ANS") ;;
-        *) echo "client $c: HTTP $CODE $ANS" >&2; return 1 ;;
-      esac
-    done
-  done
-}
-
 @test "8 clients appending through both instances, one SIGKILLed mid-storm: nothing lost, versions strictly increasing" {
   post "$A_URL" create_namespace '{"namespace":"s"}' >/dev/null
   post "$A_URL" create_table '{"namespace":"s","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
   local c i urls at_kill
   for c in 1 2 3 4 5 6 7 8; do
     if [ $((c % 2)) = 0 ]; then urls="$A_URL $B_URL"; else urls="$B_URL $A_URL"; fi
-    append_client "$urls" "$c" 8 >"$T/versions.$c" 2>"$T/client.$c.err" &
+    # (helpers/instances: a lost or refused call goes to the other instance)
+    (set -o pipefail; append_client "$urls" "$c" 8 2>"$T/client.$c.err" | cut -d' ' -f2 >"$T/versions.$c") &
     PIDS+=($!)
   done
   # A dies once a quarter of the appends are in

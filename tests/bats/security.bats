@@ -88,7 +88,7 @@ handshake() {
   for v in 1.2 1.3; do
     run curl -sS --cacert "$SRV/cert.pem" --tlsv$v --tls-max $v -w ' %{http_code}' "$METASRV_URL/v1/health"
     assert_success
-    assert_output '{"status":"ok"} 200'
+    assert_output '{"status":"ok","registry":"ok"} 200'
   done
   for v in tls1_2 tls1_3; do
     handshake "$v" "$METASRV_PORT" || fail "lake-metasrv refused $v: $(cat "$T/hs.$v")"

@@ -7,7 +7,17 @@
  * re-established on the next use; a statement that failed because the
  * connection was lost, outside a transaction, is sent once more on the new
  * connection, so a PostgreSQL that went away and came back costs a client
- * at most one `unavailable` answer and the server no restart.  Each
+ * at most one `unavailable` answer and the server no restart.
+ *
+ * A connection is only ever to a server that takes writes.  Unless the URL
+ * says otherwise, libpq is asked for target_session_attrs=read-write, so
+ * of a multi-host URL (postgresql://u@db1,db2/lake) it takes the server
+ * that is the primary now; a connection that is (or becomes) read-only, a
+ * standby or a primary fenced with default_transaction_read_only, is
+ * dropped before its next transaction and made again, and a write refused
+ * as read-only (SQLSTATE 25006) is SQLC_READONLY: the registry answers
+ * `unavailable` and the next use finds the new primary.  TCP keepalives
+ * and a user timeout notice a server whose host died without a word.  Each
  * connection prepares a statement the first time it runs it, and reuses
  * it.  The URL's password never reaches a message: they name the redacted
  * form.
@@ -23,6 +33,12 @@
 
 #define MAX_PARAMS 16
 #define CONNECT_TIMEOUT_S "5"
+/* a silent peer (a host that died, a cable pulled) is given up after about
+ * ten seconds, not the kernel's quarter of an hour */
+#define KEEPALIVES_IDLE_S "5"
+#define KEEPALIVES_INTERVAL_S "2"
+#define KEEPALIVES_COUNT "3"
+#define TCP_USER_TIMEOUT_MS "10000"
 #define MAX_PREPARED 48 /* the registry has fewer statements than this */
 
 typedef struct pgDb {
@@ -30,6 +46,8 @@ typedef struct pgDb {
     PGconn *conn;
     int64_t changes;
     sqlClass cls;
+    int drop;        /* found read-only: made again before the next transaction */
+    int any;         /* any_server: a read-only server will do */
     char detail[256];
     /* statements prepared on this connection ("lk<i>"), by text: parsed
      * and planned once per connection, not per call */
@@ -93,6 +111,8 @@ static const sqlDialect dialect = {
     .begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     .begin_write = "BEGIN",
     .for_update = " FOR UPDATE",
+    .writable = "SELECT CASE WHEN pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' "
+                "THEN 0 ELSE 1 END",
 };
 
 /* The first line of a libpq message, for one-line errors. */
@@ -108,6 +128,7 @@ static void failed(pgDb *p, const PGresult *res) {
     firstLine(line, sizeof line, res ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
     if (!line[0]) firstLine(line, sizeof line, PQerrorMessage(p->conn));
     snprintf(p->detail, sizeof p->detail, "postgresql %s: %s", state ? state : "-", line);
+    if (state && strcmp(state, "25006") == 0) p->drop = 1;
     if (PQstatus(p->conn) == CONNECTION_BAD || !state || strncmp(state, "08", 2) == 0 ||
         strcmp(state, "57P01") == 0 || strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0)
         p->cls = SQLC_GONE;
@@ -118,6 +139,8 @@ static void failed(pgDb *p, const PGresult *res) {
         p->cls = SQLC_CONSTRAINT;
     else if (strcmp(state, "53100") == 0)
         p->cls = SQLC_FULL;
+    else if (strcmp(state, "25006") == 0) /* read_only_sql_transaction */
+        p->cls = SQLC_READONLY;
     else
         p->cls = SQLC_OTHER;
 }
@@ -133,14 +156,39 @@ static void forgetPrepared(pgDb *p) {
     p->nprepared = 0;
 }
 
-/* Re-establish a connection found broken.  0 when it is usable. */
+/* 1 when the server said (ParameterStatus, PostgreSQL 14 and later, at
+ * every change) that it takes no writes: a standby, or a primary whose
+ * default_transaction_read_only was turned on. */
+static int readOnly(pgDb *p) {
+    const char *standby = PQparameterStatus(p->conn, "in_hot_standby");
+    const char *ro = PQparameterStatus(p->conn, "default_transaction_read_only");
+    return (standby && strcmp(standby, "on") == 0) || (ro && strcmp(ro, "on") == 0);
+}
+
+static void readOnlyFailure(pgDb *p) {
+    p->cls = SQLC_READONLY;
+    p->drop = 1;
+    snprintf(p->detail, sizeof p->detail, "postgresql 25006: the server takes no writes (a standby?)");
+}
+
+/* Re-establish a connection found broken, or found read-only between
+ * transactions (never inside one: its statements must all run on one
+ * session).  0 when it is usable. */
 static int revive(pgDb *p) {
-    if (PQstatus(p->conn) == CONNECTION_OK) return 0;
+    int ok = PQstatus(p->conn) == CONNECTION_OK;
+    if (ok && (PQtransactionStatus(p->conn) != PQTRANS_IDLE || (!p->drop && (p->any || !readOnly(p))))) return 0;
     forgetPrepared(p);
     PQreset(p->conn);
-    if (PQstatus(p->conn) == CONNECTION_OK) return 0;
-    failed(p, NULL);
-    return -1;
+    if (PQstatus(p->conn) != CONNECTION_OK) {
+        failed(p, NULL);
+        return -1;
+    }
+    if (!p->any && readOnly(p)) { /* target_session_attrs=any, and the first host is a standby */
+        readOnlyFailure(p);
+        return -1;
+    }
+    p->drop = 0;
+    return 0;
 }
 
 /* A statement may be sent again on a new connection only when the old one
@@ -335,12 +383,13 @@ static const sqlDriver driver = {pgExec,    pgPrepare,    pgBindText,   pgBindIn
                                  pgStep,    pgColumnText, pgColumnInt64, pgFinalize,
                                  pgChanges, pgErrorClass, pgErrorText,  pgErrorErrno, pgClose};
 
-static int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *err) {
+static int pgDbOpen(const char *url, const char *shown, int any_server, sqlDb **out, lakeError *err) {
     *out = NULL;
     pgDb *p = calloc(1, sizeof *p);
     if (!p) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
     p->base.drv = &driver;
     p->base.dialect = &dialect;
+    p->any = any_server;
     char *why = NULL;
     PQconninfoOption *opts = PQconninfoParse(url, &why);
     if (!opts) {
@@ -351,9 +400,13 @@ static int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *
         return errSet(err, LAKE_EUSAGE, "%s: not a PostgreSQL URL: %s", shown, line);
     }
     PQconninfoFree(opts);
-    /* later keywords win: the URL's own connect_timeout, if any */
-    const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
-    const char *const values[] = {CONNECT_TIMEOUT_S, "lake-metasrv", url, NULL};
+    /* later keywords win: the URL's own settings, where it has them, over
+     * these defaults; any_server over the URL */
+    const char *const keys[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
+                                "tcp_user_timeout", "target_session_attrs", "fallback_application_name",
+                                "dbname", any_server ? "target_session_attrs" : NULL, NULL};
+    const char *const values[] = {CONNECT_TIMEOUT_S, KEEPALIVES_IDLE_S, KEEPALIVES_INTERVAL_S, KEEPALIVES_COUNT,
+                                  TCP_USER_TIMEOUT_MS, "read-write", "lake-metasrv", url, "any", NULL};
     p->conn = PQconnectdbParams(keys, values, 1);
     if (!p->conn) {
         free(p);
@@ -369,6 +422,11 @@ static int pgDbOpen(const char *url, const char *shown, sqlDb **out, lakeError *
         return rc;
     }
     PQsetNoticeProcessor(p->conn, quiet, NULL);
+    if (!any_server && readOnly(p)) { /* the URL asked for any server, and got a standby */
+        int rc = errSet(err, LAKE_EUNAVAIL, "%s: the registry's server takes no writes (a standby?)", shown);
+        pgClose(&p->base);
+        return rc;
+    }
     *out = &p->base;
     return 0;
 }

@@ -20,6 +20,7 @@ struct registryPool {
     unsigned open;      /* connections open, idle or in use */
     unsigned nidle;
     registry **idle;    /* [size] */
+    int health;         /* registryPoolHealth's last answer */
 };
 
 int registryPoolNew(const char *url, unsigned size, unsigned wait_ms, registryPool **out, lakeError *err) {
@@ -42,7 +43,10 @@ int registryPoolNew(const char *url, unsigned size, unsigned wait_ms, registryPo
     return 0;
 }
 
-registry *registryPoolAcquire(registryPool *p, lakeError *err) {
+/* A connection: an idle one, else a new one if fewer than size are open,
+ * else wait for one until wait_ms have passed (wait 0: not at all, and
+ * *busy is set).  NULL with err set on failure. */
+static registry *acquire(registryPool *p, int wait, int *busy, lakeError *err) {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += p->wait_ms / 1000;
@@ -53,9 +57,10 @@ registry *registryPoolAcquire(registryPool *p, lakeError *err) {
     }
     pthread_mutex_lock(&p->mu);
     while (p->nidle == 0 && p->open >= p->size) {
-        if (pthread_cond_timedwait(&p->freed, &p->mu, &deadline) == ETIMEDOUT && p->nidle == 0 &&
-            p->open >= p->size) {
+        if (!wait || (pthread_cond_timedwait(&p->freed, &p->mu, &deadline) == ETIMEDOUT && p->nidle == 0 &&
+                      p->open >= p->size)) {
             pthread_mutex_unlock(&p->mu);
+            if (busy) *busy = 1;
             errSetStatus(err, "unavailable", "every registry connection is busy; retry later");
             return NULL;
         }
@@ -86,6 +91,31 @@ registry *registryPoolAcquire(registryPool *p, lakeError *err) {
         return NULL;
     }
     return r;
+}
+
+registry *registryPoolAcquire(registryPool *p, lakeError *err) { return acquire(p, 1, NULL, err); }
+
+int registryPoolHealth(registryPool *p) {
+    lakeError err = {0};
+    int busy = 0, state;
+    registry *r = acquire(p, 0, &busy, &err);
+    if (r) {
+        state = registryWritable(r, &err);
+        registryPoolRelease(p, r);
+    } else if (busy) {
+        pthread_mutex_lock(&p->mu);
+        state = p->health;
+        pthread_mutex_unlock(&p->mu);
+        return state;
+    } else {
+        state = REGISTRY_UNAVAILABLE;
+    }
+    /* no primary: is a standby there, at least? */
+    if (state == REGISTRY_UNAVAILABLE) state = registryProbeUrl(p->url);
+    pthread_mutex_lock(&p->mu);
+    p->health = state;
+    pthread_mutex_unlock(&p->mu);
+    return state;
 }
 
 void registryPoolRelease(registryPool *p, registry *r) {

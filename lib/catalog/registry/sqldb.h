@@ -35,6 +35,7 @@ typedef enum sqlClass {
     SQLC_FULL,       /* out of disk */
     SQLC_DENIED,     /* the file or its directory may not be written (permissions, a read-only mount) */
     SQLC_NOTADB,     /* the file is not a database */
+    SQLC_READONLY,   /* the server takes no writes (a standby, or a primary made read-only) */
 } sqlClass;
 
 /* What differs between the databases, as SQL text. */
@@ -49,6 +50,7 @@ typedef struct sqlDialect {
     const char *begin_read;             /* a read transaction */
     const char *begin_write;            /* a write transaction */
     const char *for_update;             /* appended to a SELECT that locks its rows */
+    const char *writable;               /* one row, 1 when the database takes writes, else 0 */
 } sqlDialect;
 
 typedef struct sqlDriver {
@@ -81,10 +83,14 @@ struct sqlStmt {
 /* Open a SQLite file.  create=0 requires it to exist (66 otherwise). */
 int sqliteDbOpen(const char *path, int create, sqlDb **out, lakeError *err);
 /* Connect to PostgreSQL: url is a postgresql:// URL; shown is its
- * redacted form for messages.  69 when the server cannot be reached.
+ * redacted form for messages.  69 when the server cannot be reached, or
+ * when the one reached takes no writes (SQLC_READONLY's connections are
+ * never used).  With any_server, the first server of the URL that answers
+ * is taken, writable or not (target_session_attrs=any): for telling a
+ * registry whose servers are all standbys from one that is unreachable.
  * NULL until registryEnablePostgres (pg.c) sets it, so that only the
  * programs that call that link pg.c and libpq. */
-extern int (*sqlPgOpen)(const char *url, const char *shown, sqlDb **out, lakeError *err);
+extern int (*sqlPgOpen)(const char *url, const char *shown, int any_server, sqlDb **out, lakeError *err);
 
 /* The calls, through the driver. */
 static inline int sqlExec(sqlDb *db, const char *sql) { return db->drv->exec(db, sql); }

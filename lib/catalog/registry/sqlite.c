@@ -70,6 +70,7 @@ static const sqlDialect dialect = {
     .begin_read = "BEGIN",
     .begin_write = "BEGIN IMMEDIATE",
     .for_update = "",
+    .writable = "SELECT 1", /* a file it may not write fails its open */
 };
 
 static int liteExec(sqlDb *d, const char *sql) {

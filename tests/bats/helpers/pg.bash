@@ -100,6 +100,229 @@ pg_fresh_url() {
   pg_url "$PG_DB" "${1:-}"
 }
 
+# --- a primary and a streaming standby (issue 19) ---------------------------
+# Two servers on 127.0.0.1 (TCP, two free ports; their sockets in their own
+# directories), node a made by initdb, node b by pg_basebackup -R from it;
+# synchronous replication (synchronous_standby_names = '*',
+# synchronous_commit = on: a commit is acknowledged once the standby has
+# flushed it), wal_log_hints and full_page_writes on so pg_rewind can bring
+# a dead primary back as a standby.  fsync stays off unless PG_DURABLE=1
+# (a test's machine does not crash; its processes do).  The roles move
+# with failovers: $PGP_DIR/primary names the node that is the primary.
+#
+#   pgp_start            both nodes, b streaming from a; exports PGP_DIR,
+#                        PGP_PORT_A, PGP_PORT_B
+#   pgp_stop             both stopped, the directory removed
+#   pgp_primary / pgp_standby   the node (a or b) in that role now
+#   pgp_url DB           postgresql://lake@A,B/DB?target_session_attrs=read-write
+#   pgp_sql NODE DB SQL  psql -At on that node
+#   pgp_crash NODE       SIGKILL to its postmaster and every process of it
+#                        at once (a machine's death: nothing is shut down)
+#   pgp_promote NODE     pg_ctl promote -w; NODE is the primary from now;
+#                        with no standby left, its synchronous_standby_names
+#                        is cleared (ALTER SYSTEM) so that commits do not
+#                        wait for one (PGP_KEEP_SYNC=1 keeps it)
+#   pgp_rejoin NODE      a dead NODE back as the standby of the primary:
+#                        pg_rewind (it winds back what the old timeline
+#                        wrote after the fork), started, streaming, and the
+#                        primary's synchronous_standby_names '*' again
+#   pgp_halt NODE / pgp_resume NODE   pg_ctl stop -m immediate / start
+#   pgp_heal             whatever is down rejoins; waits for a streaming,
+#                        synchronous standby
+#   pgp_wait_sync        until the primary has a synchronous standby
+#   pgp_wait_replayed SQL VALUE [DB]  until SQL answers VALUE on the standby
+
+pgp_node_port() { if [ "$1" = a ]; then echo "$PGP_PORT_A"; else echo "$PGP_PORT_B"; fi; }
+pgp_other() { if [ "$1" = a ]; then echo b; else echo a; fi; }
+pgp_primary() { cat "$PGP_DIR/primary"; }
+pgp_standby() { pgp_other "$(pgp_primary)"; }
+
+pgp_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+pgp_sql() {
+  psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$(pgp_node_port "$1")" -U lake -d "$2" -c "$3"
+}
+
+pgp_url() {
+  printf 'postgresql://lake@127.0.0.1:%s,127.0.0.1:%s/%s?target_session_attrs=read-write\n' \
+    "$PGP_PORT_A" "$PGP_PORT_B" "$1"
+}
+
+# pgp_conf NODE: the node's own settings, last in its postgresql.conf (a
+# base backup copies the primary's file: these lines win over the copy's)
+pgp_conf() {
+  local fast="fsync = off"
+  [ "${PG_DURABLE:-0}" != 1 ] || fast=
+  cat >>"$PGP_DIR/$1/data/postgresql.conf" <<CONF
+# pg.bash: node $1
+listen_addresses = '127.0.0.1'
+port = $(pgp_node_port "$1")
+unix_socket_directories = '$PGP_DIR/$1'
+cluster_name = '$1'
+max_connections = 200
+wal_level = replica
+max_wal_senders = 5
+wal_keep_size = '256MB'
+hot_standby = on
+wal_log_hints = on
+full_page_writes = on
+synchronous_commit = on
+synchronous_standby_names = '*'
+wal_receiver_status_interval = 1
+$fast
+CONF
+}
+
+# pgp_own_conf NODE: pgp_conf as the user the server runs as
+pgp_own_conf() {
+  pg_as bash -c "$(declare -f pgp_conf pgp_node_port); PGP_DIR=$PGP_DIR PGP_PORT_A=$PGP_PORT_A \
+    PGP_PORT_B=$PGP_PORT_B PG_DURABLE=${PG_DURABLE:-0} pgp_conf $1"
+}
+
+pgp_resume() {
+  pg_daemon "$PG_BIN/pg_ctl" -D "$PGP_DIR/$1/data" -l "$PGP_DIR/$1.log" -w -t 60 start >/dev/null 2>&1 ||
+    { tail -n 20 "$PGP_DIR/$1.log" >&2; return 1; }
+}
+
+pgp_halt() {
+  pg_as "$PG_BIN/pg_ctl" -D "$PGP_DIR/$1/data" -m immediate -w stop >/dev/null 2>&1
+}
+
+pgp_running() {
+  local pid
+  pid=$(head -n 1 "$PGP_DIR/$1/data/postmaster.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+pgp_start() {
+  PG_BIN=$(pg_bindir) || return 1
+  PGP_DIR=$(mktemp -d /tmp/lake-pgpair.XXXXXX) || return 1
+  PGP_PORT_A=$(pgp_free_port) && PGP_PORT_B=$(pgp_free_port) || return 1
+  export PG_BIN PGP_DIR PGP_PORT_A PGP_PORT_B
+  mkdir -p "$PGP_DIR/a" "$PGP_DIR/b"
+  [ "$(id -u)" = 0 ] && chown -R nobody "$PGP_DIR"
+  pg_as "$PG_BIN/initdb" -D "$PGP_DIR/a/data" -U lake -A trust -E UTF8 --locale=C --no-sync \
+    >"$PGP_DIR/initdb.log" 2>&1 || { cat "$PGP_DIR/initdb.log" >&2; return 1; }
+  pgp_own_conf a || return 1
+  echo a >"$PGP_DIR/primary"
+  pgp_resume a || return 1
+  # no standby yet: the base backup's own commits must not wait for one
+  pgp_sql a postgres "ALTER SYSTEM SET synchronous_standby_names = ''" >/dev/null &&
+    pgp_sql a postgres "SELECT pg_reload_conf()" >/dev/null || return 1
+  pgp_basebackup b || return 1
+  pgp_sql a postgres "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null &&
+    pgp_sql a postgres "SELECT pg_reload_conf()" >/dev/null || return 1
+  pgp_wait_sync
+}
+
+# pgp_basebackup NODE: NODE's data made afresh from the primary, started as its standby
+pgp_basebackup() {
+  rm -rf "$PGP_DIR/$1/data"
+  pg_as "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$(pgp_node_port "$(pgp_primary)")" -U lake \
+    -D "$PGP_DIR/$1/data" -R -X stream --checkpoint=fast >"$PGP_DIR/basebackup.log" 2>&1 ||
+    { cat "$PGP_DIR/basebackup.log" >&2; return 1; }
+  pgp_own_conf "$1" || return 1
+  pgp_resume "$1"
+}
+
+pgp_stop() {
+  [ -n "${PGP_DIR:-}" ] && [ -d "$PGP_DIR" ] || return 0
+  local n
+  for n in a b; do pgp_running "$n" && pgp_halt "$n"; done
+  rm -rf "$PGP_DIR"
+}
+
+pgp_crash() {
+  local pid kids k
+  pid=$(head -n 1 "$PGP_DIR/$1/data/postmaster.pid") || return 1
+  # stopped first, the postmaster forks no child the list below would miss
+  # (each child is a session of its own: no process group to kill)
+  kill -STOP "$pid" || return 1
+  kids=$(ps -o pid= --ppid "$pid")
+  # shellcheck disable=SC2086 # the children's PIDs, one word each
+  kill -KILL "$pid" $kids 2>/dev/null
+  for k in "$pid" $kids; do
+    while kill -0 "$k" 2>/dev/null; do sleep 0.02; done
+  done
+}
+
+pgp_promote() {
+  pg_as "$PG_BIN/pg_ctl" -D "$PGP_DIR/$1/data" -w -t 60 promote >/dev/null 2>&1 || return 1
+  echo "$1" >"$PGP_DIR/primary"
+  [ "${PGP_KEEP_SYNC:-0}" = 1 ] && return 0
+  pgp_sql "$1" postgres "ALTER SYSTEM SET synchronous_standby_names = ''" >/dev/null &&
+    pgp_sql "$1" postgres "SELECT pg_reload_conf()" >/dev/null
+}
+
+pgp_rejoin() {
+  local node=$1 primary
+  primary=$(pgp_primary)
+  # the promotion's checkpoint puts the new timeline in the control file pg_rewind reads
+  pgp_sql "$primary" postgres "CHECKPOINT" >/dev/null || return 1
+  # (pg_rewind's crash recovery runs single-user, which refuses a standby)
+  rm -f "$PGP_DIR/$node/data/standby.signal"
+  if ! pg_as "$PG_BIN/pg_rewind" -D "$PGP_DIR/$node/data" -R \
+    --source-server="host=127.0.0.1 port=$(pgp_node_port "$primary") user=lake dbname=postgres" \
+    >"$PGP_DIR/rewind.log" 2>&1; then
+    cat "$PGP_DIR/rewind.log" >&2
+    return 1
+  fi
+  # pg_rewind copied the primary's configuration files: its postgresql.conf
+  # (its port), its postgresql.auto.conf (synchronous_standby_names = '')
+  pg_as bash -c "grep -v '^synchronous_standby_names' '$PGP_DIR/$node/data/postgresql.auto.conf' >'$PGP_DIR/$node/auto' &&
+    cat '$PGP_DIR/$node/auto' >'$PGP_DIR/$node/data/postgresql.auto.conf'" || return 1
+  pgp_own_conf "$node" || return 1
+  pgp_resume "$node" || return 1
+  pgp_sql "$primary" postgres "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null &&
+    pgp_sql "$primary" postgres "SELECT pg_reload_conf()" >/dev/null || return 1
+  pgp_wait_sync
+}
+
+pgp_wait_sync() {
+  local primary
+  primary=$(pgp_primary)
+  for _ in $(seq 600); do
+    [ "$(pgp_sql "$primary" postgres "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = 'sync'" 2>/dev/null)" = 1 ] &&
+      return 0
+    sleep 0.05
+  done
+  echo "pg.bash: no synchronous standby of $primary after 30 s" >&2
+  return 1
+}
+
+# pgp_wait_replayed SQL VALUE [DB]: until SQL answers VALUE on the standby (10 s)
+pgp_wait_replayed() {
+  local standby
+  standby=$(pgp_standby)
+  for _ in $(seq 200); do
+    [ "$(pgp_sql "$standby" "${3:-postgres}" "$1" 2>/dev/null)" = "$2" ] && return 0
+    sleep 0.05
+  done
+  echo "pg.bash: the standby $standby never answered $2 to $1" >&2
+  return 1
+}
+
+pgp_heal() {
+  local primary standby
+  primary=$(pgp_primary) standby=$(pgp_standby)
+  pgp_running "$primary" || pgp_resume "$primary" || return 1
+  # a primary fenced by a test takes writes again
+  if [ "$(pgp_sql "$primary" postgres "SHOW default_transaction_read_only")" != off ]; then
+    pgp_sql "$primary" postgres "ALTER SYSTEM RESET default_transaction_read_only" >/dev/null &&
+      pgp_sql "$primary" postgres "SELECT pg_reload_conf()" >/dev/null || return 1
+  fi
+  # a standby that is not one (a fenced old primary) goes, and rejoins
+  if pgp_running "$standby" && [ "$(pgp_sql "$standby" postgres "SELECT pg_is_in_recovery()")" != t ]; then
+    pgp_halt "$standby" || return 1
+  fi
+  if ! pgp_running "$standby"; then
+    pgp_rejoin "$standby" || return 1
+  fi
+  pgp_wait_sync
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = run ]; then
   shift
   pg_start || exit 1

@@ -1,0 +1,329 @@
+#!/usr/bin/env bats
+# The registry on a PostgreSQL primary and its streaming standby (issue
+# 19): one pair for this file (helpers/pg.bash: initdb, pg_basebackup -R,
+# synchronous replication, both on 127.0.0.1), a fresh database per test,
+# two real lake-metasrv instances over TLS given the multi-host URL
+# postgresql://lake@A,B/DB?target_session_attrs=read-write.  The primary
+# dies by SIGKILL to all its processes at once (a machine's death), the
+# standby is promoted with pg_ctl promote; the dead one comes back as the
+# new standby by pg_rewind (helpers/pg.bash, pgp_rejoin).  Each test starts
+# from a healthy pair, whichever node is the primary by then.
+
+load helpers/common
+load helpers/metasrv
+load helpers/pg
+load helpers/instances
+
+setup_file() {
+  pgp_start || return 1
+}
+
+teardown_file() {
+  pgp_stop
+}
+
+setup() {
+  pgp_heal || fail "the PostgreSQL pair cannot be made whole again"
+  common_setup
+  export LAKE_TEST_REGISTRY=pg
+  SRV=$T/srv
+  ADMIN=$SRV/admin.token
+  mkdir -p "$SRV"
+  DB=t_${BATS_TEST_NUMBER}_$$_$RANDOM
+  pgp_sql "$(pgp_primary)" postgres "CREATE DATABASE $DB" || fail "cannot create the database"
+  # libpq tries the next host of the URL when one refuses to connect or
+  # takes no writes, not when one says "no such database": the standby,
+  # first in the URL after a failover, must have replayed the creation
+  pgp_wait_replayed "SELECT count(*) FROM pg_database WHERE datname = '$DB'" 1 postgres
+  pgp_url "$DB" >"$SRV/registry.url"
+  instances_start
+}
+
+teardown() {
+  instances_stop
+  metasrv_gather_errors
+  common_teardown
+}
+
+# health URL: "HTTP-STATUS REGISTRY" of GET /v1/health
+health() {
+  local out
+  out=$(curl -sS --cacert "$SRV/cert.pem" -w '\n%{http_code}' "$1/v1/health") || return 1
+  printf '%s %s\n' "${out##*$'\n'}" "$(jq -r .registry <<<"${out%$'\n'*}")"
+}
+
+# wait_health URL STATE: until the instance says registry=STATE (20 s)
+wait_health() {
+  local i
+  for i in $(seq 200); do
+    [ "$(health "$1" | cut -d' ' -f2)" = "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "$1: registry never $2 (last: $(health "$1"))"
+}
+
+# version_of URL: the current version of s.t through URL
+version_of() {
+  post "$1" resolve '{"namespace":"s","name":"t"}' | jq .version
+}
+
+new_table() {
+  post "$A_URL" create_namespace '{"namespace":"s"}' >/dev/null
+  post "$A_URL" create_table '{"namespace":"s","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
+}
+
+# Every acknowledged append of clients 1..$1 ($2 each): versions rise
+# strictly per client; then assert_held $3.
+assert_acknowledged() {
+  local clients=$1 each=$2 c
+  for c in $(seq "$clients"); do
+    assert_equal "client $c: $(wc -l <"$T/versions.$c") answers" "client $c: $each answers"
+    cut -d' ' -f2 "$T/versions.$c" | sort -n -c -u 2>/dev/null ||
+      fail "client $c: versions not strictly increasing: $(cut -d' ' -f2 "$T/versions.$c" | paste -sd,)"
+  done
+  assert_held "$3"
+}
+
+# assert_held NODE: the registry on NODE holds exactly the appends the
+# clients were told of ($T/versions.C: "N VERSION" lines), each once, at
+# its version; the versions told cover 1..max once.
+assert_held() {
+  local node=$1 f c n v total
+  total=$(cat "$T"/versions.* | wc -l)
+  assert_equal "$(cut -d' ' -f2 "$T"/versions.* | sort -n | paste -sd,)" "$(seq -s, 1 "$total")"
+  pgp_sql "$node" "$DB" "SELECT location || ' ' || version FROM segments ORDER BY location" >"$T/held"
+  for f in "$T"/versions.*; do
+    c=${f##*.}
+    while read -r n v; do echo "file://$SRV/stage/tables/s/c$c-$n $v"; done <"$f"
+  done | LC_ALL=C sort >"$T/acked"
+  diff "$T/acked" "$T/held" >&2 || fail "node $node does not hold exactly the acknowledged appends"
+  assert_equal "$(pgp_sql "$node" "$DB" "SELECT count(*) || ' ' || max(version) FROM versions")" "$((total + 1)) $total"
+}
+
+@test "8 clients through two instances; the primary SIGKILLed mid-storm, the standby promoted: every acknowledged append once, versions strictly increasing" {
+  new_table
+  local c i at_kill old new t0 t1
+  old=$(pgp_primary) new=$(pgp_standby)
+  for c in 1 2 3 4 5 6 7 8; do
+    if [ $((c % 2)) = 0 ]; then urls="$A_URL $B_URL"; else urls="$B_URL $A_URL"; fi
+    append_client "$urls" "$c" 8 >"$T/versions.$c" 2>"$T/client.$c.err" &
+    PIDS+=($!)
+  done
+  for i in $(seq 300); do
+    at_kill=$(version_of "$B_URL")
+    [ "$at_kill" -ge 16 ] && break
+    sleep 0.02
+  done
+  pgp_crash "$old"
+  t0=$(date +%s.%N)
+  [ "$at_kill" -lt 56 ] || fail "the storm was nearly over ($at_kill) when the primary died"
+  # no primary: both instances say so, the standby answering read-only
+  for u in "$A_URL" "$B_URL"; do
+    assert_equal "$(health "$u")" "503 read_only"
+  done
+  METASRV_DIR=$SRV METASRV_URL=$A_URL metasrv_post "$ADMIN" resolve '{"namespace":"s","name":"t"}'
+  metasrv_assert_error 503 unavailable
+  [[ $HTTP_HEAD == *"Retry-After: 1"* ]] || fail "no Retry-After: $HTTP_HEAD"
+  sleep 1
+  pgp_promote "$new" || fail "cannot promote the standby"
+  wait_health "$A_URL" ok
+  t1=$(date +%s.%N)
+  echo "# primary $old killed at version $at_kill; $new promoted; instance A ready $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s after the kill" >&3
+  for c in "${PIDS[@]}"; do wait "$c" || fail "a client failed: $(cat "$T"/client.*.err)"; done
+  PIDS=()
+  assert_acknowledged 8 8 "$new"
+  assert_equal "$(health "$B_URL")" "200 ok"
+  run post "$B_URL" resolve '{"namespace":"s","name":"t"}'
+  assert_success
+  assert_equal "$(jq -c '[.version, (.segments | length), ([.segments[].location] | unique | length)]' <<<"$output")" '[64,64,64]'
+  kill -0 "$A_PID" && kill -0 "$B_PID" || fail "an instance died"
+}
+
+@test "the synchronous standby lost: appends wait, none acknowledged, then all succeed when it returns; the old primary rejoins by pg_rewind and holds them" {
+  new_table
+  local p s c
+  p=$(pgp_primary) s=$(pgp_standby)
+  post "$A_URL" append "{\"namespace\":\"s\",\"name\":\"t\",\"expected_version\":0,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/s/c1-1")],\"files\":[]}" >/dev/null
+  echo "1 1" >"$T/versions.1"
+  pgp_crash "$s"
+  for c in 2 3; do
+    append_client "$A_URL $B_URL" "$c" 1 >"$T/versions.$c" 2>"$T/client.$c.err" &
+    PIDS+=($!)
+  done
+  sleep 3
+  # still waiting: nothing acknowledged, nothing visible on the primary
+  for c in 2 3; do
+    [ ! -s "$T/versions.$c" ] || fail "client $c was acknowledged without the standby: $(cat "$T/versions.$c")"
+  done
+  assert_equal "$(pgp_sql "$p" "$DB" "SELECT max(version) FROM versions")" 1
+  assert_equal "$(health "$A_URL")" "200 ok"
+  # the standby returns (a restart after the crash): the waits end
+  pgp_resume "$s" || fail "the standby does not start again"
+  for c in "${PIDS[@]}"; do wait "$c" || fail "a client failed: $(cat "$T"/client.*.err)"; done
+  PIDS=()
+  assert_acknowledged 3 1 "$s"
+  assert_acknowledged 3 1 "$p"
+
+  # now the primary dies; the standby takes over; appends go on; the old
+  # primary is wound back (pg_rewind) and follows the new one
+  pgp_crash "$p"
+  pgp_promote "$s" || fail "cannot promote"
+  append_client "$B_URL $A_URL" 4 3 >"$T/versions.4" 2>"$T/client.4.err" || fail "$(cat "$T/client.4.err")"
+  pgp_rejoin "$p" || fail "the old primary does not come back as a standby"
+  assert_equal "$(pgp_sql "$p" postgres "SELECT pg_is_in_recovery()")" t
+  assert_equal "$(pgp_sql "$s" postgres "SELECT application_name || ' ' || sync_state FROM pg_stat_replication")" "$p sync"
+  # synchronous again: an acknowledged append is on both
+  append_client "$A_URL $B_URL" 5 1 >"$T/versions.5" 2>"$T/client.5.err" || fail "$(cat "$T/client.5.err")"
+  assert_held "$s"
+  assert_held "$p"
+  assert_equal "$(pgp_sql "$p" "$DB" "SELECT string_agg(location, ',' ORDER BY version) FROM segments")" \
+    "$(pgp_sql "$s" "$DB" "SELECT string_agg(location, ',' ORDER BY version) FROM segments")"
+  # and back: the rejoined node is promoted in turn; the instances follow
+  pgp_crash "$s"
+  pgp_promote "$p" || fail "cannot promote the old primary again"
+  run post "$B_URL" resolve '{"namespace":"s","name":"t"}' # (a 503 at most while it reconnects)
+  wait_health "$B_URL" ok
+  assert_equal "$(version_of "$B_URL")" 7
+  append_client "$B_URL $A_URL" 6 1 >"$T/versions.6" 2>"$T/client.6.err" || fail "$(cat "$T/client.6.err")"
+  assert_equal "$(cat "$T/versions.6")" "1 8"
+}
+
+@test "a primary made read-only: its connections are dropped, never written through, and the instances find the promoted standby" {
+  new_table
+  local p s i
+  p=$(pgp_primary) s=$(pgp_standby)
+  append_client "$A_URL $B_URL" 1 2 >"$T/versions.1" || fail "the first appends failed"
+  # fence the primary (default_transaction_read_only), the way an operator
+  # stops writes before promoting the standby: no writable server at all
+  pgp_sql "$p" postgres "ALTER SYSTEM SET default_transaction_read_only = on" >/dev/null
+  pgp_sql "$p" postgres "SELECT pg_reload_conf()" >/dev/null
+  sleep 0.5
+  METASRV_DIR=$SRV METASRV_URL=$A_URL metasrv_post "$ADMIN" append \
+    "{\"namespace\":\"s\",\"name\":\"t\",\"expected_version\":2,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/s/x")],\"files\":[]}"
+  metasrv_assert_error 503 unavailable
+  assert_equal "$(health "$A_URL")" "503 read_only"
+  assert_equal "$(health "$B_URL")" "503 read_only"
+  # the standby is promoted: the same instances, never restarted, write there
+  PGP_KEEP_SYNC=0 pgp_promote "$s" || fail "cannot promote"
+  wait_health "$A_URL" ok
+  wait_health "$B_URL" ok
+  append_client "$A_URL $B_URL" 2 2 >"$T/versions.2" || fail "appends after the promotion failed"
+  append_client "$B_URL $A_URL" 3 2 >"$T/versions.3" || fail "appends after the promotion failed"
+  assert_acknowledged 3 2 "$s"
+  # nothing of it reached the fenced node: it stopped at version 2
+  assert_equal "$(pgp_sql "$p" "$DB" "SELECT max(version) FROM versions")" 2
+  kill -0 "$A_PID" && kill -0 "$B_PID" || fail "an instance died"
+  # the fenced node goes (pgp_heal, next test, winds it back as a standby)
+  pgp_sql "$p" postgres "ALTER SYSTEM RESET default_transaction_read_only" >/dev/null
+  pgp_halt "$p"
+  # neither server answering: unavailable
+  pgp_halt "$s"
+  assert_equal "$(health "$A_URL")" "503 unavailable"
+  pgp_resume "$s" || fail "cannot start the primary again"
+  wait_health "$A_URL" ok
+}
+
+@test "a query during the failover finishes on its pinned version or fails 69/75, never mixing versions" {
+  export LAKE_METASRV="$A_URL,$B_URL" LAKE_COMPACT_THRESHOLD=0
+  lake-catalog create-namespace q
+  lake-catalog create q.t 'n INTEGER'
+  local n p s rc
+  p=$(pgp_primary) s=$(pgp_standby)
+  for n in 1 2 3 4 5; do lake-query -c "insert into q.t values ($n)" || fail "insert $n"; done
+  printf '%s\n' 1 2 3 4 5 >"$T/written"
+  # one writer, one INSERT at a time, a new n for every attempt (a failed
+  # one may have committed or not): the versions hold the rows committed
+  # so far, so a version's rows are a prefix of the final rows in n order
+  (
+    n=6
+    while [ ! -e "$T/stop" ]; do
+      if lake-query -c "insert into q.t values ($n)" 2>>"$T/writer.err"; then echo "$n" >>"$T/written"; else sleep 0.2; fi
+      n=$((n + 1))
+    done
+  ) &
+  PIDS+=($!)
+  (
+    while [ ! -e "$T/stop" ]; do
+      LAKE_CACHE_DIR=$T/rcache lake-query -f csv -c "select count(*), count(distinct n), max(n) from q.t" \
+        >>"$T/reads" 2>>"$T/reader.err"
+      echo "rc=$?" >>"$T/reads"
+    done
+  ) &
+  PIDS+=($!)
+  sleep 1
+  pgp_crash "$p"
+  sleep 1
+  pgp_promote "$s" || fail "cannot promote"
+  wait_health "$A_URL" ok
+  sleep 2
+  touch "$T/stop"
+  for rc in "${PIDS[@]}"; do wait "$rc" || true; done
+  PIDS=()
+  run --separate-stderr lake-query -f csv -c "select n from q.t order by n"
+  assert_success
+  printf '%s\n' "$output" >"$T/final"
+  # every INSERT that succeeded is there, once
+  assert_equal "$(sort -n "$T/written" | comm -23 - <(sort -n "$T/final") | paste -sd,)" ""
+  assert_equal "$(sort -n "$T/final" | uniq -d | paste -sd,)" ""
+  # every read: rows distinct, and exactly the final rows up to its max
+  local bad codes
+  bad=$(awk -F, 'NR == FNR { f[++k] = $1; next } /^rc=/ { next }
+                 { m = 0; for (i = 1; i <= k && f[i] <= $3; i++) m++; if ($1 != $2 || $1 != m) print }' \
+    "$T/final" "$T/reads")
+  [ -z "$bad" ] || fail "a query saw no version's rows: $bad"
+  codes=$(sed -n 's/^rc=//p' "$T/reads" | sort -u | paste -sd,)
+  echo "# $(grep -c '^rc=' "$T/reads") queries, exit codes $codes; $(wc -l <"$T/written") INSERTs succeeded" >&3
+  [[ ,$codes, =~ ^(,(0|69|75))+,$ ]] || fail "queries exited $codes: $(sort -u "$T/reader.err" | head -n 5)"
+  grep -q '^rc=0' "$T/reads" || fail "no query answered"
+}
+
+@test "a schema migration cut short by the primary's death is rolled back; the next server migrates on the new primary" {
+  post "$A_URL" create_namespace '{"namespace":"u"}' >/dev/null
+  post "$A_URL" create_table '{"namespace":"u","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
+  post "$A_URL" append "{\"namespace\":\"u\",\"name\":\"t\",\"expected_version\":0,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/u/s1")],\"files\":[]}" >/dev/null
+  local before p s i cols="SELECT count(*) FROM information_schema.columns
+                               WHERE table_name = 'segments' AND column_name IN ('stats', 'removed_in')"
+  p=$(pgp_primary) s=$(pgp_standby)
+  before=$(post "$A_URL" resolve '{"namespace":"u","name":"t"}')
+  kill -TERM "$A_PID" "$B_PID"
+  wait "$A_PID" "$B_PID" 2>/dev/null || true
+  A_PID= B_PID=
+  # back to schema 1, as a database written before issue 18 is
+  pgp_sql "$p" "$DB" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
+                      UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
+  # a session holds lake_meta: the migration adds its columns, then waits
+  # to record the new version, inside its transaction
+  psql -X -q -h 127.0.0.1 -p "$(pgp_node_port "$p")" -U lake -d "$DB" \
+    -c "BEGIN; LOCK TABLE lake_meta IN EXCLUSIVE MODE; SELECT pg_sleep(60)" >/dev/null 2>&1 &
+  PIDS+=($!)
+  sleep 0.5
+  lake-metasrv serve --registry "$(cat "$SRV/registry.url")" --listen 127.0.0.1:0 \
+    --tls-cert "$SRV/cert.pem" --tls-key "$SRV/key.pem" >"$T/mig.out" 2>"$T/mig.err" &
+  local mig=$!
+  PIDS+=("$mig")
+  for i in $(seq 200); do
+    [ "$(pgp_sql "$p" postgres "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lake-metasrv'
+           AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO lake_meta%'")" = 1 ] && break
+    sleep 0.05
+  done
+  [ "$i" -lt 200 ] || fail "the migration never waited on lake_meta"
+  # the columns exist, uncommitted, in the migration's transaction
+  pgp_crash "$p"
+  local rc=0
+  wait "$mig" || rc=$?
+  assert_equal "serve exit $rc: $(cat "$T/mig.err")" "serve exit 75: $(cat "$T/mig.err")"
+  [[ $(cat "$T/mig.err") == "lake-metasrv: "* ]] || fail "no error from serve"
+  assert_equal "$(wc -l <"$T/mig.err")" 1
+  pgp_promote "$s" || fail "cannot promote"
+  # nothing of the migration on the new primary
+  assert_equal "$(pgp_sql "$s" "$DB" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 1
+  assert_equal "$(pgp_sql "$s" "$DB" "$cols")" 0
+  # the next server migrates there, its data intact
+  metasrv_start "$SRV"
+  A_PID=$METASRV_PID
+  assert_equal "$(pgp_sql "$s" "$DB" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 2
+  assert_equal "$(pgp_sql "$s" "$DB" "$cols")" 2
+  run post "$METASRV_URL" resolve '{"namespace":"u","name":"t"}'
+  assert_success
+  assert_equal "$output" "$before"
+}
