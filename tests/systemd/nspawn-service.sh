@@ -261,6 +261,21 @@ check "systemctl stop: drains, exits 0, not restarted" \
    [ "$(systemctl show -p ExecMainStatus --value lake-metasrv)" = 0 ] &&
    journalctl -u lake-metasrv -o cat | grep "draining"'
 
+# a bad configuration: exits at once with one line, retried every 2 s,
+# then failed (systemd's start limit: 5 starts in 10 s)
+check "a key that is not the certificate's: one line in the journal, retried, then failed; restored, it starts" \
+  'set -e; cp /etc/lake/tls/key.pem key.good; cp ca/key.pem /etc/lake/tls/key.pem
+   systemctl start lake-metasrv || true
+   for i in $(seq 1 40); do systemctl is-failed --quiet lake-metasrv && break; sleep 0.5; done
+   systemctl is-failed lake-metasrv
+   echo "NRestarts=$(systemctl show -p NRestarts --value lake-metasrv) ExecMainStatus=$(systemctl show -p ExecMainStatus --value lake-metasrv)"
+   journalctl -u lake-metasrv -o cat | grep "^lake-metasrv: " | tail -1
+   [ "$(systemctl show -p NRestarts --value lake-metasrv)" -ge 1 ]
+   cp key.good /etc/lake/tls/key.pem; systemctl reset-failed lake-metasrv; systemctl start lake-metasrv
+   for i in $(seq 1 50); do curl -s --cacert ca/ca.pem https://lake.example:7700/v1/health >/dev/null && break; sleep 0.2; done
+   systemctl is-active lake-metasrv'
+show "$out"
+
 # "now and at every boot"
 poweroff
 if boot; then
