@@ -158,6 +158,8 @@ create-namespace"
     "https://lake.example:$METASRV_PORT/v1/health"
   assert_success
   assert_output '{"status":"ok","registry":"ok"}'
+  # and every answer the page shows for it (The Debian package and systemd too)
+  assert_equal "$(grep -A1 -E '^\$ curl .*/v1/health$' "$MAN/lake-metasrv.8" | grep '^{' | sort -u)" "$output"
   # the system store does not know the CA: without LAKE_CA_FILE, refused
   unset LAKE_CA_FILE
   export LAKE_CACHE_DIR=$T/cache-noca

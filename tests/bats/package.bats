@@ -15,8 +15,12 @@
 #  - the unit: systemd-analyze verify clean, security exposure <= 2.0;
 #  - with CI=true (a throw-away machine, as root): the real
 #    apt install ./lake_*.deb, then apt purge, and nothing is left.
-# PID 1 here is not systemd: running the service under systemd is not
-# tested (lake-metasrv(8) says how).  The build is the cost: once, in
+#  - every program the unit runs is in a dependency; the maintainer
+#    scripts, run with stand-ins for the systemd helpers: installation
+#    starts nothing, an upgrade restarts the service, removal stops it.
+# PID 1 here is not systemd: the service under a real systemd is
+# tests/systemd/nspawn-service.sh's (root, debootstrap from the network;
+# not part of make check).  The build is the cost: once, in
 # setup_file.
 
 load helpers/common
@@ -200,6 +204,61 @@ root_install() {
   [ -n "$level" ] || fail "no exposure level: $output"
   echo "# exposure $level" >&3
   awk -v l="$level" 'BEGIN { exit !(l <= 2.0) }' || fail "exposure $level > 2.0: $output"
+}
+
+@test "lake-metasrv.service: every program its Exec lines run is the package's, essential, or a dependency's" {
+  # ExecReload=/bin/kill is procps', which a minimal Debian 12 lacks: without
+  # the dependency systemctl reload failed there (status=203/EXEC)
+  dpkg-deb -x "${DEBS[1]}" "$T/x"
+  local depends prog pkg
+  depends=$(dpkg-deb -f "${DEBS[1]}" Depends)
+  for prog in $(sed -n 's/^Exec[A-Za-z]*=[-@:+!]*\([^ ]*\).*/\1/p' "$T/x/lib/systemd/system/lake-metasrv.service"); do
+    [ ! -e "$T/x$prog" ] || continue
+    pkg=$( { dpkg -S "$prog" || dpkg -S "/usr$prog"; } 2>/dev/null | head -1 | cut -d: -f1)
+    [ -n "$pkg" ] || fail "no package here holds $prog"
+    [ "$(dpkg-query -W -f='${Essential}' "$pkg")" = yes ] ||
+      [[ ", $depends," == *", $pkg"[\ ,]* ]] || fail "$prog is $pkg's, not a dependency of lake-metasrv: $depends"
+  done
+}
+
+@test "lake-metasrv's maintainer scripts under systemd: installation starts nothing, an upgrade restarts, removal stops" {
+  # run with stand-ins for the systemd helpers, which record their calls,
+  # and a stand-in for /run/systemd/system (the sign of a systemd machine)
+  dpkg-deb -e "${DEBS[1]}" "$T/ctl"
+  mkdir -p "$T/bin" "$T/systemd-running" "$T/s" "$T/r/etc"
+  echo 'lake:x:997:' >"$T/r/etc/group"
+  local c f
+  for c in deb-systemd-invoke deb-systemd-helper systemctl systemd-sysusers systemd-tmpfiles chgrp chmod; do
+    # deb-systemd-helper: the unit was never enabled (nor installed before)
+    printf '#!/bin/sh\necho "%s $*" >>"%s"\n[ %s != deb-systemd-helper ]\n' "$c" "$T/calls" "$c" >"$T/bin/$c"
+    chmod +x "$T/bin/$c"
+  done
+  for f in preinst postinst prerm postrm; do
+    [ ! -e "$T/ctl/$f" ] || sed "s|/run/systemd/system|$T/systemd-running|g" "$T/ctl/$f" >"$T/s/$f"
+  done
+  maint() { [ ! -e "$T/s/$1" ] || PATH=$T/bin:$PATH sh "$T/s/$@" || fail "$* failed"; }
+  # the first installation: start, which deb-systemd-invoke refuses for a
+  # disabled unit; never enabled
+  : >"$T/calls"
+  DPKG_ROOT=$T/r maint postinst configure
+  run cat "$T/calls"
+  assert_line "deb-systemd-invoke start lake-metasrv.service"
+  refute_line --regexp '^deb-systemd-(helper|invoke) enable'
+  # an upgrade: nothing stopped before it, a restart after it
+  : >"$T/calls"
+  maint preinst upgrade "$VERSION"
+  maint prerm upgrade "$VERSION"
+  run grep stop "$T/calls"
+  assert_failure
+  : >"$T/calls"
+  DPKG_ROOT=$T/r maint postinst configure "$VERSION"
+  run cat "$T/calls"
+  assert_line "deb-systemd-invoke restart lake-metasrv.service"
+  # removal stops it
+  : >"$T/calls"
+  maint prerm remove
+  run cat "$T/calls"
+  assert_line "deb-systemd-invoke stop lake-metasrv.service"
 }
 
 @test "CI: apt install ./lake_*.deb, the programs run, apt purge leaves nothing" {
