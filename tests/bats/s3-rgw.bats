@@ -185,7 +185,9 @@ reader_error_after() {
   read -r key id <<<"$(s3_uploads)"
   [ -n "$id" ] || fail "no upload listed while lake-put runs"
   s3_curl -X DELETE -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/$key?uploadId=$id"
-  head -c $((5 * MIB)) /dev/urandom >&4
+  # (lake-put stops reading at the 404, maybe before it has all of it: a
+  # broken pipe here, as in s3-rgw-faults.bats)
+  head -c $((5 * MIB)) /dev/urandom >&4 2>/dev/null || true
   exec 4>&-
   wait_put
   assert_traced_error lake-put 1 "refused by the object store" "HTTP 404 NoSuchUpload"
@@ -262,7 +264,7 @@ reader_error_after() {
 @test "rgw abort: radosgw killed after one part is 69 and says the abort failed; the upload is left for gc, which removes it" {
   put_until_parts $((6 * MIB)) 1 --part-size 5MiB
   s3_kill
-  head -c $((5 * MIB)) /dev/urandom >&4
+  head -c $((5 * MIB)) /dev/urandom >&4 2>/dev/null || true # lake-put may stop reading first
   exec 4>&-
   wait_put
   assert_traced_error lake-put 69 "the object store is unreachable" "aborting the upload failed"
