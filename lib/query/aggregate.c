@@ -77,7 +77,7 @@ static int lex(const char *sql, tok **out, int *count, const char **end) {
                    ((*q == '+' || *q == '-') && (q[-1] == 'e' || q[-1] == 'E') && !(p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))))
                 q++;
             t = (tok){T_NUM, 0, p, (int)(q - p)};
-        } else if (c == '?' || c == ':' || c == '@' || c == '$') {
+        } else if (c == '?' || c == ':' || c == '@' || c == '$' || c == '#') { /* #NAME too */
             t.kind = T_PARAM;
         } else {
             static const char *const two[] = {"||", "<<", ">>", "<=", ">=", "==", "!=", "<>", "->"};
@@ -155,6 +155,11 @@ static const char *const keywords[] = {"AND", "OR", "NOT", "IS", "NULL", "IN", "
                                        "MATCH", "ESCAPE", "CASE", "WHEN", "THEN", "ELSE", "END", "CAST", "AS", "TRUE",
                                        "FALSE", "ISNULL", "NOTNULL", "CURRENT_DATE", "CURRENT_TIME",
                                        "CURRENT_TIMESTAMP"};
+/* Those of them an expression cannot end with: a name after one is an
+ * operand, not an alias. */
+static const char *const operatorWords[] = {"AND", "OR", "NOT", "IS", "IN", "BETWEEN", "LIKE", "GLOB", "REGEXP",
+                                            "MATCH", "ESCAPE", "CASE", "WHEN", "THEN", "ELSE", "CAST", "AS",
+                                            "COLLATE"};
 /* Words that take the statement off this path wherever they stand. */
 static const char *const refused[] = {"SELECT", "DISTINCT", "OVER", "FILTER", "WINDOW", "UNION", "INTERSECT",
                                       "EXCEPT", "EXISTS", "WITH", "RAISE"};
@@ -371,12 +376,14 @@ static int parse(planner *pl) {
         span *it = &pl->items[k];
         const tok *last = &t[it->b - 1];
         if (isOp(last, "*")) return 0; /* * and a.* */
-        if (last->kind == T_ID && it->b - it->a >= 2 && !IN_LIST(last, keywords)) {
+        /* an alias: a name, or a string ('alias' is one to SQLite), after
+         * AS or after the end of an expression */
+        if ((last->kind == T_STR || (last->kind == T_ID && !IN_LIST(last, keywords))) && it->b - it->a >= 2) {
             const tok *before = &t[it->b - 2];
             if (isWord(before, "AS")) {
                 pl->alias[k] = (span){it->b - 1, it->b};
                 it->b -= 2;
-            } else if (before->kind != T_OP || isOp(before, ")")) {
+            } else if ((before->kind != T_OP || isOp(before, ")")) && !IN_LIST(before, operatorWords)) {
                 pl->alias[k] = (span){it->b - 1, it->b}; /* "expr alias" */
                 it->b -= 1;
             }

@@ -65,6 +65,11 @@ int main(void) {
     split("SELECT 7, round(avg(x), 2) AS r, max(k, 3) FROM a.t GROUP BY max(k, 3)",
           "SELECT max(k, 3), total(x), count(x) FROM rows AS \"t\" GROUP BY 1",
           "7 | round ( (total(p0) / sum(p1)) , 2 ) | g0", " GROUP BY g0");
+    /* a string is an alias too; a name after IS is an operand (both found by fuzz_aggregate) */
+    split("SELECT 8'00', count(*) FROM a.t GROUP BY x", "SELECT x, count(*) FROM rows AS \"t\" GROUP BY 1",
+          "8 | coalesce(sum(p0), 0)", " GROUP BY g0");
+    split("SELECT k IS s, count(*) FROM a.t GROUP BY 1", "SELECT k IS s, count(*) FROM rows AS \"t\" GROUP BY 1",
+          "g0 | coalesce(sum(p0), 0)", " GROUP BY g0");
     /* the statement ends at its ';': the rest is the next one */
     aggregatePlan p;
     const char *two = "SELECT count(*) FROM a.t WHERE s = 'a;b'; SELECT 1";
@@ -83,6 +88,7 @@ int main(void) {
     notSplit("SELECT count(*) FROM a.t JOIN a.t u USING (k)", "a join");
     notSplit("SELECT count(*) FROM a.t WHERE k IN (SELECT k FROM a.t)", "a subquery");
     notSplit("SELECT count(*) FROM a.t WHERE k = ?", "a parameter");
+    notSplit("SELECT k % 100,#count(*) FROM a.t GROUP BY 1", "a #parameter (found by fuzz_aggregate)");
     notSplit("SELECT x, count(*) FROM a.t GROUP BY k", "a column outside the group keys");
     notSplit("SELECT k + 1, count(*) FROM a.t GROUP BY k", "part of a group key");
     notSplit("SELECT s, count(*) FROM a.t GROUP BY s COLLATE NOCASE", "COLLATE in a group key");
