@@ -5,6 +5,7 @@
 #include "query/aggregate.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,10 +73,22 @@ static int lex(const char *sql, tok **out, int *count, const char **end) {
             while (isIdChar((unsigned char)*q)) q++;
             t = (tok){T_ID, 0, p, (int)(q - p)};
         } else if ((c >= '0' && c <= '9') || (c == '.' && p[1] >= '0' && p[1] <= '9')) {
+            /* as SQLite reads them: 0x and hex digits, and nothing more (a
+             * name right after is another token); else digits, a point,
+             * digits, an exponent, and any name characters after them
+             * (which make the whole an error) */
             const char *q = p;
-            while (isIdChar((unsigned char)*q) || *q == '.' ||
-                   ((*q == '+' || *q == '-') && (q[-1] == 'e' || q[-1] == 'E') && !(p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))))
-                q++;
+            if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && isxdigit((unsigned char)p[2])) {
+                for (q = p + 2; isxdigit((unsigned char)*q); q++) {}
+            } else {
+                while (isdigit((unsigned char)*q)) q++;
+                if (*q == '.')
+                    for (q++; isdigit((unsigned char)*q); q++) {}
+                if ((*q == 'e' || *q == 'E') &&
+                    (isdigit((unsigned char)q[1]) || ((q[1] == '+' || q[1] == '-') && isdigit((unsigned char)q[2]))))
+                    for (q += 2; isdigit((unsigned char)*q); q++) {}
+                while (isIdChar((unsigned char)*q)) q++;
+            }
             t = (tok){T_NUM, 0, p, (int)(q - p)};
         } else if (c == '?' || c == ':' || c == '@' || c == '$' || c == '#') { /* #NAME too */
             t.kind = T_PARAM;

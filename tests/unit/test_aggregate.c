@@ -70,6 +70,9 @@ int main(void) {
           "8 | coalesce(sum(p0), 0)", " GROUP BY g0");
     split("SELECT k IS s, count(*) FROM a.t GROUP BY 1", "SELECT k IS s, count(*) FROM rows AS \"t\" GROUP BY 1",
           "g0 | coalesce(sum(p0), 0)", " GROUP BY g0");
+    /* a hex number ends at its last hex digit: a name after it is an alias (found by fuzz_aggregate) */
+    split("SELECT 0x1fg, count(*), 1.5e-3 FROM a.t", "SELECT count(*) FROM rows AS \"t\"",
+          "0x1f | coalesce(sum(p0), 0) | 1.5e-3", "");
     /* the statement ends at its ';': the rest is the next one */
     aggregatePlan p;
     const char *two = "SELECT count(*) FROM a.t WHERE s = 'a;b'; SELECT 1";
