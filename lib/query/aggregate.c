@@ -173,6 +173,12 @@ static const char *const keywords[] = {"AND", "OR", "NOT", "IS", "NULL", "IN", "
 static const char *const operatorWords[] = {"AND", "OR", "NOT", "IS", "IN", "BETWEEN", "LIKE", "GLOB", "REGEXP",
                                             "MATCH", "ESCAPE", "CASE", "WHEN", "THEN", "ELSE", "CAST", "AS",
                                             "COLLATE"};
+/* Those of them SQLite's parser never takes for a name, so never an
+ * alias; TRUE, FALSE, CAST, CURRENT_DATE … are names to it (after an
+ * expression, an alias), and so is an END that closes no CASE. */
+static const char *const neverAliases[] = {"AND", "OR", "NOT", "IS", "NULL", "IN", "BETWEEN", "LIKE", "GLOB",
+                                           "REGEXP", "MATCH", "ESCAPE", "CASE", "WHEN", "THEN", "ELSE", "AS",
+                                           "ISNULL", "NOTNULL"};
 /* Words that take the statement off this path wherever they stand. */
 static const char *const refused[] = {"SELECT", "DISTINCT", "OVER", "FILTER", "WINDOW", "UNION", "INTERSECT",
                                       "EXCEPT", "EXISTS", "WITH", "RAISE"};
@@ -183,6 +189,14 @@ static int inList(const tok *t, const char *const *list, size_t n) {
     return 0;
 }
 #define IN_LIST(t, list) inList((t), (list), sizeof(list) / sizeof(list)[0])
+
+/* Does the span's last token, an END, close a CASE in it? */
+static int closesCase(const tok *t, span s) {
+    if (!isWord(&t[s.b - 1], "END")) return 0;
+    int open = 0;
+    for (int i = s.a; i < s.b - 1; i++) open += isWord(&t[i], "CASE") - isWord(&t[i], "END");
+    return open > 0;
+}
 
 typedef struct planner {
     const tok *t;
@@ -391,7 +405,8 @@ static int parse(planner *pl) {
         if (isOp(last, "*")) return 0; /* * and a.* */
         /* an alias: a name, or a string ('alias' is one to SQLite), after
          * AS or after the end of an expression */
-        if ((last->kind == T_STR || (last->kind == T_ID && !IN_LIST(last, keywords))) && it->b - it->a >= 2) {
+        if ((last->kind == T_STR || (last->kind == T_ID && !IN_LIST(last, neverAliases) && !closesCase(t, *it))) &&
+            it->b - it->a >= 2) {
             const tok *before = &t[it->b - 2];
             if (isWord(before, "AS")) {
                 pl->alias[k] = (span){it->b - 1, it->b};

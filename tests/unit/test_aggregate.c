@@ -73,6 +73,14 @@ int main(void) {
     /* a hex number ends at its last hex digit: a name after it is an alias (found by fuzz_aggregate) */
     split("SELECT 0x1fg, count(*), 1.5e-3 FROM a.t", "SELECT count(*) FROM rows AS \"t\"",
           "0x1f | coalesce(sum(p0), 0) | 1.5e-3", "");
+    /* TRUE, FALSE, CAST, CURRENT_DATE … and an END that closes no CASE are names
+     * to SQLite's parser: after an expression, an alias (found by fuzz_aggregate) */
+    split("SELECT max(k==6)false, count(*) true, min(k) current_date, sum(k) cast FROM a.t",
+          "SELECT max(k==6), count(*), min(k), sum(k) FROM rows AS \"t\"",
+          "max(p0) | coalesce(sum(p1), 0) | min(p2) | sum(p3)", "");
+    split("SELECT CASE WHEN max(k) > 1 THEN 1 END end, CASE count(*) WHEN 0 THEN 'none' END FROM a.t",
+          "SELECT max(k), count(*) FROM rows AS \"t\"",
+          "CASE WHEN max(p0) > 1 THEN 1 END | CASE coalesce(sum(p1), 0) WHEN 0 THEN 'none' END", "");
     /* the statement ends at its ';': the rest is the next one */
     aggregatePlan p;
     const char *two = "SELECT count(*) FROM a.t WHERE s = 'a;b'; SELECT 1";
