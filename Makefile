@@ -256,5 +256,5 @@ clean-fuzz:
 	rm -rf $(FUZZ_BUILD)
 
 # (not build/deb: the package build's tree has directories named *.d)
--include $(shell find build build-san -path build/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
+-include $(shell find build build-san -path $(DEB_DIR) -prune -o -name '*.d' -type f -print 2>/dev/null)
 -include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

@@ -575,7 +575,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     if (!d) {
         registryPoolFree(pool);
         tlsCredsFree();
-        return errSet(err, LAKE_EFAIL, "cannot listen on %s:%u (in use, or a bad certificate or key)",
+        return errSet(err, LAKE_EFAIL, "cannot listen on %s:%u (address in use?)",
                       cfg->host, cfg->port);
     }
     /* the idle timeout does not stop a client that trickles its request */

@@ -168,8 +168,7 @@ static char *xdgDir(const char *var, const char *fallback, const char *direct, l
     return strdup(buf);
 }
 
-/* text as a whole decimal number in [min, max] into *v: 0, or -1. */
-static int wholeIn(const char *text, long long min, long long max, long long *v) {
+int configWholeIn(const char *text, long long min, long long max, long long *v) {
     char *end;
     errno = 0;
     *v = strtoll(text, &end, 10);
@@ -212,28 +211,28 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     long long v;
     cfg->catalog_ttl = 5;
     if (st->ttl) {
-        if (wholeIn(st->ttl, 0, CATALOG_TTL_MAX, &v))
+        if (configWholeIn(st->ttl, 0, CATALOG_TTL_MAX, &v))
             return errSet(err, LAKE_ECONFIG,
                           "catalog_ttl: '%s' is not a number of seconds", st->ttl);
         cfg->catalog_ttl = (long)v;
     }
     cfg->max_response = 72LL * 1024 * 1024;
     if (st->maxresp) {
-        if (wholeIn(st->maxresp, 1024, 1LL << 32, &v))
+        if (configWholeIn(st->maxresp, 1024, 1LL << 32, &v))
             return errSet(err, LAKE_ECONFIG, "max_response: '%s' is not a number of bytes from 1024 to 2^32",
                           st->maxresp);
         cfg->max_response = v;
     }
     cfg->connect_timeout = 0; /* unset: 2 s, or 1 s per endpoint of several (core/http.h) */
     if (st->connect) {
-        if (wholeIn(st->connect, 1, CONNECT_TIMEOUT_MAX, &v))
+        if (configWholeIn(st->connect, 1, CONNECT_TIMEOUT_MAX, &v))
             return errSet(err, LAKE_ECONFIG, "connect_timeout: '%s' is not a number of seconds from 1 to %ld",
                           st->connect, CONNECT_TIMEOUT_MAX);
         cfg->connect_timeout = (long)v;
     }
     cfg->compact_threshold = CONFIG_COMPACT_THRESHOLD_DEFAULT;
     if (st->compact) {
-        if (wholeIn(st->compact, 0, COMPACT_THRESHOLD_MAX, &v))
+        if (configWholeIn(st->compact, 0, COMPACT_THRESHOLD_MAX, &v))
             return errSet(err, LAKE_ECONFIG, "compact_threshold: '%s' is not a number of segments from 0 to %ld",
                           st->compact, COMPACT_THRESHOLD_MAX);
         cfg->compact_threshold = (long)v;

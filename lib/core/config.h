@@ -66,4 +66,8 @@ int configRemote(const lakeConfig *cfg, char **token, lakeError *err);
 
 void configFree(lakeConfig *cfg);
 
+/* text as a whole decimal number in [min, max] into *v: 0, or -1 (a
+ * setting's value, from a file or the environment). */
+int configWholeIn(const char *text, long long min, long long max, long long *v);
+
 #endif

@@ -179,6 +179,11 @@ static const char *const operatorWords[] = {"AND", "OR", "NOT", "IS", "IN", "BET
 static const char *const neverAliases[] = {"AND", "OR", "NOT", "IS", "NULL", "IN", "BETWEEN", "LIKE", "GLOB",
                                            "REGEXP", "MATCH", "ESCAPE", "CASE", "WHEN", "THEN", "ELSE", "AS",
                                            "ISNULL", "NOTNULL"};
+/* Words after FROM NS.T that make it a join (or a hint SQLite would
+ * refuse on a virtual table). */
+static const char *const joins[] = {"JOIN", "NATURAL", "LEFT", "RIGHT", "FULL", "INNER", "CROSS", "INDEXED", "NOT"};
+/* Words that end an ORDER BY term after its expression. */
+static const char *const orderWords[] = {"ASC", "DESC", "NULLS", "FIRST", "LAST"};
 /* Words that take the statement off this path wherever they stand. */
 static const char *const refused[] = {"SELECT", "DISTINCT", "OVER", "FILTER", "WINDOW", "UNION", "INTERSECT",
                                       "EXCEPT", "EXISTS", "WITH", "RAISE"};
@@ -426,9 +431,7 @@ static int parse(planner *pl) {
     static const char *const clauses[] = {"WHERE", "GROUP", "HAVING", "ORDER", "LIMIT"};
     if (i < n && isWord(&t[i], "AS")) i++;
     if (i < n && t[i].kind == T_ID && !IN_LIST(&t[i], clauses)) {
-        if (inList(&t[i], (const char *const[]){"JOIN", "NATURAL", "LEFT", "RIGHT", "FULL", "INNER", "CROSS",
-                                                "INDEXED", "NOT"}, 9))
-            return 0;
+        if (IN_LIST(&t[i], joins)) return 0;
         pl->from.b = ++i; /* the alias is the span's last token */
     }
     /* the clauses, each up to the next at depth 0 */
@@ -503,8 +506,11 @@ static int resolveGroups(planner *pl, const segmentSchema *cols) {
 static char *finish(sqlite3_str *s) {
     int failed = sqlite3_str_errcode(s) != SQLITE_OK;
     char *text = sqlite3_str_finish(s);
-    if (!text && !failed) text = sqlite3_mprintf("");
-    return failed ? (sqlite3_free(text), NULL) : text;
+    if (failed) {
+        sqlite3_free(text);
+        return NULL;
+    }
+    return text ? text : sqlite3_mprintf("");
 }
 
 static void plannerFree(planner *pl) {
@@ -566,7 +572,7 @@ int aggregatePlanMake(const char *sql, aggregateSchemaOf schemaOf, void *arg, ag
     for (int o = 0; o < pl.norder; o++) {
         span s = pl.order[o];
         int b = s.b; /* the expression, before ASC/DESC and NULLS FIRST/LAST */
-        while (b > s.a && inList(&toks[b - 1], (const char *const[]){"ASC", "DESC", "NULLS", "FIRST", "LAST"}, 5)) b--;
+        while (b > s.a && IN_LIST(&toks[b - 1], orderWords)) b--;
         if (b == s.a) goto out;
         sqlite3_str_appendall(tail, o ? ", " : " ORDER BY ");
         int alone = b - s.a == 1, kept = 0; /* a position or an alias stays as it is */
@@ -630,6 +636,28 @@ out:
     free(toks);
     if (ok != 1) aggregatePlanFree(plan);
     return pl.oom ? -1 : ok;
+}
+
+char *aggregatePartialsTable(const aggregatePlan *plan, sqlite3_stmt *whole) {
+    sqlite3_str *ddl = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(ddl, "CREATE TEMP TABLE \"" QUERY_PARTIALS "\"(");
+    for (int g = 0; g < plan->ngroups; g++) {
+        const char *decl = plan->groupItem[g] >= 0 ? sqlite3_column_decltype(whole, plan->groupItem[g]) : NULL;
+        sqlite3_str_appendf(ddl, "%sg%d", g ? ", " : "", g);
+        if (decl) sqlite3_str_appendf(ddl, " \"%w\"", decl);
+    }
+    for (int p = 0; p < plan->npartials; p++) sqlite3_str_appendf(ddl, "%sp%d", plan->ngroups || p ? ", " : "", p);
+    sqlite3_str_appendall(ddl, ")");
+    return sqlite3_str_finish(ddl);
+}
+
+char *aggregateMergeSql(const aggregatePlan *plan, sqlite3_stmt *whole) {
+    sqlite3_str *merge = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(merge, "SELECT ");
+    for (int k = 0; k < plan->nitems; k++)
+        sqlite3_str_appendf(merge, "%s%s AS \"%w\"", k ? ", " : "", plan->items[k], sqlite3_column_name(whole, k));
+    sqlite3_str_appendf(merge, " FROM temp.\"" QUERY_PARTIALS "\"%s", plan->tail);
+    return sqlite3_str_finish(merge);
 }
 
 /* --- running ---------------------------------------------------------------- */
@@ -759,12 +787,7 @@ static const segmentSchema *schemaOf(void *arg, const char *ns, const char *name
 static int segmentCompiles(const aggregatePlan *plan, const segmentSchema *cols) {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    sqlite3_str *ddl = sqlite3_str_new(NULL);
-    sqlite3_str_appendall(ddl, "CREATE TABLE rows(");
-    for (int i = 0; i < cols->ncols; i++)
-        sqlite3_str_appendf(ddl, "%s\"%w\" %s", i ? ", " : "", cols->cols[i].name, lakeTypeDecl(cols->cols[i].type));
-    sqlite3_str_appendall(ddl, ")");
-    char *sql = sqlite3_str_finish(ddl);
+    char *sql = segmentSchemaTableSql(cols, "rows");
     int ok = sql && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
              sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK &&
              sqlite3_prepare_v2(db, plan->segment, -1, &st, NULL) == SQLITE_OK && st &&
@@ -811,13 +834,12 @@ int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewri
     int r = aggregatePlanMake(sql, schemaOf, ctx, &plan);
     if (r < 0) return errSet(err, LAKE_EFAIL, "out of memory");
     if (r == 0) return 0;
-    int rc = 0;
+    int rc = 0, nkept = 0;
     sqlite3_stmt *whole = NULL;
-    cJSON *kept = NULL;
+    const cJSON **kept = NULL;
     aggRun run = {.ctx = ctx, .sql = plan.segment, .ns = plan.ns, .name = plan.name,
                   .ncols = plan.ngroups + plan.npartials};
     pthread_mutex_init(&run.mu, NULL);
-    sqlite3_str *ddl = NULL, *merge = NULL;
     /* the statement as written compiles, reads only and has the plan's
      * columns (their names and declared types are taken from it) */
     if (sqlite3_prepare_v2(db, sql, (int)(plan.end - sql), &whole, NULL) != SQLITE_OK || !whole ||
@@ -825,21 +847,12 @@ int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewri
         !segmentCompiles(&plan, queryTableColumns(ctx, plan.ns, plan.name)))
         goto out;
     int64_t version = 0;
-    if ((rc = queryKeptSegments(ctx, plan.ns, plan.name, plan.probe, &kept, &run.schema, &version, err)) || !kept)
+    if ((rc = queryKeptSegments(ctx, plan.ns, plan.name, plan.probe, &kept, &nkept, &run.schema, &version, err)) ||
+        !kept)
         goto out;
 
     /* the partials' table */
-    ddl = sqlite3_str_new(NULL);
-    sqlite3_str_appendall(ddl, "CREATE TEMP TABLE \"" QUERY_PARTIALS "\"(");
-    for (int g = 0; g < plan.ngroups; g++) {
-        const char *decl = plan.groupItem[g] >= 0 ? sqlite3_column_decltype(whole, plan.groupItem[g]) : NULL;
-        sqlite3_str_appendf(ddl, "%sg%d", g ? ", " : "", g);
-        if (decl) sqlite3_str_appendf(ddl, " \"%w\"", decl);
-    }
-    for (int p = 0; p < plan.npartials; p++) sqlite3_str_appendf(ddl, "%sp%d", plan.ngroups || p ? ", " : "", p);
-    sqlite3_str_appendall(ddl, ")");
-    char *create = sqlite3_str_finish(ddl), *insert = NULL;
-    ddl = NULL;
+    char *create = aggregatePartialsTable(&plan, whole), *insert = NULL;
     sqlite3_exec(db, "DROP TABLE IF EXISTS temp.\"" QUERY_PARTIALS "\"", NULL, NULL, NULL);
     int made = create && sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK;
     sqlite3_free(create);
@@ -860,16 +873,14 @@ int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewri
     sqlite3_free(insert);
 
     /* the kept segments, read */
-    int n = cJSON_GetArraySize(kept);
-    if (n > 0 && !(run.segs = calloc((size_t)n, sizeof *run.segs))) {
+    if (nkept > 0 && !(run.segs = calloc((size_t)nkept, sizeof *run.segs))) {
         rc = errSet(err, LAKE_EFAIL, "out of memory");
         goto out;
     }
-    const cJSON *g;
     int64_t rows = 0, segRows;
-    cJSON_ArrayForEach(g, kept) {
-        if (!segmentRecordFile(g, &run.segs[run.n]) ||
-            !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &segRows)) {
+    for (int i = 0; i < nkept; i++) {
+        if (!segmentRecordFile(kept[i], &run.segs[run.n]) ||
+            !jsonWhole(cJSON_GetObjectItemCaseSensitive(kept[i], "rows"), 0, &segRows)) {
             rc = errSet(err, LAKE_EDATA, "%s.%s: a malformed segment in the registration", plan.ns, plan.name);
             goto out;
         }
@@ -879,23 +890,15 @@ int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewri
     if ((rc = readAll(&run, rows, err))) goto out;
 
     /* the statement that merges them */
-    merge = sqlite3_str_new(NULL);
-    sqlite3_str_appendall(merge, "SELECT ");
-    for (int k = 0; k < plan.nitems; k++)
-        sqlite3_str_appendf(merge, "%s%s AS \"%w\"", k ? ", " : "", plan.items[k], sqlite3_column_name(whole, k));
-    sqlite3_str_appendf(merge, " FROM temp.\"" QUERY_PARTIALS "\"%s", plan.tail);
-    if (!(*rewritten = sqlite3_str_finish(merge))) rc = errSet(err, LAKE_EFAIL, "out of memory");
-    merge = NULL;
+    if (!(*rewritten = aggregateMergeSql(&plan, whole))) rc = errSet(err, LAKE_EFAIL, "out of memory");
     traceLine("query", "aggregate %s.%s v%lld: merged by: %s", plan.ns, plan.name, (long long)version,
               *rewritten ? *rewritten : "");
     *end = plan.end;
 out:
-    sqlite3_free(sqlite3_str_finish(ddl));
-    sqlite3_free(sqlite3_str_finish(merge));
     sqlite3_finalize(run.ins);
     sqlite3_finalize(whole);
-    free(run.segs); /* their locations belong to kept */
-    cJSON_Delete(kept);
+    free(run.segs); /* their locations belong to the pinned registration */
+    free(kept);
     pthread_mutex_destroy(&run.mu);
     aggregatePlanFree(&plan);
     return rc;

@@ -66,6 +66,13 @@ typedef const segmentSchema *(*aggregateSchemaOf)(void *arg, const char *ns, con
 int aggregatePlanMake(const char *sql, aggregateSchemaOf schemaOf, void *arg, aggregatePlan *plan);
 void aggregatePlanFree(aggregatePlan *plan);
 
+/* For plan and whole, the statement as written compiled on the
+ * statement's connection (column names and declared types are taken from
+ * it): the CREATE TEMP TABLE of the partials (QUERY_PARTIALS), and the
+ * statement that merges them.  sqlite3_free; NULL for want of memory. */
+char *aggregatePartialsTable(const aggregatePlan *plan, sqlite3_stmt *whole);
+char *aggregateMergeSql(const aggregatePlan *plan, sqlite3_stmt *whole);
+
 /* If the statement at sql (its tables declared) can be split, compute its
  * partials now (the table stays pinned until queryUnpin) and set
  * *rewritten (sqlite3_free) to the statement that merges them, to run

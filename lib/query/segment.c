@@ -96,6 +96,15 @@ int segmentSchemaFind(const segmentSchema *s, const char *name) {
     return -1;
 }
 
+char *segmentSchemaTableSql(const segmentSchema *s, const char *table) {
+    sqlite3_str *sql = sqlite3_str_new(NULL);
+    sqlite3_str_appendf(sql, "CREATE TABLE %s(", table);
+    for (int i = 0; i < s->ncols; i++)
+        sqlite3_str_appendf(sql, "%s\"%w\" %s", i ? ", " : "", s->cols[i].name, typeDecls[s->cols[i].type]);
+    sqlite3_str_appendall(sql, ")");
+    return sqlite3_str_finish(sql);
+}
+
 /* --- value conversion ---------------------------------------------------- */
 
 /* A NUL-terminated copy of text bytes in *tmp (grown as needed). */
@@ -386,16 +395,14 @@ static int segmentBegin(segmentWriter *w, lakeError *err) {
     if (sqlite3_open_v2(w->path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK)
         return sqlErr(w->db, err, w->path);
-    if (!(f = open_memstream(&sql, &len))) return errSetErrno(err, LAKE_EFAIL, errno, "segment");
-    fprintf(f, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
-               "PRAGMA cache_size=-%d; CREATE TABLE rows(", SEGMENT_CACHE_KIB);
-    for (int i = 0; i < w->schema->ncols; i++)
-        fprintf(f, "%s\"%s\" %s", i ? ", " : "", w->schema->cols[i].name,
-                typeDecls[w->schema->cols[i].type]);
-    fprintf(f, "); BEGIN;");
-    if (fclose(f) != 0) { free(sql); return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment"); }
-    if (sqlite3_exec(w->db, sql, NULL, NULL, NULL) != SQLITE_OK) rc = sqlErr(w->db, err, w->path);
-    free(sql);
+    char *table = segmentSchemaTableSql(w->schema, "rows");
+    if (!table) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    char *setup = sqlite3_mprintf("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+                                  "PRAGMA cache_size=-%d; %s; BEGIN;", SEGMENT_CACHE_KIB, table);
+    sqlite3_free(table);
+    if (!setup) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    if (sqlite3_exec(w->db, setup, NULL, NULL, NULL) != SQLITE_OK) rc = sqlErr(w->db, err, w->path);
+    sqlite3_free(setup);
     if (rc) return rc;
 
     sql = NULL;

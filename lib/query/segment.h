@@ -132,6 +132,10 @@ void segmentSchemaFree(segmentSchema *s);
 /* The index of the column named name (ignoring case, as SQLite does), or
  * -1. */
 int segmentSchemaFind(const segmentSchema *s, const char *name);
+/* "CREATE TABLE table("col" DECL, …)" for the schema's columns, with
+ * their declared types in `rows` (sqlite3_free); NULL for want of
+ * memory. */
+char *segmentSchemaTableSql(const segmentSchema *s, const char *table);
 
 /* One value of a row, as an input gives it; the writer converts it to the
  * column's type.  Text and blob bytes are borrowed (p, n) for the call; p

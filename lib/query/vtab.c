@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "catalog/names.h"
+#include "core/config.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
 #include "query/prefetch.h"
@@ -131,13 +132,7 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
         *pzErr = sqlite3_mprintf("%s.%s: %s", ns, name, err.msg);
         return SQLITE_ERROR;
     }
-    sqlite3_str *decl = sqlite3_str_new(db);
-    sqlite3_str_appendall(decl, "CREATE TABLE x(");
-    for (int i = 0; i < cols->ncols; i++)
-        sqlite3_str_appendf(decl, "%s\"%w\" %s", i ? ", " : "", cols->cols[i].name,
-                            lakeTypeDecl(cols->cols[i].type));
-    sqlite3_str_appendall(decl, ")");
-    char *sql = sqlite3_str_finish(decl);
+    char *sql = segmentSchemaTableSql(cols, "x");
     int rc = sql ? sqlite3_declare_vtab(db, sql) : SQLITE_NOMEM;
     sqlite3_free(sql);
     queryTable *t = rc == SQLITE_OK ? sqlite3_malloc(sizeof *t) : NULL;
@@ -658,9 +653,8 @@ int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err) {
     ctx->no_pushdown = off && *off && strcmp(off, "0") != 0;
     ctx->db = db;
     if (threads && *threads) {
-        char *end;
-        long n = strtol(threads, &end, 10);
-        if (*end || end == threads || n < 1 || n > QUERY_THREADS_MAX)
+        long long n;
+        if (configWholeIn(threads, 1, QUERY_THREADS_MAX, &n))
             return errSet(err, LAKE_ECONFIG, "LAKE_QUERY_THREADS: '%s' is not a whole number from 1 to %d", threads,
                           QUERY_THREADS_MAX);
         ctx->threads = (int)n;
@@ -704,6 +698,13 @@ static const char *ident(const char *p, char *id, size_t size) {
     return p + k;
 }
 
+/* The table NS.T the statements declared, or NULL. */
+static queryTable *declared(queryContext *ctx, const char *ns, const char *name) {
+    queryTable *t = ctx->tables;
+    while (t && !(sqlite3_stricmp(t->ns, ns) == 0 && sqlite3_stricmp(t->name, name) == 0)) t = t->next;
+    return t;
+}
+
 int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const char **end, lakeError *err) {
     *rewritten = NULL;
     if (ctx->no_pushdown) return 0;
@@ -721,8 +722,7 @@ int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const c
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
     if (*p == ';') p++;
     else if (*p) return 0;
-    queryTable *t = ctx->tables;
-    while (t && !(sqlite3_stricmp(t->ns, ns) == 0 && sqlite3_stricmp(t->name, name) == 0)) t = t->next;
+    queryTable *t = declared(ctx, ns, name);
     if (!t) return 0; /* not a lake table: SQLite answers */
     if (pin(t) != SQLITE_OK) {
         if (!ctx->err.code) errSet(&ctx->err, LAKE_EFAIL, "%s.%s: out of memory", t->ns, t->name);
@@ -751,17 +751,16 @@ int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const c
 }
 
 const segmentSchema *queryTableColumns(queryContext *ctx, const char *ns, const char *name) {
-    for (queryTable *t = ctx->tables; t; t = t->next)
-        if (sqlite3_stricmp(t->ns, ns) == 0 && sqlite3_stricmp(t->name, name) == 0) return t->cols;
-    return NULL;
+    queryTable *t = declared(ctx, ns, name);
+    return t ? t->cols : NULL;
 }
 
-int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const char *probe, cJSON **kept,
-                      const char **schema, int64_t *version, lakeError *err) {
-    queryTable *t = ctx->tables;
+int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const char *probe,
+                      const cJSON ***kept, int *nkept, const char **schema, int64_t *version, lakeError *err) {
+    queryTable *t = declared(ctx, ns, name);
     sqlite3_stmt *st = NULL;
     *kept = NULL;
-    while (t && !(sqlite3_stricmp(t->ns, ns) == 0 && sqlite3_stricmp(t->name, name) == 0)) t = t->next;
+    *nkept = 0;
     if (!t || sqlite3_prepare_v2(ctx->db, probe, -1, &st, NULL) != SQLITE_OK) {
         sqlite3_finalize(st);
         return 0;
@@ -778,16 +777,9 @@ int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const
         else errSet(err, LAKE_EFAIL, "%s.%s: %s", ns, name, sqlite3_errmsg(ctx->db));
         return err->code;
     }
-    if (!(*kept = cJSON_CreateArray())) return errSet(err, LAKE_EFAIL, "out of memory");
-    for (int i = 0; i < t->nseg; i++) {
-        cJSON *g = t->marked && t->marked[i] ? cJSON_Duplicate(t->segv[i], 1) : NULL;
-        if (t->marked && t->marked[i] && !cJSON_AddItemToArray(*kept, g)) {
-            cJSON_Delete(g);
-            cJSON_Delete(*kept);
-            *kept = NULL;
-            return errSet(err, LAKE_EFAIL, "out of memory");
-        }
-    }
+    if (!(*kept = malloc(sizeof **kept * (size_t)(t->nseg + 1)))) return errSet(err, LAKE_EFAIL, "out of memory");
+    for (int i = 0; i < t->nseg; i++)
+        if (t->marked && t->marked[i]) (*kept)[(*nkept)++] = t->segv[i];
     free(t->marked);
     t->marked = NULL;
     *schema = t->schema;

@@ -97,13 +97,15 @@ const segmentSchema *queryTableColumns(queryContext *ctx, const char *ns, const 
 
 /* The segments a scan of NS.T keeps for probe, a statement that reads
  * only NS.T: probe is run with scans that read nothing (the table is
- * pinned, and stays pinned until queryUnpin); *kept (cJSON_Delete) is an
- * array of copies of the kept segment records, in order, *schema the
- * table's schema JSON (valid while it is declared), *version the pinned
- * version.  *kept is NULL, and nothing failed, when probe does not
- * compile; a failure to resolve is the lake error. */
-int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const char *probe, struct cJSON **kept,
-                      const char **schema, int64_t *version, lakeError *err);
+ * pinned, and stays pinned until queryUnpin); *kept (free) is an array
+ * of the *nkept kept segment records, in order, which belong to the pinned
+ * registration (valid until queryUnpin), *schema the table's schema JSON
+ * (valid while it is declared), *version the pinned version.  *kept is
+ * NULL, and nothing failed, when probe does not compile; a failure to
+ * resolve is the lake error. */
+int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const char *probe,
+                      const struct cJSON ***kept, int *nkept, const char **schema, int64_t *version,
+                      lakeError *err);
 
 /* End of a statement: drop every pin so the next statement resolves
  * afresh, and the partials of a split aggregate. */

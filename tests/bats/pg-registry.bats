@@ -141,34 +141,21 @@ assert_no_password() {
 }
 
 @test "8 clients appending through both instances, one SIGKILLed mid-storm: nothing lost, versions strictly increasing" {
-  post "$A_URL" create_namespace '{"namespace":"s"}' >/dev/null
-  post "$A_URL" create_table '{"namespace":"s","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
-  local c i urls at_kill
-  for c in 1 2 3 4 5 6 7 8; do
-    if [ $((c % 2)) = 0 ]; then urls="$A_URL $B_URL"; else urls="$B_URL $A_URL"; fi
-    # (helpers/instances: a lost or refused call goes to the other instance)
-    (set -o pipefail; append_client "$urls" "$c" 8 2>"$T/client.$c.err" | cut -d' ' -f2 >"$T/versions.$c") &
-    PIDS+=($!)
-  done
+  new_table
+  local at_kill
+  # (helpers/instances: a lost or refused call goes to the other instance)
+  storm_start 8 8
   # A dies once a quarter of the appends are in
-  for i in $(seq 300); do
-    at_kill=$(post "$B_URL" resolve '{"namespace":"s","name":"t"}' | jq .version)
-    [ "$at_kill" -ge 16 ] && break
-    sleep 0.02
-  done
+  at_kill=$(wait_version "$B_URL" 16)
   kill -KILL "$A_PID"
   [ "$at_kill" -lt 56 ] || fail "the storm was nearly over ($at_kill) when A was killed"
   echo "# A killed at version $at_kill" >&3
   wait "$A_PID" 2>/dev/null || true
   A_PID=
-  for c in "${PIDS[@]}"; do wait "$c" || fail "a client failed: $(cat "$T"/client.*.err)"; done
-  PIDS=()
-  for c in 1 2 3 4 5 6 7 8; do
-    assert_equal "client $c: $(wc -l <"$T/versions.$c") answers" "client $c: 8 answers"
-    sort -n -c -u "$T/versions.$c" 2>/dev/null || fail "client $c: versions not strictly increasing: $(paste -sd, "$T/versions.$c")"
-  done
+  storm_wait
+  storm_check 8 8
   # every version 1..64 acknowledged exactly once, and the registry agrees
-  assert_equal "$(cat "$T"/versions.* | sort -n | paste -sd,)" "$(seq -s, 1 64)"
+  assert_equal "$(cut -d' ' -f2 "$T"/versions.* | sort -n | paste -sd,)" "$(seq -s, 1 64)"
   run post "$B_URL" resolve '{"namespace":"s","name":"t"}'
   assert_success
   assert_equal "$(jq '[.version, (.segments | length), ([.segments[].location] | unique | length)]' -c <<<"$output")" '[64,64,64]'

@@ -242,6 +242,9 @@ segment_file() { compgen -G "$T/tmp/lake-segments-*/segment-*" >/dev/null; }
   TMPDIR="$T/tmp" LAKE_TRACE=1 LAKE_QUERY_THREADS=3 start_bg /dev/null "$T/out" "$T/err" lake-query -c \
     "SELECT n % 2, count(*), sum(length(hex(randomblob(100000)))) FROM t.slow GROUP BY 1"
   wait_for grep -q "trace: query scan t.slow" "$T/err"
+  # split: the scan line comes from the row-by-row path too; only the
+  # split one reads on threads (this one and two workers)
+  wait_for test "$(ls "/proc/$BG/task" | wc -l)" -ge 3
   kill -INT "$BG"
   wait_bg
   assert_equal "exit $status" "exit 130"

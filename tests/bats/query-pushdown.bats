@@ -210,19 +210,24 @@ cold() {
 
 # --- aggregates split by segment -------------------------------------------
 
-# each of the statements in "$@" gives the same output, header and types
-# (-f json) split by segment as row by row (LAKE_QUERY_NO_PUSHDOWN), and
-# was split (the trace says so)
+# same_split split|whole STATEMENT…: each statement gives the same output,
+# header and types (-f json) as row by row (LAKE_QUERY_NO_PUSHDOWN), and
+# was split by segment (split) or was not (whole), as the trace says
 same_split() {
-  local q
+  local mode=$1 q
+  shift
   for q in "$@"; do
     run --separate-stderr env LAKE_TRACE=1 lake-query -f json -c "$q"
     assert_success
-    [[ $stderr == *"trace: query aggregate p."*" segments read on "* ]] || fail "not split: $q: $stderr"
-    local split=$output
+    if [ "$mode" = split ]; then
+      [[ $stderr == *"trace: query aggregate p."*" segments read on "* ]] || fail "not split: $q: $stderr"
+    else
+      [[ $stderr != *"trace: query aggregate"* ]] || fail "split: $q"
+    fi
+    local traced=$output
     run env LAKE_QUERY_NO_PUSHDOWN=1 lake-query -f json -c "$q"
     assert_success
-    assert_equal "$split" "$output"
+    assert_equal "$traced" "$output"
   done
 }
 
@@ -242,7 +247,7 @@ same_split() {
   [[ $stderr == *"trace: query aggregate p.t: 10 segments read on 1 thread, 10 partial rows"* ]] || fail "$stderr"
   # every shape the split takes: positions, aliases, HAVING, ORDER BY, LIMIT,
   # NULL groups, no rows at all, constants and functions around aggregates
-  same_split "SELECT k % 7, count(*), sum(k), avg(k), min(name), max(name), total(k) FROM p.t GROUP BY 1" \
+  same_split split "SELECT k % 7, count(*), sum(k), avg(k), min(name), max(name), total(k) FROM p.t GROUP BY 1" \
     "SELECT s IS NULL AS nulls, count(s), min(s), max(s), avg(length(s)) FROM p.t GROUP BY nulls" \
     "SELECT substr(ts, 1, 10) AS day, count(*) AS n FROM p.t GROUP BY day HAVING count(*) > 99 ORDER BY n DESC, day LIMIT 3 OFFSET 1" \
     "SELECT s, count(*) FROM p.t WHERE k < 250 GROUP BY s ORDER BY s DESC NULLS FIRST LIMIT 4" \
@@ -278,21 +283,13 @@ same_split() {
   keyed_table 3
   lake-catalog create p.u 'k INTEGER, tag TEXT'
   printf '{"k":1,"tag":"a"}\n{"k":150,"tag":"b"}\n' | lake-query -q --import p.u
-  local q
-  for q in "SELECT count(DISTINCT k % 10) FROM p.t" \
-           "SELECT group_concat(name) FROM (SELECT name FROM p.t WHERE k < 5 ORDER BY k)" \
-           "SELECT u.tag, count(*) FROM p.t JOIN p.u u ON t.k >= u.k GROUP BY u.tag" \
-           "SELECT count(*) FROM p.t WHERE k IN (SELECT k FROM p.u)" \
-           "SELECT count(*) FROM p.t WHERE rowid > 2" \
-           "SELECT name COLLATE NOCASE, count(*) FROM p.t WHERE k < 3 GROUP BY 1" \
-           "SELECT k, count(*) OVER () FROM p.t WHERE k < 2"; do
-    run --separate-stderr env LAKE_TRACE=1 lake-query -c "$q"
-    assert_success
-    [[ $stderr != *"trace: query aggregate"* ]] || fail "split: $q"
-    local rows=$output
-    run env LAKE_QUERY_NO_PUSHDOWN=1 lake-query -c "$q"
-    assert_equal "$rows" "$output"
-  done
+  same_split whole "SELECT count(DISTINCT k % 10) FROM p.t" \
+    "SELECT group_concat(name) FROM (SELECT name FROM p.t WHERE k < 5 ORDER BY k)" \
+    "SELECT u.tag, count(*) FROM p.t JOIN p.u u ON t.k >= u.k GROUP BY u.tag" \
+    "SELECT count(*) FROM p.t WHERE k IN (SELECT k FROM p.u)" \
+    "SELECT count(*) FROM p.t WHERE rowid > 2" \
+    "SELECT name COLLATE NOCASE, count(*) FROM p.t WHERE k < 3 GROUP BY 1" \
+    "SELECT k, count(*) OVER () FROM p.t WHERE k < 2"
   # and what they answer, for two of them
   run lake-query -c "SELECT u.tag, count(*) FROM p.t JOIN p.u u ON t.k >= u.k GROUP BY u.tag"
   assert_output $'a\t299\nb\t150'
@@ -307,16 +304,27 @@ same_split() {
   run --separate-stderr lake-query -c "SELECT sum(n) FROM p.big"
   assert_failure 65
   assert_equal "$stderr" "lake-query: integer overflow"
+  # split (the trace says so), and failing the same way
+  run --separate-stderr env LAKE_TRACE=1 lake-query -c "SELECT sum(n) FROM p.big"
+  assert_failure 65
+  [[ $stderr == *"trace: query aggregate p.big"* ]] || fail "not split: $stderr"
+  assert_equal "$(untraced_stderr)" "lake-query: integer overflow"
   run --separate-stderr env LAKE_QUERY_NO_PUSHDOWN=1 lake-query -c "SELECT sum(n) FROM p.big"
   assert_failure 65
   assert_equal "$stderr" "lake-query: integer overflow"
   keyed_table 4
   stage_corrupt "$(lake-catalog resolve p.t | jq -er '.segments[2].location')"
-  rm -rf "${LAKE_CACHE_DIR:-$XDG_CACHE_HOME/lake}/segments"
-  run --separate-stderr env LAKE_QUERY_THREADS=4 lake-query -c "SELECT k % 2, count(*) FROM p.t GROUP BY 1"
+  local q="SELECT k % 2, count(*) FROM p.t GROUP BY 1" split
+  LAKE_QUERY_THREADS=4 cold -c "$q"
   assert_failure 65
   [[ $stderr == *SHA-256* ]] || fail "$stderr"
   assert_equal "$output" ""
+  split=$(untraced_stderr)
+  LAKE_QUERY_NO_PUSHDOWN=1 cold -c "$q"
+  assert_failure 65
+  [[ $stderr == *SHA-256* ]] || fail "$stderr"
+  assert_equal "$output" ""
+  assert_equal "$(untraced_stderr)" "$split"
 }
 
 # --- the property: pushdown never changes an answer ----------------------

@@ -5,9 +5,8 @@
  * Invariants: a statement is split or not without a memory error; a split
  * one names the table it was given and ends inside the text; and when
  * SQLite compiles the statement (over a.t) and the segment's statement
- * (over `rows`), as lake-query checks before it splits, it compiles the
- * merging statement too, over the partials' columns (g0…, p0…) with the
- * statement's column names.
+ * (over `rows`), as lake-query checks before it splits, the partials'
+ * table and the merging statement lake-query would run compile too.
  */
 #include <sqlite3.h>
 
@@ -52,20 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sqlite3_stmt *whole = NULL;
         if (sqlite3_prepare_v2(db, text, (int)(plan.end - text), &whole, NULL) == SQLITE_OK && whole &&
             sqlite3_column_count(whole) == plan.nitems && compiles(plan.segment)) {
-            sqlite3_str *ddl = sqlite3_str_new(NULL), *merge = sqlite3_str_new(NULL);
-            sqlite3_str_appendall(ddl, "CREATE TEMP TABLE partials(");
-            for (int g = 0; g < plan.ngroups; g++) sqlite3_str_appendf(ddl, "%sg%d", g ? ", " : "", g);
-            for (int p = 0; p < plan.npartials; p++) sqlite3_str_appendf(ddl, "%sp%d", plan.ngroups || p ? ", " : "", p);
-            sqlite3_str_appendall(ddl, ")");
-            char *create = sqlite3_str_finish(ddl);
-            FUZZ_CHECK(create && sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK, "%s", create);
-            sqlite3_str_appendall(merge, "SELECT ");
-            for (int k = 0; k < plan.nitems; k++)
-                sqlite3_str_appendf(merge, "%s%s AS \"%w\"", k ? ", " : "", plan.items[k], sqlite3_column_name(whole, k));
-            sqlite3_str_appendf(merge, " FROM partials%s", plan.tail);
-            char *sql = sqlite3_str_finish(merge);
+            char *create = aggregatePartialsTable(&plan, whole);
+            FUZZ_CHECK(create && sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK, "%s: %s", create,
+                       sqlite3_errmsg(db));
+            char *sql = aggregateMergeSql(&plan, whole);
             FUZZ_CHECK(sql && compiles(sql), "the merge does not compile: %s (for %s): %s", sql, text, sqlite3_errmsg(db));
-            sqlite3_exec(db, "DROP TABLE temp.partials", NULL, NULL, NULL);
+            sqlite3_exec(db, "DROP TABLE temp.\"" QUERY_PARTIALS "\"", NULL, NULL, NULL);
             sqlite3_free(sql);
             sqlite3_free(create);
         }

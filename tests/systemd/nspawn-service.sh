@@ -115,7 +115,8 @@ cin() {
     TERM=dumb DEBIAN_FRONTEND=noninteractive bash -c "umask 022; cd /root && $1"
 }
 
-poweroff() {
+# (not poweroff: a slip would reach the host's command)
+container_poweroff() {
   [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null || return 0
   cin 'systemctl poweroff' >/dev/null 2>&1
   for _ in $(seq 1 30); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 1; done
@@ -128,7 +129,7 @@ poweroff() {
 }
 
 cleanup() {
-  poweroff
+  container_poweroff
   if [ "${LAKE_NSPAWN_KEEP:-}" = 1 ]; then echo "# kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -269,6 +270,9 @@ check "a key that is not the certificate's: one line in the journal, retried, th
    for i in $(seq 1 40); do systemctl is-failed --quiet lake-metasrv && break; sleep 0.5; done
    systemctl is-failed lake-metasrv
    echo "NRestarts=$(systemctl show -p NRestarts --value lake-metasrv) ExecMainStatus=$(systemctl show -p ExecMainStatus --value lake-metasrv)"
+   lines=$(journalctl -u lake-metasrv -o cat | grep -c "^lake-metasrv: " || true)
+   echo "error lines: $lines"
+   [ "$lines" -ge 1 ]
    journalctl -u lake-metasrv -o cat | grep "^lake-metasrv: " | tail -1
    [ "$(systemctl show -p NRestarts --value lake-metasrv)" -ge 1 ]
    cp key.good /etc/lake/tls/key.pem; systemctl reset-failed lake-metasrv; systemctl start lake-metasrv
@@ -277,7 +281,7 @@ check "a key that is not the certificate's: one line in the journal, retried, th
 show "$out"
 
 # "now and at every boot"
-poweroff
+container_poweroff
 if boot; then
   check "after a reboot the enabled service is active and serves" \
     'for i in $(seq 1 50); do curl -s --cacert ca/ca.pem https://lake.example:7700/v1/health >/dev/null && break; sleep 0.2; done

@@ -128,7 +128,6 @@ static void failed(pgDb *p, const PGresult *res) {
     firstLine(line, sizeof line, res ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
     if (!line[0]) firstLine(line, sizeof line, PQerrorMessage(p->conn));
     snprintf(p->detail, sizeof p->detail, "postgresql %s: %s", state ? state : "-", line);
-    if (state && strcmp(state, "25006") == 0) p->drop = 1;
     if (PQstatus(p->conn) == CONNECTION_BAD || !state || strncmp(state, "08", 2) == 0 ||
         strcmp(state, "57P01") == 0 || strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0)
         p->cls = SQLC_GONE;
@@ -139,10 +138,12 @@ static void failed(pgDb *p, const PGresult *res) {
         p->cls = SQLC_CONSTRAINT;
     else if (strcmp(state, "53100") == 0)
         p->cls = SQLC_FULL;
-    else if (strcmp(state, "25006") == 0) /* read_only_sql_transaction */
+    else if (strcmp(state, "25006") == 0) { /* read_only_sql_transaction: made again before the next */
         p->cls = SQLC_READONLY;
-    else
+        p->drop = 1;
+    } else {
         p->cls = SQLC_OTHER;
+    }
 }
 
 static void quiet(void *arg, const char *message) {

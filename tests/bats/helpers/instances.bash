@@ -8,8 +8,12 @@
 #                          sets A_PID A_URL B_PID B_URL, PIDS=() (the
 #                          test's own background processes), exports the
 #                          client's token and CA
-#   instances_stop         SIGKILL to A, B and every PIDS, waited for
+#   instances_stop         SIGKILL to A, B and every PIDS, waited for; the
+#                          error lines of their logs gathered
+#                          (metasrv_gather_errors)
 #   post URL ACTION BODY   one action as ADMIN; prints the answer, fails on non-200
+#   new_table              namespace s and table s.t (a INTEGER), through A
+#   version_of URL         the current version of s.t through URL
 #   append_client "URL…" C COUNT [SECONDS]
 #                          client C: COUNT appends to s.t, each a new
 #                          segment (file://$SRV/stage/tables/s/cC-N); prints
@@ -20,6 +24,17 @@
 #                          was, which the registry answers with the version
 #                          that committed it; a conflict is retried against
 #                          the current version.
+#   storm_start CLIENTS EACH
+#                          CLIENTS append_clients at once in the background,
+#                          EACH appends each, the even ones through A then
+#                          B, the odd ones through B then A; client C's
+#                          lines in $T/versions.C, its errors in
+#                          $T/client.C.err, its PID in PIDS
+#   storm_wait             every PIDS waited for, each must succeed; PIDS=()
+#   storm_check CLIENTS EACH  each client was told of EACH appends, at
+#                          strictly increasing versions
+#   wait_version URL MIN   until s.t is at version MIN or more through URL
+#                          (300 tries, 20 ms apart); prints the last one seen
 
 instances_start() {
   metasrv_init "$SRV"
@@ -40,6 +55,7 @@ instances_stop() {
     if [ -n "$p" ]; then kill -KILL "$p" 2>/dev/null || true; fi
   done
   wait 2>/dev/null || true
+  metasrv_gather_errors
 }
 
 post() {
@@ -78,4 +94,47 @@ append_client() {
       esac
     done
   done
+}
+
+new_table() {
+  post "$A_URL" create_namespace '{"namespace":"s"}' >/dev/null
+  post "$A_URL" create_table '{"namespace":"s","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
+}
+
+version_of() {
+  post "$1" resolve '{"namespace":"s","name":"t"}' | jq .version
+}
+
+storm_start() {
+  local c urls
+  for c in $(seq "$1"); do
+    if [ $((c % 2)) = 0 ]; then urls="$A_URL $B_URL"; else urls="$B_URL $A_URL"; fi
+    append_client "$urls" "$c" "$2" >"$T/versions.$c" 2>"$T/client.$c.err" &
+    PIDS+=($!)
+  done
+}
+
+storm_wait() {
+  local p
+  for p in "${PIDS[@]}"; do wait "$p" || fail "a client failed: $(cat "$T"/client.*.err)"; done
+  PIDS=()
+}
+
+storm_check() {
+  local c
+  for c in $(seq "$1"); do
+    assert_equal "client $c: $(wc -l <"$T/versions.$c") answers" "client $c: $2 answers"
+    cut -d' ' -f2 "$T/versions.$c" | sort -n -c -u 2>/dev/null ||
+      fail "client $c: versions not strictly increasing: $(cut -d' ' -f2 "$T/versions.$c" | paste -sd,)"
+  done
+}
+
+wait_version() {
+  local v
+  for _ in $(seq 300); do
+    v=$(version_of "$1")
+    [ "$v" -ge "$2" ] 2>/dev/null && break
+    sleep 0.02
+  done
+  printf '%s\n' "$v"
 }

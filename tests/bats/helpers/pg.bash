@@ -22,6 +22,9 @@
 # Functions return non-zero rather than calling bats' fail, so tests/run
 # can use them too.
 
+# shellcheck source=ports.bash
+source "$(dirname "${BASH_SOURCE[0]}")/ports.bash"
+
 pg_bindir() {
   local d
   for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V -r); do
@@ -121,7 +124,7 @@ pg_fresh_url() {
 #   pgp_promote NODE     pg_ctl promote -w; NODE is the primary from now;
 #                        with no standby left, its synchronous_standby_names
 #                        is cleared (ALTER SYSTEM) so that commits do not
-#                        wait for one (PGP_KEEP_SYNC=1 keeps it)
+#                        wait for one
 #   pgp_rejoin NODE      a dead NODE back as the standby of the primary:
 #                        pg_rewind (it winds back what the old timeline
 #                        wrote after the fork), started, streaming, and the
@@ -129,7 +132,12 @@ pg_fresh_url() {
 #   pgp_halt NODE / pgp_resume NODE   pg_ctl stop -m immediate / start
 #   pgp_heal             whatever is down rejoins; waits for a streaming,
 #                        synchronous standby
-#   pgp_wait_sync        until the primary has a synchronous standby
+#   pgp_set NODE NAME VALUE|RESET   ALTER SYSTEM SET NAME = VALUE (VALUE
+#                        as SQL: quote a string) or RESET NAME, then
+#                        pg_reload_conf()
+#   pgp_createdb NAME    a new empty database, replayed on the standby
+#   pgp_wait_sync STATE  until the primary has a streaming standby in
+#                        sync_state STATE (sync: a synchronous one; async)
 #   pgp_wait_replayed SQL VALUE [DB]  until SQL answers VALUE on the standby
 
 pgp_node_port() { if [ "$1" = a ]; then echo "$PGP_PORT_A"; else echo "$PGP_PORT_B"; fi; }
@@ -137,12 +145,14 @@ pgp_other() { if [ "$1" = a ]; then echo b; else echo a; fi; }
 pgp_primary() { cat "$PGP_DIR/primary"; }
 pgp_standby() { pgp_other "$(pgp_primary)"; }
 
-pgp_free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 pgp_sql() {
   psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$(pgp_node_port "$1")" -U lake -d "$2" -c "$3"
+}
+
+pgp_set() {
+  local sql="ALTER SYSTEM SET $2 = $3"
+  [ "$3" != RESET ] || sql="ALTER SYSTEM RESET $2"
+  pgp_sql "$1" postgres "$sql" >/dev/null && pgp_sql "$1" postgres "SELECT pg_reload_conf()" >/dev/null
 }
 
 pgp_url() {
@@ -199,7 +209,7 @@ pgp_running() {
 pgp_start() {
   PG_BIN=$(pg_bindir) || return 1
   PGP_DIR=$(mktemp -d /tmp/lake-pgpair.XXXXXX) || return 1
-  PGP_PORT_A=$(pgp_free_port) && PGP_PORT_B=$(pgp_free_port) || return 1
+  read -r PGP_PORT_A PGP_PORT_B < <(free_port 2) && [ -n "$PGP_PORT_B" ] || return 1
   export PG_BIN PGP_DIR PGP_PORT_A PGP_PORT_B
   mkdir -p "$PGP_DIR/a" "$PGP_DIR/b"
   [ "$(id -u)" = 0 ] && chown -R nobody "$PGP_DIR"
@@ -209,12 +219,10 @@ pgp_start() {
   echo a >"$PGP_DIR/primary"
   pgp_resume a || return 1
   # no standby yet: the base backup's own commits must not wait for one
-  pgp_sql a postgres "ALTER SYSTEM SET synchronous_standby_names = ''" >/dev/null &&
-    pgp_sql a postgres "SELECT pg_reload_conf()" >/dev/null || return 1
+  pgp_set a synchronous_standby_names "''" || return 1
   pgp_basebackup b || return 1
-  pgp_sql a postgres "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null &&
-    pgp_sql a postgres "SELECT pg_reload_conf()" >/dev/null || return 1
-  pgp_wait_sync
+  pgp_set a synchronous_standby_names RESET || return 1
+  pgp_wait_sync sync
 }
 
 # pgp_basebackup NODE: NODE's data made afresh from the primary, started as its standby
@@ -251,9 +259,7 @@ pgp_crash() {
 pgp_promote() {
   pg_as "$PG_BIN/pg_ctl" -D "$PGP_DIR/$1/data" -w -t 60 promote >/dev/null 2>&1 || return 1
   echo "$1" >"$PGP_DIR/primary"
-  [ "${PGP_KEEP_SYNC:-0}" = 1 ] && return 0
-  pgp_sql "$1" postgres "ALTER SYSTEM SET synchronous_standby_names = ''" >/dev/null &&
-    pgp_sql "$1" postgres "SELECT pg_reload_conf()" >/dev/null
+  pgp_set "$1" synchronous_standby_names "''"
 }
 
 pgp_rejoin() {
@@ -275,21 +281,28 @@ pgp_rejoin() {
     cat '$PGP_DIR/$node/auto' >'$PGP_DIR/$node/data/postgresql.auto.conf'" || return 1
   pgp_own_conf "$node" || return 1
   pgp_resume "$node" || return 1
-  pgp_sql "$primary" postgres "ALTER SYSTEM RESET synchronous_standby_names" >/dev/null &&
-    pgp_sql "$primary" postgres "SELECT pg_reload_conf()" >/dev/null || return 1
-  pgp_wait_sync
+  pgp_set "$primary" synchronous_standby_names RESET || return 1
+  pgp_wait_sync sync
 }
 
 pgp_wait_sync() {
-  local primary
+  local primary state=$1
   primary=$(pgp_primary)
   for _ in $(seq 600); do
-    [ "$(pgp_sql "$primary" postgres "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = 'sync'" 2>/dev/null)" = 1 ] &&
+    [ "$(pgp_sql "$primary" postgres "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = '$state'" 2>/dev/null)" = 1 ] &&
       return 0
     sleep 0.05
   done
-  echo "pg.bash: no synchronous standby of $primary after 30 s" >&2
+  echo "pg.bash: no streaming standby of $primary in sync_state $state after 30 s" >&2
   return 1
+}
+
+# libpq tries the next host of a URL when one refuses to connect or takes
+# no writes, not when one says "no such database": the standby, first in
+# the URL after a failover, must have replayed the creation
+pgp_createdb() {
+  pgp_sql "$(pgp_primary)" postgres "CREATE DATABASE $1" >/dev/null &&
+    pgp_wait_replayed "SELECT count(*) FROM pg_database WHERE datname = '$1'" 1
 }
 
 # pgp_wait_replayed SQL VALUE [DB]: until SQL answers VALUE on the standby (10 s)
@@ -310,8 +323,7 @@ pgp_heal() {
   pgp_running "$primary" || pgp_resume "$primary" || return 1
   # a primary fenced by a test takes writes again
   if [ "$(pgp_sql "$primary" postgres "SHOW default_transaction_read_only")" != off ]; then
-    pgp_sql "$primary" postgres "ALTER SYSTEM RESET default_transaction_read_only" >/dev/null &&
-      pgp_sql "$primary" postgres "SELECT pg_reload_conf()" >/dev/null || return 1
+    pgp_set "$primary" default_transaction_read_only RESET || return 1
   fi
   # a standby that is not one (a fenced old primary) goes, and rejoins
   if pgp_running "$standby" && [ "$(pgp_sql "$standby" postgres "SELECT pg_is_in_recovery()")" != t ]; then
@@ -320,7 +332,7 @@ pgp_heal() {
   if ! pgp_running "$standby"; then
     pgp_rejoin "$standby" || return 1
   fi
-  pgp_wait_sync
+  pgp_wait_sync sync
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = run ]; then

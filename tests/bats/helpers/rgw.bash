@@ -29,16 +29,13 @@
 
 # shellcheck source=s3common.bash
 source "$LAKE_SRC/tests/bats/helpers/s3common.bash"
+# shellcheck source=ports.bash
+source "$LAKE_SRC/tests/bats/helpers/ports.bash"
 
 RGW_NAME=lake
 RGW_ACCESS_KEY=LAKETESTACCESSKEY
 RGW_SECRET_KEY=lake-test-secret-key-0123456789abcdef
 S3_PIDS=
-
-# A free TCP port on loopback (the kernel's choice, released at once).
-_rgw_free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
 
 # Process PID runs (a zombie, dead but not yet reaped by its parent, does not).
 _rgw_alive() {
@@ -175,7 +172,7 @@ _rgw_radosgw() {
 # One attempt at starting the cluster in the empty directory $RGW_DIR.
 _rgw_try_start() {
   local d=$RGW_DIR conf=$RGW_DIR/ceph.conf uuid
-  RGW_MON_PORT=$(_rgw_free_port) && RGW_PORT=$(_rgw_free_port) || return 1
+  read -r RGW_MON_PORT RGW_PORT < <(free_port 2) && [ -n "$RGW_PORT" ] || return 1
   mkdir -p "$d/run" "$d/crash" "$d/tmp" "$d/mon.a" "$d/osd.0" "$d/rgw" && : >"$d/pids"
   _rgw_conf
   # shellcheck disable=SC2015 # the || branch is for a failure of any step, as meant
