@@ -179,13 +179,29 @@ static int printJson(cJSON *j, lakeError *err) {
     return rc;
 }
 
+static int deniedList(lakeError *err);
+static int printTables(run *r, const cacheEntry *e, size_t n, const char *ns, lakeError *err);
+
 static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     const cacheEntry *e;
     size_t n;
     const char *ns = nargs ? args[0] : NULL;
     if (ns && !nameIsValid(ns)) cliUsageError(&spec, "%s: not a valid namespace name", ns);
     int rc = cacheDirectory(r->cache, &e, &n, err);
+    int resolved = 0; /* a principal denied the directory, --offline: what it resolved here */
+    if (rc && r->offline && ((err->status && strcmp(err->status, "permission_denied") == 0) || rc == LAKE_EUNAVAIL)) {
+        lakeError e2 = {0};
+        if (cacheResolvedTables(r->cache, &e, &n, &e2) == 0 && (n > 0 || rc == LAKE_EPERM)) {
+            errClear(err);
+            rc = 0;
+            resolved = 1;
+            logWarn("this principal may not list the whole catalog; these are the tables it resolved on this host");
+        }
+    } else if (rc && err->status && strcmp(err->status, "permission_denied") == 0) {
+        return deniedList(err);
+    }
     if (rc) return rc;
+    if (resolved) return printTables(r, e, n, ns, err);
     if (ns && !cacheHasNamespace(r->cache, ns) && !r->offline) {
         /* created elsewhere since? ask once */
         if ((rc = cacheRefresh(r->cache, 0, err)) || (rc = cacheDirectory(r->cache, &e, &n, err)))
@@ -193,6 +209,24 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     }
     if (ns && !cacheHasNamespace(r->cache, ns))
         return errSet(err, LAKE_ENOINPUT, "%s: no such namespace", ns);
+    return printTables(r, e, n, ns, err);
+}
+
+/* The refusal of the directory to a principal that resolves tables by
+ * name, saying what it can do instead. */
+static int deniedList(lakeError *err) {
+    char role[64] = "";
+    const char *said = strstr(err->msg, "role ");
+    if (!said || sscanf(said, "role %63[^ ] may not", role) != 1) snprintf(role, sizeof role, "?");
+    return errSetStatus(err, "permission_denied",
+                        "role %s may not list the whole catalog: name a table (lake-catalog show NS.T, "
+                        "lake-query), or see the tables resolved on this host with lake-catalog --offline list",
+                        role);
+}
+
+/* Print the tables of e[0..n) (of namespace ns when not NULL). */
+static int printTables(run *r, const cacheEntry *e, size_t n, const char *ns, lakeError *err) {
+    int rc = 0;
     cJSON *arr = r->json ? cJSON_CreateArray() : NULL;
     if (!r->json && r->header) fputs("namespace\tname\n", stdout);
     for (size_t i = 0; i < n; i++) {

@@ -25,7 +25,7 @@ static const struct {
     const char *fields; /* the request's allowed keys, space-separated */
 } actions[] = {
     {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER, "known_generation max_entries max_bytes"},
-    {"resolve", R_ALL, "namespace name version"},
+    {"resolve", R_ALL, "namespace name version known_id known_version"},
     {"append", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version segments files"},
     {"compact", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version replace segments files"},
     {"create_namespace", R_ADMIN, "namespace"},
@@ -393,8 +393,18 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         return registrySnapshot(ctx->reg, a, &bounds, ctx->allow_unmarked, answer, err);
     }
     if (strcmp(action, "resolve") == 0) {
-        if ((rc = names(req, 1, &ns, &name, err)) || (rc = integer(req, "version", -1, 0, &a, err)))
+        const char *known_id;
+        if ((rc = names(req, 1, &ns, &name, err)) || (rc = integer(req, "version", -1, 0, &a, err)) ||
+            (rc = integer(req, "known_version", -1, 0, &b, err)) || (rc = text(req, "known_id", 0, &known_id, err)))
             return rc;
+        /* a conditional resolve (DESIGN §5): the client holds known_id at
+         * known_version and asks whether that is still current */
+        if (b >= 0 || known_id) {
+            if (a >= 0 || b < 0 || !known_id)
+                return errSetStatus(err, "invalid_argument",
+                                    "resolve: known_id and known_version go together, without version");
+            return registryResolveChanged(ctx->reg, ns, name, known_id, b, answer, err);
+        }
         return registryResolve(ctx->reg, ns, name, a, answer, err);
     }
     /* no registry change: the stage's keys sign, the registry is not read */

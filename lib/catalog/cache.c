@@ -66,6 +66,21 @@ typedef struct snapshot {
     size_t n;
 } snapshot;
 
+/* A row of the points file (below): a table a principal denied the
+ * directory resolved on this host. */
+typedef struct pointRow {
+    char ns[NAME_MAX_LEN + 1], name[NAME_MAX_LEN + 1], id[64];
+    int64_t epoch, version, resolved_ms;
+} pointRow;
+
+typedef struct pointsFile {
+    int valid;
+    int64_t failed_ms; /* the source's last failure, 0 after a success */
+    char last_error[512];
+    pointRow *rows;    /* sorted by (namespace, name) */
+    size_t n;
+} pointsFile;
+
 /* A table this process knows from a resolve by name, because its
  * principal may not read the directory (role user): the directory entry
  * the callers use, and the current registration while it is fresh.  id
@@ -91,6 +106,8 @@ struct catalogCache {
     int denied;
     char denied_msg[sizeof ((lakeError *)0)->msg];
     pointTable *points;
+    pointsFile pts;       /* the points file as last read */
+    cacheEntry *pentries; /* cacheResolvedTables' answer */
     int warned;    /* about a corrupt snapshot file, once per process */
     /* Served stale: the directory, whoami, the last table's registration.
      * A statement asks the cache many times; during one outage each kind
@@ -306,6 +323,22 @@ static int entryLine(FILE *f, const cJSON *e) {
     return rc;
 }
 
+/* Write body (len bytes, freed here) and its "crc32" line as the file
+ * name of the cache directory, atomically (a temporary file, fsync,
+ * rename).  The caller holds LOCK_EX. */
+static int commitChecked(catalogCache *c, const char *name, char *body, size_t len, lakeError *err) {
+    char tail[32];
+    snprintf(tail, sizeof tail, "crc32 %08lx\n", crc32(0, (const Bytef *)body, (uInt)len));
+    atomicFile af;
+    int rc = atomicOpen(&af, c->dir, name, 1, 0600, err);
+    if (!rc && (writeAll(af.fd, body, len) < 0 || writeAll(af.fd, tail, strlen(tail)) < 0))
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "%s/%s", c->dir, name);
+    if (!rc) rc = atomicCommit(&af, err);
+    atomicAbort(&af);
+    free(body);
+    return rc;
+}
+
 /* Write the snapshot file atomically from s, with the directory taken from
  * entries (a snapshot answer's array) when not NULL, else from s.  The
  * caller holds LOCK_EX. */
@@ -345,17 +378,7 @@ static int writeSnapshot(catalogCache *c, const snapshot *s, const cJSON *entrie
         free(body);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "snapshot");
     }
-    char tail[32];
-    snprintf(tail, sizeof tail, "crc32 %08lx\n", crc32(0, (const Bytef *)body, (uInt)len));
-
-    atomicFile af;
-    int rc = atomicOpen(&af, c->dir, "snapshot", 1, 0600, err);
-    if (!rc && (writeAll(af.fd, body, len) < 0 || writeAll(af.fd, tail, strlen(tail)) < 0))
-        rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", c->path);
-    if (!rc) rc = atomicCommit(&af, err);
-    atomicAbort(&af);
-    free(body);
-    return rc;
+    return commitChecked(c, "snapshot", body, len, err);
 }
 
 /* --- opening and locking ------------------------------------------------ */
@@ -407,6 +430,8 @@ void cacheClose(catalogCache *c) {
         pointFree(p);
     }
     snapFree(&c->snap);
+    free(c->pts.rows);
+    free(c->pentries);
     for (int i = 0; i < c->nappended; i++) free(c->appended[i]);
     free(c->appended);
     if (c->lockfd >= 0) close(c->lockfd);
@@ -474,7 +499,9 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
         if (c->snap.valid) return c->opt.strict ? serveStale(c, now, err) : 0;
         return errSet(err, LAKE_EUNAVAIL, "no cached catalog for %s (offline)", sourceName(c->src));
     }
-    if (c->snap.valid && !force && !explicit && c->snap.failed_ms > c->snap.fetched_ms &&
+    /* the backoff saves a doomed call when a stale answer will do; with
+     * --strict it will not, so the source is asked */
+    if (c->snap.valid && !force && !explicit && !c->opt.strict && c->snap.failed_ms > c->snap.fetched_ms &&
         now - c->snap.failed_ms < CACHE_FAILURE_BACKOFF_MS && now >= c->snap.failed_ms)
         return serveStale(c, now, err);
 
@@ -786,9 +813,183 @@ static pointTable *pointFind(const catalogCache *c, const char *ns, const char *
     return NULL;
 }
 
-/* Remember what the source answered for ns.name: reg (borrowed), or NULL
- * for "no such table". */
-static int pointKeep(catalogCache *c, const char *ns, const char *name, const cJSON *reg, lakeError *err) {
+/* --- the tables of a principal denied the directory -----------------------
+ *
+ * A principal that may not take the snapshot (role user) resolves each
+ * table by name; the file "points" keeps for it what the snapshot keeps
+ * for the others, with the same locking, checksum and coalescing:
+ *
+ *   lake-points 1
+ *   source <name>
+ *   failed_ms <ms>          the last failure of the source, for the backoff
+ *   last_error <one line>
+ *   tables <n>
+ *   <namespace>\t<name>\t<id>\t<epoch>\t<version>\t<resolved_ms>   (sorted)
+ *   crc32 <8 hex digits: CRC-32 of every byte above>
+ *
+ * A row is a table this principal resolved on this host: its id, the
+ * lowest version this host may serve (epoch, raised by this host's
+ * appends), the current version last resolved and when (0: only a fixed
+ * version was resolved).  The registrations are the immutable files under
+ * registrations/.  Each row has its own freshness: younger than the TTL
+ * it is served with no call; older, one conditional resolve (known_id,
+ * known_version) answered not_modified or with the new registration, made
+ * by one process while the others wait on LOCK_EX and serve its result;
+ * the source down, the row's registration is served with a warning. */
+
+static void pointsFree(pointsFile *p) {
+    free(p->rows);
+    memset(p, 0, sizeof *p);
+}
+
+static void pointsPath(const catalogCache *c, char *out, size_t n) {
+    snprintf(out, n, "%s/points", c->dir);
+}
+
+static int rowCmp(const char *ns, const char *name, const pointRow *r) {
+    int cmp = strcmp(ns, r->ns);
+    return cmp ? cmp : strcmp(name, r->name);
+}
+
+/* Parse buf (len bytes, NUL-terminated at len, changed in place): 0 when it
+ * is a whole, checksummed points file. */
+static int parsePoints(pointsFile *p, char *buf, size_t len) {
+    memset(p, 0, sizeof *p);
+    if (len < 40 || buf[len - 1] != '\n') return -1;
+    char *last = buf + len - 1, hex[16];
+    while (last > buf && last[-1] != '\n') last--;
+    const char *hexp, *v, *line;
+    buf[len - 1] = '\0';
+    if (!keyed(last, "crc32", &hexp) || strlen(hexp) != 8) return -1;
+    snprintf(hex, sizeof hex, "%08lx", crc32(0, (const Bytef *)buf, (uInt)(last - buf)));
+    if (strcmp(hex, hexp) != 0) return -1;
+    char *q = buf, *end = last;
+    int64_t n;
+    if (!(line = nextLine(&q, end)) || strcmp(line, "lake-points 1") != 0) return -1;
+    if (!(line = nextLine(&q, end)) || !keyed(line, "source", &v)) return -1;
+    if (!keyedInt(&q, end, "failed_ms", &p->failed_ms)) return -1;
+    if (!(line = nextLine(&q, end)) || !keyed(line, "last_error", &v)) return -1;
+    snprintf(p->last_error, sizeof p->last_error, "%s", v);
+    if (!keyedInt(&q, end, "tables", &n) || n < 0 || n > CACHE_MAX_ENTRIES) return -1;
+    if (!(p->rows = calloc((size_t)n + 1, sizeof *p->rows))) return -1;
+    for (p->n = 0; p->n < (size_t)n; p->n++) {
+        pointRow *r = &p->rows[p->n];
+        char *l = nextLine(&q, end), *f[6];
+        int k = 0;
+        for (char *s = l; s && k < 6;) {
+            f[k++] = s;
+            char *tab = strchr(s, '\t');
+            if (!tab) break;
+            *tab = '\0';
+            s = tab + 1;
+        }
+        if (k != 6 || !nameIsValid(f[0]) || !nameIsValid(f[1]) || !idIsValid(f[2]) ||
+            !wholeNumber(f[3], &r->epoch) || !wholeNumber(f[4], &r->version) || !wholeNumber(f[5], &r->resolved_ms))
+            goto bad;
+        snprintf(r->ns, sizeof r->ns, "%s", f[0]);
+        snprintf(r->name, sizeof r->name, "%s", f[1]);
+        snprintf(r->id, sizeof r->id, "%s", f[2]);
+        /* sorted and unique, as the binary search needs */
+        if (p->n && rowCmp(r->ns, r->name, r - 1) <= 0) goto bad;
+    }
+    if (q != end) goto bad;
+    p->valid = 1;
+    return 0;
+bad:
+    pointsFree(p);
+    return -1;
+}
+
+int cachePointsCheck(const char *text, size_t len, size_t *nrows) {
+    pointsFile p;
+    char *buf = malloc(len + 1);
+    if (!buf) return -1;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    int rc = parsePoints(&p, buf, len);
+    free(buf);
+    if (rc) return -1;
+    *nrows = p.n;
+    pointsFree(&p);
+    return 0;
+}
+
+/* Read the points file into c->pts: empty when missing, corrupt (ignored,
+ * with a warning once) or too large.  The caller holds the lock, or knows
+ * that the file is only ever replaced whole. */
+static void pointsRead(catalogCache *c) {
+    pointsFree(&c->pts);
+    char path[PATH_MAX];
+    pointsPath(c, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && st.st_size <= CACHE_FILE_MAX && (buf = malloc((size_t)st.st_size + 1)) &&
+        readFull(fd, buf, (size_t)st.st_size) == st.st_size) {
+        buf[st.st_size] = '\0';
+        if (parsePoints(&c->pts, buf, (size_t)st.st_size) != 0 && !c->warned++)
+            logWarn("%s: the cache of resolved tables is corrupt; ignoring it", path);
+    }
+    free(buf);
+    close(fd);
+}
+
+/* Write c->pts atomically; the caller holds LOCK_EX. */
+static int pointsWrite(catalogCache *c, lakeError *err) {
+    char *body = NULL, *nl;
+    size_t len = 0;
+    FILE *f = open_memstream(&body, &len);
+    if (!f) return errSetErrno(err, LAKE_EFAIL, errno, "points");
+    /* one line: a message never breaks the format */
+    if ((nl = strchr(c->pts.last_error, '\n'))) *nl = '\0';
+    fprintf(f, "lake-points 1\nsource %s\nfailed_ms %lld\nlast_error %s\ntables %zu\n", sourceName(c->src),
+            (long long)c->pts.failed_ms, c->pts.last_error, c->pts.n);
+    for (size_t i = 0; i < c->pts.n; i++) {
+        const pointRow *r = &c->pts.rows[i];
+        fprintf(f, "%s\t%s\t%s\t%lld\t%lld\t%lld\n", r->ns, r->name, r->id, (long long)r->epoch,
+                (long long)r->version, (long long)r->resolved_ms);
+    }
+    if (fclose(f) != 0) {
+        free(body);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "points");
+    }
+    return commitChecked(c, "points", body, len, err);
+}
+
+/* The row of ns.name in c->pts, or NULL; with create, a new row (id
+ * empty, all zero) in its sorted place, NULL only when out of memory. */
+static pointRow *pointsRow(catalogCache *c, const char *ns, const char *name, int create) {
+    size_t lo = 0, hi = c->pts.n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int cmp = rowCmp(ns, name, &c->pts.rows[mid]);
+        if (!cmp) return &c->pts.rows[mid];
+        if (cmp < 0) hi = mid;
+        else lo = mid + 1;
+    }
+    if (!create || c->pts.n >= CACHE_MAX_ENTRIES) return NULL;
+    pointRow *rows = realloc(c->pts.rows, (c->pts.n + 1) * sizeof *rows);
+    if (!rows) return NULL;
+    c->pts.rows = rows;
+    memmove(&rows[lo + 1], &rows[lo], (c->pts.n - lo) * sizeof *rows);
+    c->pts.n++;
+    memset(&rows[lo], 0, sizeof *rows);
+    snprintf(rows[lo].ns, sizeof rows[lo].ns, "%s", ns);
+    snprintf(rows[lo].name, sizeof rows[lo].name, "%s", name);
+    return &rows[lo];
+}
+
+/* The row's current registration when this host may serve it, else NULL. */
+static cJSON *rowRegistration(const catalogCache *c, const pointRow *r) {
+    return r && r->resolved_ms && r->version >= r->epoch ? regLoad(c, r->id, r->version) : NULL;
+}
+
+
+/* Remember in this process what the source answered for ns.name: reg
+ * (borrowed), resolved at resolved_ms, or NULL for "no such table". */
+static int pointKeep(catalogCache *c, const char *ns, const char *name, const cJSON *reg, int64_t resolved_ms,
+                     lakeError *err) {
     pointTable *p = pointFind(c, ns, name);
     if (!p) {
         if (!(p = calloc(1, sizeof *p)) || !(p->ns = strdup(ns)) || !(p->name = strdup(name))) {
@@ -811,38 +1012,252 @@ static int pointKeep(catalogCache *c, const char *ns, const char *name, const cJ
         if (!(p->id = strdup(id->valuestring)) || !(p->schema = cJSON_PrintUnformatted(schema)) ||
             !(p->reg = cJSON_Duplicate(reg, 1)))
             return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
-        p->resolved_ms = nowMs();
+        p->resolved_ms = resolved_ms;
     }
     p->e = (cacheEntry){p->ns, p->name, p->id, p->schema};
     return 0;
 }
 
-/* cacheResolve for a principal denied the directory: the registration
- * this process resolved while fresh, an immutable version from the
- * registration cache, else a resolve by name. */
-static int pointResolve(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
-                        lakeError *err) {
-    pointTable *p = pointFind(c, ns, name);
-    if (p && !p->id) return errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
-    if (version < 0 && p && p->reg && nowMs() - p->resolved_ms < c->opt.ttl_s * 1000)
-        return (*reg = cJSON_Duplicate(p->reg, 1)) ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
-    if (version >= 0 && p && (*reg = regLoad(c, p->id, version))) return 0;
-    if (c->opt.offline)
-        return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
-    int rc = sourceResolve(c->src, ns, name, version, reg, err);
+/* Answer *reg (owned by the caller from here), resolved at resolved_ms,
+ * and remember it in this process. */
+static int pointServe(catalogCache *c, const char *ns, const char *name, cJSON **reg, int64_t resolved_ms,
+                      lakeError *err) {
+    int rc = pointKeep(c, ns, name, *reg, resolved_ms, err);
     if (rc) {
-        if (version < 0 && err->status && strcmp(err->status, "not_found") == 0) {
-            lakeError ignored = {0};
-            pointKeep(c, ns, name, NULL, &ignored);
-        }
-        return rc;
-    }
-    regStore(c, *reg);
-    if (version < 0 && (rc = pointKeep(c, ns, name, *reg, err))) {
         cJSON_Delete(*reg);
         *reg = NULL;
     }
     return rc;
+}
+
+/* Serve *reg, the registration of ns.name at version that this host
+ * resolved at resolved_ms, because the source could not be asked (why):
+ * 0 with a warning, once per table and process; with --strict 69, *reg
+ * freed. */
+static int serveStaleRegistration(catalogCache *c, const char *why_msg, const char *ns, const char *name,
+                                  int64_t version, int64_t resolved_ms, cJSON **reg, lakeError *err) {
+    char why[700];
+    staleReason(c, why_msg, why, sizeof why);
+    errClear(err);
+    if (c->opt.strict) {
+        cJSON_Delete(*reg);
+        *reg = NULL;
+        return errSet(err, LAKE_EUNAVAIL, "%s; the cached registration is stale (--strict)", why);
+    }
+    char table[sizeof c->warned_table];
+    snprintf(table, sizeof table, "%s.%s", ns, name);
+    if (strcmp(table, c->warned_table) != 0) {
+        logWarn("%s; serving %s.%s version %lld resolved %lld s ago", why, ns, name, (long long)version,
+                (long long)((nowMs() - resolved_ms) / 1000));
+        snprintf(c->warned_table, sizeof c->warned_table, "%s", table);
+    }
+    return 0;
+}
+
+/* pointServe of a registration the source could not refresh. */
+static int pointStale(catalogCache *c, const char *why, const char *ns, const char *name, const pointRow *r,
+                      cJSON **reg, lakeError *err) {
+    int64_t version = r->version, resolved_ms = r->resolved_ms; /* r may move */
+    int rc = serveStaleRegistration(c, why, ns, name, version, resolved_ms, reg, err);
+    return rc ? rc : pointServe(c, ns, name, reg, resolved_ms, err);
+}
+
+/* Read the points file under LOCK_SH, or unlocked after waiting
+ * CACHE_REFRESH_WAIT_MS behind a writer (the file is only ever replaced
+ * whole, so it is still one consistent file). */
+static int pointsLoad(catalogCache *c, lakeError *err) {
+    int rc = lockWait(c, LOCK_SH, CACHE_REFRESH_WAIT_MS, err);
+    if (rc > 1) return rc;
+    pointsRead(c);
+    if (rc == 0) unlock(c);
+    return 0;
+}
+
+/* Record the id of ns.name (from a resolve at a fixed version), so that
+ * its versions are found by name from now on; failures only lose that. */
+static void pointNoteId(catalogCache *c, const char *ns, const char *name, const char *id) {
+    lakeError ignored = {0};
+    if (lockFd(c->lockfd, LOCK_EX, &ignored)) return;
+    pointsRead(c);
+    pointRow *r = pointsRow(c, ns, name, 1);
+    if (r && strcmp(r->id, id) != 0) {
+        snprintf(r->id, sizeof r->id, "%s", id);
+        r->epoch = r->version = r->resolved_ms = 0;
+        pointsWrite(c, &ignored);
+    }
+    unlock(c);
+}
+
+static void pointsRemove(catalogCache *c, pointRow *r) {
+    size_t i = (size_t)(r - c->pts.rows);
+    memmove(r, r + 1, (c->pts.n - i - 1) * sizeof *r);
+    c->pts.n--;
+}
+
+/* The current registration of ns.name, expired or never resolved here:
+ * under LOCK_EX (so that processes that find it expired together make one
+ * call), the result of another process's refresh, the last registration
+ * during the backoff after a failure, or one conditional resolve. */
+static int pointRefresh(catalogCache *c, const char *ns, const char *name, cJSON **reg, lakeError *err) {
+    int64_t started = nowMs();
+    pointRow *r = pointsRow(c, ns, name, 0);
+    cJSON *have = rowRegistration(c, r);
+    int rc = lockWait(c, LOCK_EX, have ? CACHE_REFRESH_WAIT_MS : -1, err);
+    if (rc == 1) {
+        *reg = have;
+        return pointStale(c, "another process is still refreshing", ns, name, r, reg, err);
+    }
+    cJSON_Delete(have);
+    if (rc) return rc;
+    pointsRead(c);
+    r = pointsRow(c, ns, name, 0);
+    have = rowRegistration(c, r);
+    int64_t now = nowMs();
+    if (have && r->resolved_ms >= started) { /* another process asked meanwhile */
+        unlock(c);
+        *reg = have;
+        return pointServe(c, ns, name, reg, r->resolved_ms, err);
+    }
+    if (have && !c->opt.strict && c->pts.failed_ms > r->resolved_ms && now - c->pts.failed_ms < CACHE_FAILURE_BACKOFF_MS &&
+        now >= c->pts.failed_ms) {
+        unlock(c);
+        *reg = have;
+        return pointStale(c, c->pts.last_error, ns, name, r, reg, err);
+    }
+
+    char known_id[64] = "";
+    int64_t known = have ? r->version : -1;
+    if (have) snprintf(known_id, sizeof known_id, "%s", r->id);
+    cJSON *ans = NULL;
+    rc = have ? sourceResolveChanged(c->src, ns, name, known_id, known, &ans, err)
+              : sourceResolve(c->src, ns, name, -1, &ans, err);
+    now = nowMs();
+    lakeError ignored = {0};
+    if (rc) {
+        if (err->status && strcmp(err->status, "not_found") == 0) {
+            /* dropped: no longer one of this principal's tables */
+            if ((r = pointsRow(c, ns, name, 0))) {
+                pointsRemove(c, r);
+                pointsWrite(c, &ignored);
+            }
+            unlock(c);
+            cJSON_Delete(have);
+            pointKeep(c, ns, name, NULL, 0, &ignored);
+            return rc;
+        }
+        if (have && sourceOutage(err)) {
+            c->pts.failed_ms = now;
+            snprintf(c->pts.last_error, sizeof c->pts.last_error, "%s", err->msg);
+            if (pointsWrite(c, &ignored)) logWarn("%s", ignored.msg);
+            unlock(c);
+            *reg = have;
+            return pointStale(c, c->pts.last_error, ns, name, r, reg, err);
+        }
+        unlock(c);
+        cJSON_Delete(have);
+        return rc;
+    }
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(ans, "status");
+    const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
+    int64_t version;
+    char id[64];
+    int bad = !jsonWhole(cJSON_GetObjectItemCaseSensitive(ans, "version"), 0, &version) ||
+              !cJSON_IsString(aid) || !idIsValid(aid->valuestring);
+    if (!bad) snprintf(id, sizeof id, "%s", aid->valuestring);
+    if (!bad && status) /* not_modified: what this host holds is current */
+        bad = !cJSON_IsString(status) || strcmp(status->valuestring, "not_modified") != 0 || !have ||
+              strcmp(id, known_id) != 0 || version != known;
+    if (bad) {
+        unlock(c);
+        cJSON_Delete(have);
+        cJSON_Delete(ans);
+        return errSetStatus(err, "internal", "resolve %s.%s: unexpected answer", ns, name);
+    }
+    if (status) {
+        cJSON_Delete(ans);
+        ans = have;
+        have = NULL;
+    } else {
+        regStore(c, ans);
+    }
+    if ((r = pointsRow(c, ns, name, 1))) {
+        if (strcmp(r->id, id) != 0) { /* a new table under the name */
+            snprintf(r->id, sizeof r->id, "%s", id);
+            r->epoch = 0;
+        }
+        r->version = version;
+        r->resolved_ms = now;
+    }
+    c->pts.failed_ms = 0;
+    c->pts.last_error[0] = '\0';
+    if (pointsWrite(c, &ignored)) logWarn("%s", ignored.msg);
+    unlock(c);
+    cJSON_Delete(have);
+    *reg = ans;
+    return pointServe(c, ns, name, reg, now, err);
+}
+
+/* A fixed version of ns.name: immutable, so cached forever once the
+ * table's id is known here. */
+static int pointVersion(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
+                        lakeError *err) {
+    const pointRow *r = pointsRow(c, ns, name, 0);
+    if (r && (*reg = regLoad(c, r->id, version))) return 0;
+    if (c->opt.offline)
+        return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
+    int rc = sourceResolve(c->src, ns, name, version, reg, err);
+    if (rc) return rc;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(*reg, "id");
+    if (!cJSON_IsString(id) || !idIsValid(id->valuestring)) {
+        cJSON_Delete(*reg);
+        *reg = NULL;
+        return errSetStatus(err, "internal", "resolve %s.%s: the answer has no id", ns, name);
+    }
+    regStore(c, *reg);
+    pointNoteId(c, ns, name, id->valuestring);
+    return 0;
+}
+
+/* cacheResolve for a principal denied the directory (role user): what
+ * this process resolved while fresh, else the points file's row while
+ * fresh (or offline), else pointRefresh. */
+static int pointResolve(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
+                        lakeError *err) {
+    pointTable *p = pointFind(c, ns, name);
+    if (p && !p->id) return errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
+    int64_t now = nowMs();
+    if (version < 0 && p && p->reg && now - p->resolved_ms < c->opt.ttl_s * 1000 && p->resolved_ms <= now + 1000)
+        return (*reg = cJSON_Duplicate(p->reg, 1)) ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+    int rc = pointsLoad(c, err);
+    if (rc) return rc;
+    if (version >= 0) return pointVersion(c, ns, name, version, reg, err);
+    const pointRow *r = pointsRow(c, ns, name, 0);
+    if ((*reg = rowRegistration(c, r))) {
+        if (now - r->resolved_ms < c->opt.ttl_s * 1000 && r->resolved_ms <= now + 1000)
+            return pointServe(c, ns, name, reg, r->resolved_ms, err);
+        if (c->opt.offline)
+            return c->opt.strict ? pointStale(c, "not asked (--offline)", ns, name, r, reg, err)
+                                 : pointServe(c, ns, name, reg, r->resolved_ms, err);
+        cJSON_Delete(*reg);
+        *reg = NULL;
+    } else if (c->opt.offline) {
+        return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
+    }
+    return pointRefresh(c, ns, name, reg, err);
+}
+
+int cacheResolvedTables(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
+    *entries = NULL;
+    *n = 0;
+    int rc = pointsLoad(c, err);
+    if (rc) return rc;
+    free(c->pentries);
+    if (!(c->pentries = calloc(c->pts.n + 1, sizeof *c->pentries))) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+    for (size_t i = 0; i < c->pts.n; i++)
+        c->pentries[i] = (cacheEntry){c->pts.rows[i].ns, c->pts.rows[i].name, c->pts.rows[i].id, NULL};
+    *entries = c->pentries;
+    *n = c->pts.n;
+    return 0;
 }
 
 int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEntry **out, lakeError *err) {
@@ -960,22 +1375,9 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
         if (!sourceOutage(err) || !t || !t->resolved_ms || t->version < t->epoch ||
             !(*reg = regLoad(c, id, t->version)))
             return rc;
-        char why[700];
-        staleReason(c, err->msg, why, sizeof why);
-        if (c->opt.strict) {
-            cJSON_Delete(*reg);
-            *reg = NULL;
-            return errSet(err, LAKE_EUNAVAIL, "%s; the cached registration is stale (--strict)", why);
-        }
-        char table[sizeof c->warned_table];
-        snprintf(table, sizeof table, "%s.%s", ns, name);
-        if (strcmp(table, c->warned_table) != 0) {
-            logWarn("%s; serving %s.%s version %lld resolved %lld s ago", why, ns, name,
-                    (long long)t->version, (long long)((nowMs() - t->resolved_ms) / 1000));
-            snprintf(c->warned_table, sizeof c->warned_table, "%s", table);
-        }
-        errClear(err);
-        return 0;
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return serveStaleRegistration(c, why, ns, name, t->version, t->resolved_ms, reg, err);
     }
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, "version");
     const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
@@ -1003,7 +1405,15 @@ static int raiseEpoch(catalogCache *c, const char *ns, const char *name, int64_t
             p->reg = NULL;
         }
         errClear(err);
-        return 0;
+        if ((rc = lockFd(c->lockfd, LOCK_EX, err))) return rc;
+        pointsRead(c);
+        pointRow *r = pointsRow(c, ns, name, 0);
+        if (r && epoch > r->epoch) {
+            r->epoch = epoch;
+            rc = pointsWrite(c, err);
+        }
+        unlock(c);
+        return rc;
     }
     if (rc) return rc;
     const cacheEntry *e = cacheFindTable(c, ns, name);

@@ -115,6 +115,12 @@ int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err);
 int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version,
                  struct cJSON **reg, lakeError *err);
 
+/* The tables this principal resolved by name on this host (a principal
+ * denied the directory, role user: lake-catalog --offline list, and so
+ * TAB completion), sorted; schema is NULL in each.  Zero source calls;
+ * *entries stays owned by the cache until the next call. */
+int cacheResolvedTables(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err);
+
 /* Append through the source, then raise the table's epoch on this host. */
 int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expected_version,
                 const struct cJSON *segments, const struct cJSON *files, int64_t *version,
@@ -160,5 +166,10 @@ int catalogStageUrl(const lakeConfig *cfg, catalogCache *c, char **url, lakeErro
  * of its per-table states and directory entries in *ntables and *nentries;
  * -1 when the cache would ignore it.  No I/O: for tests and fuzzing. */
 int cacheSnapshotCheck(const char *text, size_t len, size_t *ntables, size_t *nentries);
+
+/* The same for the text of a points file (a principal denied the
+ * directory: the tables it resolved): 0 when the cache would trust it,
+ * whole, checksummed and sorted, with its number of rows in *nrows. */
+int cachePointsCheck(const char *text, size_t len, size_t *nrows);
 
 #endif

@@ -523,8 +523,11 @@ static int findTable(registry *r, const char *ns, const char *name, int lock, ch
     return rc;
 }
 
-int registryResolve(registry *r, const char *ns, const char *name, int64_t version,
-                    cJSON **answer, lakeError *err) {
+/* registryResolve and registryResolveChanged: the registration at version
+ * (current when < 0), or not_modified when the current version is
+ * known_version of the table known_id (known_id NULL: never). */
+static int resolveIn(registry *r, const char *ns, const char *name, int64_t version, const char *known_id,
+                     int64_t known_version, cJSON **answer, lakeError *err) {
     *answer = NULL;
     char id[64];
     int64_t current;
@@ -533,6 +536,17 @@ int registryResolve(registry *r, const char *ns, const char *name, int64_t versi
     /* one read transaction: the version and its segments agree */
     if ((rc = exec(r, r->db->dialect->begin_read, err))) return rc;
     if ((rc = findTable(r, ns, name, 0, id, &current, &schema, err))) goto out;
+    if (known_id && strcmp(id, known_id) == 0 && current == known_version) {
+        cJSON *a = cJSON_CreateObject();
+        if (!a || !cJSON_AddStringToObject(a, "status", "not_modified") || !cJSON_AddStringToObject(a, "id", id) ||
+            !cJSON_AddNumberToObject(a, "version", (double)current)) {
+            cJSON_Delete(a);
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+        } else {
+            *answer = a;
+        }
+        goto out;
+    }
     if (version < 0) version = current;
     if (version > current) {
         rc = errSetStatus(err, "not_found", "%s.%s: no version %lld (current is %lld)", ns, name,
@@ -575,6 +589,16 @@ out:
     exec(r, "COMMIT", NULL);
     free(schema);
     return rc;
+}
+
+int registryResolve(registry *r, const char *ns, const char *name, int64_t version, cJSON **answer,
+                    lakeError *err) {
+    return resolveIn(r, ns, name, version, NULL, 0, answer, err);
+}
+
+int registryResolveChanged(registry *r, const char *ns, const char *name, const char *known_id,
+                           int64_t known_version, cJSON **answer, lakeError *err) {
+    return resolveIn(r, ns, name, -1, known_id, known_version, answer, err);
 }
 
 int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes, int64_t grace,

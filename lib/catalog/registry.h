@@ -113,6 +113,13 @@ int registrySnapshot(registry *r, int64_t known_generation, const snapshotBounds
  * version. */
 int registryResolve(registry *r, const char *ns, const char *name, int64_t version,
                      struct cJSON **answer, lakeError *err);
+/* The conditional resolve of a client that holds the registration of
+ * table known_id at known_version: {"status":"not_modified","id","version"}
+ * when that is still the table's current version, else registryResolve's
+ * answer for the current version (a table dropped and created again under
+ * the name has another id, so it is answered whole). */
+int registryResolveChanged(registry *r, const char *ns, const char *name, const char *known_id,
+                           int64_t known_version, struct cJSON **answer, lakeError *err);
 
 /* append: segments [{"location","size","sha256","rows"[,"stats"]}…] (at
  * least one) and files [location…] become version expected_version + 1,

@@ -59,7 +59,9 @@ static void requestFacts(const char *action, const cJSON *req, char *buf, size_t
         snprintf(buf, n, " %s%s%s", ns->valuestring, cJSON_IsString(name) ? "." : "",
                  cJSON_IsString(name) ? name->valuestring : "");
     size_t len = strlen(buf);
-    if (ver) snprintf(buf + len, n - len, " version=%.0f", num(ver));
+    const cJSON *known_version = cJSON_GetObjectItemCaseSensitive(req, "known_version");
+    if (known_version) snprintf(buf + len, n - len, " known=%.0f", num(known_version));
+    else if (ver) snprintf(buf + len, n - len, " version=%.0f", num(ver));
     else if (exp) snprintf(buf + len, n - len, " expected=%.0f", num(exp));
 }
 
@@ -70,6 +72,8 @@ static void answerOutcome(const cJSON *ans, char *buf, size_t n) {
     const cJSON *entries = cJSON_GetObjectItemCaseSensitive(ans, "entries");
     if (cJSON_IsString(status) && strcmp(status->valuestring, "snapshot") == 0)
         snprintf(buf, n, "snapshot generation=%.0f entries=%d", num(gen), cJSON_GetArraySize(entries));
+    else if (cJSON_IsString(status) && !gen && cJSON_IsNumber(ver)) /* a conditional resolve */
+        snprintf(buf, n, "%s version=%.0f", status->valuestring, num(ver));
     else if (cJSON_IsString(status))
         snprintf(buf, n, "%s generation=%.0f", status->valuestring, num(gen));
     else if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(ans, "locations")))
@@ -136,6 +140,26 @@ int sourceResolve(catalogSource *s, const char *ns, const char *name, int64_t ve
     int rc = req ? sourceCall(s, "resolve", req, answer, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
     cJSON_Delete(req);
     return rc;
+}
+
+int sourceResolveChanged(catalogSource *s, const char *ns, const char *name, const char *known_id,
+                         int64_t known_version, cJSON **answer, lakeError *err) {
+    if (!s->unconditional) {
+        cJSON *req = namesRequest(ns, name);
+        if (!req || !cJSON_AddStringToObject(req, "known_id", known_id) ||
+            !cJSON_AddNumberToObject(req, "known_version", (double)known_version)) {
+            cJSON_Delete(req);
+            return errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+        }
+        int rc = sourceCall(s, "resolve", req, answer, err);
+        cJSON_Delete(req);
+        if (!rc || !err->status || strcmp(err->status, "invalid_argument") != 0) return rc;
+        /* a lake-metasrv older than conditional resolves refuses the
+         * fields: ask as before, and only so for the rest of the process */
+        s->unconditional = 1;
+        errClear(err);
+    }
+    return sourceResolve(s, ns, name, -1, answer, err);
 }
 
 int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t expected,

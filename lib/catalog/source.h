@@ -60,6 +60,14 @@ int sourceSnapshot(catalogSource *s, int64_t known_generation, int64_t max_entri
                    int64_t max_bytes, struct cJSON **answer, lakeError *err);
 int sourceResolve(catalogSource *s, const char *ns, const char *name, int64_t version,
                   struct cJSON **answer, lakeError *err);
+/* A conditional resolve of the current version, for a client holding the
+ * registration of table known_id at known_version: *answer is
+ * {"status":"not_modified","id","version"} when that is still current,
+ * else the whole current registration.  A source older than conditional
+ * resolves refuses the fields (invalid_argument): the call is then made
+ * as a plain resolve, and so are the rest of the process's. */
+int sourceResolveChanged(catalogSource *s, const char *ns, const char *name, const char *known_id,
+                         int64_t known_version, struct cJSON **answer, lakeError *err);
 /* segments and files are borrowed; *version gets the committed version. */
 int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
                  const struct cJSON *segments, const struct cJSON *files, int64_t *version,

@@ -20,6 +20,7 @@ struct catalogSource {
     const sourceOps *ops;
     char *name; /* for people: "local:/path" or the endpoint */
     char *key;  /* for the cache directory */
+    int unconditional; /* the source refused a conditional resolve (an older server) */
 };
 
 /* "kind-<16 hex digits of a checksum of text>" into out (40 bytes). */

@@ -9,6 +9,7 @@
 
 load helpers/common
 load helpers/source
+load helpers/background
 
 setup_file() { source_setup_file; }
 teardown_file() { source_teardown_file; }
@@ -230,29 +231,11 @@ assert_calls() {
 
 @test "30 processes started together on an expired cache make one catalog_snapshot call in all" {
   make_docs
-  local g i n=30 gun=$T/gun gunfd rc
+  local g i n=30
   g=$(cached_generation)
   export LAKE_CATALOG_TTL=2 LAKE_TRACE=1
   sleep 2.2 # past the TTL: every process finds the snapshot expired
-
-  # a starting gun: each process waits to read one line from a FIFO, then
-  # runs; the test holds the FIFO open and writes the lines all at once
-  mkfifo "$gun"
-  exec {gunfd}<>"$gun" # not fd 3: bats owns it
-  local pids=()
-  for i in $(seq $n); do
-    (
-      read -r _ <"$gun"
-      rc=0
-      lake-catalog list >"$T/out.$i" 2>"$T/err.$i" || rc=$?
-      echo $rc >"$T/rc.$i"
-    ) &
-    pids+=($!)
-  done
-  sleep 0.3
-  for i in $(seq $n); do echo go; done >&"$gunfd"
-  wait "${pids[@]}" # only these: a test server may be a child too
-  exec {gunfd}>&-
+  run_together $n lake-catalog list
 
   for i in $(seq $n); do
     assert_equal "process $i: exit $(cat "$T/rc.$i")" "process $i: exit 0"

@@ -3,7 +3,8 @@
 # lake-metasrv (issue 14, DESIGN §5):
 #   - a `user` token (may resolve and append, may not take the bulk
 #     snapshot) runs lake-put --table, lake-query --import, INSERT and
-#     SELECT by resolving the tables it names; `lake-catalog list` stays 77,
+#     SELECT by resolving the tables it names (cached per table:
+#     metasrv-user-cache.bats); `lake-catalog list` stays 77,
 #     and the refusal is remembered, not asked again by every command;
 #   - a principal that may resolve but not append (metadata-peer) is
 #     refused (77) before any object or segment is stored;
@@ -74,11 +75,16 @@ stage_files() {
   assert_output 0
   assert_equal "$(trace_count 'source catalog_snapshot')" 1
 
-  # later commands resolve by name without asking for the snapshot again
-  run --separate-stderr env LAKE_TRACE=1 lake-query -c 'SELECT count(*) FROM m.t'
+  # later commands resolve by name without asking for the snapshot again,
+  # and once the table is resolved on this host, not even for the table
+  # while it is fresh (metasrv-user-cache.bats has the rest)
+  run --separate-stderr env LAKE_TRACE=1 LAKE_CATALOG_TTL=0 lake-query -c 'SELECT count(*) FROM m.t'
   assert_equal "exit $status" "exit 0"
   assert_equal "$(trace_count 'source catalog_snapshot')" 0
   assert_equal "$(trace_count 'source resolve')" 1
+  run --separate-stderr env LAKE_TRACE=1 LAKE_CATALOG_TTL=3600 lake-query -c 'SELECT count(*) FROM m.t'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(trace_count 'source')" 0
   run --separate-stderr env LAKE_TRACE=1 lake-catalog list
   assert_equal "exit $status" "exit 77"
   assert_equal "$(trace_count 'source catalog_snapshot')" 0

@@ -1,10 +1,12 @@
 /*
- * fuzz_snapshot.c - the reader of the on-disk catalog snapshot file
- * (cacheSnapshotCheck, which parses as the cache's reader does).
+ * fuzz_snapshot.c - the readers of the on-disk catalog cache's files: the
+ * snapshot (cacheSnapshotCheck) and the points file of a principal denied
+ * the directory (cachePointsCheck), each parsing as the cache's reader does.
  *
  * Input: one control byte, then the file.  With the low bit set the
  * harness appends the file's correct "crc32" line, so the fuzzer explores
- * the parser behind the checksum instead of the checksum alone.
+ * the parser behind the checksum instead of the checksum alone; with the
+ * next bit set the file is read as a points file.
  *
  * Invariants: no crash, leak or sanitizer report; a file accepted states
  * at most CACHE_MAX_ENTRIES tables and entries; the answer depends on the
@@ -25,6 +27,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (data[0] & 1)
         len += (size_t)snprintf(file + len, 32, "crc32 %08lx\n", crc32(0, (const Bytef *)body, (uInt)len));
     size_t nt = 0, ne = 0, nt2 = 0, ne2 = 0;
+    if (data[0] & 2) {
+        int rc = cachePointsCheck(file, len, &nt);
+        FUZZ_CHECK(rc == 0 || rc == -1, "cachePointsCheck: %d", rc);
+        if (rc == 0) {
+            FUZZ_CHECK(nt <= CACHE_MAX_ENTRIES, "%zu rows", nt);
+            FUZZ_CHECK(cachePointsCheck(file, len, &nt2) == 0 && nt2 == nt, "a second parse disagrees");
+        }
+        free(file);
+        return 0;
+    }
     int rc = cacheSnapshotCheck(file, len, &nt, &ne);
     FUZZ_CHECK(rc == 0 || rc == -1, "cacheSnapshotCheck: %d", rc);
     if (rc == 0) {

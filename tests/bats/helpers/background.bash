@@ -38,3 +38,29 @@ wait_for() {
   done
   fail "timed out waiting for: $*"
 }
+
+# run_together N CMD...: N copies of CMD started at the same moment (each
+# waits on a FIFO, the starting gun, which is then fired for all at once),
+# and waited for; copy I leaves its stdout in $T/out.I, its stderr in
+# $T/err.I and its exit status in $T/rc.I.  Only these children are
+# waited for (a test server may be a child too).
+run_together() {
+  local n=$1 gun=$T/gun gunfd i pids=()
+  shift
+  mkfifo "$gun"
+  exec {gunfd}<>"$gun" # not fd 3: bats owns it
+  for i in $(seq "$n"); do
+    (
+      read -r _ <"$gun"
+      rc=0
+      "$@" >"$T/out.$i" 2>"$T/err.$i" || rc=$?
+      echo $rc >"$T/rc.$i"
+    ) &
+    pids+=($!)
+  done
+  sleep 0.3
+  for i in $(seq "$n"); do echo go; done >&"$gunfd"
+  wait "${pids[@]}"
+  exec {gunfd}>&-
+  rm -f "$gun"
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bats
+# The upgrade path of the conditional resolve (issue 25): the lake-metasrv
+# of the release before it (OLD_REV, built here from this checkout's git
+# history) and today's clients, on a registry that release wrote.
+#   - today's client meets the old server: its conditional resolve
+#     (known_id, known_version) is refused as unknown fields (400), and it
+#     resolves plainly instead, with the same answer;
+#   - the registry the old release wrote is served by today's server, and
+#     the user's cache filled through the old server is revalidated with a
+#     not_modified.
+
+load helpers/common
+load helpers/metasrv
+
+# The last revision whose resolve took no known_id / known_version.
+OLD_REV=2c8809a
+
+setup_file() {
+  local src=$BATS_FILE_TMPDIR/old-src
+  git -C "$LAKE_SRC" cat-file -e "$OLD_REV^{commit}" 2>/dev/null ||
+    skip "not a git checkout with $OLD_REV (the release this suite runs against)"
+  mkdir -p "$src"
+  git -C "$LAKE_SRC" archive "$OLD_REV" | tar -x -C "$src"
+  # the old release's server, built as that release builds it
+  make -C "$src" -j2 GIT_REV="$OLD_REV" build/bin/lake-metasrv >"$BATS_FILE_TMPDIR/old-build.log" 2>&1 ||
+    { cat "$BATS_FILE_TMPDIR/old-build.log" >&3; return 1; }
+  export OLD_METASRV=$src/build/bin/lake-metasrv
+}
+
+setup() {
+  [ -x "${OLD_METASRV:-}" ] || skip "no lake-metasrv of $OLD_REV"
+  common_setup
+  SRV=$T/srv
+  mkdir -p "$SRV"
+  metasrv_certs "$SRV"
+  umask 077
+  # the registry and the tokens, written by the old release
+  "$OLD_METASRV" init --db "$SRV/registry.db" --stage "file://$SRV/stage" >"$SRV/admin.token"
+  "$OLD_METASRV" token create --db "$SRV/registry.db" --role user --name alice >"$SRV/alice.token"
+  ADMIN=$SRV/admin.token ALICE=$SRV/alice.token
+}
+
+teardown() {
+  metasrv_stop
+  common_teardown
+}
+
+# Start the old release's lake-metasrv on $SRV (metasrv_start's way).
+old_start() {
+  local real
+  real=$(command -v lake-metasrv)
+  mkdir -p "$T/oldbin"
+  ln -sf "$OLD_METASRV" "$T/oldbin/lake-metasrv"
+  PATH=$T/oldbin:$PATH metasrv_start "$SRV" "${1:-0}"
+  [ "$(command -v lake-metasrv)" = "$real" ] || fail "PATH leaked"
+}
+
+@test "today's client and the previous release's server: the conditional resolve falls back to a plain one" {
+  old_start
+  metasrv_use "$SRV"
+  lake-catalog create-namespace m
+  lake-catalog create m.t 'id INTEGER'
+  lake-query -c 'INSERT INTO m.t VALUES (1)'
+
+  export LAKE_TOKEN_FILE=$ALICE LAKE_CATALOG_TTL=3600
+  run --separate-stderr lake-catalog resolve m.t
+  assert_clean_success
+  local reg=$output
+  assert_equal "$(jq .version <<<"$reg")" 1
+
+  run --separate-stderr env LAKE_TRACE=1 lake-catalog --max-age 0 resolve m.t
+  assert_success
+  assert_output "$reg"
+  assert_equal "$(trace_lines source)" "trace: source resolve m.t known=1 -> error invalid_argument
+trace: source resolve m.t -> version=1"
+  assert_equal "$(untraced_stderr)" ""
+  run --separate-stderr env LAKE_CATALOG_TTL=0 lake-query -c 'SELECT count(*) FROM m.t'
+  assert_clean_success
+  assert_output 1
+
+  # the same registry under today's server: revalidated, not_modified
+  local port=$METASRV_PORT
+  metasrv_stop
+  metasrv_start "$SRV" "$port"
+  run --separate-stderr env LAKE_TRACE=1 lake-catalog --max-age 0 resolve m.t
+  assert_success
+  assert_output "$reg"
+  assert_equal "$(trace_lines source)" "trace: source resolve m.t known=1 -> not_modified version=1"
+  run --separate-stderr lake-query -c "INSERT INTO m.t VALUES (2)"
+  assert_clean_success
+  run --separate-stderr lake-query -c 'SELECT count(*) FROM m.t'
+  assert_clean_success
+  assert_output 2
+}
