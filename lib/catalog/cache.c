@@ -91,6 +91,8 @@ typedef struct pointTable {
     char *ns, *name, *id, *schema;
     cJSON *reg;          /* current registration; NULL after this host appended */
     int64_t resolved_ms;
+    int asked; /* this process asked the source for reg: kept for the
+                * process's life, as the snapshot is (catalogCache.refreshed) */
 } pointTable;
 
 struct catalogCache {
@@ -1004,6 +1006,7 @@ static int pointKeep(catalogCache *c, const char *ns, const char *name, const cJ
     cJSON_Delete(p->reg);
     p->id = p->schema = NULL;
     p->reg = NULL;
+    p->asked = 0;
     if (reg) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
         const cJSON *schema = cJSON_GetObjectItemCaseSensitive(reg, "schema");
@@ -1194,7 +1197,9 @@ static int pointRefresh(catalogCache *c, const char *ns, const char *name, cJSON
     unlock(c);
     cJSON_Delete(have);
     *reg = ans;
-    return pointServe(c, ns, name, reg, now, err);
+    if ((rc = pointServe(c, ns, name, reg, now, err))) return rc;
+    pointFind(c, ns, name)->asked = 1;
+    return 0;
 }
 
 /* A fixed version of ns.name: immutable, so cached forever once the
@@ -1226,7 +1231,8 @@ static int pointResolve(catalogCache *c, const char *ns, const char *name, int64
     pointTable *p = pointFind(c, ns, name);
     if (p && !p->id) return errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
     int64_t now = nowMs();
-    if (version < 0 && p && p->reg && now - p->resolved_ms < c->opt.ttl_s * 1000 && p->resolved_ms <= now + 1000)
+    if (version < 0 && p && p->reg &&
+        (p->asked || (now - p->resolved_ms < c->opt.ttl_s * 1000 && p->resolved_ms <= now + 1000)))
         return (*reg = cJSON_Duplicate(p->reg, 1)) ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
     int rc = pointsLoad(c, err);
     if (rc) return rc;
