@@ -6,6 +6,7 @@
 
 load helpers/common
 load helpers/metasrv
+load helpers/pg
 
 setup() {
   common_setup
@@ -14,6 +15,7 @@ setup() {
 
 teardown() {
   metasrv_stop
+  pair_stop
   common_teardown
 }
 
@@ -39,7 +41,8 @@ commands() {
     elif [[ $line == "$prompt "* ]]; then cmd=${line#"$prompt "}
     else continue; fi
     [[ $cmd == *\\ ]] && continue
-    bash -n <<<"$cmd" 2>/dev/null || continue
+    # (an open here-document is only a warning to bash -n)
+    [ -z "$(bash -n <<<"$cmd" 2>&1)" ] || continue
     if [ -n "$guard" ]; then
       printf '{ %s\n} || { echo failed: %q >&2; exit 1; }\n' "$cmd" "${cmd%%$'\n'*}"
     else printf '%s\n' "$cmd"; fi
@@ -247,4 +250,165 @@ make_scans() {
     fail "lake-put peaked at $put_kib KiB; the README says about $put_mib MiB"
   awk -v m="$get_kib" -v d="$get_mib" 'BEGIN { d *= 1024; exit !(m >= d * 0.85 && m <= d * 1.15) }' ||
     fail "lake-get peaked at $get_kib KiB; the README says about $get_mib MiB"
+}
+
+# --- lake-metasrv(8), Primary and standby: the page's steps, run ----------
+# Two PostgreSQL 15 servers laid out as Debian lays out a cluster (the
+# configuration in etc/ with its conf.d, the data in data/), on two
+# loopback ports, run by `nobody` when the tests run as root (initdb
+# refuses root; helpers/pg.bash); pg_ctlcluster is pg_ctl on that layout.
+# The page's lines run as written but for the names: db1 and db2 become
+# 127.0.0.1 and a port, 10.0.0.0/24 127.0.0.1/32, the Debian paths the
+# node's directories.
+
+# man_blocks PAGE REGEX: the literal blocks of the section that begins at
+# the first line matching REGEX, roff escapes undone, each after a line @@
+man_blocks() {
+  awk -v re="$2" 'f == 0 && $0 ~ re { f = 1; next }
+                  f == 1 && /^\.S[hs] / { exit }
+                  f == 1 && /^\.Bd -literal/ { f = 2; print "@@"; next }
+                  f == 2 && /^\.Ed/ { f = 1; next }
+                  f == 2 { print }' "$1" | sed -e 's/\\e/\\/g' -e 's/\\&//g'
+}
+
+pair_port() { if [ "$1" = db1 ]; then echo "$PAIR_P1"; else echo "$PAIR_P2"; fi; }
+
+# pair_init NODE: a cluster as `apt install postgresql` leaves it, running
+pair_init() {
+  local d=$PAIR/$1
+  mkdir -p "$d/etc/conf.d"
+  [ "$(id -u)" != 0 ] || chown nobody "$d"
+  pg_as "$PG_BIN/initdb" -D "$d/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
+    -E UTF8 --locale=C --no-sync >"$d/initdb.log" 2>&1 || { cat "$d/initdb.log"; return 1; }
+  mv "$d/data/postgresql.conf" "$d/data/pg_ident.conf" "$d/etc/"
+  rm "$d/data/pg_hba.conf"
+  # Debian's is `peer` for the postgres user over the socket; the page adds the rest
+  echo "local all all trust" >"$d/etc/pg_hba.conf"
+  cat >>"$d/etc/postgresql.conf" <<CONF
+data_directory = '$d/data'
+hba_file = '$d/etc/pg_hba.conf'
+ident_file = '$d/etc/pg_ident.conf'
+port = $(pair_port "$1")
+unix_socket_directories = '$d'
+listen_addresses = ''
+fsync = off
+include_dir = 'conf.d'
+CONF
+  [ "$(id -u)" != 0 ] || chown -R nobody "$d"
+  pair_run "$1" 'db1$' 'db1$ pg_ctlcluster 15 main start'
+}
+
+# pair_run NODE PROMPT TRANSCRIPT: the transcript's PROMPT commands, run on
+# NODE as its postgres user (HOME the node's directory)
+pair_run() {
+  local node=$1 d=$PAIR/$1 script=$PAIR/$1.step
+  {
+    echo 'pg_ctlcluster() {'
+    echo '  local action=$3; shift 3; [ "$action" != stop ] || set -- -m fast "$@"'
+    echo '  "$PG_BIN/pg_ctl" -D "$NODE/etc" -l "$NODE/server.log" -w -t 60 "$action" "$@" >/dev/null'
+    echo '}'
+    commands "$2" guard <<<"$3" | pair_names "$d"
+  } >"$script"
+  chmod 644 "$script"
+  pg_daemon env NODE="$d" PG_BIN="$PG_BIN" PGHOST="$d" PGPORT="$(pair_port "$node")" PGUSER=postgres \
+    HOME="$d" PGPASSFILE="$d/.pgpass" bash -o pipefail "$script" >"$d/step.out" 2>&1 ||
+    { cat "$d/step.out" "$d/server.log"; return 1; }
+}
+
+# pair_names DIR: the page's host names, network and paths, for this test
+pair_names() {
+  sed -e "s|/etc/postgresql/15/main|$1/etc|g" -e "s|/var/lib/postgresql/15/main|$1/data|g" \
+      -e "s|listen_addresses = '\*'|listen_addresses = '127.0.0.1'|" -e "s|10\.0\.0\.0/24|127.0.0.1/32|" \
+      -e "s|-h db1|-h 127.0.0.1 -p $PAIR_P1|g" -e "s|-h db2|-h 127.0.0.1 -p $PAIR_P2|g" \
+      -e "s|host=db1|host=127.0.0.1 port=$PAIR_P1|g" -e "s|host=db2|host=127.0.0.1 port=$PAIR_P2|g" \
+      -e "s|db1:5432|127.0.0.1:$PAIR_P1|g" -e "s|db2:5432|127.0.0.1:$PAIR_P2|g"
+}
+
+pair_sql() {
+  psql -X -q -At -v ON_ERROR_STOP=1 -h "$PAIR/$1" -p "$(pair_port "$1")" -U postgres -d postgres -c "$2"
+}
+
+pair_stop() {
+  [ -n "${PAIR:-}" ] && [ -d "$PAIR" ] || return 0
+  local n
+  for n in db1 db2; do
+    [ ! -f "$PAIR/$n/data/postmaster.pid" ] ||
+      pg_as "$PG_BIN/pg_ctl" -D "$PAIR/$n/data" -m immediate -w stop >/dev/null 2>&1
+  done
+  rm -rf "$PAIR"
+}
+
+# until the primary NODE has a streaming standby in sync_state STATE (30 s)
+pair_wait_sync() {
+  for _ in $(seq 600); do
+    [ "$(pair_sql "$1" "SELECT state || ' ' || sync_state FROM pg_stat_replication" 2>/dev/null)" = "streaming $2" ] &&
+      return 0
+    sleep 0.05
+  done
+  fail "$1: no streaming standby in sync_state $2: $(pair_sql "$1" "SELECT * FROM pg_stat_replication")"
+}
+
+@test "lake-metasrv(8) Primary and standby: the page's steps make a pair lake-metasrv appends through, over a failover and back" {
+  PG_BIN=$(pg_bindir) || fail "no PostgreSQL server binaries"
+  PAIR=$(mktemp -d /tmp/lake-docs-pair.XXXXXX)
+  [ "$(id -u)" != 0 ] || chown nobody "$PAIR"
+  read -r PAIR_P1 PAIR_P2 < <(free_port 2)
+  local b=() block
+  while IFS= read -r -d $'\x01' block; do b+=("$block"); done < <(
+    man_blocks "$MAN/lake-metasrv.8" '^\.Ss Primary and standby' | awk 'NR > 1 && /^@@$/ { printf "\001"; next } !/^@@$/' ; printf '\001')
+  [ "${#b[@]}" -eq 9 ] || fail "the page has ${#b[@]} blocks of steps, the test knows 9"
+  pair_init db1
+  pair_init db2
+  # 1. both servers; 2. roles and database on db1; 3. db2 a standby
+  pair_run db1 'db1$' "${b[0]}"
+  pair_run db2 'db1$' "${b[0]}"
+  pair_run db1 'db1$' "${b[1]}"
+  pair_run db2 'db2$' "${b[2]}"
+  assert_equal "$(pair_sql db2 "SELECT pg_is_in_recovery()")" t
+  pair_wait_sync db1 async
+  # 4. synchronous, on both
+  pair_run db1 'db1$' "${b[3]}"
+  pair_run db2 'db1$' "${b[3]}"
+  pair_wait_sync db1 sync
+  # 5. the registry, made as the page says; the page's serve on the same URL
+  mkdir -p "$T/srv"
+  export PGPASSFILE=$HOME/.pgpass # (libpq looks up the home directory, not $HOME)
+  commands 'meta$' guard <<<"${b[4]}" | pair_names "$T" | sed "s|s3://acme-lake/stage|file://$T/srv/stage|" >"$T/init.sh"
+  (cd "$T/srv" && bash -o pipefail "$T/init.sh") || fail "step 5 failed: $(cat "$T/init.sh")"
+  local url serve
+  url=$(grep -o "'postgresql://[^']*'" "$T/init.sh" | tr -d "'")
+  [[ $url == "postgresql://lake@127.0.0.1:$PAIR_P1,127.0.0.1:$PAIR_P2/lake?target_session_attrs=read-write" ]] ||
+    fail "not the multi-host URL: $url"
+  serve=$(commands 'meta$' <<<"${b[5]}" | pair_names "$T")
+  [[ $serve == "lake-metasrv serve "*"--registry"*"'$url'" ]] || fail "serve is not on init's URL: $serve"
+  printf '%s\n' "$url" >"$T/srv/registry.url"
+  metasrv_certs "$T/srv"
+  # one pooled connection: once /v1/health answers ok after the failover, it is to db2
+  metasrv_start "$T/srv" 0 --pool 1
+  metasrv_use
+  lake-catalog create-namespace d
+  lake-catalog create d.t 'a INTEGER'
+  echo '{"a":1}' | lake-query -q --import d.t
+  # 6. db1 dies; db2, promoted, would make every append wait without the page's second line
+  pg_as "$PG_BIN/pg_ctl" -D "$PAIR/db1/etc" -m immediate -w stop >/dev/null
+  assert_equal "$(pair_sql db2 "SHOW synchronous_standby_names")" '*'
+  pair_run db2 'db2$' "${b[6]}"
+  assert_equal "$(pair_sql db2 "SELECT pg_is_in_recovery()")/$(pair_sql db2 "SHOW synchronous_standby_names")" f/
+  local i
+  for i in $(seq 200); do
+    [ "$(curl -sS --cacert "$T/srv/cert.pem" "$METASRV_URL/v1/health" | jq -r .registry)" = ok ] && break
+    sleep 0.1
+  done
+  echo '{"a":2}' | lake-query -q --import d.t
+  assert_equal "$(lake-catalog resolve d.t | jq .version)" 2
+  # 7. db1 rewound, started as db2's standby only then; db2 synchronous again
+  pair_run db1 'db1$' "${b[7]}"
+  assert_file_exist "$PAIR/db1/data/standby.signal"
+  assert_equal "$(pair_sql db1 "SELECT pg_is_in_recovery()")" t
+  pair_wait_sync db2 async
+  pair_run db2 'db2$' "${b[8]}"
+  pair_wait_sync db2 sync
+  echo '{"a":3}' | lake-query -q --import d.t
+  run lake-query -c "SELECT group_concat(a) FROM (SELECT a FROM d.t ORDER BY a)"
+  assert_output 1,2,3
 }
