@@ -16,6 +16,7 @@ setup() {
 teardown() {
   metasrv_stop
   pair_stop
+  trial_stop
   common_teardown
 }
 
@@ -74,6 +75,31 @@ commands() {
   run grep -n -i -E "not supported yet|still refuse|server; only$|not supported by this version" \
     "$MAN"/lake-put.1 "$MAN"/lake-get.1 "$MAN"/lake.conf.5
   assert_failure 1
+}
+
+@test "an S3 stage: init needs no AWS_*, keyless clients need the keys (and a non-AWS endpoint) on the server only, and no page says otherwise" {
+  metasrv_certs "$T/srv"
+  umask 077
+  run --separate-stderr env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_REGION \
+    -u AWS_DEFAULT_REGION -u AWS_ENDPOINT_URL_S3 -u AWS_ENDPOINT_URL \
+    lake-metasrv init --db "$T/srv/registry.db" --stage s3://acme-lake/stage
+  assert_success
+  assert_equal "$stderr" ""
+  printf '%s\n' "$output" >"$T/srv/admin.token"
+  metasrv_start
+  metasrv_use
+  run --separate-stderr lake-catalog whoami
+  assert_line stage=s3://acme-lake/stage
+  # the sentences that said every client brings keys, or init needs them
+  run grep -n -i -E "needs this host's own AWS|brings its own AWS|never needs S3|each client brings its own|needs the AWS variables" \
+    "$MAN"/*.[1-8] "${LAKE_SRC:-$BATS_TEST_DIRNAME/../..}/README.md"
+  assert_failure 1
+  # a store that is not AWS needs its endpoint where the keys are: the page's
+  # keyless example and the packaged metasrv.conf name it
+  run man_block "$MAN/lake-metasrv.8" '^\.Ss Keyless clients'
+  assert_output --partial "AWS_ENDPOINT_URL_S3="
+  run grep -x '#AWS_ENDPOINT_URL_S3=https://[^ ]*' "${LAKE_SRC:-$BATS_TEST_DIRNAME/../..}/debian/metasrv.conf"
+  assert_success
 }
 
 @test "lake-metasrv token create: an active name is refused, a revoked one is issued again with the new token and role" {
@@ -411,4 +437,60 @@ pair_wait_sync() {
   echo '{"a":3}' | lake-query -q --import d.t
   run lake-query -c "SELECT group_concat(a) FROM (SELECT a FROM d.t ORDER BY a)"
   assert_output 1,2,3
+}
+
+# --- lake(7), Try the shared deployment: the page's steps, run -------------
+# In $T/trial, on free ports instead of the page's 3300, 7480 and 7700; the
+# daemons write their PIDs under run/, as the page says, and are killed by
+# them whatever happens.
+trial_stop() {
+  [ -n "${TRIAL:-}" ] && [ -d "$TRIAL/run" ] || return 0
+  local f
+  for f in "$TRIAL"/run/*.pid; do
+    [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+  done
+  return 0
+}
+
+@test "lake(7) Try the shared deployment: radosgw, a bucket, a server holding the keys and a keyless client, as the page says" {
+  command -v radosgw >/dev/null || skip "radosgw is not installed (make deps)"
+  TRIAL=$T/trial
+  mkdir "$TRIAL"
+  local mon rgw meta b=() block
+  read -r mon rgw meta < <(free_port 3)
+  while IFS= read -r -d $'\x01' block; do b+=("$block"); done < <(
+    man_blocks "$MAN/lake.7" '^\.Ss Try the shared deployment' | awk 'NR > 1 && /^@@$/ { printf "\001"; next } !/^@@$/'
+    printf '\001')
+  [ "${#b[@]}" -eq 2 ] || fail "the page has ${#b[@]} blocks, the test knows 2"
+  {
+    commands '#' guard <<<"${b[0]}"
+    # the certificate as lake-metasrv(8) makes it
+    man_block "$MAN/lake-metasrv.8" '^\.Ss TLS certificates' | commands '$' guard
+    commands '#' guard <<<"${b[1]}"
+  } | sed -e "s/\b3300\b/$mon/g" -e "s/\b7480\b/$rgw/g" -e "s/\b7700\b/$meta/g" >"$T/trial.sh"
+  grep -q '^{ radosgw-admin .* user create' "$T/trial.sh" || fail "not the page's steps: $(cat "$T/trial.sh")"
+  # every descriptor but 0, 1 and 2 closed: the daemons must not hold bats' pipes
+  (
+    for fd in /proc/"$BASHPID"/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    cd "$TRIAL" && exec timeout 300 bash "$T/trial.sh"
+  ) </dev/null >"$T/trial.out" 2>"$T/trial.err" || fail "the steps failed: $(tail -n 20 "$T/trial.err")"
+  # what the page shows the last commands print
+  assert_equal "$(tail -n 2 "$T/trial.out")" "stage=s3://lake-trial/stage
+hello"
+  # the object is in the bucket, under the stage
+  run curl -sS --fail --aws-sigv4 aws:amz:us-east-1:s3 --user LAKETRIAL:lake-trial-secret \
+    -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "http://127.0.0.1:$rgw/lake-trial?list-type=2&prefix=stage%2Ffiles%2F"
+  [[ $output == *"<KeyCount>1</KeyCount>"* ]] || fail "not one object under stage/files/: $output"
+  # and the page's way to stop it all stops it all
+  local pids p i
+  pids=$(cat "$TRIAL"/run/*.pid)
+  [ "$(wc -w <<<"$pids")" -eq 4 ] || fail "not the four daemons' PIDs: $pids"
+  (cd "$TRIAL" && grep -o 'kill $(cat run/\*.pid)' "$MAN/lake.7" | bash) || fail "the page's kill failed"
+  for p in $pids; do
+    for i in $(seq 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    ! kill -0 "$p" 2>/dev/null || fail "$p still runs"
+  done
 }
