@@ -29,6 +29,19 @@ man_block() {
                   f == 2 { print }' "$1" | sed -e 's/\\e/\\/g' -e 's/\\&//g'
 }
 
+# man_blocks PAGE REGEX: BLOCKS, the literal blocks of the section that
+# begins at the first line matching REGEX, roff escapes undone
+man_blocks() {
+  local block
+  BLOCKS=()
+  while IFS= read -r -d $'\x01' block; do BLOCKS+=("$block"); done < <(
+    awk -v re="$2" 'f == 0 && $0 ~ re { f = 1; next }
+                    f == 1 && /^\.S[hs] / { exit }
+                    f == 1 && /^\.Bd -literal/ { f = 2; next }
+                    f == 2 && /^\.Ed/ { f = 1; printf "\001"; next }
+                    f == 2 { print }' "$1" | sed -e 's/\\e/\\/g' -e 's/\\&//g')
+}
+
 # commands PROMPT [guard]: the commands of a transcript on stdin, as a
 # script: each line that starts with PROMPT and a blank begins one, the
 # lines after it belong to it until it is complete shell (a quote, a pipe
@@ -287,16 +300,6 @@ make_scans() {
 # 127.0.0.1 and a port, 10.0.0.0/24 127.0.0.1/32, the Debian paths the
 # node's directories.
 
-# man_blocks PAGE REGEX: the literal blocks of the section that begins at
-# the first line matching REGEX, roff escapes undone, each after a line @@
-man_blocks() {
-  awk -v re="$2" 'f == 0 && $0 ~ re { f = 1; next }
-                  f == 1 && /^\.S[hs] / { exit }
-                  f == 1 && /^\.Bd -literal/ { f = 2; print "@@"; next }
-                  f == 2 && /^\.Ed/ { f = 1; next }
-                  f == 2 { print }' "$1" | sed -e 's/\\e/\\/g' -e 's/\\&//g'
-}
-
 pair_port() { if [ "$1" = db1 ]; then echo "$PAIR_P1"; else echo "$PAIR_P2"; fi; }
 
 # pair_init NODE: a cluster as `apt install postgresql` leaves it, running
@@ -379,9 +382,8 @@ pair_wait_sync() {
   PAIR=$(mktemp -d /tmp/lake-docs-pair.XXXXXX)
   [ "$(id -u)" != 0 ] || chown nobody "$PAIR"
   read -r PAIR_P1 PAIR_P2 < <(free_port 2)
-  local b=() block
-  while IFS= read -r -d $'\x01' block; do b+=("$block"); done < <(
-    man_blocks "$MAN/lake-metasrv.8" '^\.Ss Primary and standby' | awk 'NR > 1 && /^@@$/ { printf "\001"; next } !/^@@$/' ; printf '\001')
+  man_blocks "$MAN/lake-metasrv.8" '^\.Ss Primary and standby'
+  local b=("${BLOCKS[@]}")
   [ "${#b[@]}" -eq 9 ] || fail "the page has ${#b[@]} blocks of steps, the test knows 9"
   pair_init db1
   pair_init db2
@@ -456,11 +458,10 @@ trial_stop() {
   command -v radosgw >/dev/null || skip "radosgw is not installed (make deps)"
   TRIAL=$T/trial
   mkdir "$TRIAL"
-  local mon rgw meta b=() block
+  local mon rgw meta
   read -r mon rgw meta < <(free_port 3)
-  while IFS= read -r -d $'\x01' block; do b+=("$block"); done < <(
-    man_blocks "$MAN/lake.7" '^\.Ss Try the shared deployment' | awk 'NR > 1 && /^@@$/ { printf "\001"; next } !/^@@$/'
-    printf '\001')
+  man_blocks "$MAN/lake.7" '^\.Ss Try the shared deployment'
+  local b=("${BLOCKS[@]}")
   [ "${#b[@]}" -eq 2 ] || fail "the page has ${#b[@]} blocks, the test knows 2"
   {
     commands '#' guard <<<"${b[0]}"
@@ -469,12 +470,9 @@ trial_stop() {
     commands '#' guard <<<"${b[1]}"
   } | sed -e "s/\b3300\b/$mon/g" -e "s/\b7480\b/$rgw/g" -e "s/\b7700\b/$meta/g" >"$T/trial.sh"
   grep -q '^{ radosgw-admin .* user create' "$T/trial.sh" || fail "not the page's steps: $(cat "$T/trial.sh")"
-  # every descriptor but 0, 1 and 2 closed: the daemons must not hold bats' pipes
+  # the daemons must not hold bats' pipes
   (
-    for fd in /proc/"$BASHPID"/fd/*; do
-      fd=${fd##*/}
-      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
-    done
+    close_inherited_fds
     cd "$TRIAL" && exec timeout 300 bash "$T/trial.sh"
   ) </dev/null >"$T/trial.out" 2>"$T/trial.err" || fail "the steps failed: $(tail -n 20 "$T/trial.err")"
   # what the page shows the last commands print
