@@ -821,8 +821,8 @@ static int readAll(aggRun *r, int64_t rows, lakeError *err) {
         *err = r->err;
         return err->code;
     }
-    traceLine("query", "aggregate %s.%s: %d segments read on %d thread%s, %lld partial rows", r->ns, r->name, r->n,
-              started + 1, started ? "s" : "", (long long)r->rows);
+    traceLine("query", "aggregate %s.%s: %d segment%s read on %d thread%s, %lld partial row%s", r->ns, r->name,
+              r->n, r->n == 1 ? "" : "s", started + 1, started ? "s" : "", (long long)r->rows, r->rows == 1 ? "" : "s");
     return 0;
 }
 

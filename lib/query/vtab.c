@@ -490,7 +490,9 @@ static int choose(queryTable *t, queryCursor *c) {
             if (ex) sqlite3_str_appendf(ex, "  pruned %5d  %s  %s\n", i, loc ? loc : "?", why);
             continue;
         }
-        if (ex) sqlite3_str_appendf(ex, "  kept   %5d  %s  %lld rows\n", i, loc ? loc : "?", (long long)rows);
+        if (ex)
+            sqlite3_str_appendf(ex, "  kept   %5d  %s  %lld row%s\n", i, loc ? loc : "?", (long long)rows,
+                                rows == 1 ? "" : "s");
         c->keep[c->nkeep++] = i;
     }
     if (trace)
@@ -498,8 +500,8 @@ static int choose(queryTable *t, queryCursor *c) {
                   t->nseg, ctx->no_pushdown ? " (pushdown off)" : "");
     if (ex) {
         char *lines = sqlite3_str_finish(ex);
-        sqlite3_str_appendf(ctx->explain, "%s.%s version %lld: %d segments, %d kept, %d pruned%s\n%s", t->ns, t->name,
-                            (long long)version, t->nseg, c->nkeep, t->nseg - c->nkeep,
+        sqlite3_str_appendf(ctx->explain, "%s.%s version %lld: %d segment%s, %d kept, %d pruned%s\n%s", t->ns,
+                            t->name, (long long)version, t->nseg, t->nseg == 1 ? "" : "s", c->nkeep, t->nseg - c->nkeep,
                             ctx->no_pushdown ? " (pushdown off)" : "", lines ? lines : "");
         sqlite3_free(lines);
         c->nkeep = 0; /* --explain reads nothing */
@@ -740,8 +742,9 @@ int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const c
     traceLine("query", "count %s.%s v%lld: %lld rows from the registration, no segment read", t->ns, t->name,
               (long long)version, (long long)total);
     if (ctx->explain)
-        sqlite3_str_appendf(ctx->explain, "%s.%s version %lld: %d segments, none read: count(*) is %lld rows "
-                            "from the registration\n", t->ns, t->name, (long long)version, t->nseg, (long long)total);
+        sqlite3_str_appendf(ctx->explain, "%s.%s version %lld: %d segment%s, none read: count(*) is %lld row%s "
+                            "from the registration\n", t->ns, t->name, (long long)version, t->nseg,
+                            t->nseg == 1 ? "" : "s", (long long)total, total == 1 ? "" : "s");
     char *col = sqlite3_mprintf("%.*s", (int)(exprEnd - expr), expr);
     *rewritten = col ? sqlite3_mprintf("SELECT %lld AS \"%w\"", (long long)total, col) : NULL;
     sqlite3_free(col);

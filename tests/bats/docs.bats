@@ -6,6 +6,7 @@
 
 load helpers/common
 load helpers/metasrv
+load helpers/pg
 
 setup() {
   common_setup
@@ -14,6 +15,8 @@ setup() {
 
 teardown() {
   metasrv_stop
+  pair_stop
+  trial_stop
   common_teardown
 }
 
@@ -24,6 +27,19 @@ man_block() {
                   f == 1 && /^\.Bd -literal/ { f = 2; next }
                   f == 2 && /^\.Ed/ { exit }
                   f == 2 { print }' "$1" | sed -e 's/\\e/\\/g' -e 's/\\&//g'
+}
+
+# man_blocks PAGE REGEX: BLOCKS, the literal blocks of the section that
+# begins at the first line matching REGEX, roff escapes undone
+man_blocks() {
+  local block
+  BLOCKS=()
+  while IFS= read -r -d $'\x01' block; do BLOCKS+=("$block"); done < <(
+    awk -v re="$2" 'f == 0 && $0 ~ re { f = 1; next }
+                    f == 1 && /^\.S[hs] / { exit }
+                    f == 1 && /^\.Bd -literal/ { f = 2; next }
+                    f == 2 && /^\.Ed/ { f = 1; printf "\001"; next }
+                    f == 2 { print }' "$1" | sed -e 's/\\e/\\/g' -e 's/\\&//g')
 }
 
 # commands PROMPT [guard]: the commands of a transcript on stdin, as a
@@ -39,7 +55,8 @@ commands() {
     elif [[ $line == "$prompt "* ]]; then cmd=${line#"$prompt "}
     else continue; fi
     [[ $cmd == *\\ ]] && continue
-    bash -n <<<"$cmd" 2>/dev/null || continue
+    # (an open here-document is only a warning to bash -n)
+    [ -z "$(bash -n <<<"$cmd" 2>&1)" ] || continue
     if [ -n "$guard" ]; then
       printf '{ %s\n} || { echo failed: %q >&2; exit 1; }\n' "$cmd" "${cmd%%$'\n'*}"
     else printf '%s\n' "$cmd"; fi
@@ -71,6 +88,31 @@ commands() {
   run grep -n -i -E "not supported yet|still refuse|server; only$|not supported by this version" \
     "$MAN"/lake-put.1 "$MAN"/lake-get.1 "$MAN"/lake.conf.5
   assert_failure 1
+}
+
+@test "an S3 stage: init needs no AWS_*, keyless clients need the keys (and a non-AWS endpoint) on the server only, and no page says otherwise" {
+  metasrv_certs "$T/srv"
+  umask 077
+  run --separate-stderr env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_REGION \
+    -u AWS_DEFAULT_REGION -u AWS_ENDPOINT_URL_S3 -u AWS_ENDPOINT_URL \
+    lake-metasrv init --db "$T/srv/registry.db" --stage s3://acme-lake/stage
+  assert_success
+  assert_equal "$stderr" ""
+  printf '%s\n' "$output" >"$T/srv/admin.token"
+  metasrv_start
+  metasrv_use
+  run --separate-stderr lake-catalog whoami
+  assert_line stage=s3://acme-lake/stage
+  # the sentences that said every client brings keys, or init needs them
+  run grep -n -i -E "needs this host's own AWS|brings its own AWS|never needs S3|each client brings its own|needs the AWS variables" \
+    "$MAN"/*.[1-8] "${LAKE_SRC:-$BATS_TEST_DIRNAME/../..}/README.md"
+  assert_failure 1
+  # a store that is not AWS needs its endpoint where the keys are: the page's
+  # keyless example and the packaged metasrv.conf name it
+  run man_block "$MAN/lake-metasrv.8" '^\.Ss Keyless clients'
+  assert_output --partial "AWS_ENDPOINT_URL_S3="
+  run grep -x '#AWS_ENDPOINT_URL_S3=https://[^ ]*' "${LAKE_SRC:-$BATS_TEST_DIRNAME/../..}/debian/metasrv.conf"
+  assert_success
 }
 
 @test "lake-metasrv token create: an active name is refused, a revoked one is issued again with the new token and role" {
@@ -247,4 +289,206 @@ make_scans() {
     fail "lake-put peaked at $put_kib KiB; the README says about $put_mib MiB"
   awk -v m="$get_kib" -v d="$get_mib" 'BEGIN { d *= 1024; exit !(m >= d * 0.85 && m <= d * 1.15) }' ||
     fail "lake-get peaked at $get_kib KiB; the README says about $get_mib MiB"
+}
+
+# --- lake-metasrv(8), Primary and standby: the page's steps, run ----------
+# Two PostgreSQL 15 servers laid out as Debian lays out a cluster (the
+# configuration in etc/ with its conf.d, the data in data/), on two
+# loopback ports, run by `nobody` when the tests run as root (initdb
+# refuses root; helpers/pg.bash); pg_ctlcluster is pg_ctl on that layout.
+# The page's lines run as written but for the names: db1 and db2 become
+# 127.0.0.1 and a port, 10.0.0.0/24 127.0.0.1/32, the Debian paths the
+# node's directories.
+
+pair_port() { if [ "$1" = db1 ]; then echo "$PAIR_P1"; else echo "$PAIR_P2"; fi; }
+
+# pair_init NODE: a cluster as `apt install postgresql` leaves it, running
+pair_init() {
+  local d=$PAIR/$1
+  mkdir -p "$d/etc/conf.d"
+  [ "$(id -u)" != 0 ] || chown nobody "$d"
+  pg_as "$PG_BIN/initdb" -D "$d/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
+    -E UTF8 --locale=C --no-sync >"$d/initdb.log" 2>&1 || { cat "$d/initdb.log"; return 1; }
+  mv "$d/data/postgresql.conf" "$d/data/pg_ident.conf" "$d/etc/"
+  rm "$d/data/pg_hba.conf"
+  # Debian's is `peer` for the postgres user over the socket; the page adds the rest
+  echo "local all all trust" >"$d/etc/pg_hba.conf"
+  cat >>"$d/etc/postgresql.conf" <<CONF
+data_directory = '$d/data'
+hba_file = '$d/etc/pg_hba.conf'
+ident_file = '$d/etc/pg_ident.conf'
+port = $(pair_port "$1")
+unix_socket_directories = '$d'
+listen_addresses = ''
+fsync = off
+include_dir = 'conf.d'
+CONF
+  [ "$(id -u)" != 0 ] || chown -R nobody "$d"
+  pair_run "$1" 'db1$' 'db1$ pg_ctlcluster 15 main start'
+}
+
+# pair_run NODE PROMPT TRANSCRIPT: the transcript's PROMPT commands, run on
+# NODE as its postgres user (HOME the node's directory)
+pair_run() {
+  local node=$1 d=$PAIR/$1 script=$PAIR/$1.step
+  {
+    echo 'pg_ctlcluster() {'
+    echo '  local action=$3; shift 3; [ "$action" != stop ] || set -- -m fast "$@"'
+    echo '  "$PG_BIN/pg_ctl" -D "$NODE/etc" -l "$NODE/server.log" -w -t 60 "$action" "$@" >/dev/null'
+    echo '}'
+    commands "$2" guard <<<"$3" | pair_names "$d"
+  } >"$script"
+  chmod 644 "$script"
+  pg_daemon env NODE="$d" PG_BIN="$PG_BIN" PGHOST="$d" PGPORT="$(pair_port "$node")" PGUSER=postgres \
+    HOME="$d" PGPASSFILE="$d/.pgpass" bash -o pipefail "$script" >"$d/step.out" 2>&1 ||
+    { cat "$d/step.out" "$d/server.log"; return 1; }
+}
+
+# pair_names DIR: the page's host names, network and paths, for this test
+pair_names() {
+  sed -e "s|/etc/postgresql/15/main|$1/etc|g" -e "s|/var/lib/postgresql/15/main|$1/data|g" \
+      -e "s|listen_addresses = '\*'|listen_addresses = '127.0.0.1'|" -e "s|10\.0\.0\.0/24|127.0.0.1/32|" \
+      -e "s|-h db1|-h 127.0.0.1 -p $PAIR_P1|g" -e "s|-h db2|-h 127.0.0.1 -p $PAIR_P2|g" \
+      -e "s|host=db1|host=127.0.0.1 port=$PAIR_P1|g" -e "s|host=db2|host=127.0.0.1 port=$PAIR_P2|g" \
+      -e "s|db1:5432|127.0.0.1:$PAIR_P1|g" -e "s|db2:5432|127.0.0.1:$PAIR_P2|g"
+}
+
+pair_sql() {
+  psql -X -q -At -v ON_ERROR_STOP=1 -h "$PAIR/$1" -p "$(pair_port "$1")" -U postgres -d postgres -c "$2"
+}
+
+pair_stop() {
+  [ -n "${PAIR:-}" ] && [ -d "$PAIR" ] || return 0
+  local n
+  for n in db1 db2; do
+    [ ! -f "$PAIR/$n/data/postmaster.pid" ] ||
+      pg_as "$PG_BIN/pg_ctl" -D "$PAIR/$n/data" -m immediate -w stop >/dev/null 2>&1
+  done
+  rm -rf "$PAIR"
+}
+
+# until the primary NODE has a streaming standby in sync_state STATE (30 s)
+pair_wait_sync() {
+  for _ in $(seq 600); do
+    [ "$(pair_sql "$1" "SELECT state || ' ' || sync_state FROM pg_stat_replication" 2>/dev/null)" = "streaming $2" ] &&
+      return 0
+    sleep 0.05
+  done
+  fail "$1: no streaming standby in sync_state $2: $(pair_sql "$1" "SELECT * FROM pg_stat_replication")"
+}
+
+@test "lake-metasrv(8) Primary and standby: the page's steps make a pair lake-metasrv appends through, over a failover and back" {
+  PG_BIN=$(pg_bindir) || fail "no PostgreSQL server binaries"
+  PAIR=$(mktemp -d /tmp/lake-docs-pair.XXXXXX)
+  [ "$(id -u)" != 0 ] || chown nobody "$PAIR"
+  read -r PAIR_P1 PAIR_P2 < <(free_port 2)
+  man_blocks "$MAN/lake-metasrv.8" '^\.Ss Primary and standby'
+  local b=("${BLOCKS[@]}")
+  [ "${#b[@]}" -eq 9 ] || fail "the page has ${#b[@]} blocks of steps, the test knows 9"
+  pair_init db1
+  pair_init db2
+  # 1. both servers; 2. roles and database on db1; 3. db2 a standby
+  pair_run db1 'db1$' "${b[0]}"
+  pair_run db2 'db1$' "${b[0]}"
+  pair_run db1 'db1$' "${b[1]}"
+  pair_run db2 'db2$' "${b[2]}"
+  assert_equal "$(pair_sql db2 "SELECT pg_is_in_recovery()")" t
+  pair_wait_sync db1 async
+  # 4. synchronous, on both
+  pair_run db1 'db1$' "${b[3]}"
+  pair_run db2 'db1$' "${b[3]}"
+  pair_wait_sync db1 sync
+  # 5. the registry, made as the page says; the page's serve on the same URL
+  mkdir -p "$T/srv"
+  export PGPASSFILE=$HOME/.pgpass # (libpq looks up the home directory, not $HOME)
+  commands 'meta$' guard <<<"${b[4]}" | pair_names "$T" | sed "s|s3://acme-lake/stage|file://$T/srv/stage|" >"$T/init.sh"
+  (cd "$T/srv" && bash -o pipefail "$T/init.sh") || fail "step 5 failed: $(cat "$T/init.sh")"
+  local url serve
+  url=$(grep -o "'postgresql://[^']*'" "$T/init.sh" | tr -d "'")
+  [[ $url == "postgresql://lake@127.0.0.1:$PAIR_P1,127.0.0.1:$PAIR_P2/lake?target_session_attrs=read-write" ]] ||
+    fail "not the multi-host URL: $url"
+  serve=$(commands 'meta$' <<<"${b[5]}" | pair_names "$T")
+  [[ $serve == "lake-metasrv serve "*"--registry"*"'$url'" ]] || fail "serve is not on init's URL: $serve"
+  printf '%s\n' "$url" >"$T/srv/registry.url"
+  metasrv_certs "$T/srv"
+  # one pooled connection: once /v1/health answers ok after the failover, it is to db2
+  metasrv_start "$T/srv" 0 --pool 1
+  metasrv_use
+  lake-catalog create-namespace d
+  lake-catalog create d.t 'a INTEGER'
+  echo '{"a":1}' | lake-query -q --import d.t
+  # 6. db1 dies; db2, promoted, would make every append wait without the page's second line
+  pg_as "$PG_BIN/pg_ctl" -D "$PAIR/db1/etc" -m immediate -w stop >/dev/null
+  assert_equal "$(pair_sql db2 "SHOW synchronous_standby_names")" '*'
+  pair_run db2 'db2$' "${b[6]}"
+  assert_equal "$(pair_sql db2 "SELECT pg_is_in_recovery()")/$(pair_sql db2 "SHOW synchronous_standby_names")" f/
+  local i
+  for i in $(seq 200); do
+    [ "$(curl -sS --cacert "$T/srv/cert.pem" "$METASRV_URL/v1/health" | jq -r .registry)" = ok ] && break
+    sleep 0.1
+  done
+  echo '{"a":2}' | lake-query -q --import d.t
+  assert_equal "$(lake-catalog resolve d.t | jq .version)" 2
+  # 7. db1 rewound, started as db2's standby only then; db2 synchronous again
+  pair_run db1 'db1$' "${b[7]}"
+  assert_file_exist "$PAIR/db1/data/standby.signal"
+  assert_equal "$(pair_sql db1 "SELECT pg_is_in_recovery()")" t
+  pair_wait_sync db2 async
+  pair_run db2 'db2$' "${b[8]}"
+  pair_wait_sync db2 sync
+  echo '{"a":3}' | lake-query -q --import d.t
+  run lake-query -c "SELECT group_concat(a) FROM (SELECT a FROM d.t ORDER BY a)"
+  assert_output 1,2,3
+}
+
+# --- lake(7), Try the shared deployment: the page's steps, run -------------
+# In $T/trial, on free ports instead of the page's 3300, 7480 and 7700; the
+# daemons write their PIDs under run/, as the page says, and are killed by
+# them whatever happens.
+trial_stop() {
+  [ -n "${TRIAL:-}" ] && [ -d "$TRIAL/run" ] || return 0
+  local f
+  for f in "$TRIAL"/run/*.pid; do
+    [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+  done
+  return 0
+}
+
+@test "lake(7) Try the shared deployment: radosgw, a bucket, a server holding the keys and a keyless client, as the page says" {
+  command -v radosgw >/dev/null || skip "radosgw is not installed (make deps)"
+  TRIAL=$T/trial
+  mkdir "$TRIAL"
+  local mon rgw meta
+  read -r mon rgw meta < <(free_port 3)
+  man_blocks "$MAN/lake.7" '^\.Ss Try the shared deployment'
+  local b=("${BLOCKS[@]}")
+  [ "${#b[@]}" -eq 2 ] || fail "the page has ${#b[@]} blocks, the test knows 2"
+  {
+    commands '#' guard <<<"${b[0]}"
+    # the certificate as lake-metasrv(8) makes it
+    man_block "$MAN/lake-metasrv.8" '^\.Ss TLS certificates' | commands '$' guard
+    commands '#' guard <<<"${b[1]}"
+  } | sed -e "s/\b3300\b/$mon/g" -e "s/\b7480\b/$rgw/g" -e "s/\b7700\b/$meta/g" >"$T/trial.sh"
+  grep -q '^{ radosgw-admin .* user create' "$T/trial.sh" || fail "not the page's steps: $(cat "$T/trial.sh")"
+  # the daemons must not hold bats' pipes
+  (
+    close_inherited_fds
+    cd "$TRIAL" && exec timeout 300 bash "$T/trial.sh"
+  ) </dev/null >"$T/trial.out" 2>"$T/trial.err" || fail "the steps failed: $(tail -n 20 "$T/trial.err")"
+  # what the page shows the last commands print
+  assert_equal "$(tail -n 2 "$T/trial.out")" "stage=s3://lake-trial/stage
+hello"
+  # the object is in the bucket, under the stage
+  run curl -sS --fail --aws-sigv4 aws:amz:us-east-1:s3 --user LAKETRIAL:lake-trial-secret \
+    -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "http://127.0.0.1:$rgw/lake-trial?list-type=2&prefix=stage%2Ffiles%2F"
+  [[ $output == *"<KeyCount>1</KeyCount>"* ]] || fail "not one object under stage/files/: $output"
+  # and the page's way to stop it all stops it all
+  local pids p i
+  pids=$(cat "$TRIAL"/run/*.pid)
+  [ "$(wc -w <<<"$pids")" -eq 4 ] || fail "not the four daemons' PIDs: $pids"
+  (cd "$TRIAL" && grep -o 'kill $(cat run/\*.pid)' "$MAN/lake.7" | bash) || fail "the page's kill failed"
+  for p in $pids; do
+    for i in $(seq 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    ! kill -0 "$p" 2>/dev/null || fail "$p still runs"
+  done
 }

@@ -166,6 +166,14 @@ cold() {
   assert_line --index 9 "no lake table read"
   run env LAKE_QUERY_NO_PUSHDOWN=1 lake-query --explain -c "SELECT * FROM p.t WHERE k >= 310"
   assert_line --index 1 "p.t version 4: 4 segments, 4 kept, 0 pruned (pushdown off)"
+  # one segment, one row: singular
+  lake-catalog create p.one 'a INTEGER'
+  echo '{"a":1}' | lake-query -q --import p.one
+  run --separate-stderr lake-query --explain -c "SELECT * FROM p.one" -c "SELECT count(*) FROM p.one"
+  assert_success
+  assert_line --index 1 "p.one version 1: 1 segment, 1 kept, 0 pruned"
+  assert_line --index 2 --regexp '^  kept +0  .+  1 row$'
+  assert_line --index 4 "p.one version 1: 1 segment, none read: count(*) is 1 row from the registration"
   run --separate-stderr lake-query --explain -c "INSERT INTO p.t (k) VALUES (1)"
   assert_failure 64
   assert_equal "$stderr" "lake-query: --explain shows what a query reads; run statements that write without it"

@@ -45,11 +45,7 @@ pg_as() {
 # open (fd 3 and bats' own) would keep bats waiting for it forever.
 pg_daemon() {
   (
-    local fd
-    for fd in "/proc/$BASHPID/fd/"*; do
-      fd=${fd##*/}
-      [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
-    done
+    close_inherited_fds
     pg_as "$@"
   )
 }

@@ -80,10 +80,7 @@ _rgw_daemon() {
   local name=$1
   shift
   (
-    for fd in /proc/"$BASHPID"/fd/*; do
-      fd=${fd##*/}
-      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
-    done
+    close_inherited_fds
     exec "$@"
   ) </dev/null >>"$RGW_DIR/$name.out" 2>&1 &
   echo $! >>"$RGW_DIR/pids"
