@@ -33,6 +33,7 @@ typedef struct keySpec {
 #define MAXRESP_SLOT ((size_t)-2)
 #define CONNECT_SLOT ((size_t)-3)
 #define COMPACT_SLOT ((size_t)-4)
+#define RETRY_SLOT ((size_t)-5)
 #define COMPACT_THRESHOLD_MAX 1000000L
 #define CONNECT_TIMEOUT_MAX 3600L
 static const keySpec keys[] = {
@@ -48,6 +49,7 @@ static const keySpec keys[] = {
     {"max_response", "LAKE_MAX_RESPONSE", MAXRESP_SLOT},
     {"connect_timeout", "LAKE_CONNECT_TIMEOUT", CONNECT_SLOT},
     {"compact_threshold", "LAKE_COMPACT_THRESHOLD", COMPACT_SLOT},
+    {"retry_deadline", "LAKE_RETRY_DEADLINE", RETRY_SLOT},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -56,6 +58,7 @@ typedef struct layerState {
     char *maxresp; /* max_response likewise */
     char *connect; /* connect_timeout likewise */
     char *compact; /* compact_threshold likewise */
+    char *retry;   /* retry_deadline likewise */
     int layer;     /* 1 options, 2 environment, 3 file */
     int layer_of_token;
 } layerState;
@@ -79,6 +82,7 @@ static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
                   : k->offset == MAXRESP_SLOT ? &st->maxresp
                   : k->offset == CONNECT_SLOT ? &st->connect
                   : k->offset == COMPACT_SLOT ? &st->compact
+                  : k->offset == RETRY_SLOT   ? &st->retry
                                               : (char **)((char *)cfg + k->offset);
     if (*slot) return 0;
     *slot = strdup(value);
@@ -237,6 +241,13 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
                           st->compact, COMPACT_THRESHOLD_MAX);
         cfg->compact_threshold = (long)v;
     }
+    cfg->retry_deadline = CONFIG_RETRY_DEADLINE_DEFAULT;
+    if (st->retry) {
+        if (configWholeIn(st->retry, 0, CONFIG_RETRY_DEADLINE_MAX, &v))
+            return errSet(err, LAKE_ECONFIG, "retry_deadline: '%s' is not a number of seconds from 0 to %d",
+                          st->retry, CONFIG_RETRY_DEADLINE_MAX);
+        cfg->retry_deadline = (long)v;
+    }
     return 0;
 }
 
@@ -281,6 +292,7 @@ out:
     free(st.maxresp);
     free(st.connect);
     free(st.compact);
+    free(st.retry);
     return rc;
 }
 
