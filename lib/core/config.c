@@ -179,6 +179,19 @@ int configWholeIn(const char *text, long long min, long long max, long long *v) 
     return errno || end == text || *end || *v < min || *v > max ? -1 : 0;
 }
 
+/* text, a setting's value when it was set (NULL: keep *out), as a whole
+ * number of unit from min to max into *out; 78 naming key otherwise. */
+static int wholeSetting(const char *key, const char *text, long min, long max, const char *unit, long *out,
+                        lakeError *err) {
+    long long v;
+    if (!text) return 0;
+    if (configWholeIn(text, min, max, &v))
+        return errSet(err, LAKE_ECONFIG, "%s: '%s' is not a number of %s from %ld to %ld", key, text, unit, min,
+                      max);
+    *out = (long)v;
+    return 0;
+}
+
 static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     if (!cfg->metasrv) cfg->metasrv = strdup("local");
     if (!cfg->home) {
@@ -228,26 +241,15 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
         cfg->max_response = v;
     }
     cfg->connect_timeout = 0; /* unset: 2 s, or 1 s per endpoint of several (core/http.h) */
-    if (st->connect) {
-        if (configWholeIn(st->connect, 1, CONNECT_TIMEOUT_MAX, &v))
-            return errSet(err, LAKE_ECONFIG, "connect_timeout: '%s' is not a number of seconds from 1 to %ld",
-                          st->connect, CONNECT_TIMEOUT_MAX);
-        cfg->connect_timeout = (long)v;
-    }
     cfg->compact_threshold = CONFIG_COMPACT_THRESHOLD_DEFAULT;
-    if (st->compact) {
-        if (configWholeIn(st->compact, 0, COMPACT_THRESHOLD_MAX, &v))
-            return errSet(err, LAKE_ECONFIG, "compact_threshold: '%s' is not a number of segments from 0 to %ld",
-                          st->compact, COMPACT_THRESHOLD_MAX);
-        cfg->compact_threshold = (long)v;
-    }
     cfg->retry_deadline = CONFIG_RETRY_DEADLINE_DEFAULT;
-    if (st->retry) {
-        if (configWholeIn(st->retry, 0, CONFIG_RETRY_DEADLINE_MAX, &v))
-            return errSet(err, LAKE_ECONFIG, "retry_deadline: '%s' is not a number of seconds from 0 to %d",
-                          st->retry, CONFIG_RETRY_DEADLINE_MAX);
-        cfg->retry_deadline = (long)v;
-    }
+    if (wholeSetting("connect_timeout", st->connect, 1, CONNECT_TIMEOUT_MAX, "seconds", &cfg->connect_timeout,
+                     err) ||
+        wholeSetting("compact_threshold", st->compact, 0, COMPACT_THRESHOLD_MAX, "segments",
+                     &cfg->compact_threshold, err) ||
+        wholeSetting("retry_deadline", st->retry, 0, CONFIG_RETRY_DEADLINE_MAX, "seconds", &cfg->retry_deadline,
+                     err))
+        return err->code;
     return 0;
 }
 

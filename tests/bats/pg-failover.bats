@@ -319,6 +319,15 @@ wait_trace() {
   fail "no '$2' in $1: $(cat "$1")"
 }
 
+# run_traced COMMAND…: bats' run with LAKE_TRACE=1; the trace lines in
+# $trace, the others in $stderr and $stderr_lines (for assert_error)
+run_traced() {
+  run --separate-stderr env LAKE_TRACE=1 "$@"
+  trace=$stderr
+  stderr=$(untraced_stderr)
+  mapfile -t stderr_lines <<<"$stderr"
+}
+
 # a table q.t with the rows 1 and 2, through both instances; the snapshot
 # cache holds them (the second INSERT read what the first wrote)
 failover_table() {
@@ -375,10 +384,8 @@ failover_table() {
   local p s
   p=$(pgp_primary) s=$(pgp_standby)
   pgp_crash "$p"
-  run --separate-stderr env LAKE_RETRY_DEADLINE=1 LAKE_TRACE=1 lake-query -c "insert into q.t values (3)"
-  local trace=$stderr
-  stderr=$(untraced_stderr)
-  mapfile -t stderr_lines <<<"$stderr"
+  local trace
+  run_traced env LAKE_RETRY_DEADLINE=1 lake-query -c "insert into q.t values (3)"
   assert_error lake-query 75 "$A_URL,$B_URL: the catalog is temporarily unavailable (its registry may be failing over); gave up after 1 s (retry_deadline)"
   [[ $stderr != *"registry unreachable"* && $stderr != *"registry is unavailable"* && $stderr != *principal* ]] ||
     fail "the server's internal words reached the user: $stderr"
@@ -399,10 +406,8 @@ failover_table() {
 @test "LAKE_RETRY_DEADLINE=0: one round of instances, as before retries existed; 75 saying it was not retried" {
   failover_table
   pgp_crash "$(pgp_primary)"
-  run --separate-stderr env LAKE_RETRY_DEADLINE=0 LAKE_TRACE=1 lake-query -c "insert into q.t values (3)"
-  local trace=$stderr
-  stderr=$(untraced_stderr)
-  mapfile -t stderr_lines <<<"$stderr"
+  local trace
+  run_traced env LAKE_RETRY_DEADLINE=0 lake-query -c "insert into q.t values (3)"
   assert_error lake-query 75 "$A_URL,$B_URL: the catalog is temporarily unavailable (its registry may be failing over); not retried (retry_deadline = 0)"
   [[ $trace != *"trying again"* ]] || fail "retried: $trace"
   # each instance asked once: A, then B, whose 503 ends the call
