@@ -38,6 +38,10 @@ void sourcePrefer(catalogSource *s, const char *endpoint) {
     if (s->ops->prefer && endpoint) s->ops->prefer(s, endpoint);
 }
 
+void sourceNoRetry(catalogSource *s, int on) {
+    if (s->ops->no_retry) s->ops->no_retry(s, on);
+}
+
 /* A number of a traced request or answer, printed with %.0f: -1 when
  * absent or not a number, and never converted to an integer type (a
  * server's answer may hold any double). */

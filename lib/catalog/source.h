@@ -48,6 +48,19 @@ const char *sourceKey(const catalogSource *s);
 const char *sourceEndpoint(const catalogSource *s);
 void sourcePrefer(catalogSource *s, const char *endpoint);
 
+/* When every endpoint a call of those tried answered 503 unavailable (the
+ * registry behind them down or failing over) or was lost mid-call, the
+ * call goes round the endpoints again, with exponential backoff and full
+ * jitter (core/retry.h, at least the Retry-After asked for), until the
+ * configured retry_deadline; then it fails 75 with a message that says
+ * so (the server's own words go to the trace).  No endpoint connected
+ * at all is not retried (69 at once).  sourceNoRetry(s, 1): from now on a
+ * call makes one round only, as with retry_deadline = 0, for a caller
+ * with a last good answer to serve at once instead (the snapshot cache);
+ * sourceNoRetry(s, 0) restores the deadline.  A local source has nothing
+ * to retry (SQLite's busy timeout waits on a busy registry): a no-op. */
+void sourceNoRetry(catalogSource *s, int on);
+
 /* Test-only: the registry behind a local source (opened on demand). */
 int sourceLocalRegistry(catalogSource *s, struct registry **reg, lakeError *err);
 

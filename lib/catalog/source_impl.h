@@ -11,9 +11,10 @@ typedef struct sourceOps {
     int (*call)(catalogSource *s, const char *action, const struct cJSON *req,
                 struct cJSON **answer, lakeError *err);
     void (*close)(catalogSource *s);
-    /* optional (remote): sourceEndpoint, sourcePrefer */
+    /* optional (remote): sourceEndpoint, sourcePrefer, sourceNoRetry */
     const char *(*endpoint)(const catalogSource *s);
     void (*prefer)(catalogSource *s, const char *endpoint);
+    void (*no_retry)(catalogSource *s, int on);
 } sourceOps;
 
 struct catalogSource {

@@ -87,7 +87,7 @@ static void localClose(catalogSource *s) {
     free(ls);
 }
 
-static const sourceOps localOps = {localCall, localClose, NULL, NULL};
+static const sourceOps localOps = {localCall, localClose, NULL, NULL, NULL};
 
 int sourceLocalOpen(const char *path, const char *stage_url, catalogSource **out, lakeError *err) {
     *out = NULL;

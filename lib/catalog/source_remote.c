@@ -10,16 +10,26 @@
  * preferred one, then the rest in order, each with a short connect timeout
  * (source.h says when it moves on).  An endpoint that fails stays in the
  * order: the next call tries it again, because a client process is short.
+ *
+ * When every endpoint tried answered 503 unavailable (its registry down or
+ * failing over) or was lost mid-call, a call that is safe to repeat goes
+ * round them again, with backoff and jitter, for up to retry_deadline
+ * seconds (lake.conf(5)); then it fails 75, saying so in words a user
+ * understands.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "catalog/source_impl.h"
 #include "core/http.h"
+#include "core/interrupt.h"
 #include "core/log.h"
+#include "core/retry.h"
 #include "core/sha256.h"
 
 typedef struct remoteSource {
@@ -33,6 +43,8 @@ typedef struct remoteSource {
     char *ca_file;
     size_t max_response;
     long connect_timeout_ms; /* 0: the default for the number of endpoints */
+    long retry_deadline_ms;  /* how long a call goes on retrying a catalog answering 503 */
+    int no_retry;            /* sourceNoRetry: one round, whatever the deadline */
 } remoteSource;
 
 /* Calls whose repetition adds nothing: asking another instance after a
@@ -58,29 +70,99 @@ static int callOne(remoteSource *rs, size_t i, const char *action, const cJSON *
     return httpPostJson(rs->http[i], path, req, answer, err);
 }
 
-static int remoteCall(catalogSource *s, const char *action, const cJSON *req, cJSON **answer,
-                      lakeError *err) {
-    remoteSource *rs = (remoteSource *)s;
+/* What one round of endpoints came to. */
+typedef struct roundOutcome {
+    int again;        /* a later round may succeed: an endpoint answered 503
+                         unavailable, or was lost mid-call, to a repeatable action */
+    int busy;         /* one answered 503 unavailable */
+    long retry_after; /* the least Retry-After of those 503s, seconds; 0: none */
+    char said[512];   /* the last 503's message: the server's, redacted */
+} roundOutcome;
+
+/* Each endpoint once, the preferred one first, moving on as source.h
+ * says.  Returns the last endpoint's rc (0: *answer is set). */
+static int callRound(remoteSource *rs, const char *action, const cJSON *req, cJSON **answer,
+                     roundOutcome *out, lakeError *err) {
     int rc = 0;
-    size_t k;
-    for (k = 0; k < rs->n; k++) {
+    memset(out, 0, sizeof *out);
+    for (size_t k = 0; k < rs->n; k++) {
         size_t i = k == 0 ? rs->first : (k <= rs->first ? k - 1 : k);
+        errClear(err);
         rc = callOne(rs, i, action, req, answer, err);
         if (!rc) {
             rs->answered = (int)i;
             return 0;
         }
         int unreached = rs->http[i] && !httpReached(rs->http[i]);
-        int retry = (rc == LAKE_EUNAVAIL && unreached) ||
-                    (repeatable(action) && (rc == LAKE_EUNAVAIL ||
-                                            (err->status && strcmp(err->status, "unavailable") == 0)));
-        if (!retry) break;
+        int busy = err->status && strcmp(err->status, "unavailable") == 0;
+        if (busy) {
+            long after = httpRetryAfter(rs->http[i]);
+            if (!out->busy || after < out->retry_after) out->retry_after = after;
+            out->busy = 1;
+            snprintf(out->said, sizeof out->said, "%s", err->msg);
+        }
+        if (!(rc == LAKE_EUNAVAIL && unreached) && !(repeatable(action) && (rc == LAKE_EUNAVAIL || busy))) {
+            /* a failure that another round would not change; the
+             * call's outcome unless it is a 503 itself */
+            out->again = 0;
+            out->busy = busy;
+            return rc;
+        }
+        if (!unreached) out->again = 1;
         if (k + 1 < rs->n)
-            traceLine("source", "%s at %s -> error %s, trying the next endpoint", action,
-                      rs->endpoints[i], rc == LAKE_EUNAVAIL ? "unreachable" : errStatus(err));
+            traceLine("source", "%s at %s -> error %s, trying the next endpoint", action, rs->endpoints[i],
+                      rc == LAKE_EUNAVAIL ? "unreachable" : errStatus(err));
     }
-    if (rc == LAKE_EUNAVAIL && rs->n > 1 && k == rs->n) /* each was tried */
+    if (rc == LAKE_EUNAVAIL && rs->n > 1 && !out->busy) /* each was tried */
         errSet(err, LAKE_EUNAVAIL, "%s: none of the %zu endpoints answered", rs->base.name, rs->n);
+    return rc;
+}
+
+static int64_t monotonicMs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Rounds of endpoints until one answers, or a failure that another round
+ * would not change, or retry_deadline: an instance whose registry is
+ * failing over answers 503 until the standby is promoted.  The pauses
+ * between rounds follow core/retry.h, at least the Retry-After asked for.
+ * No endpoint reached at all is not retried: that is 69 at once, and the
+ * snapshot cache serves its last good answer. */
+static int remoteCall(catalogSource *s, const char *action, const cJSON *req, cJSON **answer,
+                      lakeError *err) {
+    remoteSource *rs = (remoteSource *)s;
+    int64_t deadline = monotonicMs() + (rs->no_retry ? 0 : rs->retry_deadline_ms);
+    static unsigned seed; /* a draw of its own per process: clients turned away together spread out */
+    if (!seed) seed = (unsigned)deadline ^ ((unsigned)getpid() << 16) ^ 1u;
+    roundOutcome out;
+    int rc;
+    for (int round = 1;; round++) {
+        rc = callRound(rs, action, req, answer, &out, err);
+        int64_t left = deadline - monotonicMs();
+        if (!rc || !out.again || left <= 0 || interruptPending()) break;
+        long pause = retryPauseMs(round, (unsigned long)rand_r(&seed), out.retry_after * 1000, (long)left);
+        traceLine("source", "%s at %s -> error %s (%s), round %d; trying again in %ld ms", action, rs->base.name,
+                  out.busy ? "unavailable" : "unreachable", out.busy ? out.said : err->msg, round, pause);
+        if (retrySleep(pause, interruptFlag())) break;
+    }
+    if (rc && out.busy) {
+        /* the server's own words ("registry unreachable: …") are for the
+         * trace and its log; the user is told what it means and what
+         * was done about it */
+        char said[sizeof out.said], done[96] = "";
+        snprintf(said, sizeof said, "%s", out.said);
+        if (!repeatable(action))
+            snprintf(done, sizeof done, "; %s is not retried: retry later", action);
+        else if (rs->retry_deadline_ms && !rs->no_retry)
+            snprintf(done, sizeof done, "; gave up after %ld s (retry_deadline)", rs->retry_deadline_ms / 1000);
+        else if (!rs->no_retry)
+            snprintf(done, sizeof done, "; not retried (retry_deadline = 0)");
+        rc = errSetStatus(err, "unavailable", "%s: the catalog is temporarily unavailable (its registry may be "
+                          "failing over)%s", rs->base.name, done);
+        snprintf(err->cause, sizeof err->cause, "server: %.240s", said);
+    }
     return rc;
 }
 
@@ -93,6 +175,10 @@ static void remotePrefer(catalogSource *s, const char *endpoint) {
     remoteSource *rs = (remoteSource *)s;
     for (size_t i = 0; i < rs->n; i++)
         if (strcmp(rs->endpoints[i], endpoint) == 0) rs->first = i;
+}
+
+static void remoteNoRetry(catalogSource *s, int on) {
+    ((remoteSource *)s)->no_retry = on;
 }
 
 static void remoteClose(catalogSource *s) {
@@ -109,7 +195,7 @@ static void remoteClose(catalogSource *s) {
     free(rs);
 }
 
-static const sourceOps remoteOps = {remoteCall, remoteClose, remoteEndpoint, remotePrefer};
+static const sourceOps remoteOps = {remoteCall, remoteClose, remoteEndpoint, remotePrefer, remoteNoRetry};
 
 static int byText(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -177,6 +263,7 @@ int sourceRemoteOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err)
     free(set);
     if (cfg->ca_file) rs->ca_file = strdup(cfg->ca_file);
     rs->connect_timeout_ms = cfg->connect_timeout * 1000;
+    rs->retry_deadline_ms = cfg->retry_deadline * 1000;
     if (!rs->base.name || !rs->base.key || (cfg->ca_file && !rs->ca_file)) {
         remoteClose(&rs->base);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "source");

@@ -33,6 +33,7 @@ typedef struct keySpec {
 #define MAXRESP_SLOT ((size_t)-2)
 #define CONNECT_SLOT ((size_t)-3)
 #define COMPACT_SLOT ((size_t)-4)
+#define RETRY_SLOT ((size_t)-5)
 #define COMPACT_THRESHOLD_MAX 1000000L
 #define CONNECT_TIMEOUT_MAX 3600L
 static const keySpec keys[] = {
@@ -48,6 +49,7 @@ static const keySpec keys[] = {
     {"max_response", "LAKE_MAX_RESPONSE", MAXRESP_SLOT},
     {"connect_timeout", "LAKE_CONNECT_TIMEOUT", CONNECT_SLOT},
     {"compact_threshold", "LAKE_COMPACT_THRESHOLD", COMPACT_SLOT},
+    {"retry_deadline", "LAKE_RETRY_DEADLINE", RETRY_SLOT},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -56,6 +58,7 @@ typedef struct layerState {
     char *maxresp; /* max_response likewise */
     char *connect; /* connect_timeout likewise */
     char *compact; /* compact_threshold likewise */
+    char *retry;   /* retry_deadline likewise */
     int layer;     /* 1 options, 2 environment, 3 file */
     int layer_of_token;
 } layerState;
@@ -79,6 +82,7 @@ static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
                   : k->offset == MAXRESP_SLOT ? &st->maxresp
                   : k->offset == CONNECT_SLOT ? &st->connect
                   : k->offset == COMPACT_SLOT ? &st->compact
+                  : k->offset == RETRY_SLOT   ? &st->retry
                                               : (char **)((char *)cfg + k->offset);
     if (*slot) return 0;
     *slot = strdup(value);
@@ -175,6 +179,19 @@ int configWholeIn(const char *text, long long min, long long max, long long *v) 
     return errno || end == text || *end || *v < min || *v > max ? -1 : 0;
 }
 
+/* text, a setting's value when it was set (NULL: keep *out), as a whole
+ * number of unit from min to max into *out; 78 naming key otherwise. */
+static int wholeSetting(const char *key, const char *text, long min, long max, const char *unit, long *out,
+                        lakeError *err) {
+    long long v;
+    if (!text) return 0;
+    if (configWholeIn(text, min, max, &v))
+        return errSet(err, LAKE_ECONFIG, "%s: '%s' is not a number of %s from %ld to %ld", key, text, unit, min,
+                      max);
+    *out = (long)v;
+    return 0;
+}
+
 static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     if (!cfg->metasrv) cfg->metasrv = strdup("local");
     if (!cfg->home) {
@@ -224,19 +241,15 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
         cfg->max_response = v;
     }
     cfg->connect_timeout = 0; /* unset: 2 s, or 1 s per endpoint of several (core/http.h) */
-    if (st->connect) {
-        if (configWholeIn(st->connect, 1, CONNECT_TIMEOUT_MAX, &v))
-            return errSet(err, LAKE_ECONFIG, "connect_timeout: '%s' is not a number of seconds from 1 to %ld",
-                          st->connect, CONNECT_TIMEOUT_MAX);
-        cfg->connect_timeout = (long)v;
-    }
     cfg->compact_threshold = CONFIG_COMPACT_THRESHOLD_DEFAULT;
-    if (st->compact) {
-        if (configWholeIn(st->compact, 0, COMPACT_THRESHOLD_MAX, &v))
-            return errSet(err, LAKE_ECONFIG, "compact_threshold: '%s' is not a number of segments from 0 to %ld",
-                          st->compact, COMPACT_THRESHOLD_MAX);
-        cfg->compact_threshold = (long)v;
-    }
+    cfg->retry_deadline = CONFIG_RETRY_DEADLINE_DEFAULT;
+    if (wholeSetting("connect_timeout", st->connect, 1, CONNECT_TIMEOUT_MAX, "seconds", &cfg->connect_timeout,
+                     err) ||
+        wholeSetting("compact_threshold", st->compact, 0, COMPACT_THRESHOLD_MAX, "segments",
+                     &cfg->compact_threshold, err) ||
+        wholeSetting("retry_deadline", st->retry, 0, CONFIG_RETRY_DEADLINE_MAX, "seconds", &cfg->retry_deadline,
+                     err))
+        return err->code;
     return 0;
 }
 
@@ -281,6 +294,7 @@ out:
     free(st.maxresp);
     free(st.connect);
     free(st.compact);
+    free(st.retry);
     return rc;
 }
 

@@ -24,12 +24,19 @@ typedef struct lakeConfig {
     long catalog_ttl;  /* seconds */
     long long max_response; /* bytes of one answer from the metadata server */
     long connect_timeout; /* seconds to connect to it, TLS handshake included; 0: unset */
+    long retry_deadline;  /* seconds a call to it may go on retrying while it answers 503
+                             (source_remote.c); 0: one round of endpoints, no retry */
     long compact_threshold; /* compact a table after an append once it holds more small
                                segments than this (query/compact.h); 0: never */
     char *config_file; /* the file that was read, or NULL */
 } lakeConfig;
 
 #define CONFIG_COMPACT_THRESHOLD_DEFAULT 32
+/* Rides over a failover with room to spare: an automatic promotion takes
+ * about 2 s from a dead primary to the first answered append (bench/RESULTS.md),
+ * one run by a person or a slower cluster manager tens of seconds. */
+#define CONFIG_RETRY_DEADLINE_DEFAULT 30
+#define CONFIG_RETRY_DEADLINE_MAX 3600
 
 /* One option given on the command line, applied last. */
 typedef struct configOverride {

@@ -16,6 +16,7 @@ struct httpClient {
     struct curl_slist *headers;
     httpOptions opt;
     int reached; /* the last request may have reached the server */
+    long retry_after; /* seconds, from the last answer's Retry-After; 0: none */
     char errbuf[CURL_ERROR_SIZE]; /* curl's words for the last failure */
 };
 
@@ -228,6 +229,7 @@ static int perform(httpClient *h, const char *path, const char *body, cJSON **an
     long status = 0;
     int rc;
     h->reached = 1;
+    h->retry_after = 0;
     if (cc != CURLE_OK) {
         /* no pre-transfer time: connecting or the handshake failed */
         curl_off_t pretransfer = 0;
@@ -236,6 +238,9 @@ static int perform(httpClient *h, const char *path, const char *body, cJSON **an
         rc = transferError(h, cc, &s, err);
     } else {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_off_t after = 0;
+        if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0)
+            h->retry_after = after < HTTP_RETRY_AFTER_MAX ? (long)after : HTTP_RETRY_AFTER_MAX;
         rc = decode(h, status, &s, answer, err);
     }
     free(s.buf);
@@ -253,3 +258,5 @@ int httpPostJson(httpClient *h, const char *path, const cJSON *body, cJSON **ans
 }
 
 int httpReached(const httpClient *h) { return h->reached; }
+
+long httpRetryAfter(const httpClient *h) { return h->retry_after; }

@@ -51,4 +51,10 @@ int httpPostJson(httpClient *h, const char *path, const struct cJSON *body,
  * in whole or in part, or answered). */
 int httpReached(const httpClient *h);
 
+/* The seconds the last answer's Retry-After asked the client to wait
+ * (a number of seconds or an HTTP date, as libcurl reads it), at most
+ * HTTP_RETRY_AFTER_MAX; 0 when it had none, or there was no answer. */
+#define HTTP_RETRY_AFTER_MAX 3600L
+long httpRetryAfter(const httpClient *h);
+
 #endif

@@ -35,6 +35,7 @@
 #include "core/crypto.h"
 #include "core/id.h"
 #include "core/log.h"
+#include "core/retry.h"
 #include "core/rfc3339.h"
 #include "stage/backend.h"
 #include "stage/s3.h"
@@ -361,7 +362,7 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
             }
             break;
         }
-        if (s3Sleep(s3BackoffMs(attempt), NULL)) break;
+        if (retrySleep(s3BackoffMs(attempt), NULL)) break;
         rc = 0;
     }
     if (!rc && verify) {
@@ -453,7 +454,7 @@ static int bucketRequest(s3Stage *ss, const char *query, const char *send, size_
         int retry = rc && x.retryable && attempt < S3_ATTEMPTS;
         s3XferFree(&x);
         if (!retry) break;
-        if (s3Sleep(s3BackoffMs(attempt), NULL)) break;
+        if (retrySleep(s3BackoffMs(attempt), NULL)) break;
     }
     if (rc) b->len = 0;
     return rc;
@@ -702,7 +703,7 @@ static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
             if (!retry || attempt >= S3_ATTEMPTS) goto out;
             errClear(err); /* as a 5xx: the same keys again */
             rc = 0;
-            if (s3Sleep(s3BackoffMs(attempt), NULL)) break;
+            if (retrySleep(s3BackoffMs(attempt), NULL)) break;
             continue;
         }
         if (!s3XmlRootIs(b.buf, b.len, "DeleteResult")) {
@@ -748,7 +749,7 @@ static int s3DeleteBatch(stage *s, char *const *locs, size_t n,
                 pend[left++] = pend[j];
             }
         np = left;
-        if (np && s3Sleep(s3BackoffMs(attempt), NULL)) break;
+        if (np && retrySleep(s3BackoffMs(attempt), NULL)) break;
     }
 out:
     for (size_t i = 0; keys && i < n; i++) free(keys[i]);

@@ -172,10 +172,8 @@ int s3XferRun(s3Xfer *x, lakeError *err);
 void s3XferFree(s3Xfer *x);
 
 /* Milliseconds to wait before attempt number attempt + 1 (attempt >= 1):
- * exponential from 100 ms, capped at 2 s, with jitter. */
+ * retryCeilingMs (core/retry.h) with equal jitter (half of it at least). */
 long s3BackoffMs(int attempt);
-/* Sleep ms milliseconds, waking early (returning 1) when *stop is set. */
-int s3Sleep(long ms, const volatile sig_atomic_t *stop);
 
 /* The text of the first element called name in an XML answer, entities
  * decoded, or NULL (none, not a leaf element, malformed, OOM).  Caller

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "core/retry.h"
 #include "stage/backend.h"
 #include "stage/s3.h"
 
@@ -523,7 +524,7 @@ int s3XferRun(s3Xfer *x, lakeError *err) {
         rc = s3XferOutcome(x, curl_easy_perform(x->h), err);
         if (!rc || !x->retryable || x->attempts >= (x->max_attempts ? x->max_attempts : S3_ATTEMPTS))
             break;
-        if (s3Sleep(s3BackoffMs(x->attempts), x->stop))
+        if (retrySleep(s3BackoffMs(x->attempts), x->stop))
             return errSet(err, LAKE_EFAIL, "%s: interrupted", x->what);
         rc = 0;
     }
@@ -537,20 +538,8 @@ int s3XferRun(s3Xfer *x, lakeError *err) {
 long s3BackoffMs(int attempt) {
     static _Thread_local unsigned seed;
     if (!seed) seed = (unsigned)time(NULL) ^ (unsigned)clock();
-    long d = 100L << (attempt > 5 ? 5 : attempt - 1);
-    if (d > 2000) d = 2000;
+    long d = retryCeilingMs(attempt);
     return d / 2 + rand_r(&seed) % (d / 2 + 1);
-}
-
-int s3Sleep(long ms, const volatile sig_atomic_t *stop) {
-    while (ms > 0) {
-        if (stop && *stop) return 1;
-        long step = ms > 50 ? 50 : ms;
-        struct timespec ts = {0, step * 1000000L};
-        nanosleep(&ts, NULL);
-        ms -= step;
-    }
-    return stop && *stop;
 }
 
 /* --- XML answers ----------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "core/interrupt.h"
+#include "core/retry.h"
 #include "stage/backend.h"
 #include "stage/s3.h"
 
@@ -552,7 +553,7 @@ int s3CompleteUpload(const s3Client *c, CURL *h, const char *key, const char *up
             rc = 0;
         s3XferFree(&x);
         if (!rc || !retry || attempt >= S3_ATTEMPTS) break;
-        if (s3Sleep(s3BackoffMs(attempt), stop)) {
+        if (retrySleep(s3BackoffMs(attempt), stop)) {
             rc = errSet(err, LAKE_EFAIL, "%s: interrupted", key);
             break;
         }

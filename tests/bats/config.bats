@@ -112,6 +112,25 @@ put_lands_in() {
   assert_error lake-get 78 "$CONF:4"
 }
 
+@test "config: retry_deadline (LAKE_RETRY_DEADLINE) takes 0 to 3600 seconds; anything else is 78, from the environment or the file" {
+  local good bad
+  for good in 0 1 30 3600; do
+    run --separate-stderr env LAKE_RETRY_DEADLINE=$good lake-put "$T/payload"
+    assert_clean_success
+  done
+  for bad in -1 3601 soon 1.5; do
+    run --separate-stderr env LAKE_RETRY_DEADLINE="$bad" lake-put "$T/payload"
+    assert_error lake-put 78 "retry_deadline: '$bad' is not a number of seconds from 0 to 3600"
+    assert_output ""
+  done
+  printf 'retry_deadline = never\n' >>"$CONF"
+  run --separate-stderr lake-put "$T/payload"
+  assert_error lake-put 78 "retry_deadline: 'never'"
+  # the environment beats the file
+  run --separate-stderr env LAKE_RETRY_DEADLINE=5 lake-put "$T/payload"
+  assert_clean_success
+}
+
 @test "config: a line without '=' is 78, naming file:line" {
   printf 'stage file://%s\n' "$A" >"$T/other.conf"
   export LAKE_CONFIG="$T/other.conf"

@@ -3,7 +3,9 @@
 # instances over TLS serve one registry (a SQLite file in WAL mode, which
 # two processes on one host may share); clients try the endpoints in order,
 # remember in the snapshot cache the one that answered, and serve the stale
-# snapshot only when every endpoint is down.  Instances die by SIGKILL.
+# snapshot only when every endpoint is down (at once: an endpoint that
+# cannot be connected to is not retried; pg-failover.bats has the retries
+# of a catalog answering 503).  Instances die by SIGKILL.
 
 load helpers/common
 load helpers/metasrv
@@ -108,6 +110,12 @@ status_of() { # status_of KEY: one key of lake-catalog status
     fail "warning: $stderr"
   run --separate-stderr lake-catalog --max-age 0 --strict list
   assert_error lake-catalog 69 "none of the 2 endpoints answered"
+  # no connection at all is not a failover to wait out: one round, no
+  # retry, whatever retry_deadline allows
+  run --separate-stderr env LAKE_RETRY_DEADLINE=3600 LAKE_TRACE=1 lake-catalog --strict refresh
+  assert_failure 69
+  assert_equal "$(trace_count source)" 2
+  [[ $stderr != *"trying again"* ]] || fail "retried: $stderr"
 
   restart_a
   run --separate-stderr lake-catalog refresh

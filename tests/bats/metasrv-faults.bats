@@ -143,12 +143,21 @@ make_table() {
   metasrv_post "$ADMIN" catalog_snapshot '{"known_generation":-1}'
   assert_equal "$(jq -c '[.status, .generation, (.entries | length)]' <<<"$HTTP_BODY")" '["snapshot",5,2]'
 
-  # the client: a temporary failure (75), on one line
+  # the client without retries (retry_deadline 0): a temporary failure
+  # (75), on one line
   metasrv_stop
   LAKE_TEST_SNAPSHOT_MUTATIONS=3 metasrv_start "$SRV" "$port"
-  run --separate-stderr lake-catalog refresh --force
-  assert_error lake-catalog 75
+  run --separate-stderr env LAKE_RETRY_DEADLINE=0 lake-catalog refresh --force
+  assert_error lake-catalog 75 "the catalog is temporarily unavailable" "not retried (retry_deadline = 0)"
   assert_output ""
+  # with them (the default): the second round finds the faults spent
+  metasrv_stop
+  LAKE_TEST_SNAPSHOT_MUTATIONS=3 metasrv_start "$SRV" "$port"
+  run --separate-stderr env LAKE_TRACE=1 lake-catalog refresh --force
+  assert_success
+  [[ $stderr == *"catalog_snapshot at $METASRV_URL -> error unavailable ("*"), round 1; trying again in "* ]] ||
+    fail "not retried: $stderr"
+  assert_equal "$(untraced_stderr)" ""
 }
 
 # LAKE_TEST_KILL_AFTER_APPEND=1 is a test-only fault switch of lake-metasrv:

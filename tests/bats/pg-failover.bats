@@ -304,3 +304,113 @@ assert_held() {
   assert_success
   assert_equal "$output" "$before"
 }
+
+# --- clients during a failover (issue 25): a call answered 503 by every
+# instance goes round them again, with backoff, for retry_deadline seconds
+
+# wait_trace FILE TEXT: until FILE (a client's LAKE_TRACE stderr) holds
+# TEXT (120 s: the clients below wait for the test, never the other way)
+wait_trace() {
+  local i
+  for i in $(seq 1200); do
+    grep -qF -- "$2" "$1" && return 0
+    sleep 0.1
+  done
+  fail "no '$2' in $1: $(cat "$1")"
+}
+
+# run_traced COMMAND…: bats' run with LAKE_TRACE=1; the trace lines in
+# $trace, the others in $stderr and $stderr_lines (for assert_error)
+run_traced() {
+  run --separate-stderr env LAKE_TRACE=1 "$@"
+  trace=$stderr
+  stderr=$(untraced_stderr)
+  mapfile -t stderr_lines <<<"$stderr"
+}
+
+# a table q.t with the rows 1 and 2, through both instances; the snapshot
+# cache holds them (the second INSERT read what the first wrote)
+failover_table() {
+  export LAKE_METASRV="$A_URL,$B_URL" LAKE_COMPACT_THRESHOLD=0
+  lake-catalog create-namespace q
+  lake-catalog create q.t 'n INTEGER'
+  lake-query -c "insert into q.t values (1)" || fail "insert 1"
+  lake-query -c "insert into q.t values (2)" || fail "insert 2"
+}
+
+@test "an INSERT and a lake-put --table during a failover: they retry until the standby is promoted, then succeed, each row once" {
+  failover_table
+  lake-catalog create q.f 'doc FILE'
+  local p s
+  p=$(pgp_primary) s=$(pgp_standby)
+  echo hello >"$T/doc"
+  pgp_crash "$p"
+  # both clients start with no primary: every instance answers 503
+  LAKE_RETRY_DEADLINE=120 LAKE_TRACE=1 lake-query -c "insert into q.t values (3)" 2>"$T/insert.err" &
+  local insert=$!
+  PIDS+=("$insert")
+  LAKE_RETRY_DEADLINE=120 LAKE_TRACE=1 lake-put --table q.f "$T/doc" >"$T/put.out" 2>"$T/put.err" &
+  local put=$!
+  PIDS+=("$put")
+  # each is going round the instances, backing off, before the promotion
+  wait_trace "$T/insert.err" "round 2; trying again in"
+  wait_trace "$T/put.err" "round 2; trying again in"
+  pgp_promote "$s" || fail "cannot promote the standby"
+  local rc=0
+  wait "$insert" || rc=$?
+  assert_equal "INSERT exit $rc: $(grep -v '^trace: ' "$T/insert.err")" "INSERT exit 0: "
+  rc=0
+  wait "$put" || rc=$?
+  assert_equal "lake-put exit $rc: $(grep -v '^trace: ' "$T/put.err")" "lake-put exit 0: "
+  PIDS=()
+  # the trace says what happened: 503s from both instances, the server's
+  # own words there (and only there), the pauses between rounds
+  grep -Eq "^trace: source [a-z_]+ at $A_URL,$B_URL -> error unavailable \(.+\), round 1; trying again in [0-9]+ ms$" "$T/insert.err" ||
+    fail "no round line: $(cat "$T/insert.err")"
+  # every row once: the INSERT's, and the put's FILE row
+  run --separate-stderr lake-query -f csv -c "select n from q.t order by n"
+  assert_success
+  assert_output $'1\n2\n3'
+  assert_equal "$(lake-catalog resolve q.t | jq .version)" 3
+  run --separate-stderr lake-query -f csv -c "select count(*), max(fl_get_size(doc)) from q.f"
+  assert_success
+  assert_output "1,6"
+  assert_equal "$(lake-catalog resolve q.f | jq .version)" 1
+  assert_equal "$(jq -r .location "$T/put.out")" "$(lake-query -f csv -c "select json_extract(doc, '\$.location') from q.f")"
+}
+
+@test "an INSERT with a short retry_deadline and no primary coming back: 75 after it, one line a user understands, nothing appended" {
+  failover_table
+  local p s
+  p=$(pgp_primary) s=$(pgp_standby)
+  pgp_crash "$p"
+  local trace
+  run_traced env LAKE_RETRY_DEADLINE=1 lake-query -c "insert into q.t values (3)"
+  assert_error lake-query 75 "$A_URL,$B_URL: the catalog is temporarily unavailable (its registry may be failing over); gave up after 1 s (retry_deadline)"
+  [[ $stderr != *"registry unreachable"* && $stderr != *"registry is unavailable"* && $stderr != *principal* ]] ||
+    fail "the server's internal words reached the user: $stderr"
+  [[ $trace == *"round 1; trying again in "* ]] || fail "not retried: $trace"
+  # the same from the file: retry_deadline = 1
+  printf 'retry_deadline = 1\n' >"$T/conf"
+  run --separate-stderr env LAKE_CONFIG="$T/conf" lake-query -c "insert into q.t values (4)"
+  assert_error lake-query 75 "gave up after 1 s (retry_deadline)"
+  # nothing of it was appended: the promoted standby holds rows 1 and 2
+  pgp_promote "$s" || fail "cannot promote the standby"
+  wait_health "$A_URL" ok
+  run --separate-stderr lake-query -f csv -c "select n from q.t order by n"
+  assert_success
+  assert_output $'1\n2'
+  assert_equal "$(lake-catalog resolve q.t | jq .version)" 2
+}
+
+@test "LAKE_RETRY_DEADLINE=0: one round of instances, as before retries existed; 75 saying it was not retried" {
+  failover_table
+  pgp_crash "$(pgp_primary)"
+  local trace
+  run_traced env LAKE_RETRY_DEADLINE=0 lake-query -c "insert into q.t values (3)"
+  assert_error lake-query 75 "$A_URL,$B_URL: the catalog is temporarily unavailable (its registry may be failing over); not retried (retry_deadline = 0)"
+  [[ $trace != *"trying again"* ]] || fail "retried: $trace"
+  # each instance asked once: A, then B, whose 503 ends the call
+  assert_equal "$(grep -c "^trace: source .* at $A_URL -> error unavailable, trying the next endpoint$" <<<"$trace")" 1
+  assert_equal "$(grep -c -- "-> error unavailable$" <<<"$trace")" 1
+}

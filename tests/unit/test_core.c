@@ -15,6 +15,7 @@
 #include "core/fsutil.h"
 #include "core/id.h"
 #include "core/realtext.h"
+#include "core/retry.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
@@ -236,6 +237,33 @@ static void testDurations(void) {
     }
 }
 
+/* The backoff schedule of the catalog's retries: ceilings 100, 200, 400,
+ * 800, 1600, then 2000 ms; a pause is a draw below the ceiling, raised to
+ * a Retry-After, cut to the deadline. */
+static void testRetrySchedule(void) {
+    static const long ceilings[] = {100, 200, 400, 800, 1600, 2000, 2000, 2000};
+    int fine = 1;
+    for (int a = 1; a <= 8; a++) fine &= retryCeilingMs(a) == ceilings[a - 1];
+    ok(fine && retryCeilingMs(1000) == RETRY_CAP_MS, "ceilings double from 100 ms to the 2 s cap");
+    ok(retryPauseMs(1, 0, 0, 100000) == 0 && retryPauseMs(1, 100, 0, 100000) == 100 &&
+       retryPauseMs(1, 101, 0, 100000) == 0 && retryPauseMs(3, 401, 0, 100000) == 0 &&
+       retryPauseMs(3, 250, 0, 100000) == 250 && retryPauseMs(40, 4001, 0, 100000) == 2000,
+       "full jitter: the draw modulo ceiling + 1, from 0 to the ceiling");
+    long lo = RETRY_CAP_MS, hi = 0;
+    unsigned seed = 7;
+    for (int i = 0; i < 2000; i++) {
+        long p = retryPauseMs(6, (unsigned long)rand_r(&seed), 0, 100000);
+        if (p < lo) lo = p;
+        if (p > hi) hi = p;
+    }
+    ok(lo >= 0 && lo < 200 && hi <= RETRY_CAP_MS && hi > 1800, "2000 draws spread over [0, 2 s] (%ld..%ld ms)", lo, hi);
+    ok(retryPauseMs(1, 50, 1000, 100000) == 1000 && retryPauseMs(6, 1500, 1000, 100000) == 1500,
+       "a Retry-After is a floor under the draw, not a replacement for it");
+    ok(retryPauseMs(6, 1500, 1000, 300) == 300 && retryPauseMs(1, 50, 5000, 2500) == 2500 &&
+       retryPauseMs(1, 50, 0, 0) == 0 && retryPauseMs(1, 50, 0, -5) == 0,
+       "the deadline cuts every pause, Retry-After included; never negative");
+}
+
 /* tempSweep: a dead writer's ".tmp-<pid>-<id>" goes; a live one's, an
  * old-style ".tmp-<id>" (a stage partial, gc's to judge) and others stay. */
 static void testTempSweep(void) {
@@ -264,6 +292,7 @@ static void testTempSweep(void) {
 int main(void) {
     testTempSweep();
     testDurations();
+    testRetrySchedule();
     testEndpoints();
     testText();
     testValueText();
