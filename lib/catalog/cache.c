@@ -510,7 +510,11 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
     cJSON *ans = NULL;
     int64_t known = c->snap.valid && !force ? c->snap.generation : -1;
     c->refreshed = 1;
+    /* with a snapshot to serve, an outage is answered at once from it, not
+     * after retry_deadline of retries (an explicit refresh waits them out) */
+    sourceNoRetry(c->src, c->snap.valid && !explicit);
     int rc = sourceSnapshot(c->src, known, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, &ans, err);
+    sourceNoRetry(c->src, 0);
     now = nowMs();
     if (rc && isDenied(err)) deniedRecord(c, err);
     if (!rc) deniedClear(c);
@@ -1132,8 +1136,10 @@ static int pointRefresh(catalogCache *c, const char *ns, const char *name, cJSON
     int64_t known = have ? r->version : -1;
     if (have) snprintf(known_id, sizeof known_id, "%s", r->id);
     cJSON *ans = NULL;
+    sourceNoRetry(c->src, have != NULL); /* the last registration is served at once */
     rc = have ? sourceResolveChanged(c->src, ns, name, known_id, known, &ans, err)
               : sourceResolve(c->src, ns, name, -1, &ans, err);
+    sourceNoRetry(c->src, 0);
     now = nowMs();
     lakeError ignored = {0};
     if (rc) {
@@ -1375,7 +1381,11 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
     if (c->opt.offline)
         return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
     cJSON *ans = NULL;
-    if ((rc = sourceResolve(c->src, ns, name, version, &ans, err))) {
+    const tableState *held = version < 0 ? stateOf(&c->snap, id, 0) : NULL;
+    sourceNoRetry(c->src, held && held->resolved_ms && held->version >= held->epoch);
+    rc = sourceResolve(c->src, ns, name, version, &ans, err);
+    sourceNoRetry(c->src, 0);
+    if (rc) {
         /* an outage: the last registration this host resolved, if any */
         tableState *t = version < 0 ? stateOf(&c->snap, id, 0) : NULL;
         if (!sourceOutage(err) || !t || !t->resolved_ms || t->version < t->epoch ||
@@ -1502,7 +1512,9 @@ int cacheWhoami(catalogCache *c, cJSON **answer, lakeError *err) {
         if ((*answer = checkedJsonLoad(path))) return 0;
         if (c->opt.offline) return errSet(err, LAKE_EUNAVAIL, "no cached whoami for %s (offline)", sourceName(c->src));
     }
+    sourceNoRetry(c->src, stat(path, &st) == 0); /* a cached whoami is served at once */
     int rc = sourceCall(c->src, "whoami", NULL, answer, err);
+    sourceNoRetry(c->src, 0);
     if (rc) {
         cJSON *stale = sourceOutage(err) ? checkedJsonLoad(path) : NULL;
         if (!stale) return rc;

@@ -414,3 +414,54 @@ failover_table() {
   assert_equal "$(grep -c "^trace: source .* at $A_URL -> error unavailable, trying the next endpoint$" <<<"$trace")" 1
   assert_equal "$(grep -c -- "-> error unavailable$" <<<"$trace")" 1
 }
+
+@test "reads during a failover are answered from the cache at once, not after retry_deadline: list, resolve, whoami, a user's show, SELECT" {
+  failover_table
+  local alice trace
+  alice=$(metasrv_token user alice "$SRV")
+  # the cache holds the directory, the registrations and whoami of both
+  lake-query -c 'select count(*) from q.t' >/dev/null || fail "admin query"
+  LAKE_TOKEN_FILE=$alice lake-query -c 'select count(*) from q.t' >/dev/null || fail "user query"
+  pgp_crash "$(pgp_primary)"
+  # a deadline a test would notice (not one it would hang on), and every
+  # cached answer expired
+  export LAKE_RETRY_DEADLINE=60 LAKE_CATALOG_TTL=0
+
+  run_traced lake-catalog list
+  assert_success
+  assert_output $'q\tt'
+  [[ $trace == *"-> error unavailable"* && $trace != *"trying again"* ]] || fail "not one round: $trace"
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ $stderr == "lake-catalog: $A_URL,$B_URL: the catalog is temporarily unavailable (its registry may be failing over); serving generation "* ]] ||
+    fail "not the stale warning: $stderr"
+
+  run_traced lake-catalog resolve q.t
+  assert_success
+  assert_equal "$(jq .version <<<"$output")" 2
+  [[ $trace == *"trace: source resolve q.t"*"-> error unavailable"* && $trace != *"trying again"* ]] ||
+    fail "not one round: $trace"
+  [[ $stderr == *"serving q.t version 2 resolved "* ]] || fail "not the stale warning: $stderr"
+
+  run_traced lake-query -c 'select count(*) from q.t'
+  assert_success
+  assert_output 2
+  [[ $trace != *"trying again"* ]] || fail "retried: $trace"
+
+  run_traced env LAKE_TOKEN_FILE="$alice" lake-catalog show q.t
+  assert_success
+  assert_output $'n\tINTEGER'
+  [[ $trace == *"trace: source resolve q.t known=2"*"-> error unavailable"* && $trace != *"trying again"* ]] ||
+    fail "not one round: $trace"
+  [[ $stderr == *"serving q.t version 2 resolved "* ]] || fail "not the stale warning: $stderr"
+  run_traced env LAKE_TOKEN_FILE="$alice" lake-query -c 'select count(*) from q.t'
+  assert_success
+  assert_output 2
+  [[ $trace != *"trying again"* ]] || fail "retried: $trace"
+
+  # an append has nothing to serve instead: it retries (until the deadline)
+  # (the reads before it are served stale, with their warnings)
+  run_traced env LAKE_RETRY_DEADLINE=1 lake-query -c "insert into q.t values (3)"
+  assert_equal "exit $status" "exit 75"
+  assert_equal "${stderr_lines[-1]}" "lake-query: $A_URL,$B_URL: the catalog is temporarily unavailable (its registry may be failing over); gave up after 1 s (retry_deadline)"
+  [[ $trace == *"trying again"* ]] || fail "not retried: $trace"
+}
