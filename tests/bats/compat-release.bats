@@ -21,8 +21,10 @@ setup_file() {
     skip "not a git checkout with $OLD_REV (the release this suite runs against)"
   mkdir -p "$src"
   git -C "$LAKE_SRC" archive "$OLD_REV" | tar -x -C "$src"
-  # the old release's server, built as that release builds it
-  make -C "$src" -j2 GIT_REV="$OLD_REV" build/bin/lake-metasrv >"$BATS_FILE_TMPDIR/old-build.log" 2>&1 ||
+  # the old release's server, built as that release builds it (plainly:
+  # not with the SANITIZE=1 that make check SANITIZE=1 passes down)
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$src" -j2 SANITIZE= GIT_REV="$OLD_REV" build/bin/lake-metasrv \
+    >"$BATS_FILE_TMPDIR/old-build.log" 2>&1 ||
     { cat "$BATS_FILE_TMPDIR/old-build.log" >&3; return 1; }
   export OLD_METASRV=$src/build/bin/lake-metasrv
 }
