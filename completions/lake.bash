@@ -22,8 +22,10 @@
 _lake_programs='lake-put lake-get lake-catalog lake-query lake-metasrv'
 
 _lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --part-size
-    --jobs --table --column --set --archive --stage --progress --no-progress -h --help --version'
-_lake_args_lake_put='--name --content-type --size --sha256 --part-size --jobs --table --column --set --stage'
+    --jobs --table --column --set --archive --max-skipped --stage --progress --no-progress -h --help
+    --version'
+_lake_args_lake_put='--name --content-type --size --sha256 --part-size --jobs --table --column --set
+    --max-skipped --stage'
 
 _lake_opts_lake_get='-q --quiet -o --output --archive --presign --no-verify --stage
     --progress --no-progress -h --help --version'
@@ -140,8 +142,9 @@ _lake_complete_value() {
         ;;
     *)
         # --name, --content-type, --size, --sha256, --part-size, --jobs,
-        # --stage, --max-age, resolve's --version N, lake-metasrv's
-        # --listen, --tls-priority, --name and numbers: free text
+        # --max-skipped, --stage, --max-age, resolve's --version N,
+        # lake-metasrv's --listen, --tls-priority, --name and numbers: free
+        # text
         COMPREPLY=()
         ;;
     esac

@@ -16,6 +16,7 @@
 
 
 #include "core/archive.h"
+#include "core/bytesize.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "entries.h"
@@ -55,6 +56,15 @@ struct archiveIn {
     int io_errno;    /* a read(2) of the input failed with this */
     int data_failed; /* the current entry's data could not be read */
     lakeError data_err;
+    int64_t max_skipped, skipped; /* data of skipped entries: bound, so far */
+    /* the current entry: its declared size (-1: none), the bytes handed
+     * out, and what is left of libarchive's last block, which starts at
+     * blk_off (past pos: a hole before it); data_eof once libarchive said
+     * the data ends (at blk_off) */
+    int64_t declared, pos, blk_off;
+    const char *blk;
+    size_t blk_len;
+    int data_eof;
     /* the watchdog (watchMain): while a libarchive step runs (busy), the
      * memory it adds, the CPU time it spends without progress and a
      * pending stop signal are watched */
@@ -250,8 +260,8 @@ static int archiveFail(archiveIn *in, const char *entry, lakeError *err) {
     return errSet(err, LAKE_EDATA, "%s%s%s: %s", in->what, sep, ent, m ? m : "damaged archive");
 }
 
-int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, archiveIn **out,
-                  lakeError *err) {
+int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, int64_t max_skipped,
+                  archiveIn **out, lakeError *err) {
     struct stat sb;
     archiveIn *in = calloc(1, sizeof *in);
     *out = NULL;
@@ -262,6 +272,7 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
     in->fd = fd;
     in->what = what;
     in->stop = stop;
+    in->max_skipped = max_skipped;
     int rc = watchStart(in, err);
     if (rc) {
         archiveInClose(in);
@@ -318,8 +329,31 @@ int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, a
     return 0;
 }
 
+/* The next block of the current entry's data (archive_read_data_block),
+ * as a watched step. */
+static int dataBlock(archiveIn *in, const void **b, size_t *n, la_int64_t *off) {
+    stepBegin(in);
+    int r = archive_read_data_block(in->a, b, n, off);
+    stepEnd(in);
+    return r;
+}
+
+/* The current entry's data cannot be stored as it is: 65, and the read
+ * fails (archiveInDataError reports it). */
+static ssize_t dataRefused(archiveIn *in, const char *why) {
+    in->data_failed = 1;
+    errSet(&in->data_err, LAKE_EDATA, "%s: %s: %s: refused", in->what, in->path, why);
+    errno = EIO;
+    return -1;
+}
+
 /* The entry's data, in full buffers (content detection looks at the first
- * one), through archive_read_data: no more than len bytes held here. */
+ * one), from archive_read_data_block: no more than len bytes held here.
+ * The holes of a sparse entry (the gaps before a block, and after the
+ * last one up to where libarchive says the data ends: tar's real size)
+ * are handed out as zeros, as tar x writes them; in the end the bytes
+ * handed out must be the size the header declares, whatever the format,
+ * so a short read never passes for a whole entry. */
 static ssize_t entryRead(void *ctx, void *buf, size_t len) {
     archiveIn *in = ctx;
     size_t got = 0;
@@ -328,19 +362,77 @@ static ssize_t entryRead(void *ctx, void *buf, size_t len) {
             errno = EINTR;
             return -1;
         }
-        stepBegin(in);
-        la_ssize_t n = archive_read_data(in->a, (char *)buf + got, len - got);
-        stepEnd(in);
-        if (n == 0) break;
-        if (n < 0) {
+        if (in->blk_off > in->pos) { /* a hole */
+            uint64_t hole = (uint64_t)(in->blk_off - in->pos);
+            size_t k = hole < len - got ? (size_t)hole : len - got;
+            memset((char *)buf + got, 0, k);
+            got += k;
+            in->pos += (int64_t)k;
+            continue;
+        }
+        if (in->blk_len) {
+            size_t k = in->blk_len < len - got ? in->blk_len : len - got;
+            memcpy((char *)buf + got, in->blk, k);
+            got += k;
+            in->blk += k;
+            in->blk_len -= k;
+            in->pos += (int64_t)k;
+            in->blk_off = in->pos;
+            continue;
+        }
+        if (in->data_eof) break;
+        const void *b;
+        size_t n;
+        la_int64_t off;
+        int r = dataBlock(in, &b, &n, &off);
+        if (r == ARCHIVE_EOF) {
+            /* a trailing hole, never past the declared size */
+            in->data_eof = 1;
+            if (in->declared >= 0 && off > in->pos) in->blk_off = off < in->declared ? off : in->declared;
+            continue;
+        }
+        if (r != ARCHIVE_OK) {
             in->data_failed = !(in->interrupted || stopped(in));
             archiveFail(in, in->path, &in->data_err);
             errno = in->interrupted ? EINTR : in->io_errno ? in->io_errno : EIO;
             return -1;
         }
-        got += (size_t)n;
+        if (off < in->pos || (in->declared >= 0 && (off > in->declared || (uint64_t)(in->declared - off) < n)))
+            return dataRefused(in, "data blocks out of order or past the size the header declares");
+        in->blk = b;
+        in->blk_len = n;
+        in->blk_off = off;
+    }
+    if (!got && in->declared >= 0 && in->pos != in->declared) {
+        char why[128];
+        snprintf(why, sizeof why, "%lld bytes of data where the header declares %lld", (long long)in->pos,
+                 (long long)in->declared);
+        return dataRefused(in, why);
     }
     return (ssize_t)got;
+}
+
+/* Read and drop the data of an entry lake-put skips (name: as the archive
+ * names it), counting it against max_skipped over the whole archive:
+ * libarchive's own skip would decode it in one step, at no bound of
+ * cost (its holes cost nothing and count nothing). */
+static int skipData(archiveIn *in, const char *name, lakeError *err) {
+    for (;;) {
+        if (stopped(in)) return archiveFail(in, name, err);
+        const void *b;
+        size_t n;
+        la_int64_t off;
+        int r = dataBlock(in, &b, &n, &off);
+        if (r == ARCHIVE_EOF) return 0;
+        if (r != ARCHIVE_OK) return archiveFail(in, name, err);
+        in->skipped += (int64_t)n;
+        if (in->skipped > in->max_skipped) {
+            char max[32];
+            bytesFormat(in->max_skipped, max, sizeof max);
+            return errSet(err, LAKE_EDATA, "%s: %s: more than %s of data in entries skipped (--max-skipped): refused",
+                          in->what, name, max);
+        }
+    }
 }
 
 /* What a skipped entry is, for its warning. */
@@ -374,18 +466,16 @@ int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err) {
         if (!name) name = "";
         mode_t type = archive_entry_filetype(ae);
         const char *target = archive_entry_hardlink(ae);
-        if (target) {
-            logWarn("%s: %s: a hard link to %s, skipped", in->what, name, target);
-            continue;
-        }
-        if (type == AE_IFDIR) continue; /* implied by the names below it */
-        if (type != AE_IFREG) {
+        int changed = 0;
+        /* (a directory is skipped silently: implied by the names below it) */
+        if (target) logWarn("%s: %s: a hard link to %s, skipped", in->what, name, target);
+        else if (type != AE_IFREG && type != AE_IFDIR)
             logWarn("%s: %s: %s, skipped", in->what, name, kindName(type));
-            continue;
-        }
-        int changed = fileNameSafe(name, in->path, sizeof in->path);
-        if (changed < 0) {
+        else if (type == AE_IFREG && (changed = fileNameSafe(name, in->path, sizeof in->path)) < 0)
             logWarn("%s: %s: no usable name, skipped", in->what, name);
+        if (target || type != AE_IFREG || changed < 0) {
+            int rc = skipData(in, name, err);
+            if (rc) return rc;
             continue;
         }
         if (changed) logWarn("%s: %s: unsafe name, stored as %s", in->what, name, in->path);
@@ -393,6 +483,10 @@ int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err) {
         e->path = in->path;
         e->size = archive_entry_size_is_set(ae) ? (int64_t)archive_entry_size(ae) : -1;
         e->reader = (lakeReader){entryRead, in, in->label};
+        in->declared = e->size;
+        in->pos = in->blk_off = 0;
+        in->blk_len = 0;
+        in->data_eof = 0;
         return 0;
     }
 }

@@ -13,6 +13,12 @@
  * Promises:
  *  - Directories are skipped silently; symbolic and hard links, devices,
  *    fifos and sockets are skipped with one warning each naming the entry.
+ *    The data of skipped entries is decoded (and dropped) by steps, and
+ *    once more than max_skipped bytes of it over the archive: 65 naming
+ *    the entry and --max-skipped.
+ *  - An entry's data is what tar x would write (a sparse entry's holes as
+ *    zeros) and exactly the size its header declares, or the read fails
+ *    and archiveInDataError gives 65.
  *  - An entry's name is made safe (leading '/', empty, "." and ".."
  *    components dropped, bytes that are not UTF-8 replaced by '?'), with one
  *    warning when that changed it.
@@ -39,9 +45,10 @@ typedef struct archiveEntryInfo {
 
 /* Start reading fd (kept open by the caller until archiveInClose) as an
  * archive; what names it in messages ("stdin", a path).  stop may be NULL.
- * 1 when out of memory. */
-int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, archiveIn **out,
-                  lakeError *err);
+ * max_skipped bounds the data (holes excluded) of the entries skipped,
+ * over the whole archive.  1 when out of memory. */
+int archiveInOpen(int fd, const char *what, const volatile sig_atomic_t *stop, int64_t max_skipped,
+                  archiveIn **out, lakeError *err);
 
 /* Move to the next regular entry (skipping the rest of the current one)
  * and fill *e; e->path is NULL at the end.  65 for a damaged archive (or

@@ -3,8 +3,8 @@
  *
  *   lake-put [-q] [--name NAME] [--content-type TYPE] [--size BYTES]
  *            [--sha256 HEX] [--part-size BYTES] [--jobs N] [--stage URL]
- *            [--table NS.T [--column COL] [--set COL=VALUE]...] [--archive]
- *            [FILE|-]...
+ *            [--table NS.T [--column COL] [--set COL=VALUE]...]
+ *            [--archive [--max-skipped BYTES]] [FILE|-]...
  *
  * Inputs are put in order (with --archive, every regular entry of every
  * archive, in archive order); each FILE value is printed (one JSON line) as
@@ -41,10 +41,13 @@
 
 enum { OPT_NAME = 0x100, OPT_CTYPE, OPT_SIZE, OPT_SHA, OPT_STAGE, OPT_PROGRESS,
        OPT_NO_PROGRESS, OPT_PART_SIZE, OPT_JOBS, OPT_TABLE, OPT_COLUMN, OPT_SET,
-       OPT_ARCHIVE };
+       OPT_ARCHIVE, OPT_MAX_SKIPPED };
 
 /* --set may be given this many times. */
 #define MAX_SETS 64
+/* --archive: the data of skipped entries an archive may hold (lake-put(1)
+ * "Limits of archive reading"), unless --max-skipped says otherwise */
+#define MAX_SKIPPED_DEFAULT (1LL << 30)
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
@@ -58,6 +61,7 @@ static const cliOption options[] = {
     {OPT_COLUMN, 0, "column", "COL", "with --table: the FILE column (default: the table's first FILE column)"},
     {OPT_SET, 0, "set", "COL=VALUE", "with --table: a value for another column of every row (repeatable)"},
     {OPT_ARCHIVE, 0, "archive", NULL, "the inputs are archives (tar, cpio, zip or 7z): put each regular entry"},
+    {OPT_MAX_SKIPPED, 0, "max-skipped", "BYTES", "with --archive: data of skipped entries allowed per archive (default 1GiB)"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
     {OPT_NO_PROGRESS, 0, "no-progress", NULL, "never draw a progress bar"},
@@ -66,7 +70,7 @@ static const cliOption options[] = {
 
 static const cliSpec spec = {
     "[-q] [--name NAME] [--content-type TYPE] [--size BYTES] [--sha256 HEX]\n"
-    " [--table NS.T [--column COL] [--set COL=VALUE]...] [--archive]\n"
+    " [--table NS.T [--column COL] [--set COL=VALUE]...] [--archive [--max-skipped BYTES]]\n"
     " [--part-size BYTES] [--jobs N] [--stage URL] [FILE|-]...",
     "Stream files or stdin into the lake's managed stage; print one FILE value "
     "(JSON) per object.",
@@ -84,6 +88,7 @@ typedef struct putArgs {
     const char *sets[MAX_SETS];
     int nsets;
     int archive;
+    long long max_skipped; /* --archive: archiveInOpen's bound; -1 unset */
 } putArgs;
 
 /* --table: the rows being written, one per object put. */
@@ -109,6 +114,12 @@ static long long parsePartSize(const char *s) {
     if (bytesParse(s, &v)) cliUsageError(&spec, "--part-size: '%s' is not a number of bytes", s);
     if (v < STAGE_PART_MIN || v > STAGE_PART_MAX)
         cliUsageError(&spec, "--part-size: '%s' is outside 5MiB..5GiB", s);
+    return v;
+}
+
+static long long parseMaxSkipped(const char *s) {
+    int64_t v;
+    if (bytesParse(s, &v)) cliUsageError(&spec, "--max-skipped: '%s' is not a number of bytes", s);
     return v;
 }
 
@@ -339,7 +350,7 @@ static int putArchive(stage *st, const putArgs *a, rowPlan *plan, const char *in
     int rc = 0;
     /* a local stage's types can wait for the flush: detect them aside */
     if (!a->content_type && stageTypeInValue(st)) rc = detectorStart(&batch->detect, err);
-    if (!rc) rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, interruptFlag(), &in, err);
+    if (!rc) rc = archiveInOpen(fd, fd == STDIN_FILENO ? "stdin" : input, interruptFlag(), a->max_skipped, &in, err);
     while (!rc && !interruptPending() && !(rc = archiveInNext(in, &e, err)) && e.path) {
         rc = putStream(st, a, plan, batch, &e.reader, e.path, e.size, e.path, err);
         if (rc && archiveInDataError(in, err)) rc = err->code; /* the archive's fault: 65 */
@@ -422,7 +433,7 @@ static int planRows(const putArgs *a, stage *st, catalogCache *cache, rowPlan *p
 
 int main(int argc, char **argv) {
     logInit(argv[0]);
-    putArgs a = {.size = -1, .progress = PROGRESS_AUTO};
+    putArgs a = {.size = -1, .progress = PROGRESS_AUTO, .max_skipped = -1};
     const char *arg;
     int c, first;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
@@ -443,6 +454,7 @@ int main(int argc, char **argv) {
         case OPT_TABLE: a.table = arg; break;
         case OPT_COLUMN: a.column = arg; break;
         case OPT_ARCHIVE: a.archive = 1; break;
+        case OPT_MAX_SKIPPED: a.max_skipped = parseMaxSkipped(arg); break;
         case OPT_SET:
             if (a.nsets == MAX_SETS) cliUsageError(&spec, "--set at most %d times", MAX_SETS);
             a.sets[a.nsets++] = arg;
@@ -450,6 +462,8 @@ int main(int argc, char **argv) {
         }
     }
     if (!a.table && (a.column || a.nsets)) cliUsageError(&spec, "--column and --set go with --table");
+    if (!a.archive && a.max_skipped >= 0) cliUsageError(&spec, "--max-skipped goes with --archive");
+    if (a.max_skipped < 0) a.max_skipped = MAX_SKIPPED_DEFAULT;
     int ninputs = argc - first;
     if (a.archive && (a.name || a.size >= 0 || a.sha256))
         cliUsageError(&spec, "--name, --size and --sha256 describe one input, not the entries of an archive");

@@ -25,7 +25,7 @@
     X(archive_entry_set_mtime) X(archive_entry_set_perm) X(archive_entry_set_size)   \
     X(archive_entry_size) X(archive_entry_size_is_set) X(archive_errno)              \
     X(archive_error_string) X(archive_filter_count) X(archive_format)                \
-    X(archive_read_data) X(archive_read_free) X(archive_read_new)                    \
+    X(archive_read_data_block) X(archive_read_free) X(archive_read_new)              \
     X(archive_read_next_header) X(archive_read_open1)                                \
     X(archive_read_set_callback_data) X(archive_read_set_read_callback)              \
     X(archive_read_set_seek_callback) X(archive_read_set_skip_callback)              \
@@ -72,7 +72,7 @@ void *lakeArchiveHandle(void);
 #define archive_error_string (lakeArchiveLoad()->archive_error_string)
 #define archive_filter_count (lakeArchiveLoad()->archive_filter_count)
 #define archive_format (lakeArchiveLoad()->archive_format)
-#define archive_read_data (lakeArchiveLoad()->archive_read_data)
+#define archive_read_data_block (lakeArchiveLoad()->archive_read_data_block)
 #define archive_read_free (lakeArchiveLoad()->archive_read_free)
 #define archive_read_new (lakeArchiveLoad()->archive_read_new)
 #define archive_read_next_header (lakeArchiveLoad()->archive_read_next_header)

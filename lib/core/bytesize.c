@@ -4,6 +4,7 @@
 #include "core/bytesize.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,4 +24,16 @@ int bytesParse(const char *s, int64_t *bytes) {
         return 0;
     }
     return -1;
+}
+
+void bytesFormat(int64_t bytes, char *buf, size_t len) {
+    static const char *const suffix[] = {"GiB", "MiB", "KiB"};
+    for (int i = 0; i < 3; i++) {
+        int64_t unit = 1LL << (10 * (3 - i));
+        if (bytes > 0 && bytes % unit == 0) {
+            snprintf(buf, len, "%lld%s", (long long)(bytes / unit), suffix[i]);
+            return;
+        }
+    }
+    snprintf(buf, len, "%lld", (long long)bytes);
 }

@@ -288,3 +288,61 @@ PY
   done
   assert_equal "$(lake-catalog resolve docs.scans | jq .version)" 0
 }
+
+# $T/sparse/{all-hole,leading-hole,trailing-hole}: 100 MiB each, sparse on
+# disk: no data, data only at the end, data only at the start.
+make_sparse() {
+  local s="$T/sparse"
+  mkdir -p "$s"
+  truncate -s 100M "$s/all-hole"
+  truncate -s 100M "$s/leading-hole"
+  printf 'the end\n' | dd of="$s/leading-hole" bs=1M seek=99 conv=notrunc status=none
+  printf 'the start\n' >"$s/trailing-hole"
+  truncate -s 100M "$s/trailing-hole"
+}
+
+@test "sparse entries (pax and GNU): all-hole, leading-hole and trailing-hole are stored as tar x extracts them" {
+  make_sparse
+  local fmt name v
+  for fmt in pax gnu; do
+    tar -C "$T/sparse" --sparse --format=$fmt -cf "$T/$fmt.tar" all-hole leading-hole trailing-hole
+    mkdir -p "$T/x-$fmt"
+    tar -C "$T/x-$fmt" -xf "$T/$fmt.tar"
+    run_to "$T/values" lake-put -q --archive "$T/$fmt.tar"
+    assert_clean_success
+    assert_equal "$(jq -r .name "$T/values")" $'all-hole\nleading-hole\ntrailing-hole'
+    for name in all-hole leading-hole trailing-hole; do
+      v=$(jq -c "select(.name == \"$name\")" "$T/values")
+      assert_equal "$fmt $name $(json_field size "$v")" "$fmt $name $(stat -c %s "$T/x-$fmt/$name")"
+      assert_equal "$fmt $name $(json_field sha256 "$v")" "$fmt $name $(sha_of "$T/x-$fmt/$name")"
+    done
+  done
+}
+
+@test "a sparse map past its declared size or out of order is 65 naming the entry; the entries before stay" {
+  # pax sparse 1.0 entries "b" after a file "a": a block of 10 bytes in an
+  # entry of real size 5, and a block at 100 before one at 0 (libarchive
+  # hands both out without an error)
+  python3 - "$T" <<'PY'
+import io, sys, tarfile
+def mk(fn, realsize, m, data):
+    with tarfile.open(fn, "w", format=tarfile.PAX_FORMAT) as tf:
+        i = tarfile.TarInfo("a"); i.size = 1; tf.addfile(i, io.BytesIO(b"a"))
+        i = tarfile.TarInfo("b")
+        i.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                         "GNU.sparse.name": "b", "GNU.sparse.realsize": str(realsize)}
+        i.size = 512 + len(data)
+        tf.addfile(i, io.BytesIO(m + bytes(512 - len(m)) + data))
+t = sys.argv[1]
+mk(f"{t}/past.tar", 5, b"1\n0\n10\n", b"x" * 10)
+mk(f"{t}/order.tar", 1000, b"2\n100\n5\n0\n5\n", b"y" * 10)
+PY
+  local kind n=0
+  for kind in past order; do
+    n=$((n + 1))
+    run_to "$T/values" lake-put --archive "$T/$kind.tar"
+    assert_error lake-put 65 "$T/$kind.tar: b: data blocks out of order or past the size the header declares: refused"
+    assert_equal "$(jq -r .name "$T/values")" a
+    assert_equal "$(files_under | wc -l)" "$n"
+  done
+}

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/bytesize.h"
 #include "core/config.h"
 #include "core/duration.h"
 #include "core/error.h"
@@ -237,6 +238,22 @@ static void testDurations(void) {
     }
 }
 
+/* bytesFormat writes what bytesParse reads back, with the largest suffix
+ * that divides. */
+static void testByteSizes(void) {
+    static const struct { int64_t bytes; const char *want; } cases[] = {
+        {0, "0"}, {1500, "1500"}, {1024, "1KiB"}, {64LL << 20, "64MiB"}, {1LL << 30, "1GiB"},
+        {(1LL << 30) + 1024, "1048577KiB"}, {100LL << 30, "100GiB"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[32];
+        int64_t back = -1;
+        bytesFormat(cases[i].bytes, buf, sizeof buf);
+        ok(strcmp(buf, cases[i].want) == 0 && bytesParse(buf, &back) == 0 && back == cases[i].bytes,
+           "%lld bytes are written '%s' and read back", (long long)cases[i].bytes, cases[i].want);
+    }
+}
+
 /* The backoff schedule of the catalog's retries: ceilings 100, 200, 400,
  * 800, 1600, then 2000 ms; a pause is a draw below the ceiling, raised to
  * a Retry-After, cut to the deadline. */
@@ -292,6 +309,7 @@ static void testTempSweep(void) {
 int main(void) {
     testTempSweep();
     testDurations();
+    testByteSizes();
     testRetrySchedule();
     testEndpoints();
     testText();
