@@ -236,9 +236,6 @@ static int unsupported(const archiveIn *in, lakeError *err) {
                   "plain or compressed)", in->what);
 }
 
-/* The error of a failed libarchive call: interrupted (1), an input that
- * could not be read (1), an input in no format lake-put reads (65), else a
- * damaged archive (65) naming the entry when there is one. */
 /* A 7z archive keeps its index at its end: libarchive reads it only by
  * seeking (lake-put(1)), so from a pipe it is 65 in these words, before
  * any entry is stored, rather than in libarchive's; else 0. */
@@ -253,6 +250,9 @@ static int sevenZipPiped(archiveIn *in, lakeError *err) {
                   in->what);
 }
 
+/* The error of a failed libarchive call: interrupted (1), an input that
+ * could not be read (1), an input in no format lake-put reads (65), else a
+ * damaged archive (65) naming the entry when there is one. */
 static int archiveFail(archiveIn *in, const char *entry, lakeError *err) {
     const char *sep = entry ? ": " : "", *ent = entry ? entry : "";
     if (in->interrupted || stopped(in))
