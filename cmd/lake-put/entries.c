@@ -246,6 +246,20 @@ static int unsupported(const archiveIn *in, lakeError *err) {
                   "plain or compressed)", in->what);
 }
 
+/* A 7z archive keeps its index at its end: libarchive reads it only by
+ * seeking (lake-put(1)), so from a pipe it is 65 in these words, before
+ * any entry is stored, rather than in libarchive's; else 0. */
+static int sevenZipPiped(archiveIn *in, lakeError *err) {
+    struct stat sb;
+    if ((archive_format(in->a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_7ZIP ||
+        (fstat(in->fd, &sb) == 0 && S_ISREG(sb.st_mode)))
+        return 0;
+    return errSet(err, LAKE_EDATA,
+                  "%s: a 7z archive cannot be read from a pipe (it is read by seeking to its index, "
+                  "at its end): name the file, or redirect standard input from it",
+                  in->what);
+}
+
 /* The error of a failed libarchive call: interrupted (1), an input that
  * could not be read (1), an input in no format lake-put reads (65), else a
  * damaged archive (65) naming the entry when there is one. */
@@ -254,6 +268,8 @@ static int archiveFail(archiveIn *in, const char *entry, lakeError *err) {
     if (in->interrupted || stopped(in))
         return errSet(err, LAKE_EFAIL, "%s%s%s: interrupted", in->what, sep, ent);
     if (in->io_errno) return errSetErrno(err, LAKE_EFAIL, in->io_errno, "%s", in->what);
+    int rc = sevenZipPiped(in, err);
+    if (rc) return rc;
     if (!entry && archive_format(in->a) == 0 && archive_errno(in->a) == FILE_FORMAT_ERRNO)
         return unsupported(in, err);
     const char *m = archive_error_string(in->a);
@@ -461,6 +477,8 @@ int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err) {
         /* (the format is known once a header was read) */
         if ((archive_format(in->a) & ARCHIVE_FORMAT_BASE_MASK) == ARCHIVE_FORMAT_ISO9660)
             return unsupported(in, err);
+        int rc = sevenZipPiped(in, err);
+        if (rc) return rc;
         const char *name = archive_entry_pathname_utf8(ae);
         if (!name) name = archive_entry_pathname(ae);
         if (!name) name = "";

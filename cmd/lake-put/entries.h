@@ -24,6 +24,8 @@
  *    warning when that changed it.
  *  - A damaged or truncated archive is 65 naming the archive and, when known,
  *    the entry.  The stop flag (a signal) makes reads fail with EINTR.
+ *  - A 7z archive is read only from a regular file (libarchive seeks in
+ *    it): from a pipe it is 65, saying so, before its first entry.
  */
 #ifndef LAKE_PUT_ENTRIES_H
 #define LAKE_PUT_ENTRIES_H

@@ -238,7 +238,25 @@ static int csvRecord(importReader *r, lakeError *err) {
     }
 }
 
-/* Read the header row and map its names to columns. */
+/* The header field f[0..n) as text for a message: its first
+ * NAME_FIELD_MAX bytes, a NUL byte shown as \0.  out holds
+ * 2 * NAME_FIELD_MAX + 1 bytes. */
+static void csvNameShown(const char *f, size_t n, char *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && i < NAME_FIELD_MAX; i++) {
+        if (f[i] == '\0') {
+            out[k++] = '\\';
+            out[k++] = '0';
+        } else {
+            out[k++] = f[i];
+        }
+    }
+    out[k] = '\0';
+}
+
+/* Read the header row and map its names to columns.  A name holding a NUL
+ * byte is 65, as a \u0000 in a JSON key is: read as a C string it would
+ * name another column. */
 static int csvHeader(importReader *r, lakeError *err) {
     int rc = csvRecord(r, err);
     if (rc != 1) return rc; /* empty input: no header, no records */
@@ -251,7 +269,13 @@ static int csvHeader(importReader *r, lakeError *err) {
         memcpy(name, r->fld + r->off[i], n);
         name[n] = '\0';
         int col = n == r->flen[i] && n ? segmentSchemaFind(r->schema, name) : -1;
-        char what[NAME_FIELD_MAX + 64];
+        char what[2 * NAME_FIELD_MAX + 64];
+        if (memchr(r->fld + r->off[i], '\0', r->flen[i])) {
+            char shown[2 * NAME_FIELD_MAX + 1];
+            csvNameShown(r->fld + r->off[i], r->flen[i], shown);
+            snprintf(what, sizeof what, "header: a NUL byte in the name '%s'", shown);
+            return dataErr(r, err, r->rec_line, what);
+        }
         if (col < 0 && memchr(r->fld + r->off[i], '\r', r->flen[i]))
             return dataErr(r, err, r->rec_line,
                            "header: a carriage return without a line feed "

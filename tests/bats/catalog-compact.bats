@@ -29,14 +29,14 @@ teardown() {
   source_teardown
 }
 
-# version and segment count of d.T now, as "V N"
+# version and segment count of d.t now, as "V N"
 shape() {
-  lake-catalog --max-age 0 resolve "d.${1:-t}" | jq -r '"\(.version) \(.segments | length)"'
+  lake-catalog --max-age 0 resolve d.t | jq -r '"\(.version) \(.segments | length)"'
 }
 
-# Every row of d.T as JSON Lines, in scan order.
+# Every row of d.t as JSON Lines, in scan order.
 rows_of() {
-  lake-query -f jsonl -c "SELECT * FROM d.${1:-t}"
+  lake-query -f jsonl -c "SELECT * FROM d.t"
 }
 
 # d.t of 33 single-row appends (one lake-put --table with a FILE, the rest
@@ -319,7 +319,7 @@ compact_req() {
     metasrv_init "$T/srv"
     metasrv_start "$T/srv"
   fi
-  STAGE_URL=$(METASRV_DIR=$T/srv; metasrv_post "$T/srv/admin.token" whoami '{}'; jq -r .stage <<<"$HTTP_BODY")
+  STAGE_URL=$(METASRV_DIR=$T/srv metasrv_post "$T/srv/admin.token" whoami '{}'; jq -r .stage <<<"$HTTP_BODY")
   local ADMIN=$T/srv/admin.token
   metasrv_post "$ADMIN" create_namespace '{"namespace":"c"}'
   metasrv_post "$ADMIN" create_table '{"namespace":"c","name":"t","schema":[{"name":"a","type":"INTEGER"}]}'

@@ -37,7 +37,7 @@ assert_refused_untouched() {
   for cmd in "list" "refresh --force" "create-namespace docs" "show docs.t" "resolve docs.t"; do
     echo "# lake-catalog $cmd"
     rm -rf "$XDG_CACHE_HOME" # a host with nothing cached must ask the source
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # $cmd is split into the words of a command line
     run --separate-stderr lake-catalog $cmd
     assert_error lake-catalog 78 "$REGISTRY"
     assert_output ""

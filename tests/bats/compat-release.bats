@@ -39,7 +39,7 @@ setup() {
   # the registry and the tokens, written by the old release
   "$OLD_METASRV" init --db "$SRV/registry.db" --stage "file://$SRV/stage" >"$SRV/admin.token"
   "$OLD_METASRV" token create --db "$SRV/registry.db" --role user --name alice >"$SRV/alice.token"
-  ADMIN=$SRV/admin.token ALICE=$SRV/alice.token
+  ALICE=$SRV/alice.token
 }
 
 teardown() {
@@ -53,7 +53,7 @@ old_start() {
   real=$(command -v lake-metasrv)
   mkdir -p "$T/oldbin"
   ln -sf "$OLD_METASRV" "$T/oldbin/lake-metasrv"
-  PATH=$T/oldbin:$PATH metasrv_start "$SRV" "${1:-0}"
+  PATH=$T/oldbin:$PATH metasrv_start "$SRV" 0
   [ "$(command -v lake-metasrv)" = "$real" ] || fail "PATH leaked"
 }
 

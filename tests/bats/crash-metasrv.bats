@@ -76,7 +76,7 @@ generation() {
 # After a restart: every acknowledged row present; versions and the
 # generation not below what was seen before.
 check_round() {
-  local k=$1 acked rows missing v g maxv
+  local k=$1 acked missing v g maxv
   cat "$T"/acked.* 2>/dev/null | sort >"$T/acked" || true
   acked=$(wc -l <"$T/acked")
   table_rows >"$T/rows" || fail "round $k: cannot read d.t back"

@@ -97,11 +97,11 @@ round_case() {
 # runs (the machine is shared, so one run may be slowed); those puts are
 # complete, add rows to k.t, and their objects stay, correct.
 calibrate() {
-  local c n kind in t0 t1
+  local c kind in t0 t1
   for c in 0 1 2 3 4; do
     read -r kind in <<<"$(round_case "$c")"
     LIFETIME[$c]=
-    for n in 1 2; do
+    for _ in 1 2; do
       t0=$(crash_now_ms)
       put_start 1 - "$kind" "$in" "$@"
       crash_reap "$PUT"

@@ -12,7 +12,7 @@ load helpers/common
 
 setup() {
   common_setup
-  WRITER= PUT=
+  WRITER='' PUT=''
 }
 
 teardown() {
@@ -50,7 +50,7 @@ fd_pos() {
 # left.  (A put reads in large buffers, so a few bytes may still sit in its
 # buffer: MIN is what must have reached the file.)
 kill_mid_put() {
-  local bytes=$1 min=$2 fd pos= i
+  local bytes=$1 min=$2 fd pos=''
   # $! of a background pipeline is its last process: lake-put.  The writer
   # records its own pid, then becomes the sleep (exec), so that pid is the
   # sleep's.  fd 3 is closed so bats never waits on these processes.
@@ -59,7 +59,7 @@ kill_mid_put() {
   PUT=$!
   # wait until the process exists and holds its unnamed temporary file with
   # at least MIN bytes written (its file offset), i.e. it is in the middle
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     fd=$(unnamed_stage_fd "$PUT")
     if [ -n "$fd" ]; then
       pos=$(fd_pos "$PUT" "$fd")
@@ -82,7 +82,7 @@ kill_mid_put() {
   assert_equal "$rc" 137 # 128 + SIGKILL
   ! kill -0 "$PUT" 2>/dev/null || fail "lake-put $PUT still running"
   ! kill -0 "$WRITER" 2>/dev/null || fail "writer/sleep $WRITER still running"
-  PUT= WRITER=
+  PUT='' WRITER=''
 
   # nothing printed, nothing under a final name, no temporary name either
   assert_equal "$(stat -c %s "$T/put.out")" 0

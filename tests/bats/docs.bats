@@ -49,7 +49,7 @@ man_blocks() {
 # With "guard", the script stops at the first command that fails, saying
 # which (as set -e would, but "CMD; echo \$?" shows a failure on purpose).
 commands() {
-  local prompt=$1 guard=${2:-} cmd= line
+  local prompt=$1 guard=${2:-} cmd='' line
   while IFS= read -r line; do
     if [ -n "$cmd" ]; then cmd+=$'\n'$line
     elif [[ $line == "$prompt "* ]]; then cmd=${line#"$prompt "}
@@ -422,8 +422,7 @@ pair_wait_sync() {
   assert_equal "$(pair_sql db2 "SHOW synchronous_standby_names")" '*'
   pair_run db2 'db2$' "${b[6]}"
   assert_equal "$(pair_sql db2 "SELECT pg_is_in_recovery()")/$(pair_sql db2 "SHOW synchronous_standby_names")" f/
-  local i
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     [ "$(curl -sS --cacert "$T/srv/cert.pem" "$METASRV_URL/v1/health" | jq -r .registry)" = ok ] && break
     sleep 0.1
   done
@@ -483,12 +482,12 @@ hello"
     -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "http://127.0.0.1:$rgw/lake-trial?list-type=2&prefix=stage%2Ffiles%2F"
   [[ $output == *"<KeyCount>1</KeyCount>"* ]] || fail "not one object under stage/files/: $output"
   # and the page's way to stop it all stops it all
-  local pids p i
+  local pids p
   pids=$(cat "$TRIAL"/run/*.pid)
   [ "$(wc -w <<<"$pids")" -eq 4 ] || fail "not the four daemons' PIDs: $pids"
   (cd "$TRIAL" && grep -o 'kill $(cat run/\*.pid)' "$MAN/lake.7" | bash) || fail "the page's kill failed"
   for p in $pids; do
-    for i in $(seq 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     ! kill -0 "$p" 2>/dev/null || fail "$p still runs"
   done
 }

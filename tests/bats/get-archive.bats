@@ -148,7 +148,7 @@ check_round_trip() {
 @test "--archive: unsafe names are made safe, with one warning each" {
   printf 'x\n' >"$T/in/x"
   printf 'y\n' >"$T/in/y"
-  local v3 key
+  local key
   {
     lake-put --name ../../etc/x <"$T/in/x"
     lake-put --name /abs/y <"$T/in/y"

@@ -10,7 +10,7 @@ load helpers/background
 
 setup() {
   common_setup
-  BG= SRV=
+  BG='' SRV=''
 }
 
 teardown() {

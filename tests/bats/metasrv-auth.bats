@@ -258,7 +258,7 @@ make_matrix_tables() {
     tok=${c%%|*} args=${c#*|}
     echo "# $(basename "$tok" .token): lake-catalog $args"
     rm -rf "$XDG_CACHE_HOME"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # $args is split into the words of a command line
     run --separate-stderr env LAKE_TOKEN_FILE="$tok" lake-catalog $args
     assert_error lake-catalog 77
     assert_output ""

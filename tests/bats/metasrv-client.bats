@@ -189,7 +189,7 @@ requests_counted() {
   unset LAKE_CA_FILE
   local cmd
   for cmd in "--max-age 0 list" "whoami" "create-namespace m"; do
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # $cmd is split into the words of a command line
     run --separate-stderr lake-catalog $cmd
     assert_error lake-catalog 78 "$METASRV_URL"
     assert_output ""
@@ -245,7 +245,7 @@ requests_counted() {
   local cmd
   for cmd in "list" "show m.t" "resolve m.t" "refresh --force" "status" "create-namespace m" "drop m.t" "whoami" "actions"; do
     echo "# lake-catalog $cmd"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # $cmd is split into the words of a command line
     run --separate-stderr timeout 5 lake-catalog $cmd
     assert_error lake-catalog 78 "token"
     assert_output ""

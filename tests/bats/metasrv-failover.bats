@@ -40,8 +40,7 @@ restart_a() {
   lake-metasrv serve "${METASRV_REGOPT[@]}" --listen "127.0.0.1:$port" \
     --tls-cert "$SRV/cert.pem" --tls-key "$SRV/key.pem" >"$SRV/serve.out.a2" 2>>"$SRV/serve.log" &
   A_PID=$!
-  local i
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     grep -q '^listening on ' "$SRV/serve.out.a2" && return 0
     sleep 0.025
   done
@@ -177,9 +176,9 @@ while True:
     c, _ = s.accept(); c.recv(65536); c.close()
 ' >"$T/fake.port" &
   STORM_PIDS+=($!)
-  local i
-  for i in $(seq 100); do [ -s "$T/fake.port" ] && break; sleep 0.05; done
-  export LAKE_METASRV="http://127.0.0.1:$(cat "$T/fake.port"),$B_URL"
+  for _ in $(seq 100); do [ -s "$T/fake.port" ] && break; sleep 0.05; done
+  LAKE_METASRV="http://127.0.0.1:$(cat "$T/fake.port"),$B_URL"
+  export LAKE_METASRV
   run --separate-stderr env LAKE_TRACE=1 lake-catalog create-namespace docs
   assert_failure 69
   assert_equal "$(trace_count source)" 1

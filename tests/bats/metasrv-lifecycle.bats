@@ -222,8 +222,7 @@ EOF
   CURL_PID=$!
   sleep 0.5
   # meanwhile the server answers others, while the slow ones still hold on
-  local i
-  for i in $(seq 5); do
+  for _ in $(seq 5); do
     metasrv_post "$SRV/admin.token" whoami
     assert_equal "HTTP $HTTP_CODE" "HTTP 200"
   done

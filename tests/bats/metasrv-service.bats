@@ -37,8 +37,7 @@ file_fingerprint() {
 
 # Wait (at most 2 s) until serve.log holds the line matching TEXT.
 log_wait() {
-  local i
-  for i in $(seq 100); do
+  for _ in $(seq 100); do
     grep -q -- "$1" "$T/srv/serve.log" && return 0
     sleep 0.02
   done
@@ -55,8 +54,7 @@ log_wait() {
   local kept=$!
   exec 4>"$T/in"
   printf 'GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n' >&4
-  local i
-  for i in $(seq 100); do grep -q '"status"' "$T/kept.out" && break; sleep 0.02; done
+  for _ in $(seq 100); do grep -q '"status"' "$T/kept.out" && break; sleep 0.02; done
   grep -q '"status"' "$T/kept.out" || fail "no first answer on the kept connection"
   # a new certificate and key, in place of the old
   metasrv_certs "$T/new"
@@ -91,7 +89,7 @@ log_wait() {
   metasrv_certs "$T/other"
   cp "$T/other/key.pem" "$T/srv/key.pem"
   kill -HUP "$METASRV_PID"
-  for i in $(seq 100); do
+  for _ in $(seq 100); do
     [ "$(grep -c 'still serving the previous certificate' "$T/srv/serve.log")" = 2 ] && break
     sleep 0.02
   done

@@ -249,7 +249,7 @@ root_install() {
   for f in preinst postinst prerm postrm; do
     [ ! -e "$T/ctl/$f" ] || sed "s|/run/systemd/system|$T/systemd-running|g" "$T/ctl/$f" >"$T/s/$f"
   done
-  maint() { [ ! -e "$T/s/$1" ] || PATH=$T/bin:$PATH sh "$T/s/$@" || fail "$* failed"; }
+  maint() { [ ! -e "$T/s/$1" ] || PATH=$T/bin:$PATH sh "$T/s/$1" "${@:2}" || fail "$* failed"; }
   # the first installation: start, which deb-systemd-invoke refuses for a
   # disabled unit; never enabled
   : >"$T/calls"

@@ -49,8 +49,7 @@ health() {
 
 # wait_health URL STATE: until the instance says registry=STATE (20 s)
 wait_health() {
-  local i
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     [ "$(health "$1" | cut -d' ' -f2)" = "$2" ] && return 0
     sleep 0.1
   done
@@ -254,13 +253,13 @@ assert_held() {
   post "$A_URL" create_namespace '{"namespace":"u"}' >/dev/null
   post "$A_URL" create_table '{"namespace":"u","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
   post "$A_URL" append "{\"namespace\":\"u\",\"name\":\"t\",\"expected_version\":0,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/u/s1")],\"files\":[]}" >/dev/null
-  local before p s i cols="SELECT count(*) FROM information_schema.columns
+  local before p s cols="SELECT count(*) FROM information_schema.columns
                                WHERE table_name = 'segments' AND column_name IN ('stats', 'removed_in')"
   p=$(pgp_primary) s=$(pgp_standby)
   before=$(post "$A_URL" resolve '{"namespace":"u","name":"t"}')
   kill -TERM "$A_PID" "$B_PID"
   wait "$A_PID" "$B_PID" 2>/dev/null || true
-  A_PID= B_PID=
+  A_PID='' B_PID=''
   # back to schema 1, as a database written before issue 18 is
   pgp_sql "$p" "$DB" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
                       UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
@@ -275,7 +274,7 @@ assert_held() {
   local mig=$!
   PIDS+=("$mig")
   local waiting=0
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     if [ "$(pgp_sql "$p" postgres "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lake-metasrv'
            AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO lake_meta%'")" = 1 ]; then
       waiting=1
@@ -311,8 +310,7 @@ assert_held() {
 # wait_trace FILE TEXT: until FILE (a client's LAKE_TRACE stderr) holds
 # TEXT (120 s: the clients below wait for the test, never the other way)
 wait_trace() {
-  local i
-  for i in $(seq 1200); do
+  for _ in $(seq 1200); do
     grep -qF -- "$2" "$1" && return 0
     sleep 0.1
   done

@@ -204,7 +204,7 @@ assert_no_password() {
 @test "a database holding a newer schema version: serve and token are 78, the database untouched" {
   kill -TERM "$A_PID" "$B_PID"
   wait "$A_PID" "$B_PID" 2>/dev/null || true
-  A_PID= B_PID=
+  A_PID='' B_PID=''
   pg_sql "$DB" "UPDATE lake_meta SET value = '99' WHERE key = 'schema_version'"
   local q="SELECT string_agg(key || '=' || value, ',' ORDER BY key) || ' ' ||
              (SELECT count(*) FROM pg_tables WHERE schemaname = 'public') FROM lake_meta" before
@@ -228,7 +228,7 @@ assert_no_password() {
   before=$(post "$A_URL" resolve '{"namespace":"u","name":"t"}')
   kill -TERM "$A_PID" "$B_PID"
   wait "$A_PID" "$B_PID" 2>/dev/null || true
-  A_PID= B_PID=
+  A_PID='' B_PID=''
   # back to schema 1, as a database written before issue 18 is
   pg_sql "$DB" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
                 UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"

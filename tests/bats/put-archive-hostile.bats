@@ -228,6 +228,7 @@ PY
   local sig num out
   for sig in SIGINT SIGTERM; do
     num=$(python3 -c "import signal; print(int(signal.$sig))")
+    # shellcheck disable=SC2097,SC2098 # T=$T exports T, unchanged, for signal_after's python
     out=$(T=$T signal_after 1.5 "$sig" lake-put -q --archive --max-skipped 100G --table docs.scans "$T/spin.tbz")
     [[ $out != hung ]] || fail "$sig: lake-put did not end"
     assert_equal "${out% *}" "-$num"
@@ -244,6 +245,7 @@ PY
   python3 -c 'import sys, time
 f = open(sys.argv[1], "wb"); f.write(b"x" * 100); f.flush(); time.sleep(30)' "$T/fifo" &
   local writer=$! out
+  # shellcheck disable=SC2097,SC2098 # T=$T exports T, unchanged, for signal_after's python
   out=$(T=$T signal_after 1 SIGINT lake-put -q --archive "$T/fifo")
   kill "$writer"
   wait "$writer" || true

@@ -226,7 +226,7 @@ make_truncated() {
   printf 'x' >"$T/x"
   tar -C "$T" -cf "$T/x.tar" x
   for opt in "--name n" "--size 1" "--sha256 $(sha_of "$T/x")"; do
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # $opt is split into an option and its value
     run_to "$T/values" lake-put --archive $opt "$T/x.tar"
     assert_error lake-put 64 "entries of an archive"
   done

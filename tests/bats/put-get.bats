@@ -17,7 +17,7 @@ teardown() {
 # Check the FILE value in "$T/value" against the input file:
 # check_value INPUT NAME (NAME "" means the value has no name field).
 check_value() {
-  local input=$1 name=$2 v loc path re ym_before
+  local input=$1 name=$2 v loc path re
   v=$(cat "$T/value")
   # one JSON object on one line, nothing else on stdout
   assert_equal "$(wc -l <"$T/value")" 1

@@ -234,9 +234,8 @@ segment_file() { compgen -G "$T/tmp/lake-segments-*/segment-*" >/dev/null; }
 
 @test "an aggregate split by segment stops at a signal on every thread: says so and dies of it" {
   lake-catalog create t.slow 'n INTEGER'
-  local j
   # 3 segments of 70000 rows: 3 threads
-  for j in 1 2 3; do seq 1 70000 | sed 's/^/{"n":/; s/$/}/' | lake-query -q --import t.slow; done
+  for _ in 1 2 3; do seq 1 70000 | sed 's/^/{"n":/; s/$/}/' | lake-query -q --import t.slow; done
   mkdir -p "$T/tmp"
   # each row costs a 100 kB random blob: many seconds in all
   TMPDIR="$T/tmp" LAKE_TRACE=1 LAKE_QUERY_THREADS=3 start_bg /dev/null "$T/out" "$T/err" lake-query -c \

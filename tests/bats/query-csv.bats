@@ -186,3 +186,17 @@ refused() {
   assert_equal "$(version d.p)" "$v0"
   assert_equal "$(lake-query -c 'SELECT count(*) FROM d.p')" 1
 }
+
+@test "a NUL byte in a header name is 65 naming the line, quoted or not, never a shortened name; a NUL in a value is kept" {
+  # the issue's example: h1<NUL>evil was taken as column h1, exit 0
+  lake-catalog create d.p 'h1 TEXT, b TEXT'
+  refused 'h1\0evil,b\nx,y\n' "line 1: header: a NUL byte in the name 'h1\\0evil'"
+  refused '"h1\0evil",b\nx,y\n' "line 1: header: a NUL byte in the name 'h1\\0evil'"
+  refused '\n\nb,h1\0\nx,y\n' "line 3: header: a NUL byte in the name 'h1\\0'"
+  refused 'h1,\0\nx,y\n' "line 1: header: a NUL byte in the name '\\0'"
+  assert_equal "$(version d.p)" 0
+  assert_equal "$(lake-query -c 'SELECT count(*) FROM d.p')" 0
+  # in a value a NUL byte is data, quoted or not, kept whole (lake-query(1))
+  printf 'h1,b\nx\0y,"p\0q"\n' | lake-query -q --import d.p
+  assert_equal "$(lake-query -c 'SELECT hex(h1), hex(b) FROM d.p')" $'780079\t700071'
+}

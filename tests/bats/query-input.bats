@@ -134,11 +134,11 @@ segments_in_stage() {
            "score > '2'" "year = 2025.0" "rowid > 2" "1" "year = (SELECT max(year) FROM d.p)"; do
     queries+=("SELECT title, year, score FROM %s WHERE $w ORDER BY 1, 2, 3;")
   done
-  lake_sql= peer_sql=
+  lake_sql='' peer_sql=''
   for w in "${queries[@]}"; do
-    # shellcheck disable=SC2059
+    # shellcheck disable=SC2059 # $w is a query template whose %s is the table
     lake_sql+=$(printf "$w" d.p)
-    # shellcheck disable=SC2059
+    # shellcheck disable=SC2059 # $w is a query template whose %s is the table
     peer_sql+=$(printf "$w" peer)
   done
   run lake-query -f jsonl -c "$lake_sql"

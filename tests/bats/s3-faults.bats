@@ -89,7 +89,8 @@ teardown() {
 }
 
 @test "s3 faults: an unreachable endpoint is 69 after retries" {
-  export AWS_ENDPOINT_URL=http://127.0.0.1:$(closed_port)
+  AWS_ENDPOINT_URL=http://127.0.0.1:$(closed_port)
+  export AWS_ENDPOINT_URL
   printf 'x' >"$T/in/x"
   run_to "$T/out/v" lake-put "$T/in/x"
   assert_traced_error lake-put 69 "the object store is unreachable" "after 5 attempts"
@@ -102,7 +103,8 @@ teardown() {
 @test "s3 faults: a location outside the stage is 65 with no request at all" {
   local loc
   # nothing listens: a request would show as a trace line and a 69
-  export AWS_ENDPOINT_URL=http://127.0.0.1:$(closed_port)
+  AWS_ENDPOINT_URL=http://127.0.0.1:$(closed_port)
+  export AWS_ENDPOINT_URL
   for loc in "s3://$S3_BUCKET/stage2/x" "s3://$S3_BUCKET/stag/x" "s3://other-bucket/stage/x" \
              "s3://$S3_BUCKET/stage/../x" "s3://$S3_BUCKET/stage/%2e%2e/x" \
              "s3://$S3_BUCKET/stage/files/%2E%2E/%2e%2e/x" "s3://$S3_BUCKET/stage%2Fx" \

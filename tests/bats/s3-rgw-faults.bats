@@ -274,7 +274,7 @@ rgw_kill_restart() {
 # $V; the bytes in $T/in/big.
 put_big() {
   head -c "$1" /dev/urandom >"$T/in/big"
-  V=$(LAKE_TRACE= lake-put --jobs 2 "$T/in/big")
+  V=$(LAKE_TRACE='' lake-put --jobs 2 "$T/in/big")
 }
 
 # get_through_fault V WHEN FAULT: lake-get V to a FIFO that is not read,
@@ -344,11 +344,11 @@ stage_garbage() {
   for ((i = 0; i < $2; i++)); do printf 'garbage %d\n' "$i" >"$T/in/unref$((i % 4))/u$i"; done
   for ((k = 0; k < 4; k++)); do
     if [ -n "$(ls "$T/in/ref$k")" ]; then
-      LAKE_TRACE= lake-put -q --table docs.t --column f "$T/in/ref$k"/* >"$T/refs$k" 2>"$T/refs$k.err" &
+      LAKE_TRACE='' lake-put -q --table docs.t --column f "$T/in/ref$k"/* >"$T/refs$k" 2>"$T/refs$k.err" &
       pids="$pids $!"
     fi
     if [ -n "$(ls "$T/in/unref$k")" ]; then
-      LAKE_TRACE= lake-put -q "$T/in/unref$k"/* >"$T/unrefs$k" 2>"$T/unrefs$k.err" &
+      LAKE_TRACE='' lake-put -q "$T/in/unref$k"/* >"$T/unrefs$k" 2>"$T/unrefs$k.err" &
       pids="$pids $!"
     fi
   done

@@ -113,11 +113,11 @@ assert_no_key_material() {
 # gives it PARTS parts and a MiB, then a read error (ECONNRESET) once the
 # trace shows the PARTS parts stored.  Sets status and stderr.
 reader_error_after() {
-  local parts=$1 bytes=$(($1 * 5 * MIB + MIB)) i
+  local parts=$1 bytes=$(($1 * 5 * MIB + MIB))
   rm -f "$T/port" "$T/go"
   python3 "$LAKE_SRC/tests/bats/helpers/reset-reader.py" "$T/port" "$bytes" "$T/go" 3>&- &
   S3_PIDS="$S3_PIDS $!"
-  for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
+  for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
   lake-put --part-size 5MiB </dev/tcp/127.0.0.1/"$(cat "$T/port")" >"$T/put.out" 2>"$T/put.err" 3>&- &
   PUT=$!
   wait_parts "$parts"
@@ -315,12 +315,11 @@ reader_error_after() {
 # --- a PUT cut short -------------------------------------------------------
 
 @test "rgw: a single PUT cut short (lake-put SIGKILLed while sending) stores nothing" {
-  local i
   head -c $((96 * MIB)) /dev/urandom >"$T/in/data"
   lake-put --part-size 128MiB "$T/in/data" >"$T/put.out" 2>"$T/put.err" 3>&- &
   PUT=$!
   # the first connection to radosgw is the PUT's: kill while it sends
-  for i in $(seq 400); do
+  for _ in $(seq 400); do
     ss -tnpH state established "( dport = :$RGW_PORT )" 2>/dev/null | grep -q "pid=$PUT," && break
     sleep 0.02
   done

@@ -189,11 +189,11 @@ handshake() {
   # a small fixed page, naming nothing; or, when the request was still being
   # sent as it closed, a reset connection (curl: 000), racing the answer
   too_big() { # STATUS then metasrv_req arguments
-    local want=$1
+    local code=$1
     shift
     metasrv_req "$@"
-    [[ $HTTP_CODE == "$want" || $HTTP_CODE == 000 ]] ||
-      fail "HTTP $HTTP_CODE (not $want or a reset): $HTTP_BODY"
+    [[ $HTTP_CODE == "$code" || $HTTP_CODE == 000 ]] ||
+      fail "HTTP $HTTP_CODE (not $code or a reset): $HTTP_BODY"
     [ "${#HTTP_BODY}" -lt 1024 ] || fail "a large answer to a large request: ${#HTTP_BODY} bytes"
     metasrv_assert_redacted "$HTTP_BODY"
   }

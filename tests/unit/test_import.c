@@ -103,6 +103,11 @@ static void testCsv(void) {
        "CSV: an unknown header column is 65 naming it (%s)", err.msg);
     ok(CSV("id,ID\n", out, &err) == LAKE_EDATA && strstr(err.msg, "twice"),
        "CSV: a column named twice is 65");
+    ok(CSV("id,name\0x\n1,a\n", out, &err) == LAKE_EDATA &&
+           strcmp(err.msg, "stdin: line 1: header: a NUL byte in the name 'name\\0x'") == 0,
+       "CSV: a NUL byte in a header name is 65, never a shorter name (%s)", err.msg);
+    ok(CSV("id,\"name\0\"\n1,a\n", out, &err) == LAKE_EDATA && strstr(err.msg, "'name\\0'"),
+       "CSV: a NUL byte in a quoted header name is 65 (%s)", err.msg);
     ok(CSV("id,name\n1,a\n2,b,c\n", out, &err) == LAKE_EDATA && strstr(err.msg, "line 3") &&
            strstr(err.msg, "3 fields"),
        "CSV: a record with another number of fields is 65 naming the line (%s)", err.msg);
