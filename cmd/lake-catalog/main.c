@@ -188,20 +188,20 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     const char *ns = nargs ? args[0] : NULL;
     if (ns && !nameIsValid(ns)) cliUsageError(&spec, "%s: not a valid namespace name", ns);
     int rc = cacheDirectory(r->cache, &e, &n, err);
-    int resolved = 0; /* a principal denied the directory, --offline: what it resolved here */
-    if (rc && r->offline && ((err->status && strcmp(err->status, "permission_denied") == 0) || rc == LAKE_EUNAVAIL)) {
-        lakeError e2 = {0};
-        if (cacheResolvedTables(r->cache, &e, &n, &e2) == 0 && (n > 0 || rc == LAKE_EPERM)) {
+    int denied = rc && err->status && strcmp(err->status, "permission_denied") == 0;
+    if (denied && !r->offline) return deniedList(err);
+    /* --offline, denied the directory (or with none cached): the tables
+     * this principal resolved here, if it is known to be denied or
+     * resolved any */
+    if (rc && r->offline && (denied || rc == LAKE_EUNAVAIL)) {
+        lakeError ignored = {0};
+        if (cacheResolvedTables(r->cache, &e, &n, &ignored) == 0 && (n > 0 || denied)) {
             errClear(err);
-            rc = 0;
-            resolved = 1;
             logWarn("this principal may not list the whole catalog; these are the tables it resolved on this host");
+            return printTables(r, e, n, ns, err);
         }
-    } else if (rc && err->status && strcmp(err->status, "permission_denied") == 0) {
-        return deniedList(err);
     }
     if (rc) return rc;
-    if (resolved) return printTables(r, e, n, ns, err);
     if (ns && !cacheHasNamespace(r->cache, ns) && !r->offline) {
         /* created elsewhere since? ask once */
         if ((rc = cacheRefresh(r->cache, 0, err)) || (rc = cacheDirectory(r->cache, &e, &n, err)))

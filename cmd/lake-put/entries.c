@@ -492,8 +492,7 @@ int archiveInNext(archiveIn *in, archiveEntryInfo *e, lakeError *err) {
         else if (type == AE_IFREG && (changed = fileNameSafe(name, in->path, sizeof in->path)) < 0)
             logWarn("%s: %s: no usable name, skipped", in->what, name);
         if (target || type != AE_IFREG || changed < 0) {
-            int rc = skipData(in, name, err);
-            if (rc) return rc;
+            if ((rc = skipData(in, name, err))) return rc;
             continue;
         }
         if (changed) logWarn("%s: %s: unsafe name, stored as %s", in->what, name, in->path);

@@ -74,7 +74,6 @@ typedef struct pointRow {
 } pointRow;
 
 typedef struct pointsFile {
-    int valid;
     int64_t failed_ms; /* the source's last failure, 0 after a success */
     char last_error[512];
     pointRow *rows;    /* sorted by (namespace, name) */
@@ -175,22 +174,41 @@ static int keyedInt(char **p, char *end, const char *key, int64_t *out) {
     return line && keyed(line, key, &v) && wholeNumber(v, out);
 }
 
+/* The snapshot and points files end with the line "crc32 <8 hex digits>"
+ * over every byte before it.  The start of that line in buf (len bytes,
+ * ending in a newline, which becomes a NUL), so the body ends there; NULL
+ * when the file is torn or corrupt. */
+static char *checksumEnd(char *buf, size_t len) {
+    if (!len || buf[len - 1] != '\n') return NULL;
+    char *last = buf + len - 1, hex[16];
+    while (last > buf && last[-1] != '\n') last--;
+    const char *hexp;
+    buf[len - 1] = '\0';
+    if (!keyed(last, "crc32", &hexp) || strlen(hexp) != 8) return NULL;
+    snprintf(hex, sizeof hex, "%08lx", crc32(0, (const Bytef *)buf, (uInt)(last - buf)));
+    return strcmp(hex, hexp) == 0 ? last : NULL;
+}
+
+/* Cut line in place at its tabs into at most max fields (the last keeps
+ * any tabs beyond); their number. */
+static int splitTabs(char *line, char **f, int max) {
+    int k = 0;
+    for (char *q = line; k < max;) {
+        f[k++] = q;
+        char *tab = strchr(q, '\t');
+        if (!tab) break;
+        *tab = '\0';
+        q = tab + 1;
+    }
+    return k;
+}
+
 /* Parse buf (len bytes, owned by s on success).  0 when the file is a
  * whole, checksummed snapshot; -1 when it must be ignored. */
 static int parseSnapshot(snapshot *s, char *buf, size_t len) {
     memset(s, 0, sizeof *s);
-    /* the checksum line is the last one */
-    if (len < 80 || buf[len - 1] != '\n') return -1;
-    char *last = buf + len - 1;
-    while (last > buf && last[-1] != '\n') last--;
-    const char *hexp;
-    char hex[16];
-    buf[len - 1] = '\0';
-    if (!keyed(last, "crc32", &hexp) || strlen(hexp) != 8) return -1;
-    snprintf(hex, sizeof hex, "%08lx", crc32(0, (const Bytef *)buf, (uInt)(last - buf)));
-    if (strcmp(hex, hexp) != 0) return -1;
-
-    char *p = buf, *end = last;
+    char *end = len >= 80 ? checksumEnd(buf, len) : NULL, *p = buf;
+    if (!end) return -1;
     const char *line = nextLine(&p, end), *v;
     int64_t nt, ne;
     if (!line || strcmp(line, "lake-snapshot 1") != 0) return -1;
@@ -223,15 +241,8 @@ static int parseSnapshot(snapshot *s, char *buf, size_t len) {
     if (!s->entries) goto bad;
     for (s->n = 0; s->n < (size_t)ne; s->n++) {
         char *l = nextLine(&p, end), *f[5];
-        int k = 0;
         if (!l) goto bad;
-        for (char *q = l; k < 5;) {
-            f[k++] = q;
-            char *tab = strchr(q, '\t');
-            if (!tab) break;
-            *tab = '\0';
-            q = tab + 1;
-        }
+        int k = splitTabs(l, f, 5);
         cacheEntry *e = &s->entries[s->n];
         if (k == 2 && strcmp(f[0], "n") == 0) {
             e->ns = f[1];
@@ -258,29 +269,43 @@ bad:
     return -1;
 }
 
+/* The whole file at path in a new NUL-terminated buffer (*len bytes), or
+ * NULL when it is missing (*exists 0), larger than cap, or not read
+ * whole.  The cache's files are read in one piece: each is bounded. */
+static char *readCapped(const char *path, off_t cap, size_t *len, int *exists) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    *exists = fd >= 0;
+    if (fd < 0) return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && st.st_size <= cap && (buf = malloc((size_t)st.st_size + 1))) {
+        if (readFull(fd, buf, (size_t)st.st_size) == st.st_size) {
+            buf[st.st_size] = '\0';
+            *len = (size_t)st.st_size;
+        } else {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    close(fd);
+    return buf;
+}
+
 /* Read the snapshot file into c->snap (invalid when missing or corrupt).
  * The caller holds the lock. */
 static void readSnapshot(catalogCache *c) {
     snapFree(&c->snap);
-    int fd = open(c->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st;
-    char *buf = NULL;
-    int good = 0;
-    if (fstat(fd, &st) == 0 && st.st_size <= CACHE_FILE_MAX &&
-        (buf = malloc((size_t)st.st_size + 1)) &&
-        readFull(fd, buf, (size_t)st.st_size) == st.st_size) {
-        buf[st.st_size] = '\0';
-        if (parseSnapshot(&c->snap, buf, (size_t)st.st_size) == 0) {
-            buf = NULL;
-            good = 1;
-            /* the endpoint that answered last is asked first */
-            sourcePrefer(c->src, c->snap.endpoint);
-        }
+    size_t len = 0;
+    int exists;
+    char *buf = readCapped(c->path, CACHE_FILE_MAX, &len, &exists);
+    if (!exists) return;
+    if (buf && parseSnapshot(&c->snap, buf, len) == 0) {
+        /* the endpoint that answered last is asked first */
+        sourcePrefer(c->src, c->snap.endpoint);
+        return;
     }
-    if (!good && !c->warned++) logWarn("%s: catalog snapshot is corrupt; ignoring it", c->path);
+    if (!c->warned++) logWarn("%s: catalog snapshot is corrupt; ignoring it", c->path);
     free(buf);
-    close(fd);
 }
 
 int cacheSnapshotCheck(const char *text, size_t len, size_t *ntables, size_t *nentries) {
@@ -701,23 +726,17 @@ static void regPath(const catalogCache *c, char *out, size_t n, const char *id, 
 
 /* A JSON file of the cache, or NULL when missing, torn or edited. */
 static cJSON *checkedJsonLoad(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    struct stat st;
+    size_t len = 0;
+    int exists;
     cJSON *j = NULL;
-    char *buf = NULL, *nl, hex[16];
-    if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size <= CACHE_MAX_BYTES &&
-        (buf = malloc((size_t)st.st_size + 1)) && readFull(fd, buf, (size_t)st.st_size) == st.st_size) {
-        buf[st.st_size] = '\0';
-        if ((nl = strchr(buf, '\n'))) {
-            snprintf(hex, sizeof hex, "crc32 %08lx", crc32(0, (const Bytef *)buf, (uInt)(nl - buf)));
-            *nl = '\0';
-            if (strncmp(nl + 1, hex, strlen(hex)) == 0)
-                j = jsonStrictParse(buf, (size_t)(nl - buf), NULL, NULL, &(jsonFault){0});
-        }
+    char *buf = readCapped(path, CACHE_MAX_BYTES, &len, &exists), *nl, hex[16];
+    if (buf && (nl = strchr(buf, '\n'))) {
+        snprintf(hex, sizeof hex, "crc32 %08lx", crc32(0, (const Bytef *)buf, (uInt)(nl - buf)));
+        *nl = '\0';
+        if (strncmp(nl + 1, hex, strlen(hex)) == 0)
+            j = jsonStrictParse(buf, (size_t)(nl - buf), NULL, NULL, &(jsonFault){0});
     }
     free(buf);
-    close(fd);
     return j;
 }
 
@@ -861,16 +880,10 @@ static int rowCmp(const char *ns, const char *name, const pointRow *r) {
  * is a whole, checksummed points file. */
 static int parsePoints(pointsFile *p, char *buf, size_t len) {
     memset(p, 0, sizeof *p);
-    if (len < 40 || buf[len - 1] != '\n') return -1;
-    char *last = buf + len - 1, hex[16];
-    while (last > buf && last[-1] != '\n') last--;
-    const char *hexp, *v, *line;
-    buf[len - 1] = '\0';
-    if (!keyed(last, "crc32", &hexp) || strlen(hexp) != 8) return -1;
-    snprintf(hex, sizeof hex, "%08lx", crc32(0, (const Bytef *)buf, (uInt)(last - buf)));
-    if (strcmp(hex, hexp) != 0) return -1;
-    char *q = buf, *end = last;
+    char *end = len >= 40 ? checksumEnd(buf, len) : NULL, *q = buf;
+    const char *v, *line;
     int64_t n;
+    if (!end) return -1;
     if (!(line = nextLine(&q, end)) || strcmp(line, "lake-points 1") != 0) return -1;
     if (!(line = nextLine(&q, end)) || !keyed(line, "source", &v)) return -1;
     if (!keyedInt(&q, end, "failed_ms", &p->failed_ms)) return -1;
@@ -881,15 +894,7 @@ static int parsePoints(pointsFile *p, char *buf, size_t len) {
     for (p->n = 0; p->n < (size_t)n; p->n++) {
         pointRow *r = &p->rows[p->n];
         char *l = nextLine(&q, end), *f[6];
-        int k = 0;
-        for (char *s = l; s && k < 6;) {
-            f[k++] = s;
-            char *tab = strchr(s, '\t');
-            if (!tab) break;
-            *tab = '\0';
-            s = tab + 1;
-        }
-        if (k != 6 || !nameIsValid(f[0]) || !nameIsValid(f[1]) || !idIsValid(f[2]) ||
+        if (!l || splitTabs(l, f, 6) != 6 || !nameIsValid(f[0]) || !nameIsValid(f[1]) || !idIsValid(f[2]) ||
             !wholeNumber(f[3], &r->epoch) || !wholeNumber(f[4], &r->version) || !wholeNumber(f[5], &r->resolved_ms))
             goto bad;
         snprintf(r->ns, sizeof r->ns, "%s", f[0]);
@@ -899,7 +904,6 @@ static int parsePoints(pointsFile *p, char *buf, size_t len) {
         if (p->n && rowCmp(r->ns, r->name, r - 1) <= 0) goto bad;
     }
     if (q != end) goto bad;
-    p->valid = 1;
     return 0;
 bad:
     pointsFree(p);
@@ -926,19 +930,13 @@ int cachePointsCheck(const char *text, size_t len, size_t *nrows) {
 static void pointsRead(catalogCache *c) {
     pointsFree(&c->pts);
     char path[PATH_MAX];
+    size_t len = 0;
+    int exists;
     pointsPath(c, path, sizeof path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st;
-    char *buf = NULL;
-    if (fstat(fd, &st) == 0 && st.st_size <= CACHE_FILE_MAX && (buf = malloc((size_t)st.st_size + 1)) &&
-        readFull(fd, buf, (size_t)st.st_size) == st.st_size) {
-        buf[st.st_size] = '\0';
-        if (parsePoints(&c->pts, buf, (size_t)st.st_size) != 0 && !c->warned++)
-            logWarn("%s: the cache of resolved tables is corrupt; ignoring it", path);
-    }
+    char *buf = readCapped(path, CACHE_FILE_MAX, &len, &exists);
+    if (exists && (!buf || parsePoints(&c->pts, buf, len) != 0) && !c->warned++)
+        logWarn("%s: the cache of resolved tables is corrupt; ignoring it", path);
     free(buf);
-    close(fd);
 }
 
 /* Write c->pts atomically; the caller holds LOCK_EX. */

@@ -147,12 +147,12 @@ static int remoteCall(catalogSource *s, const char *action, const cJSON *req, cJ
                   out.busy ? "unavailable" : "unreachable", out.busy ? out.said : err->msg, round, pause);
         if (retrySleep(pause, interruptFlag())) break;
     }
-    if (rc && out.busy) {
+    /* (a call stopped by a signal gave nothing up: its error stands) */
+    if (rc && out.busy && !interruptPending()) {
         /* the server's own words ("registry unreachable: …") are for the
          * trace and its log; the user is told what it means and what
          * was done about it */
-        char said[sizeof out.said], done[96] = "";
-        snprintf(said, sizeof said, "%s", out.said);
+        char done[96] = "";
         if (!repeatable(action))
             snprintf(done, sizeof done, "; %s is not retried: retry later", action);
         else if (rs->retry_deadline_ms && !rs->no_retry)
@@ -161,7 +161,7 @@ static int remoteCall(catalogSource *s, const char *action, const cJSON *req, cJ
             snprintf(done, sizeof done, "; not retried (retry_deadline = 0)");
         rc = errSetStatus(err, "unavailable", "%s: the catalog is temporarily unavailable (its registry may be "
                           "failing over)%s", rs->base.name, done);
-        snprintf(err->cause, sizeof err->cause, "server: %.240s", said);
+        snprintf(err->cause, sizeof err->cause, "server: %.240s", out.said);
     }
     return rc;
 }

@@ -22,17 +22,6 @@ teardown() {
   source_teardown
 }
 
-# run --separate-stderr with LAKE_TRACE=1 for this command only.
-run_traced() {
-  run --separate-stderr env LAKE_TRACE=1 "$@"
-}
-
-# Exactly N calls to the source, and nothing else on stderr.
-assert_calls() {
-  assert_equal "source calls: $(trace_count source)" "source calls: $1"
-  assert_equal "$(untraced_stderr)" ""
-}
-
 # --- fresh, expired, refresh --------------------------------------------------
 
 @test "an expired cache costs one conditional catalog_snapshot, answered not_modified" {

@@ -101,14 +101,15 @@ used_kib() {
     fail "no log line with the detail for $rid: $(tail -n 3 "$T/srv/serve.log")"
 
   # a client: one line, exit 75, nothing appended; the server's reason in
-  # its trace (a 503 is retried for retry_deadline seconds: 1 here)
-  run --separate-stderr env LAKE_RETRY_DEADLINE=1 LAKE_TRACE=1 lake-query -c 'INSERT INTO d.t VALUES (3)'
+  # its trace (a 503 is retried for retry_deadline seconds: 5 here, so that the
+  # first round ends inside it even on a slow machine)
+  run --separate-stderr env LAKE_RETRY_DEADLINE=5 LAKE_TRACE=1 lake-query -c 'INSERT INTO d.t VALUES (3)'
   [[ $stderr == *"-> error unavailable (registry: disk full; retry once space is freed), round 1"* ]] ||
     fail "the trace does not say why: $stderr"
   metasrv_assert_redacted "$(grep '^trace: source ' <<<"$stderr")"
   stderr=$(untraced_stderr)
   mapfile -t stderr_lines <<<"$stderr"
-  assert_error lake-query 75 "the catalog is temporarily unavailable" "gave up after 1 s (retry_deadline)"
+  assert_error lake-query 75 "the catalog is temporarily unavailable" "gave up after 5 s (retry_deadline)"
   metasrv_assert_redacted "$stderr"
 
   # the registry: intact, every earlier version there, nothing half-written

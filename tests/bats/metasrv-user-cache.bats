@@ -37,28 +37,10 @@ teardown() {
   common_teardown
 }
 
-run_traced() {
-  run --separate-stderr env LAKE_TRACE=1 "$@"
-}
-
-# Exactly N calls to the source, and nothing else on stderr.
-assert_calls() {
-  assert_equal "source calls: $(trace_count source)" "source calls: $1"
-  assert_equal "$(untraced_stderr)" ""
-}
-
-# The one points file of alice's cache.
-points_file() {
-  local f
-  f=("$XDG_CACHE_HOME"/lake/*/points)
-  [[ ${#f[@]} -eq 1 && -f ${f[0]} ]] || fail "expected one points file, found: ${f[*]}"
-  printf '%s\n' "${f[0]}"
-}
-
 # Make every registration in the points file old (resolved at 1 ms after
 # the epoch), with a valid checksum: expired for any TTL, without waiting.
 age_points() {
-  python3 - "$(points_file)" <<'EOF'
+  python3 - "$(cache_file points)" <<'EOF'
 import sys, zlib
 path = sys.argv[1]
 lines = open(path).read().split('\n')[:-2]  # without the crc32 line
@@ -201,6 +183,7 @@ as_admin() {
   lake-query -c 'SELECT count(*) FROM m.t' >/dev/null # whoami, the stage
   metasrv_stop
 
+  local failed_at=$SECONDS
   run_traced lake-catalog --max-age 0 resolve m.t
   assert_success
   assert_output "$reg"
@@ -215,7 +198,8 @@ as_admin() {
   run_traced lake-catalog --max-age 0 show m.t
   assert_success
   assert_output $'id\tINTEGER\nnote\tTEXT'
-  assert_equal "$(trace_count source)" 0
+  # (only inside the backoff's 5 s: a slow machine may be past them)
+  [ $((SECONDS - failed_at)) -ge 4 ] || assert_equal "$(trace_count source)" 0
   [[ $(untraced_stderr) == "lake-catalog: "*"serving m.t version 1 resolved "*" s ago" ]] ||
     fail "no stale warning: $stderr"
   # (the stage it learnt from whoami has expired too: served the same way)
@@ -290,7 +274,7 @@ as_admin() {
 @test "a corrupt points file is ignored, with a warning, and replaced" {
   lake-catalog resolve m.t >/dev/null
   local f
-  f=$(points_file)
+  f=$(cache_file points)
   printf 'X' | dd of="$f" bs=1 seek=30 conv=notrunc status=none
   run_traced lake-catalog show m.t
   assert_success

@@ -124,3 +124,23 @@ trace_count() {
 untraced_stderr() {
   grep -v '^trace: ' <<<"$stderr" || true
 }
+
+# cache_file NAME: the one file NAME (snapshot, points) of this test's
+# catalog cache ($XDG_CACHE_HOME/lake/<key>/NAME); fails unless exactly one.
+cache_file() {
+  local f
+  f=("$XDG_CACHE_HOME"/lake/*/"$1")
+  [[ ${#f[@]} -eq 1 && -f ${f[0]} ]] || fail "expected one $1 file, found: ${f[*]}"
+  printf '%s\n' "${f[0]}"
+}
+
+# run --separate-stderr with LAKE_TRACE=1 for this command only.
+run_traced() {
+  run --separate-stderr env LAKE_TRACE=1 "$@"
+}
+
+# Exactly N calls to the source, and nothing else on stderr.
+assert_calls() {
+  assert_equal "source calls: $(trace_count source)" "source calls: $1"
+  assert_equal "$(untraced_stderr)" ""
+}

@@ -135,10 +135,7 @@ cached_generation() {
 
 # The one snapshot file of this test's cache ($XDG_CACHE_HOME/lake/<key>/).
 snapshot_file() {
-  local f
-  f=("$XDG_CACHE_HOME"/lake/*/snapshot)
-  [[ ${#f[@]} -eq 1 && -f ${f[0]} ]] || fail "expected one snapshot file, found: ${f[*]}"
-  printf '%s\n' "${f[0]}"
+  cache_file snapshot
 }
 
 # stage_corrupt LOCATION: replace the object at a stage location with
