@@ -7,7 +7,7 @@
  * asks the registry whether it takes writes every REGWORK_PROBE_MS on a
  * connection of its own; the watch thread looks at the probe four times a
  * second and, when it has hung for REGWORK_DEAD_MS, cuts every call in
- * progress.
+ * progress; it also refuses what has waited in a queue for wait_ms.
  */
 #include "regwork.h"
 
@@ -66,6 +66,14 @@ static void count(uint64_t *counter) {
     pthread_mutex_unlock(&stateMu);
 }
 
+/* The refusal of a job that waited in its queue for wait_ms. */
+static const lakeError *late(const regJob *job, lakeError *err) {
+    count(&refusedTimeout);
+    errSetStatus(err, "unavailable", "the registry is busy; retry later");
+    snprintf(err->cause, sizeof err->cause, "queued %lld ms for a registry worker", msSince(&job->queued));
+    return err;
+}
+
 static void *work(void *arg) {
     worker *w = arg;
     lane *l = &lanes[w->lane];
@@ -91,10 +99,7 @@ static void *work(void *arg) {
             errSetStatus(&err, "unavailable", "the server is stopping; retry later");
             conf.run(job, NULL, &err);
         } else if (msSince(&job->queued) > (long long)conf.wait_ms) {
-            count(&refusedTimeout);
-            errSetStatus(&err, "unavailable", "the registry is busy; retry later");
-            snprintf(err.cause, sizeof err.cause, "queued %lld ms for a registry worker", msSince(&job->queued));
-            conf.run(job, NULL, &err);
+            conf.run(job, NULL, late(job, &err));
         } else {
             registry *reg = registryPoolAcquire(l->pool, &err);
             conf.run(job, reg, reg ? NULL : &err);
@@ -208,6 +213,30 @@ static void cutAll(void) {
     for (int i = 0; i < LANES; i++) registryPoolCut(lanes[i].pool);
 }
 
+/* Refuse what has waited in l's queue longer than wait_ms: the queue is
+ * in order, so from its head.  Nothing of such a request ran. */
+static void expire(lane *l) {
+    regJob *gone = NULL, **tail = &gone;
+    pthread_mutex_lock(&l->mu);
+    while (l->head && msSince(&l->head->queued) > (long long)conf.wait_ms) {
+        regJob *job = l->head;
+        l->head = job->next;
+        job->next = NULL;
+        *tail = job;
+        tail = &job->next;
+        l->waiting--;
+    }
+    if (!l->head) l->tail = NULL;
+    pthread_mutex_unlock(&l->mu);
+    while (gone) {
+        regJob *job = gone;
+        gone = job->next;
+        lakeError err = {0};
+        conf.run(job, NULL, late(job, &err));
+        conf.finish(job);
+    }
+}
+
 static void *watch(void *arg) {
     (void)arg;
     pthread_mutex_lock(&stateMu);
@@ -223,6 +252,9 @@ static void *watch(void *arg) {
             registryCut(probeReg);
             cutAll();
         }
+        pthread_mutex_unlock(&stateMu);
+        for (int i = 0; i < LANES; i++) expire(&lanes[i]);
+        pthread_mutex_lock(&stateMu);
         struct timespec t;
         clock_gettime(CLOCK_MONOTONIC, &t);
         t.tv_nsec += 250 * 1000000L;
@@ -230,7 +262,7 @@ static void *watch(void *arg) {
             t.tv_sec++;
             t.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&stateWake, &stateMu, &t);
+        if (!stopping) pthread_cond_timedwait(&stateWake, &stateMu, &t);
     }
     pthread_mutex_unlock(&stateMu);
     return NULL;

@@ -126,7 +126,10 @@ assert_held() {
     [ ! -s "$T/versions.$c" ] || fail "client $c was acknowledged without the standby: $(cat "$T/versions.$c")"
   done
   assert_equal "$(pgp_sql "$p" "$DB" "SELECT max(version) FROM versions")" 1
-  assert_equal "$(health "$A_URL")" "200 ok"
+  # the instance says the writes wait, and answers reads meanwhile
+  assert_equal "$(health "$A_URL")" "200 waiting"
+  post "$A_URL" resolve '{"namespace":"s","name":"t"}' | jq -e '.version == 1' >/dev/null ||
+    fail "a resolve was not answered while the appends waited"
   # the standby returns (a restart after the crash): the waits end
   pgp_resume "$s" || fail "the standby does not start again"
   storm_wait
