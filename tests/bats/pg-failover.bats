@@ -173,6 +173,9 @@ assert_held() {
   METASRV_DIR=$SRV METASRV_URL=$A_URL metasrv_post "$ADMIN" append \
     "{\"namespace\":\"s\",\"name\":\"t\",\"expected_version\":2,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/s/x")],\"files\":[]}"
   metasrv_assert_error 503 unavailable
+  # health is the probe's answer, asked every second
+  wait_health "$A_URL" read_only
+  wait_health "$B_URL" read_only
   assert_equal "$(health "$A_URL")" "503 read_only"
   assert_equal "$(health "$B_URL")" "503 read_only"
   # the standby is promoted: the same instances, never restarted, write there
@@ -192,6 +195,7 @@ assert_held() {
   pgp_halt "$p"
   # neither server answering: unavailable
   pgp_halt "$s"
+  wait_health "$A_URL" unavailable
   assert_equal "$(health "$A_URL")" "503 unavailable"
   pgp_resume "$s" || fail "cannot start the primary again"
   wait_health "$A_URL" ok
