@@ -117,7 +117,7 @@ static void *work(void *arg) {
 int regworkSubmit(regJob *job, lakeError *err) {
     lane *l = &lanes[job->lane];
     pthread_mutex_lock(&stateMu);
-    int gone = silent;
+    int gone = silent, slow = probing && msSince(&probeStart) > REGWORK_STALL_MS;
     pthread_mutex_unlock(&stateMu);
     if (gone) {
         count(&refusedStalled);
@@ -132,12 +132,14 @@ int regworkSubmit(regJob *job, lakeError *err) {
                  conf.max_waiting, job->lane == LANE_READ ? "read" : "write");
         return err->code;
     }
-    if (job->lane == LANE_READ && l->idle == 0 && msSince(&l->last_start) > REGWORK_STALL_MS) {
+    /* a long snapshot build alone is no stall: the probe's trivial
+     * question must be unanswered too */
+    if (job->lane == LANE_READ && l->idle == 0 && slow && msSince(&l->last_start) > REGWORK_STALL_MS) {
         pthread_mutex_unlock(&l->mu);
         count(&refusedStalled);
         errSetStatus(err, "unavailable", "the registry is not answering reads; retry later");
-        snprintf(err->cause, sizeof err->cause, "every read worker busy, none started for %d ms",
-                 REGWORK_STALL_MS);
+        snprintf(err->cause, sizeof err->cause,
+                 "every read worker busy, none started and the probe unanswered for %d ms", REGWORK_STALL_MS);
         return err->code;
     }
     clock_gettime(CLOCK_MONOTONIC, &job->queued);

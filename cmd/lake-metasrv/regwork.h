@@ -13,9 +13,9 @@
  *     request is refused at once (503 unavailable, Retry-After);
  *   - a request queued for wait_ms without a worker starting it is
  *     refused (nothing of it ran);
- *   - a read finds every read worker busy and none started for
- *     REGWORK_STALL_MS: refused at once, as the registry is not answering
- *     reads;
+ *   - a read finds every read worker busy, none started for
+ *     REGWORK_STALL_MS and the probe unanswered as long: refused at once,
+ *     as the registry is not answering reads;
  *   - a running request is never given up while the registry's server
  *     answers (a commit that waits may commit), but when the probe has had
  *     no answer for REGWORK_DEAD_MS the server is taken for gone: every
