@@ -53,12 +53,13 @@ _lake_args_lake_query='-f --format -c --command --import'
 # lake-metasrv takes every option before or after its command, so all of
 # them are global; "token" takes create, list or revoke as its operand.
 _lake_opts_lake_metasrv='-q --quiet --db --registry --stage --listen --tls-cert
-    --tls-key --tls-priority --insecure-listen --threads --pool --max-connections --timeout --max-body
-    --snapshot-permits --max-entries --max-bytes --max-schema-bytes --presign-expires
-    --presign-max --role --name --json -h --help --version'
+    --tls-key --tls-priority --insecure-listen --threads --pool --max-waiting --max-connections --timeout
+    --max-body --snapshot-permits --max-entries --max-bytes --max-schema-bytes
+    --presign-expires --presign-max --role --name --json -h --help --version'
 _lake_args_lake_metasrv='--db --registry --stage --listen --tls-cert --tls-key
-    --tls-priority --threads --pool --max-connections --timeout --max-body --snapshot-permits --max-entries
-    --max-bytes --max-schema-bytes --presign-expires --presign-max --role --name'
+    --tls-priority --threads --pool --max-waiting --max-connections --timeout --max-body
+    --snapshot-permits --max-entries --max-bytes --max-schema-bytes --presign-expires
+    --presign-max --role --name'
 _lake_commands_lake_metasrv='init serve token'
 
 # COMPREPLY from compgen ARGS..., one word a line: word splitting would

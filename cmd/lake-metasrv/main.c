@@ -32,7 +32,7 @@
 enum { OPT_DB = 0x100, OPT_STAGE, OPT_LISTEN, OPT_CERT, OPT_KEY, OPT_INSECURE, OPT_ROLE, OPT_NAME,
        OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_PERMITS, OPT_MAXENTRIES, OPT_MAXBYTES,
        OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL, OPT_PRIORITY, OPT_PRESIGN_EXPIRES,
-       OPT_PRESIGN_MAX };
+       OPT_PRESIGN_MAX, OPT_MAXWAITING };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings"},
@@ -44,11 +44,12 @@ static const cliOption options[] = {
     {OPT_KEY, 0, "tls-key", "FILE", "serve: TLS private key (PEM)"},
     {OPT_PRIORITY, 0, "tls-priority", "STRING", "serve: GnuTLS priorities instead of the default of lake-metasrv(8)"},
     {OPT_INSECURE, 0, "insecure-listen", NULL, "serve: plain HTTP, refused unless on loopback"},
-    {OPT_THREADS, 0, "threads", "N", "serve: worker threads (default 4)"},
+    {OPT_THREADS, 0, "threads", "N", "serve: threads reading requests and sending answers (default 4)"},
     {OPT_MAXCONN, 0, "max-connections", "N", "serve: open connections at most (default 512)"},
     {OPT_TIMEOUT, 0, "timeout", "S", "serve: close a connection idle, or still sending its request, after S seconds (default 30)"},
     {OPT_MAXBODY, 0, "max-body", "BYTES", "serve: largest request body (default 1048576)"},
-    {OPT_POOL, 0, "pool", "N", "serve: registry connections at most (default 8)"},
+    {OPT_POOL, 0, "pool", "N", "serve: registry workers, each with its connection: half read, half write (default 8)"},
+    {OPT_MAXWAITING, 0, "max-waiting", "N", "serve: requests waiting on the registry per lane, then 503 at once (default 256)"},
     {OPT_PERMITS, 0, "snapshot-permits", "N", "serve: concurrent snapshot builds (default 4)"},
     {OPT_MAXENTRIES, 0, "max-entries", "N", "serve: entries in a snapshot at most (default 1000000)"},
     {OPT_MAXBYTES, 0, "max-bytes", "BYTES", "serve: bytes of a snapshot at most (default 67108864)"},
@@ -196,7 +197,7 @@ int main(int argc, char **argv) {
     args a = {0};
     a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
                            .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30,
-                           .pool = 8, .pool_wait_ms = 10000, .presign_max = 24 * 3600};
+                           .pool = 8, .pool_wait_ms = 10000, .max_waiting = 256, .presign_max = 24 * 3600};
     const char *presignExpires = NULL;
     const char *arg;
     int c, first;
@@ -206,6 +207,7 @@ int main(int argc, char **argv) {
         case OPT_DB: a.db = arg; break;
         case OPT_REGISTRY: a.registry = arg; break;
         case OPT_POOL: a.srv.pool = (unsigned)number("--pool", arg, 1, 1024); break;
+        case OPT_MAXWAITING: a.srv.max_waiting = (unsigned)number("--max-waiting", arg, 1, 65536); break;
         case OPT_STAGE: a.stage = arg; break;
         case OPT_LISTEN: a.listen = arg; break;
         case OPT_CERT: a.cert = arg; break;

@@ -2,12 +2,16 @@
  * server.c - lake-metasrv's HTTP front: libmicrohttpd in, the shared action
  * dispatcher (lib/catalog/actions) behind it.
  *
- * The worker threads share a bounded pool of registry connections
- * (--pool), each taken for one request and opened on first need, so the
- * server starts and keeps running while a PostgreSQL registry is away.  A request
- * lives in a `request` struct from its first byte to the completion
- * callback, which writes the log line, counts the metrics and returns a
- * snapshot permit only once the response has been sent.
+ * libmicrohttpd's threads (--threads) read requests and send answers, and
+ * never touch the registry: a request that needs it is handed to a lane of
+ * registry workers (regwork.h: reads and writes apart, each with its own
+ * connections, opened on first need so the server starts and keeps
+ * running while a PostgreSQL registry is away) and its connection
+ * suspended until the answer is built; /v1/health is answered from the
+ * state the registry probe keeps.  A request lives in a `request` struct
+ * from its first byte to the completion callback, which writes the log
+ * line, counts the metrics and returns a snapshot permit only once the
+ * response has been sent.
  */
 #include "server.h"
 
@@ -31,7 +35,6 @@
 
 #include "catalog/actions.h"
 #include "catalog/names.h"
-#include "catalog/registry/pool.h"
 #include "core/fsutil.h"
 #include "core/id.h"
 #include "core/log.h"
@@ -40,6 +43,7 @@
 #include "core/utf8.h"
 #include "core/version.h"
 #include "deadline.h"
+#include "regwork.h"
 #include "stage/stage.h"
 #include "tlscreds.h"
 
@@ -47,7 +51,6 @@
 
 static const serverConfig *conf;
 static stage *advertised;          /* for append's containment; immutable */
-static registryPool *pool;         /* the registry connections */
 static atomic_int permitsFree;
 static atomic_int inFlight;
 static atomic_int fenceMutations;  /* test-only fault, see serverRun */
@@ -98,6 +101,12 @@ static void countRequest(const char *action, int status, double secs) {
 /* --- requests ----------------------------------------------------------- */
 
 typedef struct request {
+    regJob job;              /* its place in a registry lane; first */
+    struct MHD_Connection *conn;
+    char *url, *method, *auth; /* copies, for the registry worker */
+    int deferred;            /* answered by a worker: respond() keeps the answer */
+    char *answer;            /* the kept answer, its type */
+    const char *answer_type;
     char id[ID_LEN + 1];
     struct timespec start;
     char *body;
@@ -123,23 +132,36 @@ static void mutateBetween(void *ctx, int scan);
 static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const char *url, const char *method,
                                  registry *reg, lakeError *err);
 
-/* Queue a response with body text (taken over) and status. */
-static enum MHD_Result respond(struct MHD_Connection *c, request *rq, int status, char *text,
-                               const char *type) {
-    rq->status = status;
+/* Queue the kept answer on c. */
+static enum MHD_Result deliver(struct MHD_Connection *c, request *rq) {
+    char *text = rq->answer;
+    rq->answer = NULL;
+    if (!text) return MHD_NO;
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, "Content-Type", type);
+    MHD_add_response_header(resp, "Content-Type", rq->answer_type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
-    if (status == 503) MHD_add_response_header(resp, "Retry-After", "1");
+    if (rq->status == 503) MHD_add_response_header(resp, "Retry-After", "1");
     deadlineAnswering(c);
-    enum MHD_Result r = MHD_queue_response(c, (unsigned)status, resp);
+    enum MHD_Result r = MHD_queue_response(c, (unsigned)rq->status, resp);
     MHD_destroy_response(resp);
     return r;
+}
+
+/* The one sink of every answer: body text (taken over), status and type.
+ * A registry worker's answer is kept for the connection's resumption
+ * (deliver); any other is queued at once. */
+static enum MHD_Result respond(struct MHD_Connection *c, request *rq, int status, char *text,
+                               const char *type) {
+    rq->status = status;
+    free(rq->answer);
+    rq->answer = text;
+    rq->answer_type = type;
+    return rq->deferred ? MHD_YES : deliver(c, rq);
 }
 
 static enum MHD_Result respondJson(struct MHD_Connection *c, request *rq, int status, cJSON *j) {
@@ -177,8 +199,8 @@ static enum MHD_Result respondStatus(struct MHD_Connection *c, request *rq, cons
 /* Authenticate the bearer token: lk_<name>_<secret>.  The principal is
  * found by its (public) name and the token's SHA-256 compared with the
  * stored one in constant time. */
-static int authenticate(struct MHD_Connection *c, registry *reg, registryPrincipal *p, lakeError *err) {
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+static int authenticate(const request *rq, registry *reg, registryPrincipal *p, lakeError *err) {
+    const char *h = rq->auth;
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return errSetStatus(err, "unauthenticated", "a bearer token is required");
     const char *tok = h + 7;
@@ -267,6 +289,27 @@ static enum MHD_Result serveMetrics(struct MHD_Connection *c, request *rq, regis
             (int)conf->permits - atomic_load(&permitsFree));
     fprintf(f, "# HELP lake_registry_generation The catalog generation.\n"
                "# TYPE lake_registry_generation gauge\nlake_registry_generation %lld\n", (long long)gen);
+    regworkState st;
+    regworkRead(&st);
+    static const char *const lane[LANES] = {"read", "write"};
+    fputs("# HELP lake_registry_waiting_requests Requests queued for or running on the registry.\n"
+          "# TYPE lake_registry_waiting_requests gauge\n", f);
+    for (int i = 0; i < LANES; i++)
+        fprintf(f, "lake_registry_waiting_requests{lane=\"%s\"} %u\n", lane[i], st.waiting[i]);
+    fputs("# HELP lake_registry_oldest_wait_seconds How long the oldest of them has waited.\n"
+          "# TYPE lake_registry_oldest_wait_seconds gauge\n", f);
+    for (int i = 0; i < LANES; i++)
+        fprintf(f, "lake_registry_oldest_wait_seconds{lane=\"%s\"} %.3f\n", lane[i], st.oldest_s[i]);
+    fprintf(f, "# HELP lake_registry_refused_total Requests refused without waiting on the registry.\n"
+               "# TYPE lake_registry_refused_total counter\n"
+               "lake_registry_refused_total{reason=\"full\"} %llu\n"
+               "lake_registry_refused_total{reason=\"stalled\"} %llu\n"
+               "lake_registry_refused_total{reason=\"timeout\"} %llu\n",
+            (unsigned long long)st.refused_full, (unsigned long long)st.refused_stalled,
+            (unsigned long long)st.refused_timeout);
+    fprintf(f, "# HELP lake_registry_cuts_total Times the registry's server stopped answering and its calls were cut.\n"
+               "# TYPE lake_registry_cuts_total counter\nlake_registry_cuts_total %llu\n",
+            (unsigned long long)st.cuts);
     printBuildInfo(f);
     if (fclose(f) != 0) {
         free(text);
@@ -275,21 +318,37 @@ static enum MHD_Result serveMetrics(struct MHD_Connection *c, request *rq, regis
     return respond(c, rq, 200, text, "text/plain; version=0.0.4");
 }
 
-/* GET /v1/health: readiness.  200 {"status":"ok","registry":"ok"} while
- * the registry takes writes; otherwise 503 (with Retry-After) and
- * "registry":"read_only" (its server answers but is a standby) or
- * "unavailable" (no server answers), so a load balancer drains the
- * instance until a primary is back.  Any answer at all says the process
- * is up. */
+/* GET /v1/health: readiness, from the state the registry probe keeps
+ * (regwork.h), never from a registry connection of its own.
+ * 200 {"status":"ok","registry":"ok"} while the registry takes writes;
+ * 200 {"status":"degraded","registry":"waiting",…} while requests have
+ * waited on it longer than REGWORK_STALL_MS (reads are still answered);
+ * otherwise 503 (with Retry-After) and "registry":"read_only" (its server
+ * answers but is a standby) or "unavailable" (no server answers, or the
+ * one there stopped answering), so a load balancer drains the instance
+ * until a primary is back.  Any answer at all says the process is up. */
 static enum MHD_Result serveHealth(struct MHD_Connection *c, request *rq) {
-    static const char *const names[] = {"ok", "read_only", "unavailable"};
-    int state = registryPoolHealth(pool);
-    if (state < REGISTRY_WRITABLE || state > REGISTRY_UNAVAILABLE) state = REGISTRY_UNAVAILABLE;
+    regworkState st;
+    regworkRead(&st);
     char *text = NULL;
-    if (asprintf(&text, "{\"status\":\"%s\",\"registry\":\"%s\"}",
-                 state == REGISTRY_WRITABLE ? "ok" : "unavailable", names[state]) < 0)
-        return MHD_NO;
-    return respond(c, rq, state == REGISTRY_WRITABLE ? 200 : 503, text, "application/json");
+    int r;
+    double oldest = st.oldest_s[LANE_READ] > st.oldest_s[LANE_WRITE] ? st.oldest_s[LANE_READ] : st.oldest_s[LANE_WRITE];
+    if (st.registry == REGISTRY_READ_ONLY)
+        r = asprintf(&text, "{\"status\":\"unavailable\",\"registry\":\"read_only\","
+                            "\"reason\":\"the registry's server takes no writes (a standby)\"}");
+    else if (st.registry != REGISTRY_WRITABLE)
+        r = asprintf(&text, "{\"status\":\"unavailable\",\"registry\":\"unavailable\",\"reason\":\"%s\"}",
+                     st.silent ? "the registry's server stopped answering" : "the registry cannot be reached");
+    else if (oldest * 1000 > REGWORK_STALL_MS)
+        r = asprintf(&text, "{\"status\":\"degraded\",\"registry\":\"waiting\","
+                            "\"reason\":\"%s have waited %.1f s on the registry\","
+                            "\"waiting_reads\":%u,\"waiting_writes\":%u,\"oldest_wait_s\":%.3f}",
+                     st.oldest_s[LANE_WRITE] >= st.oldest_s[LANE_READ] ? "writes" : "reads", oldest,
+                     st.waiting[LANE_READ], st.waiting[LANE_WRITE], oldest);
+    else
+        r = asprintf(&text, "{\"status\":\"ok\",\"registry\":\"ok\"}");
+    if (r < 0) return MHD_NO;
+    return respond(c, rq, st.registry == REGISTRY_WRITABLE ? 200 : 503, text, "application/json");
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -337,19 +396,46 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_size = 0;
         return MHD_YES;
     }
+    if (rq->deferred) { /* resumed: a registry worker's answer is kept */
+        rq->deferred = 0;
+        return deliver(c, rq);
+    }
     deadlineAnswering(c); /* the whole request is in: building the answer may take long */
     if (rq->status) return MHD_YES; /* answered already (413) */
     if (rq->too_large) return respondStatus(c, rq, "payload_too_large", "request body too large");
 
     if (strcmp(url, "/v1/health") == 0 && strcmp(method, "GET") == 0) return serveHealth(c, rq);
+    /* the rest needs the registry: to a lane, the connection suspended
+     * until a worker has the answer */
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!(rq->url = strdup(url)) || !(rq->method = strdup(method)) || (auth && !(rq->auth = strdup(auth))))
+        return MHD_NO;
+    rq->conn = c;
+    rq->job.lane = strncmp(url, "/v1/actions/", 12) == 0 && actionsWrites(url + 12) ? LANE_WRITE : LANE_READ;
+    rq->deferred = 1;
+    MHD_suspend_connection(c);
     lakeError err = {0};
-    registry *reg = registryPoolAcquire(pool, &err);
-    if (!reg) return respondError(c, rq, &err); /* redacted; detailed in the log */
-    registrySetScanHook(reg, fenceFault ? mutateBetween : NULL, reg);
-    enum MHD_Result res = serveWith(c, rq, url, method, reg, &err);
-    registryPoolRelease(pool, reg);
-    return res;
+    if (regworkSubmit(&rq->job, &err)) { /* refused at once */
+        respondError(c, rq, &err);
+        MHD_resume_connection(c);
+    }
+    return MHD_YES;
 }
+
+/* On a registry worker (regwork.h): build the answer, kept for deliver. */
+static void runOnRegistry(regJob *job, registry *reg, const lakeError *refused) {
+    request *rq = (request *)job;
+    if (!reg) {
+        respondError(rq->conn, rq, refused); /* redacted; detailed in the log */
+        return;
+    }
+    registrySetScanHook(reg, fenceFault ? mutateBetween : NULL, reg);
+    lakeError err = {0};
+    serveWith(rq->conn, rq, rq->url, rq->method, reg, &err);
+}
+
+/* The worker is done with job: libmicrohttpd's thread sends the answer. */
+static void resumeRequest(regJob *job) { MHD_resume_connection(((request *)job)->conn); }
 
 /* The rest of a request, on a registry connection of its own. */
 static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const char *url, const char *method,
@@ -357,7 +443,7 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
     lakeError err = *errp;
     registryPrincipal p;
     int isAction = strncmp(url, "/v1/actions/", 12) == 0 && strcmp(method, "POST") == 0;
-    if (authenticate(c, reg, &p, &err)) return respondError(c, rq, &err);
+    if (authenticate(rq, reg, &p, &err)) return respondError(c, rq, &err);
     snprintf(rq->principal, sizeof rq->principal, "%s", p.name);
 
     if (strcmp(url, "/v1/actions") == 0 && strcmp(method, "GET") == 0) {
@@ -449,6 +535,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_
             rq->detail[0] ? " detail=" : "", rq->detail);
     free(rq->message);
     free(rq->body);
+    free(rq->answer);
+    free(rq->url);
+    free(rq->method);
+    free(rq->auth);
     free(rq);
     atomic_fetch_sub(&inFlight, 1);
     trimNow();
@@ -539,7 +629,13 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
         logErrorf("TEST FAULT: LAKE_TEST_KILL_AFTER_APPEND kills the server after an append commits");
     }
     atomic_store(&permitsFree, (int)cfg->permits);
-    if ((rc = registryPoolNew(cfg->db, cfg->pool, cfg->pool_wait_ms, &pool, err))) {
+    regworkConfig rw = {.db = cfg->db,
+                        .workers = {cfg->pool / 2 ? cfg->pool / 2 : 1, cfg->pool - cfg->pool / 2},
+                        .max_waiting = cfg->max_waiting,
+                        .wait_ms = cfg->pool_wait_ms,
+                        .run = runOnRegistry,
+                        .finish = resumeRequest};
+    if ((rc = regworkStart(&rw, err))) {
         freeaddrinfo(ai);
         tlsCredsFree();
         return rc;
@@ -554,7 +650,8 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | (cfg->insecure ? 0 : MHD_USE_TLS) |
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+                     (cfg->insecure ? 0 : MHD_USE_TLS) |
                      (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     struct MHD_Daemon *d;
     if (cfg->insecure)
@@ -573,7 +670,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
                              MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d) {
-        registryPoolFree(pool);
+        regworkStop();
         tlsCredsFree();
         return errSet(err, LAKE_EFAIL, "cannot listen on %s:%u (address in use?)",
                       cfg->host, cfg->port);
@@ -581,6 +678,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     /* the idle timeout does not stop a client that trickles its request */
     if (deadlineStart(cfg->timeout_s, err)) {
         MHD_stop_daemon(d);
+        regworkStop();
         tlsCredsFree();
         return err->code;
     }
@@ -597,9 +695,14 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
         struct timespec t = {0, 10 * 1000 * 1000};
         nanosleep(&t, NULL);
     }
+    /* what still waits on the registry is refused or cut, and answered */
+    regworkStop();
+    for (unsigned waited = 0; atomic_load(&inFlight) > 0 && waited < 100; waited++) {
+        struct timespec t = {0, 10 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
     MHD_stop_daemon(d);
     deadlineStop();
-    registryPoolFree(pool);
     stageClose(advertised);
     tlsCredsFree();
     return 0;

@@ -4,7 +4,8 @@
  *
  * Serves GET /v1/health, GET /v1/actions, GET /v1/metrics and
  * POST /v1/actions/NAME over the registry at db, with TLS unless insecure
- * (loopback only), a thread pool sharing a pool of registry connections,
+ * (loopback only), a thread pool that never waits on the registry (its
+ * work runs in the lanes of regwork.h),
  * connection limits and timeouts, a request body cap answered with 413
  * before the body is read, snapshot permits held until the response is
  * sent, one log line per request on stderr, a graceful drain on
@@ -46,8 +47,9 @@ typedef struct serverConfig {
     unsigned permits;        /* concurrent catalog_snapshot builds */
     snapshotBounds bounds;
     unsigned drain_s;        /* longest wait for in-flight requests */
-    unsigned pool;           /* registry connections at most */
-    unsigned pool_wait_ms;   /* longest wait for a free one, then 503 */
+    unsigned pool;           /* registry workers, half for reads and half for writes */
+    unsigned pool_wait_ms;   /* longest wait for a worker in a lane's queue, then 503 */
+    unsigned max_waiting;    /* requests queued or running on the registry, per lane */
     int64_t presign_default; /* seconds a vended URL lasts when none is asked */
     int64_t presign_max;     /* seconds a vended URL may last at most */
 } serverConfig;

@@ -23,21 +23,22 @@ static const struct {
     const char *name;
     int roles;
     const char *fields; /* the request's allowed keys, space-separated */
+    int writes;         /* changes the registry */
 } actions[] = {
-    {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER, "known_generation max_entries max_bytes"},
-    {"resolve", R_ALL, "namespace name version known_id known_version"},
-    {"append", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version segments files"},
-    {"compact", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version replace segments files"},
-    {"create_namespace", R_ADMIN, "namespace"},
-    {"create_table", R_ADMIN, "namespace name schema"},
-    {"drop_table", R_ADMIN, "namespace name"},
-    {"whoami", R_ALL, ""},
-    {"references", R_ADMIN, "after limit grace"},
-    {"presign_get", R_ADMIN | R_QUERY | R_USER, "location expires"},
-    {"upload_begin", R_ADMIN | R_QUERY | R_USER, "dir content_type sha256 size md5"},
-    {"upload_parts", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket expires parts"},
-    {"upload_complete", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket size parts"},
-    {"upload_abort", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket"},
+    {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER, "known_generation max_entries max_bytes", 0},
+    {"resolve", R_ALL, "namespace name version known_id known_version", 0},
+    {"append", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version segments files", 1},
+    {"compact", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version replace segments files", 1},
+    {"create_namespace", R_ADMIN, "namespace", 1},
+    {"create_table", R_ADMIN, "namespace name schema", 1},
+    {"drop_table", R_ADMIN, "namespace name", 1},
+    {"whoami", R_ALL, "", 0},
+    {"references", R_ADMIN, "after limit grace", 0},
+    {"presign_get", R_ADMIN | R_QUERY | R_USER, "location expires", 0},
+    {"upload_begin", R_ADMIN | R_QUERY | R_USER, "dir content_type sha256 size md5", 0},
+    {"upload_parts", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket expires parts", 0},
+    {"upload_complete", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket size parts", 0},
+    {"upload_abort", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket", 0},
 };
 #define NACTIONS (sizeof actions / sizeof actions[0])
 
@@ -53,6 +54,12 @@ static int roleBit(const char *role) {
 int actionsKnown(const char *action) {
     for (size_t i = 0; i < NACTIONS; i++)
         if (strcmp(actions[i].name, action) == 0) return 1;
+    return 0;
+}
+
+int actionsWrites(const char *action) {
+    for (size_t i = 0; i < NACTIONS; i++)
+        if (strcmp(actions[i].name, action) == 0) return actions[i].writes;
     return 0;
 }
 

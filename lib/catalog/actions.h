@@ -54,5 +54,7 @@ int actionsAllowed(const char *role, const char *action);
 
 /* 1 when action is one of the protocol's actions. */
 int actionsKnown(const char *action);
+/* 1 when action changes the registry (append, compact, create_*, drop_table). */
+int actionsWrites(const char *action);
 
 #endif

@@ -369,6 +369,10 @@ int registryProbeUrl(const char *url) {
     return state;
 }
 
+void registryCut(registry *r) {
+    if (r && r->db->drv->cut) r->db->drv->cut(r->db);
+}
+
 void registryClose(registry *r) {
     if (!r) return;
     sqlClose(r->db);

@@ -67,6 +67,11 @@ int registryUrlKind(const char *url);
  * messages and logs; truncated to n bytes, NUL included. */
 void registryRedact(const char *url, char *out, size_t n);
 void registryClose(registry *r);
+/* From any thread, while another uses r: end the statement r is waiting
+ * on (PostgreSQL: its socket is shut down, so the call fails as the
+ * server gone and the next use connects again; SQLite: nothing, its waits
+ * are bounded).  A server that stopped answering is given up this way. */
+void registryCut(registry *r);
 
 /* What a registry is good for now (a server's readiness, /v1/health). */
 #define REGISTRY_WRITABLE 0    /* reads and writes */

@@ -411,7 +411,8 @@ pair_wait_sync() {
   [[ $serve == "lake-metasrv serve "*"--registry"*"'$url'" ]] || fail "serve is not on init's URL: $serve"
   printf '%s\n' "$url" >"$T/srv/registry.url"
   metasrv_certs "$T/srv"
-  # one pooled connection: once /v1/health answers ok after the failover, it is to db2
+  # the fewest workers (one read, one write): once /v1/health (its probe) answers ok
+  # after the failover, db2 is the primary, and each worker's next call finds it
   metasrv_start "$T/srv" 0 --pool 1
   metasrv_use
   lake-catalog create-namespace d

@@ -126,7 +126,10 @@ assert_held() {
     [ ! -s "$T/versions.$c" ] || fail "client $c was acknowledged without the standby: $(cat "$T/versions.$c")"
   done
   assert_equal "$(pgp_sql "$p" "$DB" "SELECT max(version) FROM versions")" 1
-  assert_equal "$(health "$A_URL")" "200 ok"
+  # the instance says the writes wait, and answers reads meanwhile
+  assert_equal "$(health "$A_URL")" "200 waiting"
+  post "$A_URL" resolve '{"namespace":"s","name":"t"}' | jq -e '.version == 1' >/dev/null ||
+    fail "a resolve was not answered while the appends waited"
   # the standby returns (a restart after the crash): the waits end
   pgp_resume "$s" || fail "the standby does not start again"
   storm_wait
@@ -170,6 +173,9 @@ assert_held() {
   METASRV_DIR=$SRV METASRV_URL=$A_URL metasrv_post "$ADMIN" append \
     "{\"namespace\":\"s\",\"name\":\"t\",\"expected_version\":2,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/s/x")],\"files\":[]}"
   metasrv_assert_error 503 unavailable
+  # health is the probe's answer, asked every second
+  wait_health "$A_URL" read_only
+  wait_health "$B_URL" read_only
   assert_equal "$(health "$A_URL")" "503 read_only"
   assert_equal "$(health "$B_URL")" "503 read_only"
   # the standby is promoted: the same instances, never restarted, write there
@@ -189,6 +195,7 @@ assert_held() {
   pgp_halt "$p"
   # neither server answering: unavailable
   pgp_halt "$s"
+  wait_health "$A_URL" unavailable
   assert_equal "$(health "$A_URL")" "503 unavailable"
   pgp_resume "$s" || fail "cannot start the primary again"
   wait_health "$A_URL" ok

@@ -24,9 +24,11 @@
  */
 #include <errno.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "catalog/registry.h"
 #include "catalog/registry/sqldb.h"
@@ -49,6 +51,11 @@ typedef struct pgDb {
     int drop;        /* found read-only: made again before the next transaction */
     int any;         /* any_server: a read-only server will do */
     char detail[256];
+    /* the connection's socket, for pgCut from another thread: -1 while
+     * the connection is being made again or closed, so a cut never
+     * reaches a descriptor that was reused */
+    pthread_mutex_t mu;
+    int fd;
     /* statements prepared on this connection ("lk<i>"), by text: parsed
      * and planned once per connection, not per call */
     char *prepared[MAX_PREPARED];
@@ -172,6 +179,13 @@ static void readOnlyFailure(pgDb *p) {
     snprintf(p->detail, sizeof p->detail, "postgresql 25006: the server takes no writes (a standby?)");
 }
 
+/* Publish the connection's socket for pgCut (live) or withdraw it. */
+static void setSocket(pgDb *p, int live) {
+    pthread_mutex_lock(&p->mu);
+    p->fd = live && PQstatus(p->conn) == CONNECTION_OK ? PQsocket(p->conn) : -1;
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Re-establish a connection found broken, or found read-only between
  * transactions (never inside one: its statements must all run on one
  * session).  0 when it is usable. */
@@ -179,7 +193,9 @@ static int revive(pgDb *p) {
     int ok = PQstatus(p->conn) == CONNECTION_OK;
     if (ok && (PQtransactionStatus(p->conn) != PQTRANS_IDLE || (!p->drop && (p->any || !readOnly(p))))) return 0;
     forgetPrepared(p);
+    setSocket(p, 0);
     PQreset(p->conn);
+    setSocket(p, 1);
     if (PQstatus(p->conn) != CONNECTION_OK) {
         failed(p, NULL);
         return -1;
@@ -369,9 +385,24 @@ static sqlClass pgErrorClass(sqlDb *d) { return ((pgDb *)d)->cls; }
 static const char *pgErrorText(sqlDb *d) { return ((pgDb *)d)->detail; }
 
 static void pgClose(sqlDb *d) {
-    forgetPrepared((pgDb *)d);
-    PQfinish(((pgDb *)d)->conn);
+    pgDb *p = (pgDb *)d;
+    forgetPrepared(p);
+    setSocket(p, 0);
+    PQfinish(p->conn);
+    pthread_mutex_destroy(&p->mu);
     free(d);
+}
+
+/* From any thread: end the call in progress on d, if any, by shutting its
+ * socket down (libpq then sees the server gone: SQLC_GONE, and the next
+ * use connects again).  For a server that stopped answering without
+ * closing, which neither keepalives nor the user timeout notice while its
+ * host's kernel still acknowledges. */
+static void pgCut(sqlDb *d) {
+    pgDb *p = (pgDb *)d;
+    pthread_mutex_lock(&p->mu);
+    if (p->fd >= 0) shutdown(p->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* a server's failures are its own: no local errno */
@@ -382,7 +413,8 @@ static int pgErrorErrno(sqlDb *d) {
 
 static const sqlDriver driver = {pgExec,    pgPrepare,    pgBindText,   pgBindInt64,
                                  pgStep,    pgColumnText, pgColumnInt64, pgFinalize,
-                                 pgChanges, pgErrorClass, pgErrorText,  pgErrorErrno, pgClose};
+                                 pgChanges, pgErrorClass, pgErrorText,  pgErrorErrno, pgClose,
+                                 pgCut};
 
 static int pgDbOpen(const char *url, const char *shown, int any_server, sqlDb **out, lakeError *err) {
     *out = NULL;
@@ -391,12 +423,15 @@ static int pgDbOpen(const char *url, const char *shown, int any_server, sqlDb **
     p->base.drv = &driver;
     p->base.dialect = &dialect;
     p->any = any_server;
+    p->fd = -1;
+    pthread_mutex_init(&p->mu, NULL);
     char *why = NULL;
     PQconninfoOption *opts = PQconninfoParse(url, &why);
     if (!opts) {
         char line[200];
         firstLine(line, sizeof line, why ? why : "out of memory");
         PQfreemem(why);
+        pthread_mutex_destroy(&p->mu);
         free(p);
         return errSet(err, LAKE_EUSAGE, "%s: not a PostgreSQL URL: %s", shown, line);
     }
@@ -410,6 +445,7 @@ static int pgDbOpen(const char *url, const char *shown, int any_server, sqlDb **
                                   TCP_USER_TIMEOUT_MS, "read-write", "lake-metasrv", url, "any", NULL};
     p->conn = PQconnectdbParams(keys, values, 1);
     if (!p->conn) {
+        pthread_mutex_destroy(&p->mu);
         free(p);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
     }
@@ -423,6 +459,7 @@ static int pgDbOpen(const char *url, const char *shown, int any_server, sqlDb **
         return rc;
     }
     PQsetNoticeProcessor(p->conn, quiet, NULL);
+    setSocket(p, 1);
     if (!any_server && readOnly(p)) { /* the URL asked for any server, and got a standby */
         int rc = errSet(err, LAKE_EUNAVAIL, "%s: the registry's server takes no writes (a standby?)", shown);
         pgClose(&p->base);

@@ -1,7 +1,7 @@
 /*
  * pool.c - a bounded pool of registry connections (pool.h): a stack of
- * idle connections and a count of open ones under one mutex; waiters
- * sleep on a condition variable with a deadline.
+ * idle connections, the list of those in use and a count of open ones
+ * under one mutex; waiters sleep on a condition variable with a deadline.
  */
 #include "catalog/registry/pool.h"
 
@@ -20,14 +20,27 @@ struct registryPool {
     unsigned open;      /* connections open, idle or in use */
     unsigned nidle;
     registry **idle;    /* [size] */
-    int health;         /* registryPoolHealth's last answer */
+    registry **busy;    /* [size]: in use, NULL where free */
 };
+
+/* Note r as in use (under mu). */
+static void markBusy(registryPool *p, registry *r) {
+    for (unsigned i = 0; i < p->size; i++)
+        if (!p->busy[i]) {
+            p->busy[i] = r;
+            return;
+        }
+}
 
 int registryPoolNew(const char *url, unsigned size, unsigned wait_ms, registryPool **out, lakeError *err) {
     *out = NULL;
     registryPool *p = calloc(1, sizeof *p);
-    if (!p || !(p->url = strdup(url)) || !(p->idle = calloc(size ? size : 1, sizeof *p->idle))) {
-        if (p) free(p->url);
+    if (!p || !(p->url = strdup(url)) || !(p->idle = calloc(size ? size : 1, sizeof *p->idle)) ||
+        !(p->busy = calloc(size ? size : 1, sizeof *p->busy))) {
+        if (p) {
+            free(p->url);
+            free(p->idle);
+        }
         free(p);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry pool");
     }
@@ -44,9 +57,9 @@ int registryPoolNew(const char *url, unsigned size, unsigned wait_ms, registryPo
 }
 
 /* A connection: an idle one, else a new one if fewer than size are open,
- * else wait for one until wait_ms have passed (wait 0: not at all, and
- * *busy is set).  NULL with err set on failure. */
-static registry *acquire(registryPool *p, int wait, int *busy, lakeError *err) {
+ * else wait for one until wait_ms have passed.  NULL with err set on
+ * failure. */
+registry *registryPoolAcquire(registryPool *p, lakeError *err) {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += p->wait_ms / 1000;
@@ -57,16 +70,16 @@ static registry *acquire(registryPool *p, int wait, int *busy, lakeError *err) {
     }
     pthread_mutex_lock(&p->mu);
     while (p->nidle == 0 && p->open >= p->size) {
-        if (!wait || (pthread_cond_timedwait(&p->freed, &p->mu, &deadline) == ETIMEDOUT && p->nidle == 0 &&
-                      p->open >= p->size)) {
+        if (pthread_cond_timedwait(&p->freed, &p->mu, &deadline) == ETIMEDOUT && p->nidle == 0 &&
+            p->open >= p->size) {
             pthread_mutex_unlock(&p->mu);
-            if (busy) *busy = 1;
             errSetStatus(err, "unavailable", "every registry connection is busy; retry later");
             return NULL;
         }
     }
     if (p->nidle > 0) {
         registry *r = p->idle[--p->nidle];
+        markBusy(p, r);
         pthread_mutex_unlock(&p->mu);
         return r;
     }
@@ -90,37 +103,23 @@ static registry *acquire(registryPool *p, int wait, int *busy, lakeError *err) {
         pthread_mutex_unlock(&p->mu);
         return NULL;
     }
+    pthread_mutex_lock(&p->mu);
+    markBusy(p, r);
+    pthread_mutex_unlock(&p->mu);
     return r;
 }
 
-registry *registryPoolAcquire(registryPool *p, lakeError *err) { return acquire(p, 1, NULL, err); }
-
-int registryPoolHealth(registryPool *p) {
-    lakeError err = {0};
-    int busy = 0, state;
-    registry *r = acquire(p, 0, &busy, &err);
-    if (r) {
-        state = registryWritable(r, &err);
-        registryPoolRelease(p, r);
-    } else if (busy) {
-        pthread_mutex_lock(&p->mu);
-        state = p->health;
-        pthread_mutex_unlock(&p->mu);
-        return state;
-    } else {
-        state = REGISTRY_UNAVAILABLE;
-    }
-    /* no primary: is a standby there, at least? */
-    if (state == REGISTRY_UNAVAILABLE) state = registryProbeUrl(p->url);
+void registryPoolCut(registryPool *p) {
     pthread_mutex_lock(&p->mu);
-    p->health = state;
+    for (unsigned i = 0; i < p->size; i++) registryCut(p->busy[i]);
     pthread_mutex_unlock(&p->mu);
-    return state;
 }
 
 void registryPoolRelease(registryPool *p, registry *r) {
     if (!r) return;
     pthread_mutex_lock(&p->mu);
+    for (unsigned i = 0; i < p->size; i++)
+        if (p->busy[i] == r) p->busy[i] = NULL;
     p->idle[p->nidle++] = r;
     pthread_cond_signal(&p->freed);
     pthread_mutex_unlock(&p->mu);
@@ -132,6 +131,7 @@ void registryPoolFree(registryPool *p) {
     pthread_cond_destroy(&p->freed);
     pthread_mutex_destroy(&p->mu);
     free(p->idle);
+    free(p->busy);
     free(p->url);
     free(p);
 }

@@ -24,12 +24,9 @@ int registryPoolNew(const char *url, unsigned size, unsigned wait_ms, registryPo
  * err set on failure. */
 registry *registryPoolAcquire(registryPool *p, lakeError *err);
 void registryPoolRelease(registryPool *p, registry *r);
-/* The registry's readiness: REGISTRY_WRITABLE, _READ_ONLY or _UNAVAILABLE
- * (registry.h), asked of an idle connection (or a new one, if there is
- * room), never waiting for one: with every connection in use, the answer
- * of the last time that asked.  A registry that cannot be opened is
- * probed for a read-only server (registryProbeUrl). */
-int registryPoolHealth(registryPool *p);
+/* From any thread: cut the call in progress on every connection in use
+ * (registryCut), for a registry server that stopped answering. */
+void registryPoolCut(registryPool *p);
 /* Close every connection; none may be in use. */
 void registryPoolFree(registryPool *p);
 

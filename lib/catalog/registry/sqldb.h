@@ -67,6 +67,10 @@ typedef struct sqlDriver {
     const char *(*errorText)(sqlDb *db); /* the detail, for logs only */
     int (*errorErrno)(sqlDb *db);        /* the system's errno behind the failure, or 0 */
     void (*close)(sqlDb *db);
+    /* From any thread: end the call in progress on db (it fails as the
+     * server gone); NULL where a call cannot hang (SQLite's wait for a
+     * lock is bounded by its busy timeout). */
+    void (*cut)(sqlDb *db);
 } sqlDriver;
 
 /* Every driver's connection starts with this. */

@@ -163,7 +163,7 @@ static void liteClose(sqlDb *d) {
 static const sqlDriver driver = {liteExec,       litePrepare,    liteBindText,    liteBindInt64,
                                  liteStep,       liteColumnText, liteColumnInt64, liteFinalize,
                                  liteChanges,    liteErrorClass, liteErrorText,   liteErrorErrno,
-                                 liteClose};
+                                 liteClose,      NULL};
 
 static int bytewise(void *ctx, int na, const void *a, int nb, const void *b) {
     (void)ctx;
