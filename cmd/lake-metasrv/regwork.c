@@ -6,8 +6,9 @@
  * workers (so a worker never waits for a connection).  The probe thread
  * asks the registry whether it takes writes every REGWORK_PROBE_MS on a
  * connection of its own; the watch thread looks at the probe four times a
- * second and, when it has hung for REGWORK_DEAD_MS, cuts every call in
- * progress; it also refuses what has waited in a queue for wait_ms.
+ * second and, when it has hung for REGWORK_READ_CUT_MS, cuts the reads in
+ * progress, for REGWORK_DEAD_MS every call; it also refuses what has
+ * waited in a queue for wait_ms.
  */
 #include "regwork.h"
 
@@ -26,8 +27,6 @@ typedef struct lane {
     pthread_cond_t work;
     regJob *head, *tail;
     unsigned waiting;           /* queued + running */
-    unsigned idle;              /* workers waiting for work */
-    struct timespec last_start; /* a worker last took a job */
     regJob **running;           /* [workers]: what each runs, or NULL */
     unsigned workers;
     pthread_t *threads;
@@ -79,9 +78,7 @@ static void *work(void *arg) {
     lane *l = &lanes[w->lane];
     for (;;) {
         pthread_mutex_lock(&l->mu);
-        l->idle++;
         while (!l->head && !stopping) pthread_cond_wait(&l->work, &l->mu);
-        l->idle--;
         regJob *job = l->head;
         if (!job) { /* stopping, and nothing left */
             pthread_mutex_unlock(&l->mu);
@@ -91,7 +88,6 @@ static void *work(void *arg) {
         l->head = job->next;
         if (!l->head) l->tail = NULL;
         l->running[w->slot] = job;
-        clock_gettime(CLOCK_MONOTONIC, &l->last_start);
         pthread_mutex_unlock(&l->mu);
 
         lakeError err = {0};
@@ -132,14 +128,13 @@ int regworkSubmit(regJob *job, lakeError *err) {
                  conf.max_waiting, job->lane == LANE_READ ? "read" : "write");
         return err->code;
     }
-    /* a long snapshot build alone is no stall: the probe's trivial
-     * question must be unanswered too */
-    if (job->lane == LANE_READ && l->idle == 0 && slow && msSince(&l->last_start) > REGWORK_STALL_MS) {
+    /* the probe's trivial question unanswered: so would a read be (a long
+     * snapshot build alone is no stall) */
+    if (job->lane == LANE_READ && slow) {
         pthread_mutex_unlock(&l->mu);
         count(&refusedStalled);
         errSetStatus(err, "unavailable", "the registry is not answering reads; retry later");
-        snprintf(err->cause, sizeof err->cause,
-                 "every read worker busy, none started and the probe unanswered for %d ms", REGWORK_STALL_MS);
+        snprintf(err->cause, sizeof err->cause, "the registry probe unanswered for over %d ms", REGWORK_STALL_MS);
         return err->code;
     }
     clock_gettime(CLOCK_MONOTONIC, &job->queued);
@@ -253,6 +248,8 @@ static void *watch(void *arg) {
             health = REGISTRY_UNAVAILABLE;
             registryCut(probeReg);
             cutAll();
+        } else if (probing && msSince(&probeStart) > REGWORK_READ_CUT_MS) {
+            registryPoolCut(lanes[LANE_READ].pool); /* a read cut changes nothing */
         }
         pthread_mutex_unlock(&stateMu);
         for (int i = 0; i < LANES; i++) expire(&lanes[i]);
@@ -305,7 +302,6 @@ int regworkStart(const regworkConfig *cfg, lakeError *err) {
         pthread_mutex_init(&l->mu, NULL);
         pthread_cond_init(&l->work, NULL);
         l->workers = cfg->workers[i] ? cfg->workers[i] : 1;
-        clock_gettime(CLOCK_MONOTONIC, &l->last_start);
         if (!(l->running = calloc(l->workers, sizeof *l->running)) ||
             !(l->threads = calloc(l->workers, sizeof *l->threads)))
             return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry workers");

@@ -13,14 +13,15 @@
  *     request is refused at once (503 unavailable, Retry-After);
  *   - a request queued for wait_ms without a worker starting it is
  *     refused (nothing of it ran);
- *   - a read finds every read worker busy, none started for
- *     REGWORK_STALL_MS and the probe unanswered as long: refused at once,
- *     as the registry is not answering reads;
+ *   - while the probe has waited REGWORK_STALL_MS for an answer, a read
+ *     is refused at once: the registry is not answering reads;
  *   - a running request is never given up while the registry's server
- *     answers (a commit that waits may commit), but when the probe has had
- *     no answer for REGWORK_DEAD_MS the server is taken for gone: every
- *     call in progress is cut (registryCut) and answers 503, and
- *     connections are made again once it answers.
+ *     answers (a commit that waits may commit); but when the probe has had
+ *     no answer for REGWORK_READ_CUT_MS the reads in progress are cut
+ *     (registryCut: they answer 503, and changed nothing), and for
+ *     REGWORK_DEAD_MS the server is taken for gone: every call in progress
+ *     is cut and answers 503, and connections are made again once it
+ *     answers.
  */
 #ifndef LAKE_METASRV_REGWORK_H
 #define LAKE_METASRV_REGWORK_H
@@ -31,8 +32,10 @@
 #include "catalog/registry.h"
 #include "core/error.h"
 
-#define REGWORK_STALL_MS 1000   /* a lane that started nothing for this long is stalled */
+#define REGWORK_STALL_MS 1000   /* a probe unanswered this long refuses reads at once; a request
+                                   waiting this long makes /v1/health say "waiting" */
 #define REGWORK_PROBE_MS 1000   /* the probe asks the registry this often */
+#define REGWORK_READ_CUT_MS 2000 /* a probe unanswered this long: reads in progress are cut */
 #define REGWORK_DEAD_MS 10000   /* a probe unanswered this long: the server is gone */
 
 enum { LANE_READ, LANE_WRITE, LANES };

@@ -56,6 +56,7 @@ typedef struct pgDb {
      * reaches a descriptor that was reused */
     pthread_mutex_t mu;
     int fd;
+    int cut;         /* pgCut ended the call in progress: it is not sent again */
     /* statements prepared on this connection ("lk<i>"), by text: parsed
      * and planned once per connection, not per call */
     char *prepared[MAX_PREPARED];
@@ -183,6 +184,7 @@ static void readOnlyFailure(pgDb *p) {
 static void setSocket(pgDb *p, int live) {
     pthread_mutex_lock(&p->mu);
     p->fd = live && PQstatus(p->conn) == CONNECTION_OK ? PQsocket(p->conn) : -1;
+    if (live) p->cut = 0; /* a new connection: no cut of its own yet */
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -211,7 +213,12 @@ static int revive(pgDb *p) {
 /* A statement may be sent again on a new connection only when the old one
  * was lost outside a transaction: nothing of it can have committed. */
 static int mayRetry(pgDb *p, int idle) {
-    return idle && PQstatus(p->conn) == CONNECTION_BAD && revive(p) == 0;
+    pthread_mutex_lock(&p->mu);
+    int cut = p->cut;
+    p->cut = 0;
+    pthread_mutex_unlock(&p->mu);
+    /* a cut call's server is silent: a new connection would only wait */
+    return !cut && idle && PQstatus(p->conn) == CONNECTION_BAD && revive(p) == 0;
 }
 
 static int pgExec(sqlDb *d, const char *sql) {
@@ -401,7 +408,10 @@ static void pgClose(sqlDb *d) {
 static void pgCut(sqlDb *d) {
     pgDb *p = (pgDb *)d;
     pthread_mutex_lock(&p->mu);
-    if (p->fd >= 0) shutdown(p->fd, SHUT_RDWR);
+    if (p->fd >= 0) {
+        shutdown(p->fd, SHUT_RDWR);
+        p->cut = 1;
+    }
     pthread_mutex_unlock(&p->mu);
 }
 
