@@ -25,6 +25,8 @@
 /* The page cache of a lookup store (a temporary database: beyond this it
  * spills to a file in SQLite's temporary directory). */
 #define LOOKUP_CACHE_KIB 16384
+/* A table of at most this many rows is scanned, not looked up. */
+#define LOOKUP_MIN_ROWS 64
 
 /* A lookup store: the rows one plan of a table keeps (its constant terms
  * applied), copied once per statement into a private temporary database
@@ -275,7 +277,8 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
             sqlite3_vtab_in(info, i, 1);
             op = PRUNE_IN;
         } else if (sqlite3_vtab_rhs_value(info, i, &rhs) != SQLITE_OK) {
-            if (op != PRUNE_EQ || lookup >= 0) continue;
+            /* (a table of a few rows is read faster than indexed) */
+            if (op != PRUNE_EQ || lookup >= 0 || t->rows <= LOOKUP_MIN_ROWS) continue;
             /* a join's equality: one per plan, looked up in a store */
             lookup = k->iColumn;
             info->aConstraintUsage[i].argvIndex = ++narg;

@@ -89,20 +89,27 @@ facts_and_dims() {
   printf '%s\n' '{"i":1,"r":1.0,"x":"1","b":"31"}' '{"i":2,"r":2.5,"x":"abc","b":null}' \
     '{"i":3,"r":3.0,"x":"3","b":null}' '{"i":5,"r":5.0,"x":"5","b":null}' '{"i":7,"r":7.0,"x":"007","b":null}' |
     lake-query -q --import j.n
+  # and rows that match nothing, so that both tables are large enough to
+  # be looked up (a table of 64 rows or fewer is scanned)
+  awk 'BEGIN { for (n = 0; n < 100; n++) printf "{\"id\":%d,\"s\":\"zz%d\"}\n", 100 + n, n }' | lake-query -q --import j.t
+  awk 'BEGIN { for (n = 0; n < 100; n++) printf "{\"i\":%d,\"r\":%d.5,\"x\":\"yy%d\",\"b\":\"ff%02x\"}\n", 1000 + n, 1000 + n, n, n }' |
+    lake-query -q --import j.n
   local col q
   for col in i r x b; do
-    q="SELECT t.id, n.$col FROM j.t t JOIN j.n n ON n.$col = t.s ORDER BY 1, 2"
+    q="SELECT t.id, n.$col FROM j.t t CROSS JOIN j.n n ON n.$col = t.s ORDER BY 1, 2"
     both "$q"
+    assert_equal "$(lookups j.n)" 1
     cp "$T/on" "$T/$col.on"
-    q="SELECT t.id FROM j.n n JOIN j.t t ON t.s = n.$col ORDER BY 1"
+    q="SELECT t.id FROM j.n n CROSS JOIN j.t t ON t.s = n.$col ORDER BY 1"
     both "$q"
+    assert_equal "$(lookups j.t)" 1
   done
   # the integer column applies numeric affinity to the text: '1', ' 2' (spaces
   # around a number are allowed), '3.0', '5e0' and '007' are numbers, 'abc' not
   assert_equal "$(jq -c .id "$T/i.on" | paste -sd,)" 1,2,3,5,7
   assert_equal "$(jq -c .id "$T/x.on" | paste -sd,)" 1,4,7
   # and the join's key on an expression, which has no affinity
-  both "SELECT t.id FROM j.t t JOIN j.n n ON n.i = t.s + 0 ORDER BY 1"
+  both "SELECT t.id FROM j.t t CROSS JOIN j.n n ON n.i = t.s + 0 ORDER BY 1"
   assert_output $'{"id":1}\n{"id":2}\n{"id":3}\n{"id":5}\n{"id":7}'
 }
 
@@ -135,7 +142,7 @@ facts_and_dims() {
   [[ $stderr != *"query lookup"* ]] || fail "--explain built an index: $stderr"
 }
 
-@test "twenty tables joined in a chain, and a star join: the row-by-row answers, each inner table indexed once" {
+@test "twenty tables of ten rows joined in a chain, and a star join: the row-by-row answers; tables that small are scanned, not indexed" {
   local i q from="j.c1 t1" where=""
   for i in $(seq 1 20); do
     lake-catalog create "j.c$i" 'a INTEGER, b INTEGER'
@@ -150,7 +157,7 @@ facts_and_dims() {
   q="SELECT count(*), sum(t1.a), sum(t20.b) FROM $from WHERE $where"
   both "$q"
   assert_output '{"count(*)":10,"sum(t1.a)":45,"sum(t20.b)":45}'
-  [ "$(grep -c '^trace: query lookup ' "$T/trace")" -le 20 ] || fail "more than one index per table"
+  assert_equal "$(grep -c '^trace: query lookup ' "$T/trace")" 0
   both "SELECT t2.b, count(*) FROM j.c1 t1 JOIN j.c2 t2 ON t2.a = t1.b JOIN j.c3 t3 ON t3.a = t1.a GROUP BY 1 ORDER BY 1"
   [ "$(wc -l <"$T/on")" -eq 10 ] || fail "$(cat "$T/on")"
 }
