@@ -22,6 +22,24 @@
  * of a join is scanned once per outer row): each holds two descriptors. */
 #define KEEP_OPEN 32
 
+/* The page cache of a lookup store (a temporary database: beyond this it
+ * spills to a file in SQLite's temporary directory). */
+#define LOOKUP_CACHE_KIB 16384
+/* A table of at most this many rows is scanned, not looked up. */
+#define LOOKUP_MIN_ROWS 64
+
+/* A lookup store: the rows one plan of a table keeps (its constant terms
+ * applied), copied once per statement into a private temporary database
+ * and indexed by the lookup column's key (see lookupKey), so that the
+ * inner table of a join answers each outer row by an index search
+ * instead of a scan.  Kept on the table until the statement ends. */
+typedef struct lookupStore {
+    struct lookupStore *next;
+    char *key;          /* the plan and the values of its constant arguments */
+    sqlite3 *db;
+    int64_t rows;
+} lookupStore;
+
 typedef struct queryTable {
     sqlite3_vtab base;
     queryContext *ctx;
@@ -31,6 +49,8 @@ typedef struct queryTable {
     const cJSON **segv;     /* its segment records, in order */
     int nseg;
     unsigned char *marked;  /* [nseg] while collecting: the segments some scan kept */
+    int64_t rows;           /* of the pinned version */
+    lookupStore *stores;    /* built for this statement */
     segmentWriter *writer;  /* rows this statement inserts */
     struct queryTable *next;
 } queryTable;
@@ -55,6 +75,12 @@ typedef struct queryCursor {
     int *keep;              /* the segments kept, in order */
     int nkeep, k;           /* how many; the position of the scan in keep */
     int64_t limit, offset;  /* the statement's LIMIT and OFFSET when SQLite passed them, else -1, 0 */
+    int lookup_col;         /* the plan looks rows up by this column (a join's), or -1 */
+    int lookup_arg;         /* the xFilter argument holding its value, 1-based */
+    sqlite3_value *lookup_val; /* the value looked up now */
+    sqlite3_stmt *lookup;   /* on the plan's lookup store; the rows come from it */
+    lookupStore *store;     /* the store lookup is prepared on */
+    int looking;            /* this scan is a lookup */
     prefetch *pf;           /* kept segments being fetched ahead, or NULL */
     openSegment *open;      /* [nslots]: segments open, by index */
     int nslots, nopen, cur;        /* how many are open; the one being read, or -1 */
@@ -75,7 +101,18 @@ static int failf(queryTable *t, lakeCode code, const char *msg) {
     return fail(t, &e);
 }
 
+static void freeStores(queryTable *t) {
+    while (t->stores) {
+        lookupStore *s = t->stores;
+        t->stores = s->next;
+        sqlite3_close(s->db);
+        free(s->key);
+        free(s);
+    }
+}
+
 static void unpin(queryTable *t) {
+    freeStores(t);
     cJSON_Delete(t->pinned);
     t->pinned = NULL;
     free(t->segv);
@@ -83,6 +120,7 @@ static void unpin(queryTable *t) {
     free(t->marked);
     t->marked = NULL;
     t->nseg = 0;
+    t->rows = 0;
 }
 
 /* Resolve the table once per statement; keep that version. */
@@ -101,7 +139,12 @@ static int pin(queryTable *t) {
         unpin(t);
         return SQLITE_NOMEM;
     }
-    cJSON_ArrayForEach(g, segs) t->segv[t->nseg++] = g;
+    cJSON_ArrayForEach(g, segs) {
+        int64_t rows = 0;
+        jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows);
+        t->rows += rows;
+        t->segv[t->nseg++] = g;
+    }
     return SQLITE_OK;
 }
 
@@ -177,12 +220,19 @@ static int xDisconnect(sqlite3_vtab *v) {
  *   the segment's rowid, then the columns read.
  * e.g. "0 2\n>1:1 I0:2 N2:0\nSELECT rowid, "k","s" FROM rows WHERE "x" > ?1 AND "s" IS NULL".
  * An IN list is used for pruning only (its size is known at xFilter).
- * With pushdown off (LAKE_QUERY_NO_PUSHDOWN) every column is read and no
- * term is taken. */
+ * An equality with another table's column (a join) is taken once, as the
+ * lookup term KCOL:ARG: the rows the rest of the plan keeps are indexed
+ * by that column once per statement (a lookup store), and each xFilter
+ * looks its value up there.  With pushdown off (LAKE_QUERY_NO_PUSHDOWN)
+ * every column is read and no term is taken. */
 static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
-    const queryTable *t = (const queryTable *)v;
+    queryTable *t = (queryTable *)v;
     const segmentSchema *cols = t->cols;
     int all = t->ctx->no_pushdown;
+    /* the costs are in rows: the version this statement reads */
+    int rc = all ? SQLITE_OK : pin(t);
+    if (rc != SQLITE_OK) return rc;
+    int lookup = -1;
     sqlite3_str *plan = sqlite3_str_new(NULL), *sel = sqlite3_str_new(NULL), *terms = sqlite3_str_new(NULL),
                 *where = sqlite3_str_new(NULL);
     int nsel = 0, narg = 0, nterm = 0, nwhere = 0;
@@ -227,6 +277,13 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
             sqlite3_vtab_in(info, i, 1);
             op = PRUNE_IN;
         } else if (sqlite3_vtab_rhs_value(info, i, &rhs) != SQLITE_OK) {
+            /* (a table of a few rows is read faster than indexed) */
+            if (op != PRUNE_EQ || lookup >= 0 || t->rows <= LOOKUP_MIN_ROWS) continue;
+            /* a join's equality: one per plan, looked up in a store */
+            lookup = k->iColumn;
+            info->aConstraintUsage[i].argvIndex = ++narg;
+            info->aConstraintUsage[i].omit = 0; /* SQLite checks again */
+            sqlite3_str_appendf(terms, "%sK%d:%d", nterm++ ? " " : "", k->iColumn, narg);
             continue;
         }
         info->aConstraintUsage[i].argvIndex = ++narg;
@@ -239,6 +296,9 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
     /* the segment's rowid first: the outer rowid (see xRowid) */
     sqlite3_str_appendf(plan, "\n%s\nSELECT rowid%s%s FROM rows%s", termList ? termList : "", nsel ? ", " : "",
                         list ? list : "", cond ? cond : "");
+    /* for --explain, which finds it in SQLite's query plan */
+    if (lookup >= 0)
+        sqlite3_str_appendf(plan, " /* " QUERY_LOOKUP_MARK "%s.%s looked up by %s */", t->ns, t->name, cols->cols[lookup].name);
     sqlite3_free(list);
     sqlite3_free(termList);
     sqlite3_free(cond);
@@ -247,9 +307,24 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
     info->idxStr = idx;
     info->needToFreeIdxStr = 1;
     /* a term may prune whole segments, and saves the rows it rejects
-     * crossing over, so each lowers the cost */
-    info->estimatedCost = 1e6 / (1 + nterm);
-    info->estimatedRows = 1000000 / (1 + 9 * nterm);
+     * crossing over, so each lowers the cost; a lookup reads a few rows
+     * by an index search (its store's one build is not counted: it is
+     * made once, however many lookups follow) */
+    double n = all ? 1e6 : (double)(t->rows > 0 ? t->rows : 1);
+    int plain = nterm - (lookup >= 0);
+    if (lookup >= 0) {
+        n = n / (1 + 9 * plain) + 1; /* what the constant terms keep is indexed */
+        double found = n < 10 ? n : 10, depth = 1;
+        for (double x = n; x > 1; x /= 2) depth++; /* the index's depth, in binary steps */
+        /* and a share of the store's build (n rows sorted), which grows
+         * faster than the rows: so SQLite builds on the smaller side of
+         * a join, and looks the larger one's rows up there */
+        info->estimatedCost = 2 * depth + found + n * depth / 64;
+        info->estimatedRows = (sqlite3_int64)found;
+    } else {
+        info->estimatedCost = 10 + n / (1 + plain);
+        info->estimatedRows = (sqlite3_int64)(n / (1 + 9 * plain)) + 1;
+    }
     return SQLITE_OK;
 }
 
@@ -260,6 +335,7 @@ static int xOpen(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
     memset(c, 0, sizeof *c);
     c->cur = -1;
     c->limit = -1;
+    c->lookup_col = -1;
     *out = &c->base;
     return SQLITE_OK;
 }
@@ -319,10 +395,22 @@ static void freePlan(queryCursor *c) {
     c->nkeep = c->k = 0;
     c->limit = -1;
     c->offset = 0;
+    sqlite3_value_free(c->lookup_val);
+    c->lookup_val = NULL;
+    c->lookup_col = -1;
+    c->looking = 0;
     c->sql = c->plan = NULL;
 }
 
+/* Done with the lookup statement (a new plan, or the cursor closes). */
+static void closeLookup(queryCursor *c) {
+    sqlite3_finalize(c->lookup);
+    c->lookup = NULL;
+    c->store = NULL;
+}
+
 static int xClose(sqlite3_vtab_cursor *cur) {
+    closeLookup((queryCursor *)cur);
     closeSegments((queryTable *)cur->pVtab, (queryCursor *)cur);
     freePlan((queryCursor *)cur);
     sqlite3_free(cur);
@@ -361,6 +449,13 @@ static int enterSegment(queryTable *t, queryCursor *c, int i) {
 
 /* Move to the next row, across the kept segments. */
 static int advance(queryTable *t, queryCursor *c) {
+    if (c->looking) {
+        int s = sqlite3_step(c->lookup);
+        if (s == SQLITE_ROW) return SQLITE_OK;
+        if (s != SQLITE_DONE) return failf(t, LAKE_EFAIL, "a lookup failed");
+        c->eof = 1;
+        return SQLITE_OK;
+    }
     for (;;) {
         if (c->cur >= 0) {
             int s = sqlite3_step(c->open[c->cur].st);
@@ -416,6 +511,12 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
         if (term->col < 0 || term->col >= t->cols->ncols || arg < 0 || arg > argc || c->nterms >= most)
             return failf(t, LAKE_EFAIL, "a bad scan plan");
         p = end + (*end == ' ');
+        if (term->op == 'K') { /* the lookup column: its value is looked up, not bound */
+            c->lookup_col = term->col;
+            c->lookup_arg = arg;
+            if (!arg || !(c->lookup_val = sqlite3_value_dup(argv[arg - 1]))) return SQLITE_NOMEM;
+            continue;
+        }
         if ((term->op == 'L' || term->op == 'O') && arg) {
             int64_t n = sqlite3_value_int64(argv[arg - 1]);
             if (term->op == 'L') c->limit = n < 0 ? -1 : n;
@@ -515,14 +616,226 @@ static int choose(queryTable *t, queryCursor *c) {
     return fetchAhead(t, c);
 }
 
+/* lake_key(V): what a lookup store indexes and searches by.  Any two
+ * values SQLite may find equal (=, BINARY, whatever affinity the join's
+ * two sides apply) have the same key: a number and a text that reads as a
+ * number (numeric affinity, as SQLite applies it) key as that number, a
+ * REAL; other text and BLOBs key as themselves.  Some values that differ
+ * share a key too (1 and '1.0', integers beyond 2^53): the store gives a
+ * superset, and SQLite checks every row it is given again. */
+static void lookupKey(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    switch (sqlite3_value_numeric_type(argv[0])) {
+    case SQLITE_INTEGER:
+    case SQLITE_FLOAT: sqlite3_result_double(ctx, sqlite3_value_double(argv[0])); break;
+    case SQLITE_NULL: sqlite3_result_null(ctx); break;
+    default: sqlite3_result_value(ctx, argv[0]); break;
+    }
+}
+
+/* What tells one store of a table from another in a statement: the plan
+ * and the values of its constant terms (IN lists included). */
+static char *storeKey(const queryCursor *c, const char *idxStr) {
+    sqlite3_str *k = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(k, idxStr);
+    for (int i = 0; i < c->nargs; i++)
+        if (c->args[i]) sqlite3_str_appendf(k, "\n%d:%d:%s", i, sqlite3_value_type(c->args[i]),
+                                            (const char *)sqlite3_value_text(c->args[i]));
+    for (int i = 0; i < c->nterms; i++)
+        for (int j = 0; c->terms[i].op == PRUNE_IN && j < c->terms[i].nvals; j++)
+            sqlite3_str_appendf(k, "\nI%d:%d:%s", i, sqlite3_value_type(c->terms[i].vals[j]),
+                                (const char *)sqlite3_value_text(c->terms[i].vals[j]));
+    return sqlite3_str_finish(k);
+}
+
+/* Copy segment i's rows that the plan keeps into the store db: the
+ * segment is fetched and checked as a scan's is (segmentReaderOpen), then
+ * attached, read-only, and read by insSql with the plan's arguments. */
+static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *insSql, int i) {
+    fileValue fv;
+    if (!segmentRecordFile(t->segv[i], &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
+    char *path = NULL;
+    lakeError *err = &t->ctx->err;
+    if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
+    segmentReader *rd = NULL;
+    int rc = segmentReaderOpen(path, t->schema, &rd, err) ? fail(t, err) : SQLITE_OK;
+    segmentReaderClose(rd);
+    char *attach = rc == SQLITE_OK ? sqlite3_mprintf("ATTACH 'file:%q?mode=ro&immutable=1' AS s", path) : NULL;
+    free(path);
+    sqlite3_stmt *st = NULL;
+    if (rc == SQLITE_OK && (!attach || sqlite3_exec(db, attach, NULL, NULL, NULL) != SQLITE_OK))
+        rc = failf(t, LAKE_EDATA, "a segment cannot be read");
+    sqlite3_free(attach);
+    if (rc == SQLITE_OK) {
+        if (sqlite3_prepare_v2(db, insSql, -1, &st, NULL) != SQLITE_OK) rc = failf(t, LAKE_EDATA, "a segment cannot be read");
+        else {
+            for (int a = 0; a < c->nargs; a++)
+                if (c->args[a]) sqlite3_bind_value(st, a + 1, c->args[a]);
+            sqlite3_bind_int(st, c->nargs + 1, i); /* after the plan's own */
+            if (sqlite3_step(st) != SQLITE_DONE) rc = failf(t, LAKE_EDATA, "a segment cannot be read");
+        }
+        sqlite3_finalize(st);
+        sqlite3_exec(db, "DETACH s", NULL, NULL, NULL);
+    }
+    segcacheRelease(t->ctx->segs, fv.sha256);
+    return rc;
+}
+
+/* Copy the rows the plan keeps into a new store, indexed by the lookup
+ * column's key.  The columns are stored as read, without affinity. */
+static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **out) {
+    int ncol = 0;
+    for (int i = 0; i < t->cols->ncols; i++)
+        if (c->map[i] > ncol) ncol = c->map[i];
+    lookupStore *s = calloc(1, sizeof *s);
+    if (!s) {
+        sqlite3_free(key);
+        return SQLITE_NOMEM;
+    }
+    s->key = strdup(key);
+    sqlite3_free(key);
+    /* each kept segment's rows copied by SQLite itself: the plan's
+     * statement (unqualified "rows" is the attached segment's) inside an
+     * INSERT, with the segment's index (the parameter after the plan's)
+     * beside the segment's rowid */
+    sqlite3_str *ddl = sqlite3_str_new(NULL), *ins = sqlite3_str_new(NULL), *idx = sqlite3_str_new(NULL);
+    sqlite3_str_appendall(ddl, "CREATE TABLE r(seg INTEGER, rid INTEGER");
+    for (int j = 1; j <= ncol; j++) sqlite3_str_appendf(ddl, ", c%d", j);
+    sqlite3_str_appendall(ddl, ")");
+    sqlite3_str_appendf(ins, "INSERT INTO r SELECT ?%d, * FROM (%s)", c->nargs + 1, c->sql);
+    /* covering: a lookup reads the index alone */
+    sqlite3_str_appendf(idx, "CREATE INDEX k ON r(lake_key(c%d), seg, rid", c->map[c->lookup_col]);
+    for (int j = 1; j <= ncol; j++) sqlite3_str_appendf(idx, ", c%d", j);
+    sqlite3_str_appendall(idx, ")");
+    char *ddlSql = sqlite3_str_finish(ddl), *insSql = sqlite3_str_finish(ins), *idxSql = sqlite3_str_finish(idx);
+    sqlite3_stmt *st = NULL;
+    int rc = s->key && ddlSql && insSql && idxSql ? SQLITE_OK : SQLITE_NOMEM;
+    /* a temporary database: private, its file removed when closed; beyond
+     * its page cache it spills there instead of growing the heap */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_open_v2("", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function(s->db, "lake_key", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                     NULL, lookupKey, NULL, NULL);
+    char pragmas[128];
+    /* no transaction around the copies: a segment is attached and
+     * detached outside one; without a journal each costs nothing */
+    snprintf(pragmas, sizeof pragmas, "PRAGMA cache_size = -%d; PRAGMA journal_mode = OFF", LOOKUP_CACHE_KIB);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, pragmas, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, ddlSql, NULL, NULL, NULL);
+    /* the rows, then the index over them (built sorted, at once) */
+    if (rc == SQLITE_OK) rc = choose(t, c);
+    for (c->k = 0; rc == SQLITE_OK && c->k < c->nkeep; c->k++) {
+        prefetchAt(c->pf, c->k);
+        rc = copySegment(t, c, s->db, insSql, c->keep[c->k]);
+    }
+    if (rc == SQLITE_OK && sqlite3_prepare_v2(s->db, "SELECT count(*) FROM r", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        s->rows = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    closeSegments(t, c);
+    free(c->keep);
+    c->keep = NULL;
+    c->nkeep = c->k = 0;
+    prefetchStop(c->pf);
+    c->pf = NULL;
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, idxSql, NULL, NULL, NULL);
+    sqlite3_free(ddlSql);
+    sqlite3_free(insSql);
+    sqlite3_free(idxSql);
+    if (rc != SQLITE_OK) {
+        sqlite3_close(s->db);
+        free(s->key);
+        free(s);
+        if (t->base.zErrMsg) return rc; /* the scan said what failed */
+        return failf(t, LAKE_EFAIL, rc == SQLITE_NOMEM ? "out of memory" : "a lookup index cannot be built");
+    }
+    s->next = t->stores;
+    t->stores = s;
+    *out = s;
+    return SQLITE_OK;
+}
+
+/* A scan by the lookup column: the store of this plan (built on the
+ * first), searched for the value. */
+static int lookupFilter(queryTable *t, queryCursor *c, const char *idxStr) {
+    char *key = storeKey(c, idxStr);
+    if (!key) return SQLITE_NOMEM;
+    lookupStore *s = t->stores;
+    while (s && strcmp(s->key, key) != 0) s = s->next;
+    if (s) {
+        sqlite3_free(key);
+    } else {
+        int rc = storeBuild(t, c, key, &s);
+        if (rc != SQLITE_OK) return rc;
+        traceLine("query", "lookup %s.%s by %s: a temporary index of %lld rows built", t->ns, t->name,
+                  t->cols->cols[c->lookup_col].name, (long long)s->rows);
+    }
+    if (c->store != s) {
+        closeLookup(c);
+        int ncol = 0;
+        for (int i = 0; i < t->cols->ncols; i++)
+            if (c->map[i] > ncol) ncol = c->map[i];
+        sqlite3_str *q = sqlite3_str_new(NULL);
+        sqlite3_str_appendall(q, "SELECT (seg << 32) | rid");
+        for (int j = 1; j <= ncol; j++) sqlite3_str_appendf(q, ", c%d", j);
+        sqlite3_str_appendf(q, " FROM r WHERE lake_key(c%d) = lake_key(?1)", c->map[c->lookup_col]);
+        char *sql = sqlite3_str_finish(q);
+        int rc = sql ? sqlite3_prepare_v2(s->db, sql, -1, &c->lookup, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (rc != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup cannot be prepared");
+        c->store = s;
+    }
+    sqlite3_reset(c->lookup);
+    if (sqlite3_bind_value(c->lookup, 1, c->lookup_val) != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup failed");
+    c->looking = 1;
+    c->eof = 0; /* a build has run the scan to its end */
+    return advance(t, c);
+}
+
+/* 1 when argv holds the values the plan was taken with, but for the
+ * lookup's (a join's inner table, looked up once per outer row, keeps
+ * its plan and its constants). */
+static int sameArgs(const queryCursor *c, int argc, sqlite3_value **argv) {
+    if (argc != c->nargs) return 0;
+    for (int i = 0; i < c->nterms; i++)
+        if (c->terms[i].op == PRUNE_IN) return 0; /* its list is not kept in args */
+    for (int i = 0; i < argc; i++) {
+        sqlite3_value *a = c->args[i], *b = argv[i];
+        if (i == c->lookup_arg - 1 || !a) continue;
+        int type = sqlite3_value_type(a);
+        if (type != sqlite3_value_type(b)) return 0;
+        if (type == SQLITE_INTEGER && sqlite3_value_int64(a) != sqlite3_value_int64(b)) return 0;
+        if (type == SQLITE_FLOAT && sqlite3_value_double(a) != sqlite3_value_double(b)) return 0;
+        if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
+            const void *x = type == SQLITE_TEXT ? (const void *)sqlite3_value_text(a) : sqlite3_value_blob(a);
+            const void *y = type == SQLITE_TEXT ? (const void *)sqlite3_value_text(b) : sqlite3_value_blob(b);
+            int n = sqlite3_value_bytes(a);
+            if (n != sqlite3_value_bytes(b) || (n && memcmp(x, y, (size_t)n) != 0)) return 0;
+        }
+    }
+    return 1;
+}
+
 static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
     (void)idxNum;
     queryTable *t = (queryTable *)cur->pVtab;
     queryCursor *c = (queryCursor *)cur;
+    /* the next lookup of the same plan: only the value changes */
+    if (c->looking && c->store && idxStr == c->plan && sameArgs(c, argc, argv)) {
+        sqlite3_reset(c->lookup);
+        if (sqlite3_bind_value(c->lookup, 1, argv[c->lookup_arg - 1]) != SQLITE_OK)
+            return failf(t, LAKE_EFAIL, "a lookup failed");
+        c->eof = 0;
+        return advance(t, c);
+    }
     leaveSegment(t, c);
     c->eof = 0;
     /* a new plan (SQL on each segment) closes the segments kept open */
-    if (c->sql && idxStr && strcmp(c->plan, idxStr) != 0) closeSegments(t, c);
+    if (c->sql && idxStr && strcmp(c->plan, idxStr) != 0) {
+        closeSegments(t, c);
+        closeLookup(c);
+    }
     int rc = takePlan(t, c, idxStr, argc, argv);
     if (rc == SQLITE_OK) rc = pin(t);
     if (rc != SQLITE_OK) return rc;
@@ -531,6 +844,7 @@ static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int
         c->nslots = t->nseg;
     }
     if (c->nslots < t->nseg) return failf(t, LAKE_EFAIL, "the pinned version changed during a scan");
+    if (c->lookup_col >= 0 && !t->ctx->explain && t->ctx->collect != t) return lookupFilter(t, c, idxStr);
     if ((rc = choose(t, c)) != SQLITE_OK) return rc;
     return advance(t, c);
 }
@@ -541,9 +855,16 @@ static int xNext(sqlite3_vtab_cursor *cur) {
 
 static int xEof(sqlite3_vtab_cursor *cur) { return ((queryCursor *)cur)->eof; }
 
+/* The statement whose current row is the cursor's: the lookup, or the
+ * segment being read; NULL when there is none. */
+static sqlite3_stmt *rowStmt(const queryCursor *c) {
+    return c->looking ? c->lookup : c->cur >= 0 ? c->open[c->cur].st : NULL;
+}
+
 static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     queryCursor *c = (queryCursor *)cur;
-    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->cols->ncols && c->cur >= 0 ? c->map[i] : -1;
+    sqlite3_stmt *st = rowStmt(c);
+    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->cols->ncols && st ? c->map[i] : -1;
     if (j < 0) {
         sqlite3_result_error(ctx, "lake: a column the scan plan did not read", -1);
         return SQLITE_ERROR;
@@ -551,7 +872,7 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     /* by type rather than sqlite3_result_value: no Mem copy, and text
      * reuses the result's buffer instead of a malloc per value; one
      * column_value (the statement's own Mem), then the cheap value_ calls */
-    sqlite3_value *v = sqlite3_column_value(c->open[c->cur].st, j);
+    sqlite3_value *v = sqlite3_column_value(st, j);
     switch (sqlite3_value_type(v)) {
     case SQLITE_INTEGER: sqlite3_result_int64(ctx, sqlite3_value_int64(v)); break;
     case SQLITE_FLOAT: sqlite3_result_double(ctx, sqlite3_value_double(v)); break;
@@ -576,7 +897,8 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
  * a row the same rowid (SQLite merges the scans of an OR by rowid). */
 static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     queryCursor *c = (queryCursor *)cur;
-    *rowid = c->cur < 0 ? 0 : ((sqlite3_int64)c->cur << 32) | sqlite3_column_int64(c->open[c->cur].st, 0);
+    if (c->looking) *rowid = sqlite3_column_int64(c->lookup, 0); /* kept as the scan gave it */
+    else *rowid = c->cur < 0 ? 0 : ((sqlite3_int64)c->cur << 32) | sqlite3_column_int64(c->open[c->cur].st, 0);
     return SQLITE_OK;
 }
 

@@ -21,8 +21,12 @@
  * before they are fetched; the comparisons are also evaluated inside each
  * segment read, so rows that fail them never cross into the outer
  * statement.  SQLite checks every term again (none is omitted), so the
- * answer never depends on the pushdown.  A term on another table's
- * column is not taken: SQLite would run one scan per value.  LIMIT needs
+ * answer never depends on the pushdown.  One equality with another
+ * table's column (a join) is taken as a lookup: the rows the rest of the
+ * plan keeps are copied once per statement into a temporary database
+ * indexed by that column's key, and each outer row searches it; the costs
+ * SQLite is told (rows from the registration, a lookup's search and a
+ * share of its build) let it order the joins.  LIMIT needs
  * no pushdown: segments are opened one by one as the scan reaches them,
  * so a scan that stops early never fetches the rest.  A cursor keeps up to
  * 32 segments open between scans (a join's inner table is scanned once
@@ -65,6 +69,11 @@ typedef struct queryContext {
     int (*open)(struct queryContext *ctx, lakeError *err);
     void *open_arg;
 } queryContext;
+
+/* In a plan's text (SQLite's EXPLAIN QUERY PLAN shows it), before
+ * "NS.T looked up by COLUMN": the table is looked up by that column of a
+ * join. */
+#define QUERY_LOOKUP_MARK "lake lookup: "
 
 /* The temporary table holding the partial rows of a split aggregate
  * (query/aggregate.h), dropped by queryUnpin. */
