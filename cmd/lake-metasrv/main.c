@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
     args a = {0};
     a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
                            .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30,
-                           .pool = 8, .pool_wait_ms = 10000, .max_waiting = 256, .presign_max = 24 * 3600};
+                           .pool = 8, .queue_wait_ms = 10000, .max_waiting = 256, .presign_max = 24 * 3600};
     const char *presignExpires = NULL;
     const char *arg;
     int c, first;

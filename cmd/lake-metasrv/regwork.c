@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "catalog/registry/pool.h"
+#include "core/clock.h"
 #include "core/log.h"
 
 typedef struct lane {
@@ -48,16 +49,12 @@ static pthread_cond_t stateWake;
 static int health = REGISTRY_WRITABLE;
 static int silent;
 static int probing;
-static struct timespec probeStart;
+static int64_t probeStart;         /* clockMs() */
 static registry *probeReg;
 static uint64_t refusedFull, refusedStalled, refusedTimeout, cuts;
 static pthread_t probeThread, watchThread;
 
-static long long msSince(const struct timespec *t0) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
+static long long msSince(int64_t t0) { return (long long)(clockMs() - t0); }
 
 static void count(uint64_t *counter) {
     pthread_mutex_lock(&stateMu);
@@ -69,7 +66,7 @@ static void count(uint64_t *counter) {
 static const lakeError *late(const regJob *job, lakeError *err) {
     count(&refusedTimeout);
     errSetStatus(err, "unavailable", "the registry is busy; retry later");
-    snprintf(err->cause, sizeof err->cause, "queued %lld ms for a registry worker", msSince(&job->queued));
+    snprintf(err->cause, sizeof err->cause, "queued %lld ms for a registry worker", msSince(job->queued));
     return err;
 }
 
@@ -94,7 +91,7 @@ static void *work(void *arg) {
         if (stopping) {
             errSetStatus(&err, "unavailable", "the server is stopping; retry later");
             conf.run(job, NULL, &err);
-        } else if (msSince(&job->queued) > (long long)conf.wait_ms) {
+        } else if (msSince(job->queued) > (long long)conf.wait_ms) {
             conf.run(job, NULL, late(job, &err));
         } else {
             registry *reg = registryPoolAcquire(l->pool, &err);
@@ -113,7 +110,7 @@ static void *work(void *arg) {
 int regworkSubmit(regJob *job, lakeError *err) {
     lane *l = &lanes[job->lane];
     pthread_mutex_lock(&stateMu);
-    int gone = silent, slow = probing && msSince(&probeStart) > REGWORK_STALL_MS;
+    int gone = silent, slow = probing && msSince(probeStart) > REGWORK_STALL_MS;
     pthread_mutex_unlock(&stateMu);
     if (gone) {
         count(&refusedStalled);
@@ -137,7 +134,7 @@ int regworkSubmit(regJob *job, lakeError *err) {
         snprintf(err->cause, sizeof err->cause, "the registry probe unanswered for over %d ms", REGWORK_STALL_MS);
         return err->code;
     }
-    clock_gettime(CLOCK_MONOTONIC, &job->queued);
+    job->queued = clockMs();
     job->next = NULL;
     if (l->tail) l->tail->next = job;
     else l->head = job;
@@ -181,7 +178,7 @@ static void *probe(void *arg) {
     pthread_mutex_lock(&stateMu);
     while (!stopping) {
         probing = 1;
-        clock_gettime(CLOCK_MONOTONIC, &probeStart);
+        probeStart = clockMs();
         pthread_mutex_unlock(&stateMu);
         int state = probeOnce();
         pthread_mutex_lock(&stateMu);
@@ -192,13 +189,7 @@ static void *probe(void *arg) {
             logWarn("the registry answers again");
         }
         struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        t.tv_sec += REGWORK_PROBE_MS / 1000;
-        t.tv_nsec += (long)(REGWORK_PROBE_MS % 1000) * 1000000L;
-        if (t.tv_nsec >= 1000000000L) {
-            t.tv_sec++;
-            t.tv_nsec -= 1000000000L;
-        }
+        clockAfterMs(&t, CLOCK_MONOTONIC, REGWORK_PROBE_MS);
         while (!stopping && pthread_cond_timedwait(&stateWake, &stateMu, &t) != ETIMEDOUT) {
         }
     }
@@ -215,7 +206,7 @@ static void cutAll(void) {
 static void expire(lane *l) {
     regJob *gone = NULL, **tail = &gone;
     pthread_mutex_lock(&l->mu);
-    while (l->head && msSince(&l->head->queued) > (long long)conf.wait_ms) {
+    while (l->head && msSince(l->head->queued) > (long long)conf.wait_ms) {
         regJob *job = l->head;
         l->head = job->next;
         job->next = NULL;
@@ -238,7 +229,7 @@ static void *watch(void *arg) {
     (void)arg;
     pthread_mutex_lock(&stateMu);
     while (!stopping) {
-        if (probing && msSince(&probeStart) > REGWORK_DEAD_MS) {
+        if (probing && msSince(probeStart) > REGWORK_DEAD_MS) {
             if (!silent) {
                 logErrorf("the registry has not answered for %d s: its calls in progress are cut",
                           REGWORK_DEAD_MS / 1000);
@@ -248,19 +239,14 @@ static void *watch(void *arg) {
             health = REGISTRY_UNAVAILABLE;
             registryCut(probeReg);
             cutAll();
-        } else if (probing && msSince(&probeStart) > REGWORK_READ_CUT_MS) {
+        } else if (probing && msSince(probeStart) > REGWORK_READ_CUT_MS) {
             registryPoolCut(lanes[LANE_READ].pool); /* a read cut changes nothing */
         }
         pthread_mutex_unlock(&stateMu);
         for (int i = 0; i < LANES; i++) expire(&lanes[i]);
         pthread_mutex_lock(&stateMu);
         struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        t.tv_nsec += 250 * 1000000L;
-        if (t.tv_nsec >= 1000000000L) {
-            t.tv_sec++;
-            t.tv_nsec -= 1000000000L;
-        }
+        clockAfterMs(&t, CLOCK_MONOTONIC, 250);
         if (!stopping) pthread_cond_timedwait(&stateWake, &stateMu, &t);
     }
     pthread_mutex_unlock(&stateMu);
@@ -281,9 +267,9 @@ void regworkRead(regworkState *s) {
         lane *l = &lanes[i];
         pthread_mutex_lock(&l->mu);
         s->waiting[i] = l->waiting;
-        long long oldest = l->head ? msSince(&l->head->queued) : 0;
+        long long oldest = l->head ? msSince(l->head->queued) : 0;
         for (unsigned k = 0; k < l->workers; k++)
-            if (l->running[k] && msSince(&l->running[k]->queued) > oldest) oldest = msSince(&l->running[k]->queued);
+            if (l->running[k] && msSince(l->running[k]->queued) > oldest) oldest = msSince(l->running[k]->queued);
         pthread_mutex_unlock(&l->mu);
         s->oldest_s[i] = (double)oldest / 1000;
     }
@@ -306,7 +292,7 @@ int regworkStart(const regworkConfig *cfg, lakeError *err) {
             !(l->threads = calloc(l->workers, sizeof *l->threads)))
             return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry workers");
         /* a worker never waits for a connection: there is one for each */
-        if (registryPoolNew(cfg->db, l->workers, 0, &l->pool, err)) return err->code;
+        if (registryPoolNew(cfg->db, l->workers, &l->pool, err)) return err->code;
         for (unsigned k = 0; k < l->workers; k++) {
             worker *w = malloc(sizeof *w);
             if (!w) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry workers");

@@ -43,7 +43,7 @@ enum { LANE_READ, LANE_WRITE, LANES };
 /* A request's place in a lane, embedded in the caller's own request. */
 typedef struct regJob {
     struct regJob *next;
-    struct timespec queued;
+    int64_t queued;         /* clockMs() when it was queued */
     int lane;
 } regJob;
 

@@ -129,6 +129,15 @@ static double since(const struct timespec *t0) {
 
 static void mutateBetween(void *ctx, int scan);
 
+/* Wait (10 ms at a time, at most ticks times) until no request is in
+ * flight. */
+static void waitDrained(unsigned ticks) {
+    for (unsigned waited = 0; atomic_load(&inFlight) > 0 && waited < ticks; waited++) {
+        struct timespec t = {0, 10 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
+}
+
 static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const char *url, const char *method,
                                  registry *reg, lakeError *err);
 
@@ -632,7 +641,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     regworkConfig rw = {.db = cfg->db,
                         .workers = {cfg->pool / 2 ? cfg->pool / 2 : 1, cfg->pool - cfg->pool / 2},
                         .max_waiting = cfg->max_waiting,
-                        .wait_ms = cfg->pool_wait_ms,
+                        .wait_ms = cfg->queue_wait_ms,
                         .run = runOnRegistry,
                         .finish = resumeRequest};
     if ((rc = regworkStart(&rw, err))) {
@@ -691,16 +700,10 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     int sig = waitForStop(&sigs, cfg->insecure);
     logWarn("signal %d: draining %d request(s)", sig, atomic_load(&inFlight));
     MHD_quiesce_daemon(d); /* no new connections */
-    for (unsigned waited = 0; atomic_load(&inFlight) > 0 && waited < cfg->drain_s * 100; waited++) {
-        struct timespec t = {0, 10 * 1000 * 1000};
-        nanosleep(&t, NULL);
-    }
+    waitDrained(cfg->drain_s * 100);
     /* what still waits on the registry is refused or cut, and answered */
     regworkStop();
-    for (unsigned waited = 0; atomic_load(&inFlight) > 0 && waited < 100; waited++) {
-        struct timespec t = {0, 10 * 1000 * 1000};
-        nanosleep(&t, NULL);
-    }
+    waitDrained(100);
     MHD_stop_daemon(d);
     deadlineStop();
     stageClose(advertised);

@@ -48,7 +48,7 @@ typedef struct serverConfig {
     snapshotBounds bounds;
     unsigned drain_s;        /* longest wait for in-flight requests */
     unsigned pool;           /* registry workers, half for reads and half for writes */
-    unsigned pool_wait_ms;   /* longest wait for a worker in a lane's queue, then 503 */
+    unsigned queue_wait_ms;   /* longest wait for a worker in a lane's queue, then 503 */
     unsigned max_waiting;    /* requests queued or running on the registry, per lane */
     int64_t presign_default; /* seconds a vended URL lasts when none is asked */
     int64_t presign_max;     /* seconds a vended URL may last at most */

@@ -27,6 +27,7 @@
 
 #include "catalog/source_impl.h"
 #include "core/http.h"
+#include "core/clock.h"
 #include "core/interrupt.h"
 #include "core/log.h"
 #include "core/retry.h"
@@ -118,12 +119,6 @@ static int callRound(remoteSource *rs, const char *action, const cJSON *req, cJS
     return rc;
 }
 
-static int64_t monotonicMs(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Rounds of endpoints until one answers, or a failure that another round
  * would not change, or retry_deadline: an instance whose registry is
  * failing over answers 503 until the standby is promoted.  The pauses
@@ -133,14 +128,14 @@ static int64_t monotonicMs(void) {
 static int remoteCall(catalogSource *s, const char *action, const cJSON *req, cJSON **answer,
                       lakeError *err) {
     remoteSource *rs = (remoteSource *)s;
-    int64_t deadline = monotonicMs() + (rs->no_retry ? 0 : rs->retry_deadline_ms);
+    int64_t deadline = clockMs() + (rs->no_retry ? 0 : rs->retry_deadline_ms);
     static unsigned seed; /* a draw of its own per process: clients turned away together spread out */
     if (!seed) seed = (unsigned)deadline ^ ((unsigned)getpid() << 16) ^ 1u;
     roundOutcome out;
     int rc;
     for (int round = 1;; round++) {
         rc = callRound(rs, action, req, answer, &out, err);
-        int64_t left = deadline - monotonicMs();
+        int64_t left = deadline - clockMs();
         if (!rc || !out.again || left <= 0 || interruptPending()) break;
         long pause = retryPauseMs(round, (unsigned long)rand_r(&seed), out.retry_after * 1000, (long)left);
         traceLine("source", "%s at %s -> error %s (%s), round %d; trying again in %ld ms", action, rs->base.name,

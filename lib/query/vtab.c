@@ -77,7 +77,6 @@ typedef struct queryCursor {
     int64_t limit, offset;  /* the statement's LIMIT and OFFSET when SQLite passed them, else -1, 0 */
     int lookup_col;         /* the plan looks rows up by this column (a join's), or -1 */
     int lookup_arg;         /* the xFilter argument holding its value, 1-based */
-    sqlite3_value *lookup_val; /* the value looked up now */
     sqlite3_stmt *lookup;   /* on the plan's lookup store; the rows come from it */
     lookupStore *store;     /* the store lookup is prepared on */
     int looking;            /* this scan is a lookup */
@@ -308,8 +307,7 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
     info->needToFreeIdxStr = 1;
     /* a term may prune whole segments, and saves the rows it rejects
      * crossing over, so each lowers the cost; a lookup reads a few rows
-     * by an index search (its store's one build is not counted: it is
-     * made once, however many lookups follow) */
+     * by an index search, plus a share of its store's build (below) */
     double n = all ? 1e6 : (double)(t->rows > 0 ? t->rows : 1);
     int plain = nterm - (lookup >= 0);
     if (lookup >= 0) {
@@ -395,8 +393,6 @@ static void freePlan(queryCursor *c) {
     c->nkeep = c->k = 0;
     c->limit = -1;
     c->offset = 0;
-    sqlite3_value_free(c->lookup_val);
-    c->lookup_val = NULL;
     c->lookup_col = -1;
     c->looking = 0;
     c->sql = c->plan = NULL;
@@ -512,9 +508,9 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
             return failf(t, LAKE_EFAIL, "a bad scan plan");
         p = end + (*end == ' ');
         if (term->op == 'K') { /* the lookup column: its value is looked up, not bound */
+            if (!arg) return failf(t, LAKE_EFAIL, "a bad scan plan");
             c->lookup_col = term->col;
             c->lookup_arg = arg;
-            if (!arg || !(c->lookup_val = sqlite3_value_dup(argv[arg - 1]))) return SQLITE_NOMEM;
             continue;
         }
         if ((term->op == 'L' || term->op == 'O') && arg) {
@@ -616,6 +612,14 @@ static int choose(queryTable *t, queryCursor *c) {
     return fetchAhead(t, c);
 }
 
+/* The columns a plan reads (after the segment's rowid). */
+static int planColumns(const queryTable *t, const queryCursor *c) {
+    int n = 0;
+    for (int i = 0; i < t->cols->ncols; i++)
+        if (c->map[i] > n) n = c->map[i];
+    return n;
+}
+
 /* lake_key(V): what a lookup store indexes and searches by.  Any two
  * values SQLite may find equal (=, BINARY, whatever affinity the join's
  * two sides apply) have the same key: a number and a text that reads as a
@@ -651,7 +655,7 @@ static char *storeKey(const queryCursor *c, const char *idxStr) {
 /* Copy segment i's rows that the plan keeps into the store db: the
  * segment is fetched and checked as a scan's is (segmentReaderOpen), then
  * attached, read-only, and read by insSql with the plan's arguments. */
-static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *insSql, int i) {
+static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *insSql, int i, int64_t *rows) {
     fileValue fv;
     if (!segmentRecordFile(t->segv[i], &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
     char *path = NULL;
@@ -673,6 +677,7 @@ static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *i
                 if (c->args[a]) sqlite3_bind_value(st, a + 1, c->args[a]);
             sqlite3_bind_int(st, c->nargs + 1, i); /* after the plan's own */
             if (sqlite3_step(st) != SQLITE_DONE) rc = failf(t, LAKE_EDATA, "a segment cannot be read");
+            else *rows += sqlite3_changes64(db);
         }
         sqlite3_finalize(st);
         sqlite3_exec(db, "DETACH s", NULL, NULL, NULL);
@@ -684,9 +689,7 @@ static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *i
 /* Copy the rows the plan keeps into a new store, indexed by the lookup
  * column's key.  The columns are stored as read, without affinity. */
 static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **out) {
-    int ncol = 0;
-    for (int i = 0; i < t->cols->ncols; i++)
-        if (c->map[i] > ncol) ncol = c->map[i];
+    int ncol = planColumns(t, c);
     lookupStore *s = calloc(1, sizeof *s);
     if (!s) {
         sqlite3_free(key);
@@ -708,7 +711,6 @@ static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **ou
     for (int j = 1; j <= ncol; j++) sqlite3_str_appendf(idx, ", c%d", j);
     sqlite3_str_appendall(idx, ")");
     char *ddlSql = sqlite3_str_finish(ddl), *insSql = sqlite3_str_finish(ins), *idxSql = sqlite3_str_finish(idx);
-    sqlite3_stmt *st = NULL;
     int rc = s->key && ddlSql && insSql && idxSql ? SQLITE_OK : SQLITE_NOMEM;
     /* a temporary database: private, its file removed when closed; beyond
      * its page cache it spills there instead of growing the heap */
@@ -727,12 +729,8 @@ static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **ou
     if (rc == SQLITE_OK) rc = choose(t, c);
     for (c->k = 0; rc == SQLITE_OK && c->k < c->nkeep; c->k++) {
         prefetchAt(c->pf, c->k);
-        rc = copySegment(t, c, s->db, insSql, c->keep[c->k]);
+        rc = copySegment(t, c, s->db, insSql, c->keep[c->k], &s->rows);
     }
-    if (rc == SQLITE_OK && sqlite3_prepare_v2(s->db, "SELECT count(*) FROM r", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        s->rows = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
     closeSegments(t, c);
     free(c->keep);
     c->keep = NULL;
@@ -756,9 +754,19 @@ static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **ou
     return SQLITE_OK;
 }
 
+/* Search the prepared lookup for value: the cursor's rows are what it
+ * finds. */
+static int lookupValue(queryTable *t, queryCursor *c, sqlite3_value *value) {
+    sqlite3_reset(c->lookup);
+    if (sqlite3_bind_value(c->lookup, 1, value) != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup failed");
+    c->looking = 1;
+    c->eof = 0; /* (a build has run the scan to its end) */
+    return advance(t, c);
+}
+
 /* A scan by the lookup column: the store of this plan (built on the
- * first), searched for the value. */
-static int lookupFilter(queryTable *t, queryCursor *c, const char *idxStr) {
+ * first), searched for value. */
+static int lookupFilter(queryTable *t, queryCursor *c, const char *idxStr, sqlite3_value *value) {
     char *key = storeKey(c, idxStr);
     if (!key) return SQLITE_NOMEM;
     lookupStore *s = t->stores;
@@ -773,9 +781,7 @@ static int lookupFilter(queryTable *t, queryCursor *c, const char *idxStr) {
     }
     if (c->store != s) {
         closeLookup(c);
-        int ncol = 0;
-        for (int i = 0; i < t->cols->ncols; i++)
-            if (c->map[i] > ncol) ncol = c->map[i];
+        int ncol = planColumns(t, c);
         sqlite3_str *q = sqlite3_str_new(NULL);
         sqlite3_str_appendall(q, "SELECT (seg << 32) | rid");
         for (int j = 1; j <= ncol; j++) sqlite3_str_appendf(q, ", c%d", j);
@@ -786,11 +792,7 @@ static int lookupFilter(queryTable *t, queryCursor *c, const char *idxStr) {
         if (rc != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup cannot be prepared");
         c->store = s;
     }
-    sqlite3_reset(c->lookup);
-    if (sqlite3_bind_value(c->lookup, 1, c->lookup_val) != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup failed");
-    c->looking = 1;
-    c->eof = 0; /* a build has run the scan to its end */
-    return advance(t, c);
+    return lookupValue(t, c, value);
 }
 
 /* 1 when argv holds the values the plan was taken with, but for the
@@ -822,13 +824,8 @@ static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int
     queryTable *t = (queryTable *)cur->pVtab;
     queryCursor *c = (queryCursor *)cur;
     /* the next lookup of the same plan: only the value changes */
-    if (c->looking && c->store && idxStr == c->plan && sameArgs(c, argc, argv)) {
-        sqlite3_reset(c->lookup);
-        if (sqlite3_bind_value(c->lookup, 1, argv[c->lookup_arg - 1]) != SQLITE_OK)
-            return failf(t, LAKE_EFAIL, "a lookup failed");
-        c->eof = 0;
-        return advance(t, c);
-    }
+    if (c->looking && c->store && idxStr == c->plan && sameArgs(c, argc, argv))
+        return lookupValue(t, c, argv[c->lookup_arg - 1]);
     leaveSegment(t, c);
     c->eof = 0;
     /* a new plan (SQL on each segment) closes the segments kept open */
@@ -844,7 +841,8 @@ static int xFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int
         c->nslots = t->nseg;
     }
     if (c->nslots < t->nseg) return failf(t, LAKE_EFAIL, "the pinned version changed during a scan");
-    if (c->lookup_col >= 0 && !t->ctx->explain && t->ctx->collect != t) return lookupFilter(t, c, idxStr);
+    if (c->lookup_col >= 0 && !t->ctx->explain && t->ctx->collect != t)
+        return lookupFilter(t, c, idxStr, argv[c->lookup_arg - 1]);
     if ((rc = choose(t, c)) != SQLITE_OK) return rc;
     return advance(t, c);
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/interrupt.h"
 #include "core/retry.h"
 #include "stage/backend.h"
@@ -87,12 +88,7 @@ static double monoNow(void) {
 /* Wait on the condition variable for at most one slice; mu is held. */
 static void waitSlice(s3Upload *u) {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += WAIT_SLICE_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    clockAfterMs(&ts, CLOCK_REALTIME, WAIT_SLICE_MS);
     pthread_cond_timedwait(&u->cv, &u->mu, &ts);
 }
 

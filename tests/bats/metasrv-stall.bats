@@ -274,6 +274,29 @@ assert_writes_waited() {
   echo "# metrics: at most $most writes waiting on the registry" >&3
 }
 
+# assert_write_stall WHEN: after a stall of the writes with 64 INSERT
+# clients (probes stopped here): the figures printed; every resolve
+# answered 200 and on time; health said waiting and the metrics counted
+# the writes waiting; no client was told 0 during the stall (nothing
+# commits then: it would be a lie); each row once, or absent and its
+# client 75; and some INSERT succeeded WHEN.
+assert_write_stall() {
+  stop_probes
+  resolve_figures stall
+  resolve_figures after
+  echo "# refused: $(refused)" >&3
+  assert_probes_answered
+  local bad
+  bad=$(awk '$2 != 200' "$T/resolves")
+  [ -z "$bad" ] || fail "resolves not answered 200 (CURL-EXIT HTTP SECONDS PHASE): $(sort -k2,2 -u <<<"$bad" | head -n 5)"
+  assert_reads_went_on
+  assert_health_waiting
+  assert_writes_waited
+  assert_equal "$(grep -l '^0 stall' "$T"/rc.* | paste -sd' ')" ""
+  check_rows 64
+  [ "$OK_CLIENTS" -gt 0 ] || fail "no INSERT succeeded $1"
+}
+
 @test "a SQLite registry write-locked for 30 s: 64 INSERTs wait, resolves answer 200 all along, health says waiting; then each row once, or absent and its client 75" {
   serve
   start_probes t1
@@ -283,23 +306,13 @@ assert_writes_waited() {
   wait "$LOCKER"
   sleep 2
   clients_wait
-  stop_probes
-  resolve_figures stall
-  resolve_figures after
-  echo "# refused: $(refused)" >&3
-  assert_probes_answered
-  # WAL reads are not blocked by a writer: every resolve answered 200
-  local bad
-  bad=$(awk '$2 != 200' "$T/resolves")
-  [ -z "$bad" ] || fail "resolves not answered 200 (CURL-EXIT HTTP SECONDS PHASE): $(sort -k2,2 -u <<<"$bad" | head -n 5)"
-  assert_reads_went_on
-  assert_health_waiting
-  assert_writes_waited
-  # nothing committed under the lock: a client told 0 before it was let go
-  # would be a lie
-  assert_equal "$(grep -l '^0 stall' "$T"/rc.* | paste -sd' ')" ""
-  check_rows 64
-  [ "$OK_CLIENTS" -gt 0 ] || fail "no INSERT succeeded after the lock was let go"
+  # WAL reads are not blocked by a writer
+  assert_write_stall "after the lock was let go"
+  # 60 appends queued behind 4 writers each waiting SQLite's 10 s busy
+  # timeout: those still queued after 10 s were refused, without running
+  local counts
+  counts=$(refused)
+  [[ $counts =~ timeout=([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] || fail "no append refused after 10 s queued: $counts"
 }
 
 @test "--max-waiting 4: appends past 4 waiting on a locked registry are refused at once, 503 with Retry-After, counted as full; reads go on; nothing committed" {
@@ -390,21 +403,7 @@ pg_database() {
   pgp_resume "$s" || fail "the standby does not start again"
   clients_wait
   sleep 1
-  stop_probes
-  resolve_figures stall
-  resolve_figures after
-  echo "# refused: $(refused)" >&3
-  assert_probes_answered
-  local bad
-  bad=$(awk '$2 != 200' "$T/resolves")
-  [ -z "$bad" ] || fail "resolves not answered 200 (CURL-EXIT HTTP SECONDS PHASE): $(sort -k2,2 -u <<<"$bad" | head -n 5)"
-  assert_reads_went_on
-  assert_health_waiting
-  assert_writes_waited
-  # no commit is acknowledged without the synchronous standby
-  assert_equal "$(grep -l '^0 stall' "$T"/rc.* | paste -sd' ')" ""
-  check_rows 64
-  [ "$OK_CLIENTS" -gt 0 ] || fail "no INSERT succeeded once the standby was back"
+  assert_write_stall "once the standby was back"
   # what the clients were told is on the standby too
   pgp_wait_replayed "SELECT count(*) FROM versions" "$(pgp_sql "$(pgp_primary)" "$DB" "SELECT count(*) FROM versions")" "$DB" ||
     fail "the standby does not hold what the primary does"
@@ -449,7 +448,13 @@ pg_database() {
   stop_probes
   resolve_figures stall
   echo "# health unavailable $(awk -v a="$t0" -v b="$t_unavail" 'BEGIN { if (b == "") print "never"; else printf "%.1f s", b - a }') after the hole; 200 again $(awk -v a="$t1" -v b="$t_ok" 'BEGIN { if (b == "") print "never"; else printf "%.1f s", b - a }') after it ended" >&3
-  echo "# refused: $(refused)" >&3
+  local counts
+  counts=$(refused)
+  echo "# refused: $counts" >&3
+  # the server was taken as gone once, and its calls cut: counted
+  assert_equal "$(metasrv_curl "$ADMIN" -m 25 "$METASRV_URL/v1/metrics" | awk '$1 == "lake_registry_cuts_total" { print $2 }')" 1
+  # reads that came while it was silent were refused at once, as stalled
+  [[ $counts =~ stalled=([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] || fail "no read refused as stalled: $counts"
   # never a connection refused, never a request left hanging
   assert_probes_answered
   local bad

@@ -1,7 +1,7 @@
 /*
  * pool.c - a bounded pool of registry connections (pool.h): a stack of
  * idle connections, the list of those in use and a count of open ones
- * under one mutex; waiters sleep on a condition variable with a deadline.
+ * under one mutex.
  */
 #include "catalog/registry/pool.h"
 
@@ -14,9 +14,8 @@
 
 struct registryPool {
     pthread_mutex_t mu;
-    pthread_cond_t freed;
     char *url;
-    unsigned size, wait_ms;
+    unsigned size;
     unsigned open;      /* connections open, idle or in use */
     unsigned nidle;
     registry **idle;    /* [size] */
@@ -32,7 +31,7 @@ static void markBusy(registryPool *p, registry *r) {
         }
 }
 
-int registryPoolNew(const char *url, unsigned size, unsigned wait_ms, registryPool **out, lakeError *err) {
+int registryPoolNew(const char *url, unsigned size, registryPool **out, lakeError *err) {
     *out = NULL;
     registryPool *p = calloc(1, sizeof *p);
     if (!p || !(p->url = strdup(url)) || !(p->idle = calloc(size ? size : 1, sizeof *p->idle)) ||
@@ -45,37 +44,19 @@ int registryPoolNew(const char *url, unsigned size, unsigned wait_ms, registryPo
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry pool");
     }
     p->size = size ? size : 1;
-    p->wait_ms = wait_ms;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->freed, &ca);
-    pthread_condattr_destroy(&ca);
     *out = p;
     return 0;
 }
 
-/* A connection: an idle one, else a new one if fewer than size are open,
- * else wait for one until wait_ms have passed.  NULL with err set on
- * failure. */
+/* A connection: an idle one, else a new one if fewer than size are open.
+ * NULL with err set on failure. */
 registry *registryPoolAcquire(registryPool *p, lakeError *err) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += p->wait_ms / 1000;
-    deadline.tv_nsec += (long)(p->wait_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
     pthread_mutex_lock(&p->mu);
-    while (p->nidle == 0 && p->open >= p->size) {
-        if (pthread_cond_timedwait(&p->freed, &p->mu, &deadline) == ETIMEDOUT && p->nidle == 0 &&
-            p->open >= p->size) {
-            pthread_mutex_unlock(&p->mu);
-            errSetStatus(err, "unavailable", "every registry connection is busy; retry later");
-            return NULL;
-        }
+    if (p->nidle == 0 && p->open >= p->size) {
+        pthread_mutex_unlock(&p->mu);
+        errSetStatus(err, "unavailable", "every registry connection is busy; retry later");
+        return NULL;
     }
     if (p->nidle > 0) {
         registry *r = p->idle[--p->nidle];
@@ -99,7 +80,6 @@ registry *registryPoolAcquire(registryPool *p, lakeError *err) {
         }
         pthread_mutex_lock(&p->mu);
         p->open--;
-        pthread_cond_signal(&p->freed);
         pthread_mutex_unlock(&p->mu);
         return NULL;
     }
@@ -121,14 +101,12 @@ void registryPoolRelease(registryPool *p, registry *r) {
     for (unsigned i = 0; i < p->size; i++)
         if (p->busy[i] == r) p->busy[i] = NULL;
     p->idle[p->nidle++] = r;
-    pthread_cond_signal(&p->freed);
     pthread_mutex_unlock(&p->mu);
 }
 
 void registryPoolFree(registryPool *p) {
     if (!p) return;
     for (unsigned i = 0; i < p->nidle; i++) registryClose(p->idle[i]);
-    pthread_cond_destroy(&p->freed);
     pthread_mutex_destroy(&p->mu);
     free(p->idle);
     free(p->busy);

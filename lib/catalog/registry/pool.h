@@ -1,13 +1,14 @@
 /*
  * pool.h - a bounded pool of registry connections shared by a server's
- * worker threads.
+ * worker threads (lake-metasrv: one pool per lane, a connection per
+ * worker).
  *
  * At most size connections are open at once; they are opened on first
  * need (so a server starts, and keeps serving, while its database is
- * away) and reused afterwards.  A caller that finds none free waits for
- * one, at most wait_ms, then gets `unavailable`; a database that cannot be
- * reached is `unavailable` too (503 to clients, never a restart: the next
- * acquire tries again).  Thread-safe.
+ * away) and reused afterwards.  A caller that finds none free gets
+ * `unavailable` at once; a database that cannot be reached is
+ * `unavailable` too (503 to clients, never a restart: the next acquire
+ * tries again).  Thread-safe.
  */
 #ifndef LAKE_REGISTRY_POOL_H
 #define LAKE_REGISTRY_POOL_H
@@ -19,7 +20,7 @@ typedef struct registryPool registryPool;
 
 /* A pool over url (sqlite:PATH or postgresql://…), nothing opened yet.
  * url is copied. */
-int registryPoolNew(const char *url, unsigned size, unsigned wait_ms, registryPool **out, lakeError *err);
+int registryPoolNew(const char *url, unsigned size, registryPool **out, lakeError *err);
 /* A connection for this caller alone until registryPoolRelease; NULL with
  * err set on failure. */
 registry *registryPoolAcquire(registryPool *p, lakeError *err);
