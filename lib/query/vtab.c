@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
+#include "query/lookup.h"
 #include "query/prefetch.h"
 #include "query/prune.h"
 #include "query/segment.h"
@@ -22,21 +23,24 @@
  * of a join is scanned once per outer row): each holds two descriptors. */
 #define KEEP_OPEN 32
 
-/* The page cache of a lookup store (a temporary database: beyond this it
- * spills to a file in SQLite's temporary directory). */
+/* The most a lookup store holds in memory: as a hash (query/lookup.h)
+ * up to this size, else as a temporary database whose page cache is this
+ * size (beyond it, it spills to a file in SQLite's temporary directory). */
 #define LOOKUP_CACHE_KIB 16384
 /* A table of at most this many rows is scanned, not looked up. */
 #define LOOKUP_MIN_ROWS 64
 
 /* A lookup store: the rows one plan of a table keeps (its constant terms
- * applied), copied once per statement into a private temporary database
- * and indexed by the lookup column's key (see lookupKey), so that the
- * inner table of a join answers each outer row by an index search
- * instead of a scan.  Kept on the table until the statement ends. */
+ * applied), copied once per statement and indexed by the lookup column's
+ * key (query/lookup.h), so that the inner table of a join answers each
+ * outer row by a search instead of a scan: in memory as a hash when they
+ * fit LOOKUP_CACHE_KIB, else in a private temporary database.  Kept on
+ * the table until the statement ends. */
 typedef struct lookupStore {
     struct lookupStore *next;
     char *key;          /* the plan and the values of its constant arguments */
-    sqlite3 *db;
+    lookupMem *mem;     /* the rows in memory, or NULL: */
+    sqlite3 *db;        /* in a temporary database */
     int64_t rows;
 } lookupStore;
 
@@ -77,8 +81,12 @@ typedef struct queryCursor {
     int64_t limit, offset;  /* the statement's LIMIT and OFFSET when SQLite passed them, else -1, 0 */
     int lookup_col;         /* the plan looks rows up by this column (a join's), or -1 */
     int lookup_arg;         /* the xFilter argument holding its value, 1-based */
-    sqlite3_stmt *lookup;   /* on the plan's lookup store; the rows come from it */
-    lookupStore *store;     /* the store lookup is prepared on */
+    sqlite3_stmt *lookup;   /* on the plan's lookup store's db; the rows come from it */
+    lookupStore *store;     /* the store being looked up */
+    lookupKey probe;        /* in a store in memory: the key looked up (bytes in probe_buf) */
+    uint32_t row;           /* and the row found, or LOOKUP_NONE */
+    char *probe_buf;
+    size_t probe_cap;
     int looking;            /* this scan is a lookup */
     prefetch *pf;           /* kept segments being fetched ahead, or NULL */
     openSegment *open;      /* [nslots]: segments open, by index */
@@ -104,6 +112,7 @@ static void freeStores(queryTable *t) {
     while (t->stores) {
         lookupStore *s = t->stores;
         t->stores = s->next;
+        lookupMemFree(s->mem);
         sqlite3_close(s->db);
         free(s->key);
         free(s);
@@ -407,6 +416,7 @@ static void closeLookup(queryCursor *c) {
 
 static int xClose(sqlite3_vtab_cursor *cur) {
     closeLookup((queryCursor *)cur);
+    free(((queryCursor *)cur)->probe_buf);
     closeSegments((queryTable *)cur->pVtab, (queryCursor *)cur);
     freePlan((queryCursor *)cur);
     sqlite3_free(cur);
@@ -445,6 +455,11 @@ static int enterSegment(queryTable *t, queryCursor *c, int i) {
 
 /* Move to the next row, across the kept segments. */
 static int advance(queryTable *t, queryCursor *c) {
+    if (c->looking && c->store->mem) {
+        c->row = lookupMemNext(c->store->mem, &c->probe, c->row);
+        c->eof = c->row == LOOKUP_NONE;
+        return SQLITE_OK;
+    }
     if (c->looking) {
         int s = sqlite3_step(c->lookup);
         if (s == SQLITE_ROW) return SQLITE_OK;
@@ -620,23 +635,6 @@ static int planColumns(const queryTable *t, const queryCursor *c) {
     return n;
 }
 
-/* lake_key(V): what a lookup store indexes and searches by.  Any two
- * values SQLite may find equal (=, BINARY, whatever affinity the join's
- * two sides apply) have the same key: a number and a text that reads as a
- * number (numeric affinity, as SQLite applies it) key as that number, a
- * REAL; other text and BLOBs key as themselves.  Some values that differ
- * share a key too (1 and '1.0', integers beyond 2^53): the store gives a
- * superset, and SQLite checks every row it is given again. */
-static void lookupKey(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-    (void)argc;
-    switch (sqlite3_value_numeric_type(argv[0])) {
-    case SQLITE_INTEGER:
-    case SQLITE_FLOAT: sqlite3_result_double(ctx, sqlite3_value_double(argv[0])); break;
-    case SQLITE_NULL: sqlite3_result_null(ctx); break;
-    default: sqlite3_result_value(ctx, argv[0]); break;
-    }
-}
-
 /* What tells one store of a table from another in a statement: the plan
  * and the values of its constant terms (IN lists included). */
 static char *storeKey(const queryCursor *c, const char *idxStr) {
@@ -686,17 +684,51 @@ static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *i
     return rc;
 }
 
-/* Copy the rows the plan keeps into a new store, indexed by the lookup
- * column's key.  The columns are stored as read, without affinity. */
-static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **out) {
-    int ncol = planColumns(t, c);
-    lookupStore *s = calloc(1, sizeof *s);
-    if (!s) {
-        sqlite3_free(key);
-        return SQLITE_NOMEM;
+/* Done with a scan run to fill a store: its segments closed. */
+static void endScan(queryCursor *c, queryTable *t) {
+    closeSegments(t, c);
+    free(c->keep);
+    c->keep = NULL;
+    c->nkeep = c->k = 0;
+    prefetchStop(c->pf);
+    c->pf = NULL;
+    c->eof = 0;
+}
+
+/* Copy the rows the plan keeps into memory, hashed by the lookup
+ * column's key: SQLITE_OK with s->mem set, or with s->mem NULL when they
+ * would take more than LOOKUP_CACHE_KIB (the scan is then abandoned). */
+static int memBuild(queryTable *t, queryCursor *c, lookupStore *s) {
+    lookupMem *m = lookupMemNew(planColumns(t, c), c->map[c->lookup_col] - 1, (size_t)LOOKUP_CACHE_KIB * 1024);
+    if (!m) return SQLITE_NOMEM;
+    int rc = choose(t, c), full = 0;
+    if (rc == SQLITE_OK) rc = advance(t, c);
+    while (rc == SQLITE_OK && !c->eof) {
+        sqlite3_stmt *st = c->open[c->cur].st;
+        int add = lookupMemAdd(m, ((int64_t)c->cur << 32) | sqlite3_column_int64(st, 0), st, 1);
+        if (add) {
+            rc = add < 0 ? SQLITE_NOMEM : SQLITE_OK;
+            full = 1;
+            break;
+        }
+        rc = advance(t, c);
     }
-    s->key = strdup(key);
-    sqlite3_free(key);
+    endScan(c, t);
+    if (rc == SQLITE_OK && !full && lookupMemIndex(m) != 0) rc = SQLITE_NOMEM;
+    if (rc != SQLITE_OK || full) {
+        lookupMemFree(m);
+        m = NULL;
+    }
+    s->mem = m;
+    s->rows = m ? lookupMemRows(m) : 0;
+    return rc;
+}
+
+/* Copy the rows the plan keeps into a temporary database, indexed by the
+ * lookup column's key: s->db.  The columns are stored as read, without
+ * affinity. */
+static int dbBuild(queryTable *t, queryCursor *c, lookupStore *s) {
+    int ncol = planColumns(t, c);
     /* each kept segment's rows copied by SQLite itself: the plan's
      * statement (unqualified "rows" is the attached segment's) inside an
      * INSERT, with the segment's index (the parameter after the plan's)
@@ -711,14 +743,14 @@ static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **ou
     for (int j = 1; j <= ncol; j++) sqlite3_str_appendf(idx, ", c%d", j);
     sqlite3_str_appendall(idx, ")");
     char *ddlSql = sqlite3_str_finish(ddl), *insSql = sqlite3_str_finish(ins), *idxSql = sqlite3_str_finish(idx);
-    int rc = s->key && ddlSql && insSql && idxSql ? SQLITE_OK : SQLITE_NOMEM;
+    int rc = ddlSql && insSql && idxSql ? SQLITE_OK : SQLITE_NOMEM;
     /* a temporary database: private, its file removed when closed; beyond
      * its page cache it spills there instead of growing the heap */
     if (rc == SQLITE_OK)
         rc = sqlite3_open_v2("", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_function(s->db, "lake_key", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-                                     NULL, lookupKey, NULL, NULL);
+                                     NULL, lookupKeyFunction, NULL, NULL);
     char pragmas[128];
     /* no transaction around the copies: a segment is attached and
      * detached outside one; without a journal each costs nothing */
@@ -731,17 +763,29 @@ static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **ou
         prefetchAt(c->pf, c->k);
         rc = copySegment(t, c, s->db, insSql, c->keep[c->k], &s->rows);
     }
-    closeSegments(t, c);
-    free(c->keep);
-    c->keep = NULL;
-    c->nkeep = c->k = 0;
-    prefetchStop(c->pf);
-    c->pf = NULL;
+    endScan(c, t);
     if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, idxSql, NULL, NULL, NULL);
+    /* one read transaction for every lookup, not one each */
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "BEGIN; SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL);
     sqlite3_free(ddlSql);
     sqlite3_free(insSql);
     sqlite3_free(idxSql);
+    return rc;
+}
+
+/* A new store of the rows the plan keeps, in memory when they fit. */
+static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **out) {
+    lookupStore *s = calloc(1, sizeof *s);
+    if (!s) {
+        sqlite3_free(key);
+        return SQLITE_NOMEM;
+    }
+    s->key = strdup(key);
+    sqlite3_free(key);
+    int rc = s->key ? memBuild(t, c, s) : SQLITE_NOMEM;
+    if (rc == SQLITE_OK && !s->mem) rc = dbBuild(t, c, s);
     if (rc != SQLITE_OK) {
+        lookupMemFree(s->mem);
         sqlite3_close(s->db);
         free(s->key);
         free(s);
@@ -754,13 +798,31 @@ static int storeBuild(queryTable *t, queryCursor *c, char *key, lookupStore **ou
     return SQLITE_OK;
 }
 
-/* Search the prepared lookup for value: the cursor's rows are what it
- * finds. */
+/* Search the store for value: the cursor's rows are what it finds. */
 static int lookupValue(queryTable *t, queryCursor *c, sqlite3_value *value) {
-    sqlite3_reset(c->lookup);
-    if (sqlite3_bind_value(c->lookup, 1, value) != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup failed");
     c->looking = 1;
     c->eof = 0; /* (a build has run the scan to its end) */
+    if (c->store->mem) {
+        int has = lookupKeyOf(value, &c->probe);
+        if (has < 0) return SQLITE_NOMEM;
+        /* the key's bytes kept: value may change before the last xNext */
+        if (has && c->probe.type != SQLITE_FLOAT) {
+            if ((size_t)c->probe.n > c->probe_cap) {
+                size_t cap = (size_t)c->probe.n * 2;
+                char *b = realloc(c->probe_buf, cap);
+                if (!b) return SQLITE_NOMEM;
+                c->probe_buf = b;
+                c->probe_cap = cap;
+            }
+            if (c->probe.n) memcpy(c->probe_buf, c->probe.bytes, (size_t)c->probe.n);
+            c->probe.bytes = c->probe_buf;
+        }
+        c->row = has ? lookupMemFirst(c->store->mem, &c->probe) : LOOKUP_NONE;
+        c->eof = c->row == LOOKUP_NONE;
+        return SQLITE_OK;
+    }
+    sqlite3_reset(c->lookup);
+    if (sqlite3_bind_value(c->lookup, 1, value) != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup failed");
     return advance(t, c);
 }
 
@@ -776,20 +838,22 @@ static int lookupFilter(queryTable *t, queryCursor *c, const char *idxStr, sqlit
     } else {
         int rc = storeBuild(t, c, key, &s);
         if (rc != SQLITE_OK) return rc;
-        traceLine("query", "lookup %s.%s by %s: a temporary index of %lld rows built", t->ns, t->name,
-                  t->cols->cols[c->lookup_col].name, (long long)s->rows);
+        traceLine("query", "lookup %s.%s by %s: a temporary index of %lld rows built %s", t->ns, t->name,
+                  t->cols->cols[c->lookup_col].name, (long long)s->rows, s->mem ? "in memory" : "on disk");
     }
     if (c->store != s) {
         closeLookup(c);
-        int ncol = planColumns(t, c);
-        sqlite3_str *q = sqlite3_str_new(NULL);
-        sqlite3_str_appendall(q, "SELECT (seg << 32) | rid");
-        for (int j = 1; j <= ncol; j++) sqlite3_str_appendf(q, ", c%d", j);
-        sqlite3_str_appendf(q, " FROM r WHERE lake_key(c%d) = lake_key(?1)", c->map[c->lookup_col]);
-        char *sql = sqlite3_str_finish(q);
-        int rc = sql ? sqlite3_prepare_v2(s->db, sql, -1, &c->lookup, NULL) : SQLITE_NOMEM;
-        sqlite3_free(sql);
-        if (rc != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup cannot be prepared");
+        if (s->db) {
+            int ncol = planColumns(t, c);
+            sqlite3_str *q = sqlite3_str_new(NULL);
+            sqlite3_str_appendall(q, "SELECT (seg << 32) | rid");
+            for (int j = 1; j <= ncol; j++) sqlite3_str_appendf(q, ", c%d", j);
+            sqlite3_str_appendf(q, " FROM r WHERE lake_key(c%d) = lake_key(?1)", c->map[c->lookup_col]);
+            char *sql = sqlite3_str_finish(q);
+            int rc = sql ? sqlite3_prepare_v2(s->db, sql, -1, &c->lookup, NULL) : SQLITE_NOMEM;
+            sqlite3_free(sql);
+            if (rc != SQLITE_OK) return failf(t, LAKE_EFAIL, "a lookup cannot be prepared");
+        }
         c->store = s;
     }
     return lookupValue(t, c, value);
@@ -861,11 +925,16 @@ static sqlite3_stmt *rowStmt(const queryCursor *c) {
 
 static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     queryCursor *c = (queryCursor *)cur;
+    const lookupMem *mem = c->looking ? c->store->mem : NULL;
     sqlite3_stmt *st = rowStmt(c);
-    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->cols->ncols && st ? c->map[i] : -1;
+    int j = i >= 0 && i < ((queryTable *)cur->pVtab)->cols->ncols && (st || mem) ? c->map[i] : -1;
     if (j < 0) {
         sqlite3_result_error(ctx, "lake: a column the scan plan did not read", -1);
         return SQLITE_ERROR;
+    }
+    if (mem) {
+        lookupMemResult(mem, c->row, j - 1, ctx);
+        return SQLITE_OK;
     }
     /* by type rather than sqlite3_result_value: no Mem copy, and text
      * reuses the result's buffer instead of a malloc per value; one
@@ -895,7 +964,8 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
  * a row the same rowid (SQLite merges the scans of an OR by rowid). */
 static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     queryCursor *c = (queryCursor *)cur;
-    if (c->looking) *rowid = sqlite3_column_int64(c->lookup, 0); /* kept as the scan gave it */
+    if (c->looking && c->store->mem) *rowid = lookupMemRowid(c->store->mem, c->row);
+    else if (c->looking) *rowid = sqlite3_column_int64(c->lookup, 0); /* kept as the scan gave it */
     else *rowid = c->cur < 0 ? 0 : ((sqlite3_int64)c->cur << 32) | sqlite3_column_int64(c->open[c->cur].st, 0);
     return SQLITE_OK;
 }

@@ -58,7 +58,7 @@ facts_and_dims() {
   assert_output '{"count(*)":67,"sum(v)":66330,"min(name)":"d0","max(name)":"d99"}'
   # one store for the statement, of every row of the inner table
   assert_equal "$(( $(lookups j.dims) + $(lookups j.facts) ))" 1
-  grep -q "^trace: query lookup j.[a-z]* by k: a temporary index of [0-9]* rows built$" "$T/trace" ||
+  grep -q "^trace: query lookup j.[a-z]* by k: a temporary index of [0-9]* rows built in memory$" "$T/trace" ||
     fail "no lookup traced: $(cat "$T/trace")"
   both "SELECT f.k, d.name FROM j.facts f, j.dims d WHERE d.k = f.k AND f.v < 100 ORDER BY f.k"
   assert_output $'{"k":0,"name":"d0"}\n{"k":3,"name":"d3"}\n{"k":6,"name":"d6"}\n{"k":9,"name":"d9"}'
@@ -113,6 +113,30 @@ facts_and_dims() {
   assert_output $'{"id":1}\n{"id":2}\n{"id":3}\n{"id":5}\n{"id":7}'
 }
 
+@test "an inner table whose kept rows pass 16 MiB is indexed on disk, with the same matching of storage classes" {
+  # 44,000 rows of about 400 bytes: past the 16 MiB a lookup keeps in
+  # memory; keys are text, some of them numbers, in two segments
+  lake-catalog create j.wide 'k TEXT, pad TEXT'
+  local s
+  for s in 0 1; do
+    awk -v s="$s" 'BEGIN { pad = sprintf("%400s", ""); gsub(/ /, "x", pad)
+      for (n = 0; n < 22000; n++) printf "{\"k\":\"w%d-%d\",\"pad\":\"%s\"}\n", s, n, pad
+      if (s) printf "{\"k\":\"1\",\"pad\":\"one\"}\n{\"k\":\" 2\",\"pad\":\"two\"}\n{\"k\":\"3.0\",\"pad\":\"three\"}\n"
+      else printf "{\"k\":\"abc\",\"pad\":\"text\"}\n{\"k\":null,\"pad\":\"none\"}\n{\"k\":\"w1-7\",\"pad\":\"again\"}\n" }' |
+      lake-query -q --import j.wide
+  done
+  lake-catalog create j.probe 'i INTEGER, x TEXT'
+  printf '%s\n' '{"i":1,"x":"1"}' '{"i":2,"x":"2"}' '{"i":3,"x":"abc"}' '{"i":null,"x":null}' '{"i":7,"x":"w1-7"}' |
+    lake-query -q --import j.probe
+  both "SELECT p.i, w.pad FROM j.probe p CROSS JOIN j.wide w ON w.k = p.i ORDER BY 1, 2"
+  assert_output $'{"i":1,"pad":"one"}\n{"i":2,"pad":"two"}\n{"i":3,"pad":"three"}'
+  grep -q "^trace: query lookup j.wide by k: a temporary index of 44006 rows built on disk$" "$T/trace" ||
+    fail "not indexed on disk: $(grep lookup "$T/trace")"
+  both "SELECT p.x, substr(w.pad, 1, 5) FROM j.probe p CROSS JOIN j.wide w ON w.k = p.x ORDER BY 1, 2"
+  assert_output $'{"x":"1","substr(w.pad, 1, 5)":"one"}\n{"x":"abc","substr(w.pad, 1, 5)":"text"}\n{"x":"w1-7","substr(w.pad, 1, 5)":"again"}\n{"x":"w1-7","substr(w.pad, 1, 5)":"xxxxx"}'
+  assert_equal "$(lookups j.wide)" 1
+}
+
 @test "a range on the inner table prunes its segments before the index is built: only the kept rows are indexed" {
   lake-catalog create j.big 'k INTEGER, v TEXT'
   local s
@@ -127,7 +151,7 @@ facts_and_dims() {
   both "SELECT k.k, b.v FROM j.keys k CROSS JOIN j.big b ON b.k = k.k WHERE b.k BETWEEN 1000 AND 1199 ORDER BY 1"
   assert_output $'{"k":1050,"v":"v1050"}\n{"k":1099,"v":"v1099"}\n{"k":1100,"v":"v1100"}'
   assert_equal "$(lookups j.big)" 1
-  grep -q "^trace: query lookup j.big by k: a temporary index of 200 rows built$" "$T/trace" ||
+  grep -q "^trace: query lookup j.big by k: a temporary index of 200 rows built in memory$" "$T/trace" ||
     fail "not only the 2 kept segments indexed: $(grep lookup "$T/trace")"
   assert_equal "$(grep -c '^trace: query prune j.big' "$T/trace")" 18
 }
