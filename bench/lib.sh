@@ -25,6 +25,9 @@
 #   alternate ...          timed rounds of commands: T[NAME], RSS[NAME], and
 #                          with alternate_pids CPU[NAME], SRV[NAME] (below)
 #   cpu_of PID...          the CPU seconds those processes have used
+#   wall CMD...            the wall seconds of CMD (its stdout dropped), to
+#                          the microsecond
+#   sig V                  V to three significant digits
 set -eu
 : "${LAKE_BIN:?set LAKE_BIN (make bench does)}"
 LAKE_BIN=$(cd "$LAKE_BIN" && pwd)
@@ -36,6 +39,14 @@ bench_cleanup() {
   for p in "${bench_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   [ -z "${work:-}" ] || [ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"
 }
+
+wall() {
+  local t0=$EPOCHREALTIME
+  "$@" >/dev/null
+  awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.6f\n", b - a }'
+}
+
+sig() { awk -v v="$1" 'BEGIN { printf "%.3g", v }'; }
 
 bench_init() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/lake-bench-$1.XXXXXX")

@@ -59,7 +59,7 @@ static int killAfterAppend;        /* test-only fault */
 
 /* --- metrics ------------------------------------------------------------ */
 
-static const char *const metricActions[] = {"catalog_snapshot", "resolve", "append", "compact",
+static const char *const metricActions[] = {"catalog_snapshot", "resolve", "append", "compact", "rewrite",
                                             "create_namespace", "create_table", "drop_table",
                                             "whoami", "references", "presign_get", "upload_begin",
                                             "upload_parts", "upload_complete", "upload_abort", "actions",
@@ -457,13 +457,9 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
 
     if (strcmp(url, "/v1/actions") == 0 && strcmp(method, "GET") == 0) {
         cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "actions");
-        static const char *const all[] = {"catalog_snapshot", "resolve",      "append",
-                                          "compact",          "create_namespace", "create_table",
-                                          "drop_table",       "whoami",       "references",
-                                          "presign_get",      "upload_begin", "upload_parts",
-                                          "upload_complete",  "upload_abort"};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-            if (actionsAllowed(p.role, all[i])) cJSON_AddItemToArray(list, cJSON_CreateString(all[i]));
+        const char *a;
+        for (size_t i = 0; (a = actionsAt(i)); i++)
+            if (actionsAllowed(p.role, a)) cJSON_AddItemToArray(list, cJSON_CreateString(a));
         return respondJson(c, rq, 200, j);
     }
     if (strcmp(url, "/v1/metrics") == 0 && strcmp(method, "GET") == 0) {

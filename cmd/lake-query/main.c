@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catalog/cache.h"
@@ -41,6 +42,7 @@
 #include "query/aggregate.h"
 #include "query/compact.h"
 #include "query/import.h"
+#include "query/rewrite.h"
 #include "query/segcache.h"
 #include "query/segment.h"
 #include "query/vtab.h"
@@ -466,6 +468,13 @@ static int lakeOpen(run *r, lakeError *err) {
 
 static int lakeOpenHook(queryContext *q, lakeError *err) { return lakeOpen(q->open_arg, err); }
 
+/* What a DELETE or UPDATE committed, as --import says what it appended. */
+static void changedHook(void *arg, const char *ns, const char *name, const char *operation, int64_t rows) {
+    (void)arg;
+    logWarn("%s.%s: %lld row%s %s", ns, name, (long long)rows, rows == 1 ? "" : "s",
+            strcmp(operation, "delete") == 0 ? "deleted" : "updated");
+}
+
 /* Does the statement call a FILE function (which needs the stage)?  A
  * plain substring test: a false positive only opens the lake early. */
 static int callsFileFunction(const char *sql) {
@@ -692,10 +701,12 @@ static int explain(run *r, sqlite3_stmt *st, const char *text, const char *end, 
 }
 
 static int runScript(run *r, const script *sc, lakeError *err) {
+    int attempt = 1; /* of the statement at tail (a DELETE or UPDATE runs again after a lost race) */
     for (const char *tail = sc->text; tail && *tail;) {
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
         if (interruptPending()) return errSet(err, LAKE_EFAIL, "interrupted");
+        r->q.replan = 0;
         if (r->explain) r->q.explain = sqlite3_str_new(NULL); /* the scans' report, see explain() */
         int rc = compile(r, tail, &st, &next, err);
         if (rc || !st) {
@@ -712,6 +723,20 @@ static int runScript(run *r, const script *sc, lakeError *err) {
         sqlite3_finalize(st);
         if (rc != SQLITE_OK && !r->explain) rc = sqlFailure(r, skipBlank(tail), 0, err); /* before SQLite's message goes */
         queryUnpin(&r->q); /* the next statement resolves afresh */
+        if (rc && r->q.replan && attempt < REWRITE_ATTEMPTS) {
+            /* another writer replaced a segment this DELETE or UPDATE
+             * read: nothing was committed; plan it again on the new version */
+            traceLine("query", "%s (attempt %d); running the statement again", err->msg, attempt);
+            errClear(err);
+            struct timespec pause = {0, (long)(1 + rand() % 20) * attempt * 1000000L};
+            nanosleep(&pause, NULL);
+            attempt++;
+            continue;
+        }
+        if (rc && r->q.replan)
+            rc = errSet(err, LAKE_ETEMP, "another writer changed the same segments %d times; nothing changed, retry later",
+                        REWRITE_ATTEMPTS);
+        attempt = 1;
         if (rc) { /* with --explain, explain's own failure: a lake code */
             locate(r, sc, tail, 0, err);
             return rc;
@@ -857,7 +882,7 @@ int main(int argc, char **argv) {
     /* no allocation statistics: their global mutex serialises the threads
      * of a split aggregate (query/aggregate.h), and nothing reads them */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    r.q = (queryContext){.open = lakeOpenHook, .open_arg = &r};
+    r.q = (queryContext){.open = lakeOpenHook, .open_arg = &r, .changed = changedHook};
     if (sqlite3_open_v2(":memory:", &r.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
         rc = errSet(&err, LAKE_EFAIL, "sqlite: cannot open");
     if (!rc) rc = queryRegister(r.db, &r.q, &err);

@@ -29,6 +29,8 @@ static const struct {
     {"resolve", R_ALL, "namespace name version known_id known_version", 0},
     {"append", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version segments files", 1},
     {"compact", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version replace segments files", 1},
+    /* DELETE and UPDATE: not a user's until grants scope it to tables */
+    {"rewrite", R_ADMIN | R_QUERY, "namespace name expected_version operation replace segments files", 1},
     {"create_namespace", R_ADMIN, "namespace", 1},
     {"create_table", R_ADMIN, "namespace name schema", 1},
     {"drop_table", R_ADMIN, "namespace name", 1},
@@ -56,6 +58,8 @@ int actionsKnown(const char *action) {
         if (strcmp(actions[i].name, action) == 0) return 1;
     return 0;
 }
+
+const char *actionsAt(size_t i) { return i < NACTIONS ? actions[i].name : NULL; }
 
 int actionsWrites(const char *action) {
     for (size_t i = 0; i < NACTIONS; i++)
@@ -422,7 +426,7 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
     if (!ctx->allow_unmarked && strcmp(action, "resolve") && strcmp(action, "whoami") &&
         !registryHasMarker(ctx->reg))
         return errSetStatus(err, "failed_precondition", "registry has no directory marker; not authoritative");
-    if (strcmp(action, "append") == 0 || strcmp(action, "compact") == 0) {
+    if (strcmp(action, "append") == 0 || strcmp(action, "compact") == 0 || strcmp(action, "rewrite") == 0) {
         if ((rc = names(req, 1, &ns, &name, err))) return rc;
         /* containment needs a stage: without one every location is outside */
         if (!ctx->stage)
@@ -432,9 +436,12 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         if ((rc = integer(req, "expected_version", 0, 0, &a, err))) return rc;
         const cJSON *segs = cJSON_GetObjectItemCaseSensitive(req, "segments");
         const cJSON *files = cJSON_GetObjectItemCaseSensitive(req, "files");
+        const cJSON *replace = cJSON_GetObjectItemCaseSensitive(req, "replace");
         if (action[0] == 'c')
-            return registryCompact(ctx->reg, ctx->stage, ns, name, a, cJSON_GetObjectItemCaseSensitive(req, "replace"),
-                                   segs, files, ctx->principal, answer, err);
+            return registryCompact(ctx->reg, ctx->stage, ns, name, a, replace, segs, files, ctx->principal, answer, err);
+        if (action[0] == 'r')
+            return registryRewrite(ctx->reg, ctx->stage, ns, name, a, str(req, "operation"), replace, segs, files,
+                                   ctx->principal, answer, err);
         rc = registryAppend(ctx->reg, ctx->stage, ns, name, a, segs, files, ctx->principal, answer, err);
         if (!rc && ctx->after_append) ctx->after_append();
         return rc;

@@ -54,7 +54,10 @@ int actionsAllowed(const char *role, const char *action);
 
 /* 1 when action is one of the protocol's actions. */
 int actionsKnown(const char *action);
-/* 1 when action changes the registry (append, compact, create_*, drop_table). */
+/* The i-th of the protocol's actions (from 0), NULL past the last. */
+const char *actionsAt(size_t i);
+/* 1 when action changes the registry (append, compact, rewrite,
+ * create_*, drop_table). */
 int actionsWrites(const char *action);
 
 #endif

@@ -1480,10 +1480,16 @@ int cacheAppend(catalogCache *c, const char *ns, const char *name, int64_t expec
 
 int cacheCompact(catalogCache *c, const char *ns, const char *name, int64_t expected, const cJSON *replace,
                  const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
-    int rc = sourceCompact(c->src, ns, name, expected, replace, segments, files, version, err);
+    return cacheRewrite(c, ns, name, expected, NULL, replace, segments, files, version, err);
+}
+
+int cacheRewrite(catalogCache *c, const char *ns, const char *name, int64_t expected, const char *operation,
+                 const cJSON *replace, const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+    int rc = operation ? sourceRewrite(c->src, ns, name, expected, operation, replace, segments, files, version, err)
+                       : sourceCompact(c->src, ns, name, expected, replace, segments, files, version, err);
     if (rc && err->status && strcmp(err->status, "conflict") == 0) {
-        /* another compaction won: the next resolve must ask, not serve
-         * the version this one read */
+        /* another compaction or rewrite won: the next resolve must ask,
+         * not serve the version this one read */
         lakeError e2 = {0};
         raiseEpoch(c, ns, name, expected + 1, &e2);
         return rc;

@@ -142,6 +142,12 @@ int cacheCompact(catalogCache *c, const char *ns, const char *name, int64_t expe
                  const struct cJSON *replace, const struct cJSON *segments, const struct cJSON *files,
                  int64_t *version, lakeError *err);
 
+/* Rewrite (sourceRewrite: DELETE, UPDATE), then raise the table's epoch
+ * as cacheCompact does; operation NULL is cacheCompact. */
+int cacheRewrite(catalogCache *c, const char *ns, const char *name, int64_t expected_version,
+                 const char *operation, const struct cJSON *replace, const struct cJSON *segments,
+                 const struct cJSON *files, int64_t *version, lakeError *err);
+
 /* The i-th table (from 0) this process appended to through c
  * (cacheAppend), as "ns.name", each once, in the order of their first
  * append; NULL past the last.  For the compaction that follows appends

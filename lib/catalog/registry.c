@@ -739,9 +739,9 @@ static int bumpGeneration(registry *r, int64_t *generation, lakeError *err) {
 /* The checks append and compact make of their new segments and FILE
  * locations before any transaction; what names the action in messages. */
 static int checkNewSegments(const char *what, const stage *stg, const cJSON *segments, const cJSON *files,
-                            lakeError *err) {
+                            int none_ok, lakeError *err) {
     const cJSON *g, *f;
-    if (!cJSON_IsArray(segments) || cJSON_GetArraySize(segments) == 0)
+    if (!cJSON_IsArray(segments) || (cJSON_GetArraySize(segments) == 0 && !none_ok))
         return errSetStatus(err, "invalid_argument", "%s: at least one segment is needed", what);
     if (files && !cJSON_IsArray(files))
         return errSetStatus(err, "invalid_argument", "%s: files must be an array of locations", what);
@@ -762,6 +762,7 @@ static int checkNewSegments(const char *what, const stage *stg, const cJSON *seg
  * else an error code. */
 static int committedAlready(registry *r, const char *id, const cJSON *segments, int64_t *version,
                             lakeError *err) {
+    if (!segments->child) return -1; /* (a rewrite that writes none: see removedAlready) */
     const char *first = cJSON_GetObjectItemCaseSensitive(segments->child, "location")->valuestring;
     int rc = queryInt(r, version, err, "SELECT version FROM segments WHERE location = ? AND table_id = ?", first,
                       id, NULL);
@@ -769,20 +770,48 @@ static int committedAlready(registry *r, const char *id, const cJSON *segments, 
     return sameSegments(r, id, *version, segments, err);
 }
 
-/* Inside a write transaction on table id: version `version` by principal
- * holding segments (seq order, stats[i] the canonical statistics of
- * segment i or NULL) and the FILE locations files; with replace
- * (compact), those live segments get removed_in = version.  The table's
+/* Inside a write transaction on table id: did a version already remove
+ * exactly the segments of replace, adding none (a retry of a rewrite
+ * that wrote no segment, after a lost answer)?  0 with *version set when
+ * one did, -1 when not, else an error code. */
+static int removedAlready(registry *r, const char *id, const cJSON *replace, int64_t *version, lakeError *err) {
+    int rc = queryInt(r, version, err, "SELECT removed_in FROM segments WHERE table_id = ? AND location = ? "
+                      "AND removed_in IS NOT NULL", id, replace->child->valuestring, NULL);
+    if (rc) return rc;
+    char vbuf[32];
+    snprintf(vbuf, sizeof vbuf, "%lld", (long long)*version);
+    int64_t removed, added;
+    if ((rc = queryInt(r, &removed, err, "SELECT count(*) FROM segments WHERE table_id = ? AND "
+                       "removed_in = CAST(? AS BIGINT)", id, vbuf, NULL)) ||
+        (rc = queryInt(r, &added, err, "SELECT count(*) FROM segments WHERE table_id = ? AND "
+                       "version = CAST(? AS BIGINT)", id, vbuf, NULL)))
+        return rc;
+    if (added || removed != cJSON_GetArraySize(replace)) return -1;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, replace) {
+        int64_t in;
+        rc = queryInt(r, &in, err, "SELECT 1 FROM segments WHERE table_id = ? AND location = ? AND "
+                      "removed_in = CAST(? AS BIGINT)", id, g->valuestring, vbuf, NULL);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Inside a write transaction on table id: version `version` made by
+ * operation (append, compact, delete, update) of principal, holding
+ * segments (seq order, stats[i] the canonical statistics of segment i or
+ * NULL) and the FILE locations files; with replace (compact, delete,
+ * update), those live segments get removed_in = version.  The table's
  * current version becomes version; the caller commits. */
-static int commitVersion(registry *r, const char *id, int64_t version, const char *principal,
-                         const cJSON *segments, char *const *stats, const cJSON *files, const cJSON *replace,
-                         lakeError *err) {
+static int commitVersion(registry *r, const char *id, int64_t version, const char *operation,
+                         const char *principal, const cJSON *segments, char *const *stats, const cJSON *files,
+                         const cJSON *replace, lakeError *err) {
     char vbuf[32], now[32], seq[32];
     const cJSON *g, *f;
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
     rfc3339Now(now);
-    int rc = run(r, err, "insert version", "INSERT INTO versions VALUES (?, CAST(? AS BIGINT), ?, ?)", id, vbuf,
-                 now, principal ? principal : "", NULL);
+    int rc = run(r, err, "insert version", "INSERT INTO versions(table_id, version, committed_at, principal, operation) "
+                 "VALUES (?, CAST(? AS BIGINT), ?, ?, ?)", id, vbuf, now, principal ? principal : "", operation, NULL);
     int n = 0;
     cJSON_ArrayForEach(g, segments) {
         if (rc) return rc;
@@ -812,11 +841,11 @@ static int commitVersion(registry *r, const char *id, int64_t version, const cha
 }
 
 /* Inside a write transaction on table id: every location in replace is
- * a live segment of ns.name (409 when an earlier compaction removed it,
- * 400 when it is none), and their rows add up to those of segments
- * (400). */
-static int checkReplace(registry *r, const char *id, const char *ns, const char *name, const cJSON *replace,
-                        const cJSON *segments, lakeError *err) {
+ * a live segment of ns.name (409 when an earlier compaction or rewrite
+ * removed it, 400 when it is none), and, for what (compact), their rows
+ * add up to those of segments (400). */
+static int checkReplace(registry *r, const char *id, const char *what, const char *ns, const char *name,
+                        const cJSON *replace, const cJSON *segments, lakeError *err) {
     int64_t newRows = 0, oldRows = 0;
     const cJSON *g;
     cJSON_ArrayForEach(g, segments) newRows += (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble;
@@ -826,30 +855,33 @@ static int checkReplace(registry *r, const char *id, const char *ns, const char 
                           "WHERE table_id = ? AND location = ?", id, g->valuestring, NULL);
         /* no location in a message: it is a path (DESIGN §5) */
         if (rc < 0)
-            return errSetStatus(err, "invalid_argument", "compact: replace names a location that is no segment of %s.%s",
-                                ns, name);
+            return errSetStatus(err, "invalid_argument", "%s: replace names a location that is no segment of %s.%s",
+                                what, ns, name);
         if (rc) return rc;
         if (live < 0)
-            return errSetStatus(err, "conflict", "%s.%s: a segment to replace was compacted meanwhile", ns, name);
+            return errSetStatus(err, "conflict", "%s.%s: a segment to replace was compacted or rewritten meanwhile",
+                                ns, name);
         oldRows += live;
     }
-    if (oldRows != newRows)
+    if (strcmp(what, "compact") == 0 && oldRows != newRows)
         return errSetStatus(err, "invalid_argument", "compact: the new segments hold %lld rows, the replaced ones %lld",
                             (long long)newRows, (long long)oldRows);
     return 0;
 }
 
-/* append (replace NULL) or compact: a new version of ns.name holding
- * segments, in one transaction (see registryAppend, registryCompact);
- * what names the action in messages. */
+/* append (replace NULL), compact, or a rewrite (delete, update): a new
+ * version of ns.name holding segments, in one transaction (see
+ * registryAppend, registryCompact, registryRewrite); what is the
+ * operation, named in messages. */
 static int newVersion(registry *r, const stage *stg, const char *what, const char *ns, const char *name,
                       int64_t expected, const cJSON *replace, const cJSON *segments, const cJSON *files,
                       const char *principal, cJSON **answer, lakeError *err) {
     *answer = NULL;
-    if (checkNewSegments(what, stg, segments, files, err)) return err->code;
+    int rewrite = replace && strcmp(what, "compact") != 0;
+    if (checkNewSegments(what, stg, segments, files, rewrite, err)) return err->code;
 
     int nseg = cJSON_GetArraySize(segments);
-    char **stats = calloc((size_t)nseg, sizeof *stats), *schema = NULL;
+    char **stats = calloc((size_t)nseg + 1, sizeof *stats), *schema = NULL;
     if (!stats) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
     int rc = exec(r, r->db->dialect->begin_write, err);
     if (rc) goto out;
@@ -858,7 +890,9 @@ static int newVersion(registry *r, const stage *stg, const char *what, const cha
     if ((rc = findTable(r, ns, name, 1, id, &current, &schema, err)) ||
         (rc = checkStats(what, segments, schema, stats, err)))
         goto fail;
-    if ((rc = committedAlready(r, id, segments, &committed, err)) >= 0) {
+    rc = segments->child ? committedAlready(r, id, segments, &committed, err)
+                         : removedAlready(r, id, replace, &committed, err);
+    if (rc >= 0) {
         rollback(r); /* 0: a retry of a request that already committed */
         if (rc) goto out;
         goto answer;
@@ -873,8 +907,8 @@ static int newVersion(registry *r, const stage *stg, const char *what, const cha
         goto fail;
     }
     committed = current + 1;
-    if ((replace && (rc = checkReplace(r, id, ns, name, replace, segments, err))) ||
-        (rc = commitVersion(r, id, committed, principal, segments, stats, files, replace, err)) ||
+    if ((replace && (rc = checkReplace(r, id, what, ns, name, replace, segments, err))) ||
+        (rc = commitVersion(r, id, committed, what, principal, segments, stats, files, replace, err)) ||
         (rc = exec(r, "COMMIT", err)))
         goto fail;
 answer:
@@ -896,21 +930,37 @@ int registryAppend(registry *r, const stage *stg, const char *ns, const char *na
     return newVersion(r, stg, "append", ns, name, expected, NULL, segments, files, principal, answer, err);
 }
 
-int registryCompact(registry *r, const stage *stg, const char *ns, const char *name, int64_t expected,
-                    const cJSON *replace, const cJSON *segments, const cJSON *files, const char *principal,
-                    cJSON **answer, lakeError *err) {
+/* compact or a rewrite (what): replace must name segments, each once. */
+static int replaceVersion(registry *r, const stage *stg, const char *what, const char *ns, const char *name,
+                          int64_t expected, const cJSON *replace, const cJSON *segments, const cJSON *files,
+                          const char *principal, cJSON **answer, lakeError *err) {
     *answer = NULL;
     const cJSON *g, *h;
     if (!cJSON_IsArray(replace) || cJSON_GetArraySize(replace) == 0)
-        return errSetStatus(err, "invalid_argument", "compact: replace must name at least one segment");
+        return errSetStatus(err, "invalid_argument", "%s: replace must name at least one segment", what);
     cJSON_ArrayForEach(g, replace) {
         if (!cJSON_IsString(g))
-            return errSetStatus(err, "invalid_argument", "compact: replace must be segment locations");
+            return errSetStatus(err, "invalid_argument", "%s: replace must be segment locations", what);
         for (h = replace->child; h != g; h = h->next) /* a repeat would count its rows twice */
             if (strcmp(h->valuestring, g->valuestring) == 0)
-                return errSetStatus(err, "invalid_argument", "compact: replace names a segment twice");
+                return errSetStatus(err, "invalid_argument", "%s: replace names a segment twice", what);
     }
-    return newVersion(r, stg, "compact", ns, name, expected, replace, segments, files, principal, answer, err);
+    return newVersion(r, stg, what, ns, name, expected, replace, segments, files, principal, answer, err);
+}
+
+int registryCompact(registry *r, const stage *stg, const char *ns, const char *name, int64_t expected,
+                    const cJSON *replace, const cJSON *segments, const cJSON *files, const char *principal,
+                    cJSON **answer, lakeError *err) {
+    return replaceVersion(r, stg, "compact", ns, name, expected, replace, segments, files, principal, answer, err);
+}
+
+int registryRewrite(registry *r, const stage *stg, const char *ns, const char *name, int64_t expected,
+                    const char *operation, const cJSON *replace, const cJSON *segments, const cJSON *files,
+                    const char *principal, cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    if (!operation || (strcmp(operation, "delete") != 0 && strcmp(operation, "update") != 0))
+        return errSetStatus(err, "invalid_argument", "rewrite: operation must be delete or update");
+    return replaceVersion(r, stg, operation, ns, name, expected, replace, segments, files, principal, answer, err);
 }
 
 int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, lakeError *err) {
@@ -952,7 +1002,8 @@ int registryCreateTable(registry *r, const char *ns, const char *name, const cha
     if (rc > 0) goto fail;
     rc = run(r, err, "create table", "INSERT INTO tables(id, namespace, name, schema, created_at) "
              "VALUES (?, ?, ?, ?, ?)", id, ns, name, schema, now, NULL);
-    if (!rc) rc = run(r, err, "create version 0", "INSERT INTO versions VALUES (?, 0, ?, NULL)", id, now, NULL);
+    if (!rc) rc = run(r, err, "create version 0", "INSERT INTO versions(table_id, version, committed_at, principal, operation) "
+                      "VALUES (?, 0, ?, NULL, 'create')", id, now, NULL);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
     return 0;
 fail:

@@ -32,7 +32,7 @@
 struct cJSON;
 typedef struct registry registry;
 
-#define REGISTRY_SCHEMA_VERSION 2
+#define REGISTRY_SCHEMA_VERSION 3
 #define NAME_BUF 160 /* a principal's name, NUL included */
 #define REGISTRY_SNAPSHOT_SCANS 3
 
@@ -158,6 +158,17 @@ int registryCompact(registry *r, const stage *st, const char *ns, const char *na
                     int64_t expected_version, const struct cJSON *replace, const struct cJSON *segments,
                     const struct cJSON *files, const char *principal, struct cJSON **answer,
                     lakeError *err);
+
+/* rewrite (DELETE and UPDATE): as compact, but the new segments (none,
+ * or more) hold the rows the replaced ones keep, changed or not, in any
+ * number; operation ("delete" or "update") is recorded with the version.
+ * The same rule of concurrency: appends since expected_version commute,
+ * a replaced segment another compaction or rewrite removed meanwhile is
+ * `conflict` (the client plans again on the new version).  A retry of a
+ * rewrite already committed answers its version.  Answer: {"version":V}. */
+int registryRewrite(registry *r, const stage *st, const char *ns, const char *name, int64_t expected_version,
+                    const char *operation, const struct cJSON *replace, const struct cJSON *segments,
+                    const struct cJSON *files, const char *principal, struct cJSON **answer, lakeError *err);
 
 /* references: the locations that some version of a table not dropped
  * refers to (its segments and the FILE locations its appends recorded),

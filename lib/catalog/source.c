@@ -177,16 +177,29 @@ int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t exp
     return callForInt(s, "append", req, "version", version, err);
 }
 
-int sourceCompact(catalogSource *s, const char *ns, const char *name, int64_t expected, const cJSON *replace,
-                  const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+/* compact, or rewrite with operation: segments in place of replace. */
+static int replaceCall(catalogSource *s, const char *action, const char *operation, const char *ns, const char *name,
+                       int64_t expected, const cJSON *replace, const cJSON *segments, const cJSON *files,
+                       int64_t *version, lakeError *err) {
     cJSON *req = namesRequest(ns, name);
     if (req) {
         cJSON_AddNumberToObject(req, "expected_version", (double)expected);
+        if (operation) cJSON_AddStringToObject(req, "operation", operation);
         cJSON_AddItemToObject(req, "replace", cJSON_Duplicate(replace, 1));
         cJSON_AddItemToObject(req, "segments", cJSON_Duplicate(segments, 1));
         cJSON_AddItemToObject(req, "files", files ? cJSON_Duplicate(files, 1) : cJSON_CreateArray());
     }
-    return callForInt(s, "compact", req, "version", version, err);
+    return callForInt(s, action, req, "version", version, err);
+}
+
+int sourceCompact(catalogSource *s, const char *ns, const char *name, int64_t expected, const cJSON *replace,
+                  const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+    return replaceCall(s, "compact", NULL, ns, name, expected, replace, segments, files, version, err);
+}
+
+int sourceRewrite(catalogSource *s, const char *ns, const char *name, int64_t expected, const char *operation,
+                  const cJSON *replace, const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
+    return replaceCall(s, "rewrite", operation, ns, name, expected, replace, segments, files, version, err);
 }
 
 int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err) {

@@ -92,6 +92,13 @@ int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t exp
 int sourceCompact(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
                   const struct cJSON *replace, const struct cJSON *segments, const struct cJSON *files,
                   int64_t *version, lakeError *err);
+/* rewrite (DELETE, UPDATE; operation "delete" or "update"): replace the
+ * live segments at the locations in replace with segments (none or
+ * more) holding the rows they keep, as one new version; as compact
+ * otherwise. */
+int sourceRewrite(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
+                  const char *operation, const struct cJSON *replace, const struct cJSON *segments,
+                  const struct cJSON *files, int64_t *version, lakeError *err);
 int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err);
 /* schema_json: canonical schema text (names.h). */
 int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const char *schema_json,

@@ -35,9 +35,8 @@ int64_t compactSmallSegments(const cJSON *reg, int64_t target) {
     return n;
 }
 
-/* Every row of registration segment g, in stored order, into w. */
-static int copySegment(segcache *segs, stage *st, const char *schema, const cJSON *g, segmentWriter *w,
-                       lakeError *err) {
+int compactCopySegment(segcache *segs, stage *st, const char *schema, const cJSON *g,
+                       int (*drop)(void *arg, int64_t rowid), void *arg, segmentWriter *w, lakeError *err) {
     fileValue fv;
     if (!segmentRecordFile(g, &fv)) return errSet(err, LAKE_EDATA, "a malformed segment in the registration");
     char *path = NULL;
@@ -46,16 +45,18 @@ static int copySegment(segcache *segs, stage *st, const char *schema, const cJSO
     sqlite3_value **vals = NULL;
     int rc = segcacheGet(segs, st, &fv, &path, err);
     if (!rc) rc = segmentReaderOpen(path, schema, &rd, err);
-    if (!rc && sqlite3_prepare_v2(segmentReaderDb(rd), "SELECT * FROM rows ORDER BY rowid", -1, &q, NULL) != SQLITE_OK)
+    if (!rc && sqlite3_prepare_v2(segmentReaderDb(rd), "SELECT rowid, * FROM rows ORDER BY rowid", -1, &q, NULL) !=
+                   SQLITE_OK)
         rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", fv.location);
-    int n = q ? sqlite3_column_count(q) : 0, s = SQLITE_DONE;
+    int n = q ? sqlite3_column_count(q) - 1 : 0, s = SQLITE_DONE;
     if (!rc && !(vals = calloc((size_t)n + 1, sizeof *vals))) rc = errSet(err, LAKE_EFAIL, "out of memory");
     while (!rc && (s = sqlite3_step(q)) == SQLITE_ROW) {
         if (interruptPending()) {
             rc = errSet(err, LAKE_EFAIL, "interrupted");
             break;
         }
-        for (int i = 0; i < n; i++) vals[i] = sqlite3_column_value(q, i);
+        if (drop && drop(arg, sqlite3_column_int64(q, 0))) continue;
+        for (int i = 0; i < n; i++) vals[i] = sqlite3_column_value(q, i + 1);
         rc = segmentWriterAddSqlRow(w, vals, n, err);
     }
     if (!rc && s != SQLITE_DONE) rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", fv.location);
@@ -107,7 +108,7 @@ static int compactOnce(catalogCache *c, stage *st, segcache *segs, const char *n
             cJSON_Delete(loc);
             rc = errSet(err, LAKE_EFAIL, "out of memory");
         }
-        if (rc || (rc = copySegment(segs, st, schema, g, w, err))) goto out;
+        if (rc || (rc = compactCopySegment(segs, st, schema, g, NULL, NULL, w, err))) goto out;
     }
     if ((rc = segmentWriterFinish(w, &written, &files, err))) goto out;
     if (interruptPending()) {

@@ -32,6 +32,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "query/segcache.h"
+#include "query/segment.h"
 #include "stage/stage.h"
 
 #define COMPACT_TARGET_DEFAULT (64LL * 1024 * 1024)
@@ -60,6 +61,13 @@ int64_t compactSmallSegments(const struct cJSON *reg, int64_t target);
  * races, 1 "interrupted" after a stop signal. */
 int compactTable(catalogCache *c, stage *st, segcache *segs, const char *ns, const char *name,
                  const compactOptions *opt, compactResult *res, lakeError *err);
+
+/* Every row of registration segment g (fetched through segs from st,
+ * checked against schema), in stored order, into w, but those whose
+ * rowid drop (when not NULL) says 1 of.  1 "interrupted" after a stop
+ * signal; 65 for a segment that cannot be read. */
+int compactCopySegment(segcache *segs, stage *st, const char *schema, const struct cJSON *g,
+                       int (*drop)(void *arg, int64_t rowid), void *arg, segmentWriter *w, lakeError *err);
 
 /* After a command's appends (lake-put --table, lake-query INSERT and
  * --import): every table it appended to through c (cacheAppended) that

@@ -17,6 +17,7 @@
 #include "query/lookup.h"
 #include "query/prefetch.h"
 #include "query/prune.h"
+#include "query/rewrite.h"
 #include "query/segment.h"
 
 /* Segments a cursor keeps open between scans (a table in the inner loop
@@ -56,6 +57,7 @@ typedef struct queryTable {
     int64_t rows;           /* of the pinned version */
     lookupStore *stores;    /* built for this statement */
     segmentWriter *writer;  /* rows this statement inserts */
+    queryRewrite *rewrite;  /* or the rows it deletes or updates */
     struct queryTable *next;
 } queryTable;
 
@@ -160,6 +162,7 @@ static void freeTable(queryTable *t) {
     unpin(t);
     segmentSchemaFree(t->cols);
     segmentWriterFree(t->writer);
+    rewriteFree(t->rewrite);
     free(t->ns);
     free(t->name);
     free(t->id);
@@ -970,10 +973,38 @@ static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     return SQLITE_OK;
 }
 
+/* DELETE (argc 1) or UPDATE (argv[2..]: the new row) of the row whose
+ * rowid is argv[0]: marked in the statement's rewrite (query/rewrite.h),
+ * committed by xSync. */
+static int changeRow(queryTable *t, int argc, sqlite3_value **argv) {
+    const char *op = argc == 1 ? "delete" : "update";
+    lakeError *err = &t->ctx->err;
+    /* a second statement would read the rows the first changed as they
+     * were: each DELETE or UPDATE commits on its own */
+    if (!sqlite3_get_autocommit(t->ctx->db))
+        return failf(t, LAKE_EUSAGE, "DELETE and UPDATE of a lake table run on their own, not between BEGIN and COMMIT");
+    if (t->writer) return failf(t, LAKE_EUSAGE, "a statement may insert rows or change them, not both");
+    sqlite3_int64 old = sqlite3_value_int64(argv[0]);
+    if (argc > 1 && (sqlite3_value_type(argv[1]) != SQLITE_INTEGER || sqlite3_value_int64(argv[1]) != old))
+        return failf(t, LAKE_EUSAGE, "a row's rowid cannot be set");
+    int rc = pin(t);
+    if (rc != SQLITE_OK) return rc;
+    if (!t->rewrite) {
+        /* refused before any segment is stored */
+        if (cacheMayRun(t->ctx->cache, "rewrite", err)) return fail(t, err);
+        if (rewriteOpen(t->ctx->stage, t->id, t->schema, op, t->nseg, t->ctx->tmp_dir, &t->rewrite, err))
+            return fail(t, err);
+    }
+    int marked = rewriteMark(t->rewrite, (int)(old >> 32), old & 0xffffffff);
+    if (marked < 0) return failf(t, LAKE_EFAIL, "a row to change is none of the table's, or out of memory");
+    if (argc > 1 && marked && rewriteAddRow(t->rewrite, argv + 2, argc - 2, err)) return fail(t, err);
+    return SQLITE_OK;
+}
+
 static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 *rowid) {
     queryTable *t = (queryTable *)v;
-    if (argc == 1 || sqlite3_value_type(argv[0]) != SQLITE_NULL)
-        return failf(t, LAKE_EUSAGE, "lake tables are append-only: UPDATE and DELETE are refused");
+    if (argc == 1 || sqlite3_value_type(argv[0]) != SQLITE_NULL) return changeRow(t, argc, argv);
+    if (t->rewrite) return failf(t, LAKE_EUSAGE, "a statement may insert rows or change them, not both");
     int rc = pin(t);
     if (rc != SQLITE_OK) return rc;
     lakeError *err = &t->ctx->err;
@@ -998,8 +1029,19 @@ static int xBegin(sqlite3_vtab *v) {
  * appends commute, so this one goes on top of theirs. */
 static int xSync(sqlite3_vtab *v) {
     queryTable *t = (queryTable *)v;
-    if (!t->writer || segmentWriterRows(t->writer) == 0) return SQLITE_OK;
     lakeError *err = &t->ctx->err;
+    if (t->rewrite) { /* DELETE, UPDATE: a conflict is the caller's to run again */
+        int64_t v2, expected = (int64_t)cJSON_GetObjectItemCaseSensitive(t->pinned, "version")->valuedouble;
+        if (rewriteCommit(t->rewrite, t->ctx->cache, t->ctx->segs, t->ctx->stage, t->ns, t->name, t->segv, expected,
+                          &v2, err)) {
+            t->ctx->replan = err->status && strcmp(err->status, "conflict") == 0;
+            return fail(t, err);
+        }
+        if (t->ctx->changed)
+            t->ctx->changed(t->ctx->changed_arg, t->ns, t->name, rewriteOperation(t->rewrite), rewriteMarked(t->rewrite));
+        return SQLITE_OK;
+    }
+    if (!t->writer || segmentWriterRows(t->writer) == 0) return SQLITE_OK;
     cJSON *segs = NULL, *files = NULL;
     int rc = SQLITE_OK;
     /* a COMMIT of an explicit transaction comes after its statements ended */
@@ -1016,6 +1058,8 @@ static int xEnd(sqlite3_vtab *v) {
     queryTable *t = (queryTable *)v;
     segmentWriterFree(t->writer);
     t->writer = NULL;
+    rewriteFree(t->rewrite);
+    t->rewrite = NULL;
     return SQLITE_OK;
 }
 

@@ -11,8 +11,10 @@
  * order through the segment cache.  INSERT buffers rows into new segments
  * and, when the statement commits, uploads them and appends one version
  * with the pinned version as expected_version; a conflict is retried
- * against the new version (appends commute).  UPDATE and DELETE are
- * refused: lake tables are append-only.
+ * against the new version (appends commute).  DELETE and UPDATE mark the
+ * rows they change and, when the statement commits, rewrite the segments
+ * holding one as one new version (query/rewrite.h); a lost race sets
+ * replan, and the caller runs the statement again.
  *
  * Pushdown: a scan reads only the columns the statement uses (colUsed).
  * Comparisons of a column with a constant (=, <, <=, >, >= under the
@@ -68,6 +70,11 @@ typedef struct queryContext {
      * queryDeclare.  NULL: cache must be set. */
     int (*open)(struct queryContext *ctx, lakeError *err);
     void *open_arg;
+    /* Called when a DELETE or UPDATE committed: operation "delete" or
+     * "update", and the rows it changed.  NULL: nothing is told. */
+    void (*changed)(void *arg, const char *ns, const char *name, const char *operation, int64_t rows);
+    void *changed_arg;
+    int replan; /* set when a DELETE or UPDATE lost a race (conflict): run the statement again */
 } queryContext;
 
 /* In a plan's text (SQLite's EXPLAIN QUERY PLAN shows it), before

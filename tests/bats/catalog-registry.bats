@@ -3,8 +3,8 @@
 # not a lake registry, or one from a newer schema version, is refused (78)
 # and left byte for byte as it was; a registry without a directory marker is
 # still read (the development compatibility path of DESIGN §5) with a
-# one-line warning; a registry of schema version 1 is upgraded to 2 by the
-# next command, its data intact.  These are about the local source itself: a remote
+# one-line warning; a registry of schema version 1 or 2 is upgraded to 3
+# by the next command, its data intact.  These are about the local source itself: a remote
 # source runs its own registry (lake-metasrv init/serve, which fails closed
 # on a registry without a marker), so they skip there.
 
@@ -184,20 +184,21 @@ assert_refused_untouched() {
   [[ $stderr == *"known=-1 -> snapshot generation=2"* ]]
 }
 
-@test "a registry of schema version 1 is upgraded to 2 by the next command, its data intact" {
+@test "a registry of schema version 1 is upgraded to 3 by the next command, its data intact" {
   make_docs
   printf 'title,year\nA lake,2026\nB,2025\n' | lake-query -q --import docs.papers
   local before
   before=$(lake-catalog resolve docs.papers | jq -c '[.id, .version, .schema, [.segments[] | del(.stats)]]')
   # back to schema 1, as a registry written before issue 18 is
   sqlite3 "$REGISTRY" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
+                       ALTER TABLE versions DROP COLUMN operation;
                        UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
   assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM pragma_table_info('segments') WHERE name IN ('stats', 'removed_in')")" 0
   rm -rf "$XDG_CACHE_HOME"
 
   run --separate-stderr lake-catalog resolve docs.papers
   assert_clean_success
-  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 2
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 3
   assert_equal "$(sqlite3 "$REGISTRY" "SELECT group_concat(name || ' ' || type, ', ') FROM pragma_table_info('segments') WHERE name IN ('stats', 'removed_in')")" \
     "stats TEXT, removed_in INTEGER"
   # the same table, version and segments; those written before have no stats
@@ -210,4 +211,26 @@ assert_refused_untouched() {
   lake-query -q -c "INSERT INTO docs.papers(title, year) VALUES ('C', 2024)"
   assert_equal "$(lake-catalog resolve docs.papers | jq -c '[.segments[] | .stats[1] // "none"]')" \
     '["none",{"nulls":0,"min":2024,"max":2024}]'
+}
+
+@test "a registry of schema version 2 is upgraded to 3 by the next command: versions made before have no operation; DELETE works" {
+  make_docs
+  printf 'title,year\nA lake,2026\nB,2025\n' | lake-query -q --import docs.papers
+  local before
+  before=$(lake-catalog resolve docs.papers)
+  # back to schema 2, as a registry written before issue 28 is
+  sqlite3 "$REGISTRY" "ALTER TABLE versions DROP COLUMN operation;
+                       UPDATE lake_meta SET value = '2' WHERE key = 'schema_version'"
+  rm -rf "$XDG_CACHE_HOME"
+
+  run --separate-stderr lake-catalog resolve docs.papers
+  assert_clean_success
+  assert_equal "$output" "$before"
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 3
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM versions WHERE operation IS NULL")" 2
+  run --separate-stderr lake-query -c "DELETE FROM docs.papers WHERE year = 2025"
+  assert_equal "exit $status: $stderr" "exit 0: lake-query: docs.papers: 1 row deleted"
+  assert_equal "$(lake-query -c 'SELECT title FROM docs.papers')" "A lake"
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT version || ' ' || ifnull(operation, '-') FROM versions ORDER BY version")" \
+    "$(printf '0 -\n1 -\n2 delete')"
 }

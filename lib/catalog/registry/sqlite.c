@@ -57,6 +57,9 @@ static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
      * query/segment.h), and the version that compacted it away */
     "ALTER TABLE segments ADD COLUMN stats TEXT;"
     "ALTER TABLE segments ADD COLUMN removed_in INTEGER;",
+    /* 3 (issue 28): what made a version (create, append, compact, delete,
+     * update; NULL in versions made before, which history infers) */
+    "ALTER TABLE versions ADD COLUMN operation TEXT;",
 };
 
 static const sqlDialect dialect = {

@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# The rewrite action (DELETE and UPDATE, issue 28) of a real TLS
+# lake-metasrv: its checks and answers over HTTPS, and lake-query's DELETE
+# and UPDATE racing 8 appending clients.  tests/run runs this on a SQLite
+# and on a PostgreSQL registry.
+
+load helpers/common
+load helpers/metasrv
+
+setup() {
+  metasrv_setup
+  metasrv_post "$ADMIN" create_namespace '{"namespace":"m"}'
+  metasrv_post "$ADMIN" create_table '{"namespace":"m","name":"t","schema":[{"name":"a","type":"INTEGER"}]}'
+  [ "$HTTP_CODE" = 200 ] || fail "create_table: $HTTP_CODE $HTTP_BODY"
+}
+
+teardown() {
+  metasrv_stop
+  common_teardown
+}
+
+seg() { metasrv_segment "$STAGE_URL/tables/m/$1"; }
+
+# rewrite_body EXPECTED OPERATION REPLACE-JSON SEGMENTS-JSON
+rewrite_body() {
+  printf '{"namespace":"m","name":"t","expected_version":%s,"operation":"%s","replace":%s,"segments":%s,"files":[]}' "$@"
+}
+
+table_state() {
+  metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t"}'
+  [ "$HTTP_CODE" = 200 ] || fail "resolve: $HTTP_CODE $HTTP_BODY"
+  jq -c '[.version, [.segments[].location | sub(".*/"; "")]]' <<<"$HTTP_BODY"
+}
+
+@test "rewrite over HTTPS: segments replaced by fewer or none, retries answer their version, a lost race is 409, bad requests 400" {
+  local i
+  for i in 1 2 3; do
+    metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":$((i - 1)),\"segments\":[$(seg "s$i")],\"files\":[]}"
+    assert_equal "$HTTP_CODE" 200
+  done
+  # an UPDATE of s1 into u1 (its rows need not add up: the registry does
+  # not count them for a rewrite)
+  local body
+  body=$(rewrite_body 3 update "[\"$STAGE_URL/tables/m/s1\"]" "[$(seg u1)]")
+  metasrv_post "$ADMIN" rewrite "$body"
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":4}'
+  assert_equal "$(table_state)" '[4,["s2","s3","u1"]]'
+  # the same request again (a lost answer): the version it committed
+  metasrv_post "$ADMIN" rewrite "$body"
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":4}'
+  # a DELETE of s2 and s3 that leaves no segment, expected 3 (an append
+  # since commutes); and its retry
+  body=$(rewrite_body 3 delete "[\"$STAGE_URL/tables/m/s2\",\"$STAGE_URL/tables/m/s3\"]" '[]')
+  metasrv_post "$ADMIN" rewrite "$body"
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":5}'
+  metasrv_post "$ADMIN" rewrite "$body"
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":5}'
+  assert_equal "$(table_state)" '[5,["u1"]]'
+  # s1 was rewritten at version 4: another rewrite of it lost the race
+  metasrv_post "$ADMIN" rewrite "$(rewrite_body 3 delete "[\"$STAGE_URL/tables/m/s1\"]" '[]')"
+  metasrv_expect_error 409 conflict
+  # bad requests change nothing
+  metasrv_post "$ADMIN" rewrite "$(rewrite_body 5 truncate "[\"$STAGE_URL/tables/m/u1\"]" '[]')"
+  metasrv_expect_error 400 invalid_argument
+  metasrv_post "$ADMIN" rewrite "$(rewrite_body 5 delete '[]' '[]')"
+  metasrv_expect_error 400 invalid_argument
+  metasrv_post "$ADMIN" rewrite "$(rewrite_body 5 delete "[\"$STAGE_URL/tables/m/nothing\"]" '[]')"
+  metasrv_expect_error 400 invalid_argument
+  metasrv_post "$ADMIN" rewrite "$(rewrite_body 9 delete "[\"$STAGE_URL/tables/m/u1\"]" '[]')"
+  metasrv_expect_error 409 conflict
+  assert_equal "$(table_state)" '[5,["u1"]]'
+  # the versions' operations, recorded (the registry behind the server)
+  case ${LAKE_TEST_REGISTRY:-sqlite} in
+    pg) source "${BATS_TEST_DIRNAME}/helpers/pg.bash"
+        ops=$(pg_sql "$(cat "$SRV/registry.url")" "SELECT string_agg(operation, ',' ORDER BY version) FROM versions") ;;
+    *) ops=$(sqlite3 "$SRV/registry.db" "SELECT group_concat(operation, ',') FROM (SELECT operation FROM versions ORDER BY version)") ;;
+  esac
+  assert_equal "$ops" "create,append,append,append,update,delete"
+}
+
+@test "DELETE and UPDATE racing 8 appending clients: every acknowledged append present, every deleted row absent" {
+  lake-catalog create m.s 'id INTEGER, tag TEXT'
+  local i c
+  # ids 1..200, tagged old, in 4 segments
+  for i in 0 1 2 3; do
+    awk -v i="$i" 'BEGIN { for (n = 50 * i + 1; n <= 50 * i + 50; n++) printf "{\"id\":%d,\"tag\":\"old\"}\n", n }' |
+      lake-query -q --import m.s
+  done
+  # 8 clients, 12 INSERTs each of a new id; an acknowledged one is an exit 0
+  for c in $(seq 1 8); do
+    (
+      for i in $(seq 1 12); do
+        id=$((1000 * c + i))
+        if lake-query -q -c "INSERT INTO m.s VALUES ($id, 'new')" 2>>"$T/client.$c.err"; then echo "$id"; fi
+      done >"$T/acked.$c"
+    ) &
+  done
+  # meanwhile: the even old ids deleted, then the odd ones tagged
+  run --separate-stderr lake-query -c "DELETE FROM m.s WHERE tag = 'old' AND id % 2 = 0"
+  assert_equal "exit $status: $stderr" "exit 0: lake-query: m.s: 100 rows deleted"
+  run --separate-stderr lake-query -c "UPDATE m.s SET tag = 'upd' WHERE tag = 'old'"
+  assert_equal "exit $status: $stderr" "exit 0: lake-query: m.s: 100 rows updated"
+  wait
+  cat "$T"/acked.* | sort -n >"$T/acked"
+  [ "$(wc -l <"$T/acked")" -ge 80 ] || fail "too few appends acknowledged: $(cat "$T"/client.*.err)"
+  lake-query -c "SELECT id FROM m.s WHERE tag = 'new' ORDER BY id" >"$T/new"
+  diff "$T/acked" "$T/new" || fail "acknowledged appends lost or rows added twice"
+  assert_equal "$(lake-query -c "SELECT count(*), count(DISTINCT id), sum(id % 2) FROM m.s WHERE tag = 'upd'")" \
+    "$(printf '100\t100\t100')"
+  assert_equal "$(lake-query -c "SELECT count(*) FROM m.s WHERE tag = 'old' OR (id <= 200 AND id % 2 = 0)")" 0
+}
