@@ -27,12 +27,13 @@
 #include "core/config.h"
 #include "core/duration.h"
 #include "core/interrupt.h"
+#include "core/jsonstrict.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "query/compact.h"
 
 enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT_STRICT,
-       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE, OPT_IF_NOT_EXISTS, OPT_TARGET_SIZE };
+       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE, OPT_IF_NOT_EXISTS, OPT_TARGET_SIZE, OPT_TO_VERSION };
 
 #define GLOBAL_OPTIONS                                                                        \
     {'q', 'q', "quiet", NULL, "print no warnings"},                                           \
@@ -49,6 +50,10 @@ static const cliOption globalOptions[] = {GLOBAL_OPTIONS, {0, 0, NULL, NULL, NUL
 static const cliOption resolveOptions[] = {
     GLOBAL_OPTIONS,
     {OPT_VERSION, 0, "version", "N", "the registration at version N (default: current)"},
+    {0, 0, NULL, NULL, NULL}};
+static const cliOption rollbackOptions[] = {
+    GLOBAL_OPTIONS,
+    {OPT_TO_VERSION, 0, "to-version", "N", "the version whose rows the table gets back (required)"},
     {0, 0, NULL, NULL, NULL}};
 static const cliOption refreshOptions[] = {
     GLOBAL_OPTIONS,
@@ -77,6 +82,8 @@ static const cliSpec spec = {
     "  list [NS]                     tables as namespace<TAB>name, sorted\n"
     "  show NS.T                     columns as column<TAB>type\n"
     "  resolve NS.T [--version N]    the registration (JSON)\n"
+    "  history NS.T                  the table's versions: what made each, and its totals\n"
+    "  rollback NS.T --to-version N  a new version holding version N's rows\n"
     "  refresh [--force]             ask the metadata source now\n"
     "  status                        the cached catalog: source, generation, age, staleness\n"
     "  create-namespace NS [--if-not-exists]\n"
@@ -108,6 +115,12 @@ static const command commands[] = {
     {"show", 1, 1, globalOptions, "show NS.T", "Show a table's columns as column<TAB>type."},
     {"resolve", 1, 1, resolveOptions, "resolve NS.T [--version N]",
      "Print a table's registration (JSON): id, version, schema, segments."},
+    {"history", 1, 1, globalOptions, "history NS.T",
+     "List a table's versions, oldest first, as version<TAB>committed_at<TAB>principal<TAB>operation<TAB>"
+     "rows_added<TAB>rows_removed<TAB>segments<TAB>rows<TAB>bytes (the last three: the table after it)."},
+    {"rollback", 1, 1, rollbackOptions, "rollback NS.T --to-version N",
+     "Make a new version of the table that holds the rows (the same segments) version N held; the versions "
+     "between stay readable."},
     {"refresh", 0, 0, refreshOptions, "refresh [--force]",
      "Ask the metadata source now; a failing source is an error."},
     {"status", 0, 0, globalOptions, "status",
@@ -132,7 +145,7 @@ static const command commands[] = {
 
 typedef struct run {
     int json, header, force, strict, offline, dry_run, if_not_exists;
-    int64_t max_age, version, grace, target_size;
+    int64_t max_age, version, grace, target_size, to_version;
     lakeConfig cfg;
     catalogSource *src;
     catalogCache *cache;
@@ -155,6 +168,7 @@ static void parseOption(run *r, int c, const char *arg) {
     case OPT_OFFLINE: r->offline = 1; break;
     case OPT_STRICT: r->strict = 1; break;
     case OPT_VERSION: r->version = parseCount("--version", arg); break;
+    case OPT_TO_VERSION: r->to_version = parseCount("--to-version", arg); break;
     case OPT_FORCE: r->force = 1; break;
     case OPT_DRY_RUN: r->dry_run = 1; break;
     case OPT_IF_NOT_EXISTS: r->if_not_exists = 1; break;
@@ -291,6 +305,57 @@ static int cmdResolve(run *r, char **args, lakeError *err) {
     int rc = cacheResolve(r->cache, ns, name, r->version, &reg, err);
     if (!rc) rc = printJson(reg, err);
     cJSON_Delete(reg);
+    free(ns);
+    free(name);
+    return rc;
+}
+
+/* The table's versions, page by page from the source (never cached). */
+static int cmdHistory(run *r, char **args, lakeError *err) {
+    static const char *const cols[] = {"version", "committed_at", "principal", "operation", "rows_added",
+                                       "rows_removed", "segments", "rows", "bytes"};
+    char *ns, *name;
+    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    if (r->offline) return errSet(err, LAKE_EUSAGE, "history asks the source; not --offline");
+    int rc = 0, more = 1;
+    int64_t after = -1;
+    cJSON *all = r->json ? cJSON_CreateArray() : NULL;
+    if (r->header && !r->json) {
+        for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) printf("%s%s", i ? "\t" : "", cols[i]);
+        putchar('\n');
+    }
+    while (!rc && more) {
+        cJSON *page = NULL, *v;
+        if ((rc = sourceHistory(r->src, ns, name, after, &page, err))) break;
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(page, "versions");
+        more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "more"));
+        if (!cJSON_IsArray(list) || (more && cJSON_GetArraySize(list) == 0))
+            rc = errSet(err, LAKE_EFAIL, "%s: a malformed history answer", args[0]);
+        cJSON_ArrayForEach(v, list) {
+            if (rc) break;
+            int64_t n;
+            if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(v, "version"), 0, &n) || n <= after) {
+                rc = errSet(err, LAKE_EFAIL, "%s: a malformed history answer", args[0]);
+                break;
+            }
+            after = n;
+            if (all) {
+                cJSON_AddItemToArray(all, cJSON_Duplicate(v, 1));
+                continue;
+            }
+            for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+                const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, cols[i]);
+                if (i) putchar('\t');
+                if (cJSON_IsString(f)) fputs(f->valuestring, stdout);
+                else if (cJSON_IsNumber(f)) printf("%.0f", f->valuedouble);
+                else putchar('-');
+            }
+            putchar('\n');
+        }
+        cJSON_Delete(page);
+    }
+    if (!rc && all) rc = printJson(all, err);
+    cJSON_Delete(all);
     free(ns);
     free(name);
     return rc;
@@ -509,6 +574,21 @@ done:
 
 /* compact: the table's small segments into few large ones, one line on
  * stdout saying what was done. */
+static int cmdRollback(run *r, char **args, lakeError *err) {
+    char *ns, *name;
+    int64_t version;
+    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    if (r->to_version < 0) cliUsageError(&spec, "rollback: --to-version N is required");
+    int rc = r->offline ? errSet(err, LAKE_EUSAGE, "rollback changes the catalog; not --offline") : 0;
+    if (!rc) rc = cacheRollback(r->cache, ns, name, r->to_version, &version, err);
+    if (!rc)
+        printf("rolled back %s.%s to version %lld: version %lld\n", ns, name, (long long)r->to_version,
+               (long long)version);
+    free(ns);
+    free(name);
+    return rc;
+}
+
 static int cmdCompact(run *r, char **args, lakeError *err) {
     char *ns, *name;
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
@@ -537,7 +617,7 @@ static int cmdCompact(run *r, char **args, lakeError *err) {
 
 int main(int argc, char **argv) {
     logInit(argv[0]);
-    run r = {.max_age = -1, .version = -1, .grace = -1};
+    run r = {.max_age = -1, .version = -1, .grace = -1, .to_version = -1};
     const char *arg;
     int c, first;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) parseOption(&r, c, arg);
@@ -571,6 +651,8 @@ int main(int argc, char **argv) {
     if (strcmp(name, "list") == 0) rc = cmdList(&r, args, nargs, &err);
     else if (strcmp(name, "show") == 0) rc = cmdShow(&r, args, &err);
     else if (strcmp(name, "resolve") == 0) rc = cmdResolve(&r, args, &err);
+    else if (strcmp(name, "history") == 0) rc = cmdHistory(&r, args, &err);
+    else if (strcmp(name, "rollback") == 0) rc = cmdRollback(&r, args, &err);
     else if (strcmp(name, "refresh") == 0)
         rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline")
                        : cacheRefresh(r.cache, r.force, &err);

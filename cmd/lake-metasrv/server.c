@@ -59,7 +59,7 @@ static int killAfterAppend;        /* test-only fault */
 
 /* --- metrics ------------------------------------------------------------ */
 
-static const char *const metricActions[] = {"catalog_snapshot", "resolve", "append", "compact", "rewrite",
+static const char *const metricActions[] = {"catalog_snapshot", "resolve", "history", "append", "compact", "rewrite", "rollback",
                                             "create_namespace", "create_table", "drop_table",
                                             "whoami", "references", "presign_get", "upload_begin",
                                             "upload_parts", "upload_complete", "upload_abort", "actions",

@@ -40,6 +40,7 @@
 #include "core/utf8.h"
 #include "query/filefn.h"
 #include "query/aggregate.h"
+#include "query/at.h"
 #include "query/compact.h"
 #include "query/import.h"
 #include "query/rewrite.h"
@@ -620,7 +621,22 @@ static int unknownLakeTable(const char *m) {
  * table NS.T, the catalog is refreshed once per run (another host may
  * have created it within the cache's TTL) and the statement compiled
  * again.  *st is NULL when only blanks or comments were left. */
+static int compileText(run *r, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err);
+
+/* compileText of sql with its AT clauses rewritten (query/at.h): the
+ * rewritten text has the same length, so *next maps back into sql. */
 static int compile(run *r, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err) {
+    char *at = NULL;
+    *st = NULL;
+    int rc = queryAtRewrite(sql, &at, err);
+    if (rc) return rc;
+    rc = compileText(r, at ? at : sql, st, next, err);
+    if (at && *next) *next = sql + (*next - at);
+    free(at);
+    return rc;
+}
+
+static int compileText(run *r, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err) {
     for (int attempt = 0;; attempt++) {
         errClear(&r->q.err);
         int rc = callsFileFunction(sql) ? lakeOpen(r, err) : 0;

@@ -11,8 +11,11 @@
 
 #include "catalog/names.h"
 #include "core/jsonstrict.h"
+#include "core/rfc3339.h"
 #include "core/utf8.h"
 
+/* One page of `history` at most: versions. */
+#define HISTORY_MAX_LIMIT 1000
 /* One page of `references` at most: locations, and bytes of their text. */
 #define REFERENCES_MAX_LIMIT 10000
 #define REFERENCES_MAX_BYTES (4LL * 1024 * 1024)
@@ -26,11 +29,13 @@ static const struct {
     int writes;         /* changes the registry */
 } actions[] = {
     {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER, "known_generation max_entries max_bytes", 0},
-    {"resolve", R_ALL, "namespace name version known_id known_version", 0},
+    {"resolve", R_ALL, "namespace name version timestamp known_id known_version", 0},
+    {"history", R_ALL, "namespace name after limit", 0},
     {"append", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version segments files", 1},
     {"compact", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version replace segments files", 1},
     /* DELETE and UPDATE: not a user's until grants scope it to tables */
     {"rewrite", R_ADMIN | R_QUERY, "namespace name expected_version operation replace segments files", 1},
+    {"rollback", R_ADMIN | R_QUERY, "namespace name expected_version version", 1},
     {"create_namespace", R_ADMIN, "namespace", 1},
     {"create_table", R_ADMIN, "namespace name schema", 1},
     {"drop_table", R_ADMIN, "namespace name", 1},
@@ -410,13 +415,30 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
             return rc;
         /* a conditional resolve (DESIGN §5): the client holds known_id at
          * known_version and asks whether that is still current */
+        const cJSON *ts = cJSON_GetObjectItemCaseSensitive(req, "timestamp");
         if (b >= 0 || known_id) {
-            if (a >= 0 || b < 0 || !known_id)
+            if (a >= 0 || b < 0 || !known_id || ts)
                 return errSetStatus(err, "invalid_argument",
                                     "resolve: known_id and known_version go together, without version");
             return registryResolveChanged(ctx->reg, ns, name, known_id, b, answer, err);
         }
+        if (ts && !cJSON_IsNull(ts)) { /* time travel: the version of that time */
+            long long secs;
+            char at[32];
+            if (a >= 0) return errSetStatus(err, "invalid_argument", "resolve: version or timestamp, not both");
+            if (!cJSON_IsString(ts) || rfc3339Parse(ts->valuestring, &secs, NULL, NULL))
+                return errSetStatus(err, "invalid_argument", "timestamp: expected an RFC 3339 time");
+            rfc3339Format(at, secs); /* UTC, whole seconds: as the registry records commits */
+            return registryResolveAt(ctx->reg, ns, name, at, answer, err);
+        }
         return registryResolve(ctx->reg, ns, name, a, answer, err);
+    }
+    if (strcmp(action, "history") == 0) {
+        if ((rc = names(req, 1, &ns, &name, err)) || (rc = integer(req, "after", -1, -1, &a, err)) ||
+            (rc = integer(req, "limit", HISTORY_MAX_LIMIT, 1, &b, err)))
+            return rc;
+        if (b > HISTORY_MAX_LIMIT) b = HISTORY_MAX_LIMIT; /* the server's limit caps the client's */
+        return registryHistory(ctx->reg, ns, name, a, b, answer, err);
     }
     /* no registry change: the stage's keys sign, the registry is not read */
     int handled;
@@ -445,6 +467,14 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         rc = registryAppend(ctx->reg, ctx->stage, ns, name, a, segs, files, ctx->principal, answer, err);
         if (!rc && ctx->after_append) ctx->after_append();
         return rc;
+    }
+    if (strcmp(action, "rollback") == 0) {
+        if ((rc = names(req, 1, &ns, &name, err))) return rc;
+        if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version") || !cJSON_GetObjectItemCaseSensitive(req, "version"))
+            return errSetStatus(err, "invalid_argument", "rollback: expected_version and version are required");
+        if ((rc = integer(req, "expected_version", 0, 0, &a, err)) || (rc = integer(req, "version", 0, 0, &b, err)))
+            return rc;
+        return registryRollback(ctx->reg, ns, name, a, b, ctx->principal, answer, err);
     }
     if (strcmp(action, "references") == 0) {
         const cJSON *after = cJSON_GetObjectItemCaseSensitive(req, "after");

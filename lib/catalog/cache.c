@@ -1407,6 +1407,25 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
     return 0;
 }
 
+int cacheResolveAt(catalogCache *c, const char *ns, const char *name, const char *at, cJSON **reg,
+                   lakeError *err) {
+    *reg = NULL;
+    if (c->opt.offline)
+        return errSet(err, LAKE_EUNAVAIL, "%s.%s at %s: a time is asked of the source, not --offline", ns, name, at);
+    cJSON *ans = NULL;
+    int rc = sourceResolveAt(c->src, ns, name, at, &ans, err);
+    if (rc) return rc;
+    int64_t n;
+    if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(ans, "version"), 0, &n) ||
+        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "id"))) {
+        cJSON_Delete(ans);
+        return errSetStatus(err, "internal", "resolve %s.%s: the answer has no version or id", ns, name);
+    }
+    regStore(c, ans); /* a version's registration never changes: AT (VERSION => n) finds it here */
+    *reg = ans;
+    return 0;
+}
+
 /* Versions of ns.name below epoch are no longer served on this host: the
  * table's state in the snapshot file, or, for a principal denied the
  * directory, the registration this process holds. */
@@ -1435,6 +1454,20 @@ static int raiseEpoch(catalogCache *c, const char *ns, const char *name, int64_t
     char id[64];
     snprintf(id, sizeof id, "%s", e->id);
     return updateState(c, id, epoch, 0, -1, err);
+}
+
+int cacheRollback(catalogCache *c, const char *ns, const char *name, int64_t to, int64_t *version,
+                  lakeError *err) {
+    cJSON *now = NULL;
+    int64_t current;
+    /* the current version, asked (a cached one may be older: a conflict) */
+    int rc = sourceResolve(c->src, ns, name, -1, &now, err);
+    if (!rc && !jsonWhole(cJSON_GetObjectItemCaseSensitive(now, "version"), 0, &current))
+        rc = errSetStatus(err, "internal", "resolve %s.%s: the answer has no version", ns, name);
+    cJSON_Delete(now);
+    if (!rc) rc = sourceRollback(c->src, ns, name, current, to, version, err);
+    if (rc) return rc;
+    return raiseEpoch(c, ns, name, *version, err);
 }
 
 int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int64_t expected,

@@ -115,6 +115,20 @@ int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err);
 int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version,
                  struct cJSON **reg, lakeError *err);
 
+/* Roll ns.name back to version `to` (sourceRollback, from the current
+ * version asked of the source), then raise its epoch on this host;
+ * *version the new version.  A table changed between the two calls is a
+ * conflict (75). */
+int cacheRollback(catalogCache *c, const char *ns, const char *name, int64_t to, int64_t *version,
+                  lakeError *err);
+
+/* The registration of ns.name at the last version committed at or before
+ * at (RFC 3339 UTC, whole seconds): one source call (the time is the
+ * registry's to map), the registration then kept as cacheResolve keeps
+ * any version's.  Not --offline (69). */
+int cacheResolveAt(catalogCache *c, const char *ns, const char *name, const char *at, struct cJSON **reg,
+                   lakeError *err);
+
 /* The tables this principal resolved by name on this host (a principal
  * denied the directory, role user: lake-catalog --offline list, and so
  * TAB completion), sorted; schema is NULL in each.  Zero source calls;

@@ -527,11 +527,12 @@ static int findTable(registry *r, const char *ns, const char *name, int lock, ch
     return rc;
 }
 
-/* registryResolve and registryResolveChanged: the registration at version
- * (current when < 0), or not_modified when the current version is
- * known_version of the table known_id (known_id NULL: never). */
-static int resolveIn(registry *r, const char *ns, const char *name, int64_t version, const char *known_id,
-                     int64_t known_version, cJSON **answer, lakeError *err) {
+/* registryResolve, registryResolveAt and registryResolveChanged: the
+ * registration at version (current when < 0; with at, the last version
+ * committed at or before at), or not_modified when the current version
+ * is known_version of the table known_id (known_id NULL: never). */
+static int resolveIn(registry *r, const char *ns, const char *name, int64_t version, const char *at,
+                     const char *known_id, int64_t known_version, cJSON **answer, lakeError *err) {
     *answer = NULL;
     char id[64];
     int64_t current;
@@ -550,6 +551,18 @@ static int resolveIn(registry *r, const char *ns, const char *name, int64_t vers
             *answer = a;
         }
         goto out;
+    }
+    if (at) {
+        rc = queryInt(r, &version, err, "SELECT max(version) FROM versions WHERE table_id = ? AND committed_at <= ?",
+                      id, at, NULL);
+        if (rc > 0) goto out;
+        /* max() of no row is NULL, read as 0: version 0 is the creation */
+        int64_t created;
+        if (!rc && (rc = queryInt(r, &created, err, "SELECT 1 FROM versions WHERE table_id = ? AND version = 0 "
+                                  "AND committed_at <= ?", id, at, NULL)) < 0)
+            rc = errSetStatus(err, "not_found", "%s.%s: no version at or before %s (the table was created later)", ns,
+                              name, at);
+        if (rc) goto out;
     }
     if (version < 0) version = current;
     if (version > current) {
@@ -597,12 +610,95 @@ out:
 
 int registryResolve(registry *r, const char *ns, const char *name, int64_t version, cJSON **answer,
                     lakeError *err) {
-    return resolveIn(r, ns, name, version, NULL, 0, answer, err);
+    return resolveIn(r, ns, name, version, NULL, NULL, 0, answer, err);
+}
+
+int registryResolveAt(registry *r, const char *ns, const char *name, const char *at, cJSON **answer,
+                      lakeError *err) {
+    return resolveIn(r, ns, name, -1, at, NULL, 0, answer, err);
+}
+
+/* One version's line of history: the totals after it in total[3]
+ * (segments, rows, bytes), carried from the version before. */
+static cJSON *historyEntry(sqlStmt *st, int64_t total[3]) {
+    int64_t version = sqlColumnInt64(st, 0), add[3], del[3];
+    for (int i = 0; i < 3; i++) {
+        add[i] = sqlColumnInt64(st, 4 + i);
+        del[i] = sqlColumnInt64(st, 7 + i);
+        total[i] += add[i] - del[i];
+    }
+    const char *op = sqlColumnText(st, 3), *principal = sqlColumnText(st, 2);
+    /* versions made before schema 3 recorded none: what they did says */
+    if (!op) op = version == 0 ? "create" : del[0] == 0 ? "append" : add[1] == del[1] ? "compact" : "rewrite";
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "version", (double)version);
+    cJSON_AddStringToObject(e, "committed_at", sqlColumnText(st, 1));
+    if (principal && *principal) cJSON_AddStringToObject(e, "principal", principal);
+    else cJSON_AddNullToObject(e, "principal");
+    cJSON_AddStringToObject(e, "operation", op);
+    /* the change of the row count (a compaction or an UPDATE: none) */
+    cJSON_AddNumberToObject(e, "rows_added", (double)(add[1] > del[1] ? add[1] - del[1] : 0));
+    cJSON_AddNumberToObject(e, "rows_removed", (double)(del[1] > add[1] ? del[1] - add[1] : 0));
+    cJSON_AddNumberToObject(e, "segments", (double)total[0]);
+    cJSON_AddNumberToObject(e, "rows", (double)total[1]);
+    cJSON_AddNumberToObject(e, "bytes", (double)total[2]);
+    return e;
+}
+
+int registryHistory(registry *r, const char *ns, const char *name, int64_t after, int64_t limit, cJSON **answer,
+                    lakeError *err) {
+    *answer = NULL;
+    char id[64], abuf[32], lbuf[32];
+    int64_t current, total[3] = {0, 0, 0};
+    snprintf(abuf, sizeof abuf, "%lld", (long long)after);
+    snprintf(lbuf, sizeof lbuf, "%lld", (long long)limit + 1); /* one more: is there more? */
+    int rc = exec(r, r->db->dialect->begin_read, err);
+    if (rc) return rc;
+    if ((rc = findTable(r, ns, name, 0, id, &current, NULL, err))) goto out;
+    if (after >= 0) { /* the totals the page starts from: version after's */
+        sqlStmt *st = prep(r, err, "SELECT count(*), coalesce(sum(rows), 0), coalesce(sum(size), 0) FROM segments "
+                           "WHERE table_id = ? AND version <= CAST(? AS BIGINT) "
+                           "AND (removed_in IS NULL OR removed_in > CAST(? AS BIGINT))", id, abuf, abuf, NULL);
+        if (!st) { rc = err->code; goto out; }
+        if (sqlStep(st) == SQL_ROW)
+            for (int i = 0; i < 3; i++) total[i] = sqlColumnInt64(st, i);
+        else rc = sqlErr(r, err, "read history");
+        sqlFinalize(st);
+        if (rc) goto out;
+    }
+    sqlStmt *st = prep(r, err,
+        "SELECT v.version, v.committed_at, v.principal, v.operation,"
+        " coalesce(a.n, 0), coalesce(a.rows, 0), coalesce(a.bytes, 0),"
+        " coalesce(d.n, 0), coalesce(d.rows, 0), coalesce(d.bytes, 0) FROM versions v"
+        " LEFT JOIN (SELECT version, count(*) AS n, sum(rows) AS rows, sum(size) AS bytes FROM segments"
+        "  WHERE table_id = ? GROUP BY version) a ON a.version = v.version"
+        " LEFT JOIN (SELECT removed_in, count(*) AS n, sum(rows) AS rows, sum(size) AS bytes FROM segments"
+        "  WHERE table_id = ? AND removed_in IS NOT NULL GROUP BY removed_in) d ON d.removed_in = v.version"
+        " WHERE v.table_id = ? AND v.version > CAST(? AS BIGINT) ORDER BY v.version LIMIT CAST(? AS BIGINT)",
+        id, id, id, abuf, lbuf, NULL);
+    if (!st) { rc = err->code; goto out; }
+    cJSON *a = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(a, "versions");
+    int s, n = 0, more = 0;
+    while ((s = sqlStep(st)) == SQL_ROW) {
+        if (n++ == limit) {
+            more = 1;
+            break;
+        }
+        cJSON_AddItemToArray(list, historyEntry(st, total));
+    }
+    if (s != SQL_ROW && s != SQL_DONE) rc = sqlErr(r, err, "read history");
+    sqlFinalize(st);
+    cJSON_AddBoolToObject(a, "more", more);
+    if (rc) cJSON_Delete(a);
+    else *answer = a;
+out:
+    exec(r, "COMMIT", NULL);
+    return rc;
 }
 
 int registryResolveChanged(registry *r, const char *ns, const char *name, const char *known_id,
                            int64_t known_version, cJSON **answer, lakeError *err) {
-    return resolveIn(r, ns, name, -1, known_id, known_version, answer, err);
+    return resolveIn(r, ns, name, -1, NULL, known_id, known_version, answer, err);
 }
 
 int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes, int64_t grace,
@@ -851,8 +947,11 @@ static int checkReplace(registry *r, const char *id, const char *what, const cha
     cJSON_ArrayForEach(g, segments) newRows += (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble;
     cJSON_ArrayForEach(g, replace) {
         int64_t live; /* its rows, or -1 when an earlier compaction removed it */
+        /* (a rollback may have made a removed segment live again: its
+         * live row first) */
         int rc = queryInt(r, &live, err, "SELECT CASE WHEN removed_in IS NULL THEN rows ELSE -1 END FROM segments "
-                          "WHERE table_id = ? AND location = ?", id, g->valuestring, NULL);
+                          "WHERE table_id = ? AND location = ? ORDER BY removed_in IS NULL DESC", id, g->valuestring,
+                          NULL);
         /* no location in a message: it is a path (DESIGN §5) */
         if (rc < 0)
             return errSetStatus(err, "invalid_argument", "%s: replace names a location that is no segment of %s.%s",
@@ -961,6 +1060,62 @@ int registryRewrite(registry *r, const stage *stg, const char *ns, const char *n
     if (!operation || (strcmp(operation, "delete") != 0 && strcmp(operation, "update") != 0))
         return errSetStatus(err, "invalid_argument", "rewrite: operation must be delete or update");
     return replaceVersion(r, stg, operation, ns, name, expected, replace, segments, files, principal, answer, err);
+}
+
+int registryRollback(registry *r, const char *ns, const char *name, int64_t expected, int64_t to,
+                     const char *principal, cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    char id[64], tbuf[32], vbuf[32], now[32];
+    int64_t current;
+    int rc = exec(r, r->db->dialect->begin_write, err);
+    if (rc) return rc;
+    if ((rc = findTable(r, ns, name, 1, id, &current, NULL, err))) goto fail;
+    if (expected != current) {
+        rc = errSetStatus(err, "conflict", "%s.%s is at version %lld, not %lld", ns, name, (long long)current,
+                          (long long)expected);
+        goto fail;
+    }
+    if (to > current) {
+        rc = errSetStatus(err, "invalid_argument", "%s.%s: no version %lld (current is %lld)", ns, name,
+                          (long long)to, (long long)current);
+        goto fail;
+    }
+    snprintf(tbuf, sizeof tbuf, "%lld", (long long)to);
+    snprintf(vbuf, sizeof vbuf, "%lld", (long long)(current + 1));
+    rfc3339Now(now);
+    /* live at `to`: added at or before it, not removed by it */
+#define LIVE_AT "version <= CAST(? AS BIGINT) AND (removed_in IS NULL OR removed_in > CAST(? AS BIGINT))"
+    if ((rc = run(r, err, "insert version", "INSERT INTO versions(table_id, version, committed_at, principal, operation) "
+                  "VALUES (?, CAST(? AS BIGINT), ?, ?, 'rollback')", id, vbuf, now, principal ? principal : "", NULL)) ||
+        /* those live at `to` but not now: live again, as rows of the new
+         * version (the same objects) */
+        (rc = run(r, err, "revive segments",
+                  "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows, stats) "
+                  "SELECT table_id, CAST(? AS BIGINT), row_number() OVER (ORDER BY version, seq) - 1, location, size, "
+                  "sha256, rows, stats FROM segments s WHERE table_id = ? AND " LIVE_AT " AND removed_in IS NOT NULL "
+                  "AND NOT EXISTS (SELECT 1 FROM segments l WHERE l.table_id = s.table_id AND l.location = s.location "
+                  "AND l.removed_in IS NULL)", vbuf, id, tbuf, tbuf, NULL)) ||
+        /* those live now but not at `to`: removed by the new version */
+        (rc = run(r, err, "remove segments",
+                  "UPDATE segments SET removed_in = CAST(? AS BIGINT) WHERE table_id = ? AND removed_in IS NULL "
+                  "AND version < CAST(? AS BIGINT) AND location NOT IN (SELECT location FROM segments WHERE "
+                  "table_id = ? AND " LIVE_AT ")", vbuf, id, vbuf, id, tbuf, tbuf, NULL)) ||
+        /* the FILE locations of the versions whose segments it holds */
+        (rc = run(r, err, "insert files",
+                  "INSERT INTO version_files SELECT table_id, CAST(? AS BIGINT), location FROM version_files "
+                  "WHERE table_id = ? AND version IN (SELECT version FROM segments WHERE table_id = ? AND " LIVE_AT ") "
+                  "ON CONFLICT DO NOTHING", vbuf, id, id, tbuf, tbuf, NULL)) ||
+        (rc = run(r, err, "update version", "UPDATE tables SET version = CAST(? AS BIGINT) WHERE id = ?", vbuf, id,
+                  NULL)) ||
+        (rc = exec(r, "COMMIT", err)))
+        goto fail;
+#undef LIVE_AT
+    *answer = cJSON_CreateObject();
+    cJSON_AddNumberToObject(*answer, "version", (double)(current + 1));
+    return 0;
+fail:
+    rollback(r);
+    return rc;
 }
 
 int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, lakeError *err) {

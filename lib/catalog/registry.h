@@ -118,6 +118,23 @@ int registrySnapshot(registry *r, int64_t known_generation, const snapshotBounds
  * version. */
 int registryResolve(registry *r, const char *ns, const char *name, int64_t version,
                      struct cJSON **answer, lakeError *err);
+/* resolve at a time: the registration of the last version committed at or
+ * before at (RFC 3339 UTC, whole seconds: 2026-12-01T00:00:00Z; the
+ * registry's clock); not_found when the table was created after it. */
+int registryResolveAt(registry *r, const char *ns, const char *name, const char *at, struct cJSON **answer,
+                      lakeError *err);
+
+/* history: {"versions":[{"version","committed_at","principal" (null for
+ * none),"operation","rows_added","rows_removed","segments","rows","bytes"}
+ * …],"more":bool}, the versions after `after` (-1: from the creation) in
+ * order, at most limit of them; rows_added and rows_removed the change of
+ * the table's row count it made, segments, rows and bytes the table's
+ * live totals once it was made.  A version made before registry
+ * schema 3 recorded no operation: it is inferred (create, append, compact,
+ * rewrite).  not_found for an unknown table. */
+int registryHistory(registry *r, const char *ns, const char *name, int64_t after, int64_t limit,
+                    struct cJSON **answer, lakeError *err);
+
 /* The conditional resolve of a client that holds the registration of
  * table known_id at known_version: {"status":"not_modified","id","version"}
  * when that is still the table's current version, else registryResolve's
@@ -169,6 +186,16 @@ int registryCompact(registry *r, const stage *st, const char *ns, const char *na
 int registryRewrite(registry *r, const stage *st, const char *ns, const char *name, int64_t expected_version,
                     const char *operation, const struct cJSON *replace, const struct cJSON *segments,
                     const struct cJSON *files, const char *principal, struct cJSON **answer, lakeError *err);
+
+/* rollback: version expected_version + 1 holds the segments version `to`
+ * held (those removed since are live again, the same objects; those
+ * added since are removed), with the FILE locations of the versions that
+ * added them; the versions between stay readable.  `conflict` when the
+ * table is no longer at expected_version, invalid_argument when `to` is
+ * no version (the current one is: a new version of the same rows).
+ * Answer: {"version":V}. */
+int registryRollback(registry *r, const char *ns, const char *name, int64_t expected_version, int64_t to,
+                     const char *principal, struct cJSON **answer, lakeError *err);
 
 /* references: the locations that some version of a table not dropped
  * refers to (its segments and the FILE locations its appends recorded),

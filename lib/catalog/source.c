@@ -146,6 +146,30 @@ int sourceResolve(catalogSource *s, const char *ns, const char *name, int64_t ve
     return rc;
 }
 
+int sourceResolveAt(catalogSource *s, const char *ns, const char *name, const char *at, cJSON **answer,
+                    lakeError *err) {
+    cJSON *req = namesRequest(ns, name);
+    if (req && !cJSON_AddStringToObject(req, "timestamp", at)) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    int rc = req ? sourceCall(s, "resolve", req, answer, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    cJSON_Delete(req);
+    return rc;
+}
+
+int sourceHistory(catalogSource *s, const char *ns, const char *name, int64_t after, cJSON **answer,
+                  lakeError *err) {
+    cJSON *req = namesRequest(ns, name);
+    if (req && !cJSON_AddNumberToObject(req, "after", (double)after)) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    int rc = req ? sourceCall(s, "history", req, answer, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    cJSON_Delete(req);
+    return rc;
+}
+
 int sourceResolveChanged(catalogSource *s, const char *ns, const char *name, const char *known_id,
                          int64_t known_version, cJSON **answer, lakeError *err) {
     if (!s->unconditional) {
@@ -200,6 +224,16 @@ int sourceCompact(catalogSource *s, const char *ns, const char *name, int64_t ex
 int sourceRewrite(catalogSource *s, const char *ns, const char *name, int64_t expected, const char *operation,
                   const cJSON *replace, const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
     return replaceCall(s, "rewrite", operation, ns, name, expected, replace, segments, files, version, err);
+}
+
+int sourceRollback(catalogSource *s, const char *ns, const char *name, int64_t expected, int64_t to,
+                   int64_t *version, lakeError *err) {
+    cJSON *req = namesRequest(ns, name);
+    if (req) {
+        cJSON_AddNumberToObject(req, "expected_version", (double)expected);
+        cJSON_AddNumberToObject(req, "version", (double)to);
+    }
+    return callForInt(s, "rollback", req, "version", version, err);
 }
 
 int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err) {

@@ -81,6 +81,15 @@ int sourceResolve(catalogSource *s, const char *ns, const char *name, int64_t ve
  * as a plain resolve, and so are the rest of the process's. */
 int sourceResolveChanged(catalogSource *s, const char *ns, const char *name, const char *known_id,
                          int64_t known_version, struct cJSON **answer, lakeError *err);
+/* resolve with a timestamp (time travel): the registration of the last
+ * version committed at or before at (RFC 3339). */
+int sourceResolveAt(catalogSource *s, const char *ns, const char *name, const char *at, struct cJSON **answer,
+                    lakeError *err);
+/* history: one page of the table's versions after version after (-1:
+ * from its creation), as registryHistory answers it ({"versions":[…],
+ * "more":bool}); the caller frees it.  Never answered from a cache. */
+int sourceHistory(catalogSource *s, const char *ns, const char *name, int64_t after, struct cJSON **answer,
+                  lakeError *err);
 /* segments and files are borrowed; *version gets the committed version. */
 int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
                  const struct cJSON *segments, const struct cJSON *files, int64_t *version,
@@ -99,6 +108,10 @@ int sourceCompact(catalogSource *s, const char *ns, const char *name, int64_t ex
 int sourceRewrite(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
                   const char *operation, const struct cJSON *replace, const struct cJSON *segments,
                   const struct cJSON *files, int64_t *version, lakeError *err);
+/* rollback: a new version holding version `to`'s segments; expected_version
+ * is the current version the caller saw (conflict when it moved). */
+int sourceRollback(catalogSource *s, const char *ns, const char *name, int64_t expected_version, int64_t to,
+                   int64_t *version, lakeError *err);
 int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err);
 /* schema_json: canonical schema text (names.h). */
 int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const char *schema_json,

@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
+#include "query/at.h"
 #include "query/lookup.h"
 #include "query/prefetch.h"
 #include "query/prune.h"
@@ -49,6 +50,9 @@ typedef struct queryTable {
     sqlite3_vtab base;
     queryContext *ctx;
     char *ns, *name, *id, *schema;
+    char *table;            /* name without an AT suffix (query/at.h): the lake table's */
+    int64_t at_version;     /* read at this version (AT), else -1 */
+    char at_time[32];       /* or at the version of this time (AT), else "" */
     segmentSchema *cols;    /* schema, parsed */
     cJSON *pinned;          /* the registration this statement reads */
     const cJSON **segv;     /* its segment records, in order */
@@ -137,7 +141,9 @@ static void unpin(queryTable *t) {
 static int pin(queryTable *t) {
     if (t->pinned) return SQLITE_OK;
     lakeError *err = &t->ctx->err;
-    if (cacheResolve(t->ctx->cache, t->ns, t->name, -1, &t->pinned, err)) return fail(t, err);
+    if (t->at_time[0] ? cacheResolveAt(t->ctx->cache, t->ns, t->table, t->at_time, &t->pinned, err)
+                      : cacheResolve(t->ctx->cache, t->ns, t->table, t->at_version, &t->pinned, err))
+        return fail(t, err);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(t->pinned, "id");
     if (!cJSON_IsString(id) || strcmp(id->valuestring, t->id) != 0) {
         unpin(t);
@@ -165,6 +171,7 @@ static void freeTable(queryTable *t) {
     rewriteFree(t->rewrite);
     free(t->ns);
     free(t->name);
+    free(t->table);
     free(t->id);
     free(t->schema);
     sqlite3_free(t);
@@ -175,7 +182,9 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
     queryContext *ctx = aux;
     (void)argc;
     const char *ns = argv[1], *name = argv[2];
-    const cacheEntry *e = cacheFindTable(ctx->cache, ns, name);
+    char base[NAME_MAX_LEN + 1], at[32];
+    int64_t version;
+    const cacheEntry *e = queryAtSplit(name, base, sizeof base, &version, at) ? NULL : cacheFindTable(ctx->cache, ns, base);
     if (!e) {
         *pzErr = sqlite3_mprintf("%s.%s: no such table", ns, name);
         return SQLITE_ERROR;
@@ -199,9 +208,12 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
     t->cols = cols;
     t->ns = strdup(ns);
     t->name = strdup(name);
+    t->table = strdup(base);
+    t->at_version = version;
+    snprintf(t->at_time, sizeof t->at_time, "%s", at);
     t->id = strdup(e->id);
     t->schema = strdup(e->schema);
-    if (!t->ns || !t->name || !t->id || !t->schema) {
+    if (!t->ns || !t->name || !t->table || !t->id || !t->schema) {
         freeTable(t);
         return SQLITE_NOMEM;
     }
@@ -979,6 +991,7 @@ static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
 static int changeRow(queryTable *t, int argc, sqlite3_value **argv) {
     const char *op = argc == 1 ? "delete" : "update";
     lakeError *err = &t->ctx->err;
+    if (t->at_version >= 0 || t->at_time[0]) return failf(t, LAKE_EUSAGE, "a table read AT a version cannot be changed");
     /* a second statement would read the rows the first changed as they
      * were: each DELETE or UPDATE commits on its own */
     if (!sqlite3_get_autocommit(t->ctx->db))
@@ -1004,6 +1017,7 @@ static int changeRow(queryTable *t, int argc, sqlite3_value **argv) {
 static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 *rowid) {
     queryTable *t = (queryTable *)v;
     if (argc == 1 || sqlite3_value_type(argv[0]) != SQLITE_NULL) return changeRow(t, argc, argv);
+    if (t->at_version >= 0 || t->at_time[0]) return failf(t, LAKE_EUSAGE, "a table read AT a version cannot be changed");
     if (t->rewrite) return failf(t, LAKE_EUSAGE, "a statement may insert rows or change them, not both");
     int rc = pin(t);
     if (rc != SQLITE_OK) return rc;
@@ -1259,12 +1273,15 @@ static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char
         *listed = 1;
     }
     const cacheEntry *e = NULL;
-    if (*byName && nameIsValid(ns) && nameIsValid(name)) { /* denied the directory: ask by name */
-        int rc = cacheTable(ctx->cache, ns, name, &e, err);
+    char base[NAME_MAX_LEN + 1], at[32]; /* NS."T@…": T read AT a version (query/at.h) */
+    int64_t version;
+    if (queryAtSplit(name, base, sizeof base, &version, at)) return 0; /* no lake table: SQLite will say */
+    if (*byName && nameIsValid(ns) && nameIsValid(base)) { /* denied the directory: ask by name */
+        int rc = cacheTable(ctx->cache, ns, base, &e, err);
         if (rc && err->status && strcmp(err->status, "not_found") == 0) errClear(err);
         else if (rc) return rc;
     } else if (!*byName) {
-        e = cacheFindTable(ctx->cache, ns, name);
+        e = cacheFindTable(ctx->cache, ns, base);
     }
     if (!e) return 0; /* not a lake table: SQLite will say */
     char *sql;

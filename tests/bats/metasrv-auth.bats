@@ -54,6 +54,9 @@ body_for() {
   case $1 in
     catalog_snapshot) echo '{"known_generation":-1}' ;;
     resolve) echo '{"namespace":"m","name":"t"}' ;;
+    history) echo '{"namespace":"m","name":"t","limit":2}' ;;
+    rollback) # to the current version: a new version of the same segments
+      printf '{"namespace":"m","name":"t","expected_version":%d,"version":%d}\n' "$VERSION" "$VERSION" ;;
     append)
       printf '{"namespace":"m","name":"t","expected_version":%d,"segments":[%s],"files":[]}\n' \
         "$VERSION" "$(metasrv_segment "$STAGE_URL/tables/m/seg_$2")" ;;
@@ -77,7 +80,8 @@ assert_answer() {
   case $action in
     catalog_snapshot) check='.status == "snapshot" and (.generation | type == "number") and (.entries | type == "array")' ;;
     resolve) check='.namespace == "m" and .name == "t" and (.version | type == "number")' ;;
-    append | compact | rewrite) check=".version == $VERSION" ;;
+    append | compact | rewrite | rollback) check=".version == $VERSION" ;;
+    history) check='(.versions | length == 2) and (.versions[0].version == 0) and .more == true' ;;
     create_namespace | create_table | drop_table) check='.generation | type == "number"' ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
     references) check='(.locations | type == "array") and (.more | type == "boolean")' ;;
@@ -110,7 +114,7 @@ make_matrix_tables() {
         metasrv_expect_error 401 unauthenticated
       elif metasrv_allowed "$action" "$role"; then
         assert_equal "$action as $name: HTTP $HTTP_CODE" "$action as $name: HTTP 200"
-        case $action in append | compact | rewrite) VERSION=$((VERSION + 1)) ;; esac
+        case $action in append | compact | rewrite | rollback) VERSION=$((VERSION + 1)) ;; esac
         assert_answer "$action" "$name" "$role"
       else
         metasrv_expect_error 403 permission_denied
@@ -127,7 +131,7 @@ make_matrix_tables() {
     '["d_alice","d_etl","d_none","d_peer","d_revoked","d_unknown","d_wrong","t","t_admin"]'
   metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t"}'
   assert_equal "$(jq -c '[.version, [.segments[].location]]' <<<"$HTTP_BODY")" \
-    "[8,[\"$STAGE_URL/tables/m/seg_c_alice\"]]"
+    "[10,[\"$STAGE_URL/tables/m/seg_c_alice\"]]"
 
   # and the server counted each refusal under its action
   for action in $ACTIONS; do
@@ -138,6 +142,8 @@ make_matrix_tables() {
   assert_equal "$(metasrv_count append 403)" 1
   assert_equal "$(metasrv_count compact 403)" 1
   assert_equal "$(metasrv_count rewrite 403)" 2
+  assert_equal "$(metasrv_count rollback 403)" 2
+  assert_equal "$(metasrv_count history 403)" 0
   assert_equal "$(metasrv_count create_namespace 403)" 3
   assert_equal "$(metasrv_count create_table 403)" 3
   assert_equal "$(metasrv_count drop_table 403)" 3
@@ -162,7 +168,7 @@ make_matrix_tables() {
     assert_equal "$name: $(printf '%s\n' "$output" | jq -R . | jq -cs 'sort')" "$name: $(allowed_list "$role")"
   done < <(callers)
   assert_equal "$(allowed_list user)" \
-    '["append","compact","presign_get","resolve","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
+    '["append","compact","history","presign_get","resolve","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
 }
 
 @test "GET /v1/health needs no token; /v1/metrics needs admin or metadata-peer" {

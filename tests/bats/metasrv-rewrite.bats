@@ -109,3 +109,49 @@ table_state() {
     "$(printf '100\t100\t100')"
   assert_equal "$(lake-query -c "SELECT count(*) FROM m.s WHERE tag = 'old' OR (id <= 200 AND id % 2 = 0)")" 0
 }
+
+@test "history pages by after and limit; resolve by timestamp; rollback over HTTPS, its 409 and 400" {
+  local i
+  for i in 1 2 3 4 5; do
+    metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":$((i - 1)),\"segments\":[$(seg "h$i")],\"files\":[]}"
+    assert_equal "$HTTP_CODE" 200
+  done
+  # pages of 2: 0 1 | 2 3 | 4 5, each but the last saying more
+  local after=-1 seen=""
+  for i in 1 2 3; do
+    metasrv_post "$ADMIN" history "{\"namespace\":\"m\",\"name\":\"t\",\"after\":$after,\"limit\":2}"
+    assert_equal "$HTTP_CODE" 200
+    seen+="$(jq -c '[[.versions[] | [.version, .operation, .segments]], .more]' <<<"$HTTP_BODY")"
+    after=$(jq '.versions[-1].version' <<<"$HTTP_BODY")
+  done
+  assert_equal "$seen" '[[[0,"create",0],[1,"append",1]],true][[[2,"append",2],[3,"append",3]],true][[[4,"append",4],[5,"append",5]],false]'
+  metasrv_post "$ADMIN" history '{"namespace":"m","name":"t","after":5}'
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"versions":[],"more":false}'
+  metasrv_post "$ADMIN" history '{"namespace":"m","name":"nope"}'
+  metasrv_expect_error 404 not_found
+  # a timestamp: now is after every commit; 2000 before the creation
+  metasrv_post "$ADMIN" resolve "{\"namespace\":\"m\",\"name\":\"t\",\"timestamp\":\"$(date -u -d '+1 min' +%FT%TZ)\"}"
+  assert_equal "$HTTP_CODE $(jq -c .version <<<"$HTTP_BODY")" "200 5"
+  metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t","timestamp":"2000-01-01T00:00:00Z"}'
+  metasrv_expect_error 404 not_found
+  metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t","timestamp":"soon"}'
+  metasrv_expect_error 400 invalid_argument
+  metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t","timestamp":"2026-01-01T00:00:00Z","version":1}'
+  metasrv_expect_error 400 invalid_argument
+  # rollback to 2: h3..h5 removed; a stale expected version is 409
+  metasrv_post "$ADMIN" rollback '{"namespace":"m","name":"t","expected_version":5,"version":2}'
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":6}'
+  assert_equal "$(table_state)" '[6,["h1","h2"]]'
+  metasrv_post "$ADMIN" rollback '{"namespace":"m","name":"t","expected_version":5,"version":4}'
+  metasrv_expect_error 409 conflict
+  metasrv_post "$ADMIN" rollback '{"namespace":"m","name":"t","expected_version":6,"version":7}'
+  metasrv_expect_error 400 invalid_argument
+  metasrv_post "$ADMIN" rollback '{"namespace":"m","name":"t","expected_version":6}'
+  metasrv_expect_error 400 invalid_argument
+  # and forward to 5: h3..h5 live again, the same locations
+  metasrv_post "$ADMIN" rollback '{"namespace":"m","name":"t","expected_version":6,"version":5}'
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":7}'
+  assert_equal "$(table_state)" '[7,["h1","h2","h3","h4","h5"]]'
+  metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t","version":6}'
+  assert_equal "$(jq -c '[.segments[].location | sub(".*/"; "")]' <<<"$HTTP_BODY")" '["h1","h2"]'
+}
