@@ -34,7 +34,7 @@ _lake_args_lake_get='-o --output --presign --stage'
 _lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
     --strict -h --help --version'
 _lake_args_lake_catalog='--max-age'
-_lake_commands_lake_catalog='list show resolve refresh status create-namespace
+_lake_commands_lake_catalog='list show resolve history rollback refresh status create-namespace
     create drop whoami actions gc compact'
 _lake_opts_lake_catalog_gc='--dry-run --grace'
 _lake_args_lake_catalog_gc='--grace'
@@ -42,6 +42,8 @@ _lake_opts_lake_catalog_compact='--target-size'
 _lake_args_lake_catalog_compact='--target-size'
 _lake_opts_lake_catalog_resolve='--version'
 _lake_args_lake_catalog_resolve='--version'
+_lake_opts_lake_catalog_rollback='--to-version'
+_lake_args_lake_catalog_rollback='--to-version'
 _lake_opts_lake_catalog_refresh='--force'
 _lake_opts_lake_catalog_create='--if-not-exists'
 _lake_opts_lake_catalog_create_namespace='--if-not-exists'
@@ -169,7 +171,7 @@ _lake_complete_operand() {
     case $1 in
     lake-catalog)
         case $3:$4 in
-        show:1 | resolve:1 | drop:1 | compact:1)
+        show:1 | resolve:1 | history:1 | rollback:1 | drop:1 | compact:1)
             list=$(_lake_catalog_cached | tr '\t' '.')
             _lake_compgen -W "$list" -- "$2"
             ;;
