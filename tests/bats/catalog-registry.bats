@@ -227,10 +227,11 @@ assert_refused_untouched() {
   assert_clean_success
   assert_equal "$output" "$before"
   assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 3
-  assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM versions WHERE operation IS NULL")" 2
+  local papers="table_id = (SELECT id FROM tables WHERE name = 'papers' AND dropped = 0)"
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM versions WHERE $papers AND operation IS NULL")" 2
   run --separate-stderr lake-query -c "DELETE FROM docs.papers WHERE year = 2025"
   assert_equal "exit $status: $stderr" "exit 0: lake-query: docs.papers: 1 row deleted"
   assert_equal "$(lake-query -c 'SELECT title FROM docs.papers')" "A lake"
-  assert_equal "$(sqlite3 "$REGISTRY" "SELECT version || ' ' || ifnull(operation, '-') FROM versions ORDER BY version")" \
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT version || ' ' || ifnull(operation, '-') FROM versions WHERE $papers ORDER BY version")" \
     "$(printf '0 -\n1 -\n2 delete')"
 }

@@ -87,6 +87,7 @@ table_state() {
       lake-query -q --import m.s
   done
   # 8 clients, 12 INSERTs each of a new id; an acknowledged one is an exit 0
+  local clients=()
   for c in $(seq 1 8); do
     (
       for i in $(seq 1 12); do
@@ -94,13 +95,14 @@ table_state() {
         if lake-query -q -c "INSERT INTO m.s VALUES ($id, 'new')" 2>>"$T/client.$c.err"; then echo "$id"; fi
       done >"$T/acked.$c"
     ) &
+    clients+=($!)
   done
   # meanwhile: the even old ids deleted, then the odd ones tagged
   run --separate-stderr lake-query -c "DELETE FROM m.s WHERE tag = 'old' AND id % 2 = 0"
   assert_equal "exit $status: $stderr" "exit 0: lake-query: m.s: 100 rows deleted"
   run --separate-stderr lake-query -c "UPDATE m.s SET tag = 'upd' WHERE tag = 'old'"
   assert_equal "exit $status: $stderr" "exit 0: lake-query: m.s: 100 rows updated"
-  wait
+  wait "${clients[@]}" # (not the server, also a child of this shell)
   cat "$T"/acked.* | sort -n >"$T/acked"
   [ "$(wc -l <"$T/acked")" -ge 80 ] || fail "too few appends acknowledged: $(cat "$T"/client.*.err)"
   lake-query -c "SELECT id FROM m.s WHERE tag = 'new' ORDER BY id" >"$T/new"
