@@ -315,8 +315,8 @@ static int cmdHistory(run *r, char **args, lakeError *err) {
     static const char *const cols[] = {"version", "committed_at", "principal", "operation", "rows_added",
                                        "rows_removed", "segments", "rows", "bytes"};
     char *ns, *name;
-    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
     if (r->offline) return errSet(err, LAKE_EUSAGE, "history asks the source; not --offline");
+    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
     int rc = 0, more = 1;
     int64_t after = -1;
     cJSON *all = r->json ? cJSON_CreateArray() : NULL;

@@ -1175,6 +1175,9 @@ int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const c
     queryTable *t = declared(ctx, ns, name);
     if (!t) return 0; /* not a lake table: SQLite answers */
     if (pin(t) != SQLITE_OK) {
+        /* outside a statement: no SQLite takes the message pin left */
+        sqlite3_free(t->base.zErrMsg);
+        t->base.zErrMsg = NULL;
         if (!ctx->err.code) errSet(&ctx->err, LAKE_EFAIL, "%s.%s: out of memory", t->ns, t->name);
         *err = ctx->err;
         return err->code;
