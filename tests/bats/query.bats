@@ -110,7 +110,7 @@ teardown() {
   assert_equal "$(lake-catalog resolve docs.papers | jq .version)" "$v0"
 }
 
-@test "INSERT ... SELECT appends one version; UPDATE and DELETE are refused (64)" {
+@test "INSERT ... SELECT appends one version; UPDATE and DELETE make one version each" {
   printf 'title,year\na,2025\nb,2025\n' | lake-query -q --import docs.papers
   v1=$(lake-catalog resolve docs.papers | jq .version)
   run lake-query -c "INSERT INTO docs.papers SELECT title, year + 1, pdf FROM docs.papers WHERE year = 2025"
@@ -118,12 +118,13 @@ teardown() {
   assert_equal "$(lake-catalog resolve docs.papers | jq .version)" $((v1 + 1))
   run lake-query -c "SELECT year, count(*) FROM docs.papers GROUP BY year"
   assert_output $'2025\t2\n2026\t2'
-  run --separate-stderr lake-query -c "DELETE FROM docs.papers"
-  assert_failure 64
-  run --separate-stderr lake-query -c "UPDATE docs.papers SET year = 1"
-  assert_failure 64
-  run lake-query -c "SELECT count(*) FROM docs.papers"
-  assert_output 4
+  run --separate-stderr lake-query -c "UPDATE docs.papers SET year = 1 WHERE year = 2026"
+  assert_equal "exit $status: $stderr" "exit 0: lake-query: docs.papers: 2 rows updated"
+  run --separate-stderr lake-query -c "DELETE FROM docs.papers WHERE year = 2025"
+  assert_equal "exit $status: $stderr" "exit 0: lake-query: docs.papers: 2 rows deleted"
+  assert_equal "$(lake-catalog resolve docs.papers | jq .version)" $((v1 + 3))
+  run lake-query -c "SELECT year, count(*) FROM docs.papers GROUP BY year"
+  assert_output $'1\t2'
 }
 
 @test "concurrent INSERTs all land: a conflict is retried against the new version" {
