@@ -1344,6 +1344,16 @@ static int updateState(catalogCache *c, const char *id, int64_t epoch, int64_t v
     return rc;
 }
 
+/* A resolve answer for ns.name: its version in *version; otherwise it is
+ * freed and the error is internal (every caller reads version and id). */
+static int checkRegistration(cJSON *ans, const char *ns, const char *name, int64_t *version, lakeError *err) {
+    if (jsonWhole(cJSON_GetObjectItemCaseSensitive(ans, "version"), 0, version) &&
+        cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "id")))
+        return 0;
+    cJSON_Delete(ans);
+    return errSetStatus(err, "internal", "resolve %s.%s: the answer has no version or id", ns, name);
+}
+
 int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
                  lakeError *err) {
     *reg = NULL;
@@ -1393,13 +1403,9 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
         snprintf(why, sizeof why, "%s", err->msg);
         return serveStaleRegistration(c, why, ns, name, t->version, t->resolved_ms, reg, err);
     }
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, "version");
-    const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
     int64_t n;
-    if (!jsonWhole(v, 0, &n) || !cJSON_IsString(aid)) { /* every caller reads both */
-        cJSON_Delete(ans);
-        return errSetStatus(err, "internal", "resolve %s.%s: the answer has no version or id", ns, name);
-    }
+    if ((rc = checkRegistration(ans, ns, name, &n, err))) return rc;
+    const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
     regStore(c, ans);
     if (version < 0 && strcmp(aid->valuestring, id) == 0) updateState(c, id, 0, n, nowMs(), err);
     errClear(err);
@@ -1416,11 +1422,7 @@ int cacheResolveAt(catalogCache *c, const char *ns, const char *name, const char
     int rc = sourceResolveAt(c->src, ns, name, at, &ans, err);
     if (rc) return rc;
     int64_t n;
-    if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(ans, "version"), 0, &n) ||
-        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(ans, "id"))) {
-        cJSON_Delete(ans);
-        return errSetStatus(err, "internal", "resolve %s.%s: the answer has no version or id", ns, name);
-    }
+    if ((rc = checkRegistration(ans, ns, name, &n, err))) return rc;
     regStore(c, ans); /* a version's registration never changes: AT (VERSION => n) finds it here */
     *reg = ans;
     return 0;

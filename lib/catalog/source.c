@@ -106,16 +106,22 @@ int sourceCall(catalogSource *s, const char *action, const cJSON *req, cJSON **a
 }
 
 /* Call, then take the integer field key of the answer into *out. */
+/* sourceCall with req, which it frees (NULL: out of memory building it). */
+static int callOwned(catalogSource *s, const char *action, cJSON *req, cJSON **answer, lakeError *err) {
+    int rc = req ? sourceCall(s, action, req, answer, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    cJSON_Delete(req);
+    return rc;
+}
+
 static int callForInt(catalogSource *s, const char *action, cJSON *req, const char *key,
                       int64_t *out, lakeError *err) {
     cJSON *ans = NULL;
-    int rc = req ? sourceCall(s, action, req, &ans, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    int rc = callOwned(s, action, req, &ans, err);
     if (!rc) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, key);
         if (!jsonWhole(v, INT64_MIN, out)) rc = errSetStatus(err, "internal", "%s: the answer has no %s", action, key);
     }
     cJSON_Delete(ans);
-    cJSON_Delete(req);
     return rc;
 }
 
@@ -141,9 +147,7 @@ int sourceResolve(catalogSource *s, const char *ns, const char *name, int64_t ve
                   cJSON **answer, lakeError *err) {
     cJSON *req = namesRequest(ns, name);
     if (req && version >= 0) cJSON_AddNumberToObject(req, "version", (double)version);
-    int rc = req ? sourceCall(s, "resolve", req, answer, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
-    cJSON_Delete(req);
-    return rc;
+    return callOwned(s, "resolve", req, answer, err);
 }
 
 int sourceResolveAt(catalogSource *s, const char *ns, const char *name, const char *at, cJSON **answer,
@@ -153,9 +157,7 @@ int sourceResolveAt(catalogSource *s, const char *ns, const char *name, const ch
         cJSON_Delete(req);
         req = NULL;
     }
-    int rc = req ? sourceCall(s, "resolve", req, answer, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
-    cJSON_Delete(req);
-    return rc;
+    return callOwned(s, "resolve", req, answer, err);
 }
 
 int sourceHistory(catalogSource *s, const char *ns, const char *name, int64_t after, cJSON **answer,
@@ -165,9 +167,7 @@ int sourceHistory(catalogSource *s, const char *ns, const char *name, int64_t af
         cJSON_Delete(req);
         req = NULL;
     }
-    int rc = req ? sourceCall(s, "history", req, answer, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
-    cJSON_Delete(req);
-    return rc;
+    return callOwned(s, "history", req, answer, err);
 }
 
 int sourceResolveChanged(catalogSource *s, const char *ns, const char *name, const char *known_id,

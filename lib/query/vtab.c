@@ -991,7 +991,6 @@ static int xRowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
 static int changeRow(queryTable *t, int argc, sqlite3_value **argv) {
     const char *op = argc == 1 ? "delete" : "update";
     lakeError *err = &t->ctx->err;
-    if (t->at_version >= 0 || t->at_time[0]) return failf(t, LAKE_EUSAGE, "a table read AT a version cannot be changed");
     /* a second statement would read the rows the first changed as they
      * were: each DELETE or UPDATE commits on its own */
     if (!sqlite3_get_autocommit(t->ctx->db))
@@ -1016,8 +1015,8 @@ static int changeRow(queryTable *t, int argc, sqlite3_value **argv) {
 
 static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int64 *rowid) {
     queryTable *t = (queryTable *)v;
-    if (argc == 1 || sqlite3_value_type(argv[0]) != SQLITE_NULL) return changeRow(t, argc, argv);
     if (t->at_version >= 0 || t->at_time[0]) return failf(t, LAKE_EUSAGE, "a table read AT a version cannot be changed");
+    if (argc == 1 || sqlite3_value_type(argv[0]) != SQLITE_NULL) return changeRow(t, argc, argv);
     if (t->rewrite) return failf(t, LAKE_EUSAGE, "a statement may insert rows or change them, not both");
     int rc = pin(t);
     if (rc != SQLITE_OK) return rc;
