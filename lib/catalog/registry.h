@@ -32,7 +32,7 @@
 struct cJSON;
 typedef struct registry registry;
 
-#define REGISTRY_SCHEMA_VERSION 3
+#define REGISTRY_SCHEMA_VERSION 4
 #define NAME_BUF 160 /* a principal's name, NUL included */
 #define REGISTRY_SNAPSHOT_SCANS 3
 

@@ -107,6 +107,15 @@ static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
     /* 3 (issue 28): what made a version (create, append, compact, delete,
      * update; NULL in versions made before, which history infers) */
     "ALTER TABLE versions ADD COLUMN operation TEXT;",
+    /* 4 (issue 28): the schema a version reads with (canonical JSON; the
+     * versions made before take their table's, the only one there was),
+     * when a version expired (NULL: it has not), and the stable column
+     * ids of a segment's columns in its file's order (JSON array; NULL:
+     * 1 to n, as a table's columns were numbered before) */
+    ("ALTER TABLE versions ADD COLUMN schema TEXT;"
+     "ALTER TABLE versions ADD COLUMN expired_at TEXT;"
+     "ALTER TABLE segments ADD COLUMN columns TEXT;"
+     "UPDATE versions SET schema = (SELECT t.schema FROM tables t WHERE t.id = versions.table_id);"),
 };
 
 static const sqlDialect dialect = {
