@@ -30,7 +30,7 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
-#include "query/segment.h"
+#include "catalog/schema.h"
 
 struct registry {
     sqlDb *db;
@@ -761,7 +761,7 @@ static int checkSegment(const char *what, const cJSON *g, const stage *st, lakeE
 }
 
 /* The statistics of each segment that carries them, checked against the
- * table's schema (query/segment.h) and made canonical: into stats[i] for
+ * table's schema (catalog/schema.h) and made canonical: into stats[i] for
  * segment i (NULL for none; the caller frees each).  invalid_argument for
  * malformed statistics. */
 static int checkStats(const char *what, const cJSON *segments, const char *schema, char **stats, lakeError *err) {
