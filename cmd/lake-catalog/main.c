@@ -84,6 +84,8 @@ static const cliSpec spec = {
     "  resolve NS.T [--version N]    the registration (JSON)\n"
     "  history NS.T                  the table's versions: what made each, and its totals\n"
     "  rollback NS.T --to-version N  a new version holding version N's rows\n"
+    "  alter NS.T add-column 'COL TYPE' | rename-column COL NEW | drop-column COL\n"
+    "                                change a table's columns (a new version; no data rewritten)\n"
     "  refresh [--force]             ask the metadata source now\n"
     "  status                        the cached catalog: source, generation, age, staleness\n"
     "  create-namespace NS [--if-not-exists]\n"
@@ -121,6 +123,10 @@ static const command commands[] = {
     {"rollback", 1, 1, rollbackOptions, "rollback NS.T --to-version N",
      "Make a new version of the table that holds the rows (the same segments) version N held; the versions "
      "between stay readable."},
+    {"alter", 3, 4, globalOptions, "alter NS.T add-column 'COL TYPE' | rename-column COL NEW | drop-column COL",
+     "Change the table's columns as a new version: add one (NULL in the rows written before), rename one or "
+     "drop one.  No segment is rewritten: older rows are read by each column's stable id; a version read AT "
+     "an earlier version keeps the schema it had."},
     {"refresh", 0, 0, refreshOptions, "refresh [--force]",
      "Ask the metadata source now; a failing source is an error."},
     {"status", 0, 0, globalOptions, "status",
@@ -572,8 +578,33 @@ done:
     return rc;
 }
 
-/* compact: the table's small segments into few large ones, one line on
- * stdout saying what was done. */
+/* alter: one schema change, one line on stdout. */
+static int cmdAlter(run *r, char **args, int nargs, lakeError *err) {
+    char *ns, *name, *def = NULL;
+    int64_t version;
+    const char *op = args[1];
+    int want = strcmp(op, "rename-column") == 0 ? 4 : 3;
+    if (strcmp(op, "add-column") && strcmp(op, "rename-column") && strcmp(op, "drop-column"))
+        cliUsageError(&spec, "alter: %s: not add-column, rename-column or drop-column", op);
+    if (nargs != want)
+        cliUsageError(&spec, "alter %s takes %s", op, want == 4 ? "COL NEW" : op[0] == 'a' ? "'COL TYPE'" : "COL");
+    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    /* the new column as a schema would take it: refused here, before a call */
+    if (op[0] == 'a' && schemaParse(args[2], &def, err)) cliUsageError(&spec, "%s", err->msg);
+    if (def && strchr(def, '}') != strrchr(def, '}')) cliUsageError(&spec, "alter add-column takes one 'COL TYPE'");
+    cJSON_free(def);
+    if (op[0] != 'a' && !nameIsValid(args[2]))
+        cliUsageError(&spec, "%s: names must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)", args[2], NAME_MAX_LEN);
+    int rc = r->offline ? errSet(err, LAKE_EUSAGE, "alter changes the catalog; not --offline") : 0;
+    if (!rc) rc = cacheAlter(r->cache, ns, name, op, args[2], want == 4 ? args[3] : NULL, &version, err);
+    if (!rc) rc = cacheAfterChange(r->cache, err); /* the new schema, for the next command on this host */
+    if (!rc) printf("altered %s.%s: version %lld\n", ns, name, (long long)version);
+    free(ns);
+    free(name);
+    return rc;
+}
+
+/* rollback: one line on stdout. */
 static int cmdRollback(run *r, char **args, lakeError *err) {
     char *ns, *name;
     int64_t version;
@@ -581,6 +612,8 @@ static int cmdRollback(run *r, char **args, lakeError *err) {
     if (r->to_version < 0) cliUsageError(&spec, "rollback: --to-version N is required");
     int rc = r->offline ? errSet(err, LAKE_EUSAGE, "rollback changes the catalog; not --offline") : 0;
     if (!rc) rc = cacheRollback(r->cache, ns, name, r->to_version, &version, err);
+    /* version N's schema may not be the one before (an alter between) */
+    if (!rc) rc = cacheAfterChange(r->cache, err);
     if (!rc)
         printf("rolled back %s.%s to version %lld: version %lld\n", ns, name, (long long)r->to_version,
                (long long)version);
@@ -653,6 +686,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "resolve") == 0) rc = cmdResolve(&r, args, &err);
     else if (strcmp(name, "history") == 0) rc = cmdHistory(&r, args, &err);
     else if (strcmp(name, "rollback") == 0) rc = cmdRollback(&r, args, &err);
+    else if (strcmp(name, "alter") == 0) rc = cmdAlter(&r, args, nargs, &err);
     else if (strcmp(name, "refresh") == 0)
         rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline")
                        : cacheRefresh(r.cache, r.force, &err);

@@ -36,6 +36,8 @@ static const struct {
     /* DELETE and UPDATE: not a user's until grants scope it to tables */
     {"rewrite", R_ADMIN | R_QUERY, "namespace name expected_version operation replace segments files", 1},
     {"rollback", R_ADMIN | R_QUERY, "namespace name expected_version version", 1},
+    /* a schema change: as a rollback's, not a user's until grants exist */
+    {"alter", R_ADMIN | R_QUERY, "namespace name operation column to", 1},
     {"create_namespace", R_ADMIN, "namespace", 1},
     {"create_table", R_ADMIN, "namespace name schema", 1},
     {"drop_table", R_ADMIN, "namespace name", 1},
@@ -475,6 +477,17 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         if ((rc = integer(req, "expected_version", 0, 0, &a, err)) || (rc = integer(req, "version", 0, 0, &b, err)))
             return rc;
         return registryRollback(ctx->reg, ns, name, a, b, ctx->principal, answer, err);
+    }
+    if (strcmp(action, "alter") == 0) {
+        if ((rc = names(req, 1, &ns, &name, err))) return rc;
+        const char *op = str(req, "operation"), *column = str(req, "column"), *to = str(req, "to");
+        if (!op || !column)
+            return errSetStatus(err, "invalid_argument", "alter: operation and column are required");
+        if ((strcmp(op, "rename-column") == 0) != (to != NULL))
+            return errSetStatus(err, "invalid_argument", "alter: to is rename-column's, and it needs one");
+        if ((rc = registryAlter(ctx->reg, ns, name, op, column, to, ctx->principal, answer, &a, err))) return rc;
+        cJSON_AddNumberToObject(*answer, "generation", (double)a);
+        return 0;
     }
     if (strcmp(action, "references") == 0) {
         const cJSON *after = cJSON_GetObjectItemCaseSensitive(req, "after");

@@ -1472,6 +1472,13 @@ int cacheRollback(catalogCache *c, const char *ns, const char *name, int64_t to,
     return raiseEpoch(c, ns, name, *version, err);
 }
 
+int cacheAlter(catalogCache *c, const char *ns, const char *name, const char *op, const char *column,
+               const char *to, int64_t *version, lakeError *err) {
+    int rc = sourceAlter(c->src, ns, name, op, column, to, version, err);
+    if (rc) return rc;
+    return raiseEpoch(c, ns, name, *version, err);
+}
+
 int cacheAppendCommuting(catalogCache *c, const char *ns, const char *name, int64_t expected,
                          const cJSON *segments, const cJSON *files, int64_t *version, lakeError *err) {
     for (int attempt = 1;; attempt++) {

@@ -115,6 +115,11 @@ int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err);
 int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version,
                  struct cJSON **reg, lakeError *err);
 
+/* Change ns.name's columns (sourceAlter); the new version is this host's
+ * to read from now on, as an append's is. */
+int cacheAlter(catalogCache *c, const char *ns, const char *name, const char *op, const char *column,
+               const char *to, int64_t *version, lakeError *err);
+
 /* Roll ns.name back to version `to` (sourceRollback, from the current
  * version asked of the source), then raise its epoch on this host;
  * *version the new version.  A table changed between the two calls is a

@@ -80,8 +80,27 @@ static int addColumn(cJSON *arr, const char *name, const char *type, lakeCode ba
     return 0;
 }
 
+/* Give column c of arr the stable id `id`. */
+static int setId(cJSON *c, int64_t id) {
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "id");
+    return cJSON_AddNumberToObject(c, "id", (double)id) ? 0 : -1;
+}
+
+/* Leave the ids out when they are 1 to n: a schema never altered reads as
+ * it did before ids existed (old clients and caches see no change). */
+static void dropPositionalIds(cJSON *arr) {
+    cJSON *c;
+    int64_t i = 0, id;
+    cJSON_ArrayForEach(c, arr) {
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(c, "id");
+        if (j && (!jsonWhole(j, 1, &id) || id != ++i)) return;
+    }
+    cJSON_ArrayForEach(c, arr) cJSON_DeleteItemFromObjectCaseSensitive(c, "id");
+}
+
 static int finish(cJSON *arr, char **json, lakeCode bad, lakeError *err) {
     int rc = 0;
+    dropPositionalIds(arr);
     if (cJSON_GetArraySize(arr) == 0) rc = errSet(err, bad, "a schema needs at least one column");
     else if (!(*json = cJSON_PrintUnformatted(arr))) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
     cJSON_Delete(arr);
@@ -118,16 +137,116 @@ int schemaCanonical(const char *json, char **canonical, lakeError *err) {
     int rc = 0;
     if (!cJSON_IsArray(in)) rc = errSet(err, LAKE_EDATA, "schema: not a JSON array");
     cJSON *cols = rc ? NULL : in;
+    int withIds = -1; /* all columns have an id, or none */
     cJSON_ArrayForEach(c, cols) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(c, "id");
+        int64_t id = 0;
         if (!cJSON_IsString(n) || !cJSON_IsString(t)) {
             rc = errSet(err, LAKE_EDATA, "schema: each column needs a name and a type");
             break;
         }
-        if ((rc = addColumn(arr, n->valuestring, t->valuestring, LAKE_EDATA, err))) break;
+        if (withIds < 0) withIds = j != NULL;
+        if ((j != NULL) != withIds || (j && (!jsonWhole(j, 1, &id) || id > SCHEMA_MAX_ID))) {
+            rc = errSet(err, LAKE_EDATA, "schema: ids are whole numbers from 1, on every column or none");
+            break;
+        }
+        const cJSON *o;
+        cJSON_ArrayForEach(o, arr) {
+            int64_t other;
+            if (id && jsonWhole(cJSON_GetObjectItemCaseSensitive(o, "id"), 1, &other) && other == id) {
+                rc = errSet(err, LAKE_EDATA, "schema: id %lld appears twice", (long long)id);
+                break;
+            }
+        }
+        if (rc || (rc = addColumn(arr, n->valuestring, t->valuestring, LAKE_EDATA, err))) break;
+        if (id && setId(cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), id)) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
+            break;
+        }
     }
     cJSON_Delete(in);
     if (rc) { cJSON_Delete(arr); return rc; }
     return finish(arr, canonical, LAKE_EDATA, err);
+}
+
+int64_t schemaMaxId(const char *json) {
+    cJSON *arr = cJSON_Parse(json), *c;
+    int64_t max = 0, i = 0, id;
+    cJSON_ArrayForEach(c, arr) {
+        i++;
+        if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(c, "id"), 1, &id)) id = i;
+        if (id > max) max = id;
+    }
+    cJSON_Delete(arr);
+    return max;
+}
+
+/* The column of arr named name (ignoring case), or NULL. */
+static cJSON *columnNamed(cJSON *arr, const char *name) {
+    cJSON *c;
+    cJSON_ArrayForEach(c, arr) {
+        if (strcasecmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "name")), name) == 0) return c;
+    }
+    return NULL;
+}
+
+int schemaAlter(const char *json, const char *op, const char *a, const char *b, int64_t next_id, char **out,
+                lakeError *err) {
+    *out = NULL;
+    char *canon = NULL;
+    int rc = schemaCanonical(json, &canon, err);
+    if (rc) return rc;
+    cJSON *arr = cJSON_Parse(canon), *c;
+    free(canon);
+    if (!arr) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
+    /* every column its id, explicit: the positions change */
+    int64_t i = 0;
+    cJSON_ArrayForEach(c, arr) {
+        i++;
+        if (!cJSON_GetObjectItemCaseSensitive(c, "id") && setId(c, i)) {
+            cJSON_Delete(arr);
+            return errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
+        }
+    }
+    if (strcmp(op, "add-column") == 0) {
+        /* "NAME TYPE", as a column of a schema definition */
+        char *one = NULL;
+        cJSON *def = NULL;
+        if (!(rc = schemaParse(a, &one, err)) && !(def = cJSON_Parse(one)))
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
+        if (!rc && cJSON_GetArraySize(def) != 1)
+            rc = errSet(err, LAKE_EUSAGE, "add-column takes one 'NAME TYPE'");
+        const char *name = rc ? NULL : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(def->child, "name"));
+        if (!rc && columnNamed(arr, name)) rc = errSet(err, LAKE_EUSAGE, "column '%s' exists", name);
+        if (!rc && !(rc = addColumn(arr, name, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(def->child, "type")),
+                                    LAKE_EUSAGE, err)) &&
+            setId(cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), next_id))
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
+        free(one);
+        cJSON_Delete(def);
+    } else if (strcmp(op, "rename-column") == 0) {
+        c = columnNamed(arr, a);
+        cJSON *clash = b ? columnNamed(arr, b) : NULL;
+        if (!c) rc = errSet(err, LAKE_ENOINPUT, "no column '%s'", a);
+        else if (!b || !nameIsValid(b))
+            rc = errSet(err, LAKE_EUSAGE, "column '%s': names must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)",
+                        b ? b : "", NAME_MAX_LEN);
+        else if (clash && clash != c) rc = errSet(err, LAKE_EUSAGE, "column '%s' exists", b);
+        else if (!cJSON_ReplaceItemInObjectCaseSensitive(c, "name", cJSON_CreateString(b)))
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
+    } else if (strcmp(op, "drop-column") == 0) {
+        c = columnNamed(arr, a);
+        if (!c) rc = errSet(err, LAKE_ENOINPUT, "no column '%s'", a);
+        else if (cJSON_GetArraySize(arr) == 1) rc = errSet(err, LAKE_EUSAGE, "column '%s' is the last one: a table keeps one", a);
+        else cJSON_Delete(cJSON_DetachItemViaPointer(arr, c));
+    } else {
+        rc = errSet(err, LAKE_EUSAGE, "%s: not add-column, rename-column or drop-column", op);
+    }
+    if (rc) {
+        cJSON_Delete(arr);
+        return rc;
+    }
+    return finish(arr, out, LAKE_EUSAGE, err);
 }

@@ -5,15 +5,22 @@
  * A schema is written "col TYPE, col TYPE, ..." with the types INTEGER,
  * REAL, TEXT, BLOB, BOOLEAN, TIMESTAMP and FILE (any case); its canonical
  * form is the JSON array [{"name":"col","type":"TYPE"},...] with types in
- * upper case.  Column names are unique ignoring case, as in SQLite.
+ * upper case.  Column names are unique ignoring case, as in SQLite.  A
+ * column may carry its stable "id" (catalog/schema.h): then every column
+ * does, and the canonical text leaves them out when they are 1 to n.
  */
 #ifndef LAKE_NAMES_H
 #define LAKE_NAMES_H
+
+#include <stdint.h>
 
 #include "core/error.h"
 
 #define NAME_MAX_LEN 128
 #define SCHEMA_MAX_COLUMNS 1000
+/* The largest column id (ids are never reused: a table can add columns
+ * this many times). */
+#define SCHEMA_MAX_ID 1000000
 
 /* 1 when s is a valid lake name. */
 int nameIsValid(const char *s);
@@ -29,5 +36,17 @@ int schemaParse(const char *definition, char **json, lakeError *err);
 /* Validate schema JSON (as stored or received) and return its canonical
  * text (caller frees).  Fails with 65. */
 int schemaCanonical(const char *json, char **canonical, lakeError *err);
+
+/* The largest column id of canonical schema JSON (its positions when it
+ * has no ids); 0 for anything else. */
+int64_t schemaMaxId(const char *json);
+
+/* Change canonical schema json by op: "add-column" a = "NAME TYPE" (the
+ * new column takes id next_id), "rename-column" a to b, "drop-column" a.
+ * *out is the new canonical schema (caller frees).  64 for a name clash,
+ * a bad name or type, the last column dropped or an unknown op; 66 for a
+ * column that does not exist. */
+int schemaAlter(const char *json, const char *op, const char *a, const char *b, int64_t next_id, char **out,
+                lakeError *err);
 
 #endif

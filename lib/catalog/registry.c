@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "catalog/names.h"
 #include "catalog/schema.h"
 
 struct registry {
@@ -527,6 +528,31 @@ static int findTable(registry *r, const char *ns, const char *name, int lock, ch
     return rc;
 }
 
+/* Replace *schema by the schema version `version` of table id reads with
+ * (versions.schema; kept when that is NULL, as in no registry since
+ * schema 4). */
+static int versionSchema(registry *r, const char *id, int64_t version, char **schema, lakeError *err) {
+    char vbuf[32];
+    snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
+    sqlStmt *st = prep(r, err, "SELECT schema FROM versions WHERE table_id = ? AND version = CAST(? AS BIGINT)", id,
+                       vbuf, NULL);
+    if (!st) return err->code;
+    int s = sqlStep(st), rc = 0;
+    const char *text = s == SQL_ROW ? sqlColumnText(st, 0) : NULL;
+    if (text) {
+        char *copy = strdup(text);
+        if (!copy) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+        else {
+            free(*schema);
+            *schema = copy;
+        }
+    } else if (s != SQL_ROW && s != SQL_DONE) {
+        rc = sqlErr(r, err, "read version");
+    }
+    sqlFinalize(st);
+    return rc;
+}
+
 /* registryResolve, registryResolveAt and registryResolveChanged: the
  * registration at version (current when < 0; with at, the last version
  * committed at or before at), or not_modified when the current version
@@ -572,8 +598,10 @@ static int resolveIn(registry *r, const char *ns, const char *name, int64_t vers
     }
     char vbuf[32];
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
+    /* the schema it reads with: its own (an older version's may differ) */
+    if (version != current && (rc = versionSchema(r, id, version, &schema, err))) goto out;
     sqlStmt *st = prep(r, err,
-                            "SELECT location, size, sha256, rows, stats FROM segments "
+                            "SELECT location, size, sha256, rows, stats, columns FROM segments "
                             "WHERE table_id = ? AND version <= CAST(? AS BIGINT)"
                             " AND (removed_in IS NULL OR removed_in > CAST(? AS BIGINT)) ORDER BY version, seq",
                             id, vbuf, vbuf, NULL);
@@ -596,6 +624,9 @@ static int resolveIn(registry *r, const char *ns, const char *name, int64_t vers
         /* as append stored it (canonical); absent for older segments */
         const char *stats = sqlColumnText(st, 4);
         if (stats) cJSON_AddItemToObject(g, "stats", cJSON_Parse(stats));
+        /* its columns' ids, when not 1 to n (catalog/schema.h) */
+        const char *columns = sqlColumnText(st, 5);
+        if (columns) cJSON_AddItemToObject(g, "columns", cJSON_Parse(columns));
         cJSON_AddItemToArray(segs, g);
     }
     if (s != SQL_DONE) rc = sqlErr(r, err, "read segments");
@@ -760,28 +791,86 @@ static int checkSegment(const char *what, const cJSON *g, const stage *st, lakeE
     return 0;
 }
 
-/* The statistics of each segment that carries them, checked against the
- * table's schema (catalog/schema.h) and made canonical: into stats[i] for
- * segment i (NULL for none; the caller frees each).  invalid_argument for
- * malformed statistics. */
-static int checkStats(const char *what, const cJSON *segments, const char *schema, char **stats, lakeError *err) {
-    segmentSchema *sch = NULL;
+/* Add to *s the columns of every schema table id had that *s lacks (by
+ * id): a writer that read an earlier schema wrote them, and dropped ones
+ * are carried, unread.  0, or an error code. */
+static int addEarlierColumns(registry *r, const char *id, segmentSchema *s, lakeError *err) {
+    sqlStmt *st = prep(r, err, "SELECT DISTINCT schema FROM versions WHERE table_id = ? AND schema IS NOT NULL", id,
+                       NULL);
+    if (!st) return err->code;
+    int q, rc = 0;
+    while (!rc && (q = sqlStep(st)) == SQL_ROW) {
+        segmentSchema *o = NULL;
+        lakeError e = {0};
+        if (segmentSchemaParse(sqlColumnText(st, 0), &o, &e)) continue; /* (none is stored malformed) */
+        for (int i = 0; i < o->ncols && !rc; i++) {
+            if (segmentSchemaFindId(s, o->cols[i].id) >= 0) continue;
+            segmentColumn *cols = realloc(s->cols, sizeof *cols * ((size_t)s->ncols + 1));
+            if (!cols) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+            else {
+                s->cols = cols;
+                cols[s->ncols] = o->cols[i];
+                if (!(cols[s->ncols].name = strdup(o->cols[i].name))) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+                else s->ncols++;
+            }
+        }
+        segmentSchemaFree(o);
+    }
+    if (!rc && q != SQL_DONE) rc = sqlErr(r, err, "read schemas");
+    sqlFinalize(st);
+    return rc;
+}
+
+/* The columns and statistics of each segment, checked against the schemas
+ * of table id (catalog/schema.h; schema is its current one) and made
+ * canonical: into columns[i] (NULL when the record has none: ids 1 to k)
+ * and stats[i] (NULL for none) for segment i; the caller frees each.  A
+ * segment written under an earlier schema is taken (a column dropped since
+ * is carried, unread).  invalid_argument for malformed statistics or
+ * columns the table never had. */
+static int checkStats(registry *r, const char *id, const char *what, const cJSON *segments, const char *schema,
+                      char **stats, char **columns, lakeError *err) {
+    segmentSchema *sch = NULL, *sub = NULL;
     const cJSON *g;
-    int i = 0;
+    int i = 0, foreign = 0, all = 0, rc = 0;
     lakeError e = {0};
+    if (segmentSchemaParse(schema, &sch, &e)) return errSetStatus(err, "internal", "%s: a stored schema is malformed", what);
+    int64_t ids[SCHEMA_MAX_COLUMNS];
     cJSON_ArrayForEach(g, segments) {
+        if (e.code) break;
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(g, "stats");
+        const cJSON *cols = cJSON_GetObjectItemCaseSensitive(g, "columns");
         int64_t rows = 0; /* checkSegment saw it */
         jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows);
-        if (st && ((!sch && segmentSchemaParse(schema, &sch, &e)) ||
-                   segmentStatsCheck(st, sch, rows, &stats[i], &e)))
+        /* its columns: listed, or 1 to k (k its statistics' entries) */
+        int k = cJSON_IsArray(st) ? cJSON_GetArraySize(st) : sch->ncols;
+        int n = segmentRecordColumns(g, k, ids, SCHEMA_MAX_COLUMNS), q;
+        if (n < 0 || (cols && st && n != k)) {
+            e.code = LAKE_EDATA;
             break;
+        }
+        while ((q = segmentSchemaSubset(sch, ids, n, &sub)) > 0 && !all) {
+            all = 1; /* a column the current schema lacks: every schema's, once */
+            if ((rc = addEarlierColumns(r, id, sch, err))) goto out;
+        }
+        if (q) {
+            foreign = q > 0;
+            e.code = q > 0 ? LAKE_EDATA : LAKE_EFAIL;
+            break;
+        }
+        if (st && segmentStatsCheck(st, sub, rows, &stats[i], &e)) break;
+        if (cols && !(columns[i] = cJSON_PrintUnformatted(cols))) e.code = LAKE_EFAIL;
+        segmentSchemaFree(sub);
+        sub = NULL;
         i++;
     }
+    if (e.code == LAKE_EFAIL) rc = errSetStatus(err, "internal", "%s: out of memory", what);
+    else if (foreign) rc = errSetStatus(err, "invalid_argument", "%s: a segment's columns were never the table's", what);
+    else if (e.code) rc = errSetStatus(err, "invalid_argument", "%s: malformed segment statistics", what);
+out:
+    segmentSchemaFree(sub);
     segmentSchemaFree(sch);
-    if (e.code == LAKE_EFAIL) return errSetStatus(err, "internal", "%s: out of memory", what);
-    if (e.code) return errSetStatus(err, "invalid_argument", "%s: malformed segment statistics", what);
-    return 0;
+    return rc;
 }
 
 /* 0 when version of table id added exactly segments (by location, in
@@ -900,26 +989,28 @@ static int removedAlready(registry *r, const char *id, const cJSON *replace, int
  * update), those live segments get removed_in = version.  The table's
  * current version becomes version; the caller commits. */
 static int commitVersion(registry *r, const char *id, int64_t version, const char *operation,
-                         const char *principal, const cJSON *segments, char *const *stats, const cJSON *files,
-                         const cJSON *replace, lakeError *err) {
+                         const char *principal, const char *schema, const cJSON *segments, char *const *stats,
+                         char *const *columns, const cJSON *files, const cJSON *replace, lakeError *err) {
     char vbuf[32], now[32], seq[32];
     const cJSON *g, *f;
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
     rfc3339Now(now);
-    int rc = run(r, err, "insert version", "INSERT INTO versions(table_id, version, committed_at, principal, operation) "
-                 "VALUES (?, CAST(? AS BIGINT), ?, ?, ?)", id, vbuf, now, principal ? principal : "", operation, NULL);
+    int rc = run(r, err, "insert version", "INSERT INTO versions(table_id, version, committed_at, principal, operation, "
+                 "schema) VALUES (?, CAST(? AS BIGINT), ?, ?, ?, ?)", id, vbuf, now, principal ? principal : "",
+                 operation, schema, NULL);
     int n = 0;
     cJSON_ArrayForEach(g, segments) {
         if (rc) return rc;
         snprintf(seq, sizeof seq, "%d", n++);
-        sqlStmt *st = prep(r, err, "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows, stats) "
-                                     "VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?, ?)",
+        sqlStmt *st = prep(r, err, "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows, stats, "
+                                     "columns) VALUES (?, CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, ?, ?, ?)",
                   id, vbuf, seq, cJSON_GetObjectItemCaseSensitive(g, "location")->valuestring, NULL);
         if (!st) return err->code;
         sqlBindInt64(st, 5, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "size")->valuedouble);
         sqlBindText(st, 6, cJSON_GetObjectItemCaseSensitive(g, "sha256")->valuestring);
         sqlBindInt64(st, 7, (int64_t)cJSON_GetObjectItemCaseSensitive(g, "rows")->valuedouble);
         sqlBindText(st, 8, stats[n - 1]); /* NULL: none */
+        sqlBindText(st, 9, columns[n - 1]); /* NULL: 1 to k */
         rc = done(r, st, err, "insert segment");
     }
     cJSON_ArrayForEach(g, replace) {
@@ -981,13 +1072,18 @@ static int newVersion(registry *r, const stage *stg, const char *what, const cha
 
     int nseg = cJSON_GetArraySize(segments);
     char **stats = calloc((size_t)nseg + 1, sizeof *stats), *schema = NULL;
-    if (!stats) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
+    char **columns = calloc((size_t)nseg + 1, sizeof *columns);
+    if (!stats || !columns) {
+        free(stats);
+        free(columns);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", what);
+    }
     int rc = exec(r, r->db->dialect->begin_write, err);
     if (rc) goto out;
     char id[64];
     int64_t current, committed;
     if ((rc = findTable(r, ns, name, 1, id, &current, &schema, err)) ||
-        (rc = checkStats(what, segments, schema, stats, err)))
+        (rc = checkStats(r, id, what, segments, schema, stats, columns, err)))
         goto fail;
     rc = segments->child ? committedAlready(r, id, segments, &committed, err)
                          : removedAlready(r, id, replace, &committed, err);
@@ -1007,7 +1103,8 @@ static int newVersion(registry *r, const stage *stg, const char *what, const cha
     }
     committed = current + 1;
     if ((replace && (rc = checkReplace(r, id, what, ns, name, replace, segments, err))) ||
-        (rc = commitVersion(r, id, committed, what, principal, segments, stats, files, replace, err)) ||
+        (rc = commitVersion(r, id, committed, what, principal, schema, segments, stats, columns, files, replace,
+                            err)) ||
         (rc = exec(r, "COMMIT", err)))
         goto fail;
 answer:
@@ -1017,8 +1114,12 @@ answer:
 fail:
     rollback(r);
 out:
-    for (int i = 0; i < nseg; i++) free(stats[i]);
+    for (int i = 0; i < nseg; i++) {
+        free(stats[i]);
+        free(columns[i]);
+    }
     free(stats);
+    free(columns);
     free(schema);
     return rc;
 }
@@ -1066,10 +1167,11 @@ int registryRollback(registry *r, const char *ns, const char *name, int64_t expe
                      const char *principal, cJSON **answer, lakeError *err) {
     *answer = NULL;
     char id[64], tbuf[32], vbuf[32], now[32];
-    int64_t current;
+    char *schema = NULL, *was = NULL;
+    int64_t current, generation;
     int rc = exec(r, r->db->dialect->begin_write, err);
     if (rc) return rc;
-    if ((rc = findTable(r, ns, name, 1, id, &current, NULL, err))) goto fail;
+    if ((rc = findTable(r, ns, name, 1, id, &current, &schema, err))) goto fail;
     if (expected != current) {
         rc = errSetStatus(err, "conflict", "%s.%s is at version %lld, not %lld", ns, name, (long long)current,
                           (long long)expected);
@@ -1080,19 +1182,30 @@ int registryRollback(registry *r, const char *ns, const char *name, int64_t expe
                           (long long)to, (long long)current);
         goto fail;
     }
+    /* and version to's schema (the table's changes when it differs) */
+    if (!(was = strdup(schema))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
+        goto fail;
+    }
+    if ((rc = versionSchema(r, id, to, &schema, err))) goto fail;
+    if (strcmp(was, schema) != 0 &&
+        ((rc = run(r, err, "update schema", "UPDATE tables SET schema = ? WHERE id = ?", schema, id, NULL)) ||
+         (rc = bumpGeneration(r, &generation, err))))
+        goto fail;
     snprintf(tbuf, sizeof tbuf, "%lld", (long long)to);
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)(current + 1));
     rfc3339Now(now);
     /* live at `to`: added at or before it, not removed by it */
 #define LIVE_AT "version <= CAST(? AS BIGINT) AND (removed_in IS NULL OR removed_in > CAST(? AS BIGINT))"
-    if ((rc = run(r, err, "insert version", "INSERT INTO versions(table_id, version, committed_at, principal, operation) "
-                  "VALUES (?, CAST(? AS BIGINT), ?, ?, 'rollback')", id, vbuf, now, principal ? principal : "", NULL)) ||
+    if ((rc = run(r, err, "insert version", "INSERT INTO versions(table_id, version, committed_at, principal, operation, "
+                  "schema) VALUES (?, CAST(? AS BIGINT), ?, ?, 'rollback', ?)", id, vbuf, now,
+                  principal ? principal : "", schema, NULL)) ||
         /* those live at `to` but not now: live again, as rows of the new
-         * version (the same objects) */
+         * version (the same objects, their columns' ids kept) */
         (rc = run(r, err, "revive segments",
-                  "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows, stats) "
+                  "INSERT INTO segments(table_id, version, seq, location, size, sha256, rows, stats, columns) "
                   "SELECT table_id, CAST(? AS BIGINT), row_number() OVER (ORDER BY version, seq) - 1, location, size, "
-                  "sha256, rows, stats FROM segments s WHERE table_id = ? AND " LIVE_AT " AND removed_in IS NOT NULL "
+                  "sha256, rows, stats, columns FROM segments s WHERE table_id = ? AND " LIVE_AT " AND removed_in IS NOT NULL "
                   "AND NOT EXISTS (SELECT 1 FROM segments l WHERE l.table_id = s.table_id AND l.location = s.location "
                   "AND l.removed_in IS NULL)", vbuf, id, tbuf, tbuf, NULL)) ||
         /* those live now but not at `to`: removed by the new version */
@@ -1112,9 +1225,74 @@ int registryRollback(registry *r, const char *ns, const char *name, int64_t expe
 #undef LIVE_AT
     *answer = cJSON_CreateObject();
     cJSON_AddNumberToObject(*answer, "version", (double)(current + 1));
+    free(schema);
+    free(was);
     return 0;
 fail:
     rollback(r);
+    free(schema);
+    free(was);
+    return rc;
+}
+
+int registryAlter(registry *r, const char *ns, const char *name, const char *op, const char *a, const char *b,
+                  const char *principal, cJSON **answer, int64_t *generation, lakeError *err) {
+    *answer = NULL;
+    char id[64], vbuf[32], now[32];
+    char *schema = NULL, *altered = NULL;
+    int64_t current, maxId = 0;
+    lakeError e = {0};
+    int rc = exec(r, r->db->dialect->begin_write, err);
+    if (rc) return rc;
+    if ((rc = findTable(r, ns, name, 1, id, &current, &schema, err))) goto fail;
+    /* ids are never reused: the next is past every schema the table had */
+    sqlStmt *st = prep(r, err, "SELECT DISTINCT schema FROM versions WHERE table_id = ? AND schema IS NOT NULL", id,
+                       NULL);
+    if (!st) {
+        rc = err->code;
+        goto fail;
+    }
+    int s;
+    while ((s = sqlStep(st)) == SQL_ROW) {
+        int64_t m = schemaMaxId(sqlColumnText(st, 0));
+        if (m > maxId) maxId = m;
+    }
+    sqlFinalize(st);
+    if (s != SQL_DONE) {
+        rc = sqlErr(r, err, "read schemas");
+        goto fail;
+    }
+    if (schemaMaxId(schema) > maxId) maxId = schemaMaxId(schema);
+    if (schemaAlter(schema, op, a, b, maxId + 1, &altered, &e)) {
+        rc = errSetStatus(err, e.code == LAKE_ENOINPUT ? "not_found" : e.code == LAKE_EFAIL ? "internal"
+                                                                                          : "invalid_argument",
+                          "%s.%s: %s", ns, name, e.msg);
+        goto fail;
+    }
+    snprintf(vbuf, sizeof vbuf, "%lld", (long long)(current + 1));
+    rfc3339Now(now);
+    if ((rc = run(r, err, "insert version", "INSERT INTO versions(table_id, version, committed_at, principal, operation, "
+                  "schema) VALUES (?, CAST(? AS BIGINT), ?, ?, 'alter', ?)", id, vbuf, now, principal ? principal : "",
+                  altered, NULL)) ||
+        (rc = run(r, err, "update table", "UPDATE tables SET version = CAST(? AS BIGINT), schema = ? WHERE id = ?",
+                  vbuf, altered, id, NULL)) ||
+        (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err)))
+        goto fail;
+    *answer = cJSON_CreateObject();
+    cJSON *sch = cJSON_Parse(altered);
+    if (!*answer || !sch || !cJSON_AddNumberToObject(*answer, "version", (double)(current + 1)) ||
+        !cJSON_AddItemToObject(*answer, "schema", sch)) {
+        cJSON_Delete(*answer);
+        *answer = NULL;
+        rc = errSetStatus(err, "internal", "alter: out of memory");
+    }
+    free(schema);
+    free(altered);
+    return rc;
+fail:
+    rollback(r);
+    free(schema);
+    free(altered);
     return rc;
 }
 
@@ -1157,8 +1335,8 @@ int registryCreateTable(registry *r, const char *ns, const char *name, const cha
     if (rc > 0) goto fail;
     rc = run(r, err, "create table", "INSERT INTO tables(id, namespace, name, schema, created_at) "
              "VALUES (?, ?, ?, ?, ?)", id, ns, name, schema, now, NULL);
-    if (!rc) rc = run(r, err, "create version 0", "INSERT INTO versions(table_id, version, committed_at, principal, operation) "
-                      "VALUES (?, 0, ?, NULL, 'create')", id, now, NULL);
+    if (!rc) rc = run(r, err, "create version 0", "INSERT INTO versions(table_id, version, committed_at, principal, "
+                      "operation, schema) VALUES (?, 0, ?, NULL, 'create', ?)", id, now, schema, NULL);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
     return 0;
 fail:

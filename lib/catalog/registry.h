@@ -187,6 +187,16 @@ int registryRewrite(registry *r, const stage *st, const char *ns, const char *na
                     const char *operation, const struct cJSON *replace, const struct cJSON *segments,
                     const struct cJSON *files, const char *principal, struct cJSON **answer, lakeError *err);
 
+/* alter: version current + 1 of ns.name reads with its schema changed by
+ * op (catalog/names.h schemaAlter: add-column a = "NAME TYPE",
+ * rename-column a to b, drop-column a), the same segments; a new column
+ * takes an id no schema of the table had.  The directory generation
+ * changes (*generation).  invalid_argument for a name clash, a bad name
+ * or type or the last column; not_found for a column or table that does
+ * not exist.  Answer: {"version":V,"schema":[…]}. */
+int registryAlter(registry *r, const char *ns, const char *name, const char *op, const char *a, const char *b,
+                  const char *principal, struct cJSON **answer, int64_t *generation, lakeError *err);
+
 /* rollback: version expected_version + 1 holds the segments version `to`
  * held (those removed since are live again, the same objects; those
  * added since are removed), with the FILE locations of the versions that

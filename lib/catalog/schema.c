@@ -57,10 +57,20 @@ int segmentSchemaParse(const char *schema_json, segmentSchema **out, lakeError *
             rc = errSet(err, LAKE_EDATA, "schema: column %s twice", name);
             goto out;
         }
+        /* its id, or (none on the first column: none on any) its position */
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(c, "id");
+        int64_t id = s->ncols + 1;
+        if ((j != NULL) != (s->ncols ? s->explicit_ids : j != NULL) || (j && !jsonWhole(j, 1, &id)) ||
+            segmentSchemaFindId(s, id) >= 0) {
+            rc = errSet(err, LAKE_EDATA, "schema: column %d has no id of its own", s->ncols + 1);
+            goto out;
+        }
+        s->explicit_ids = j != NULL;
         if (!(s->cols[s->ncols].name = strdup(name))) {
             rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "schema");
             goto out;
         }
+        s->cols[s->ncols].id = id;
         s->cols[s->ncols++].type = (lakeType)t;
     }
 out:
@@ -68,6 +78,57 @@ out:
     if (rc) segmentSchemaFree(s);
     else *out = s;
     return rc;
+}
+
+int segmentSchemaFindId(const segmentSchema *s, int64_t id) {
+    for (int i = 0; i < s->ncols; i++)
+        if (s->cols[i].id == id) return i;
+    return -1;
+}
+
+int segmentSchemaPositional(const segmentSchema *s) {
+    for (int i = 0; i < s->ncols; i++)
+        if (s->cols[i].id != i + 1) return 0;
+    return 1;
+}
+
+int segmentRecordColumns(const cJSON *segment, int k, int64_t *ids, int cap) {
+    const cJSON *cols = cJSON_GetObjectItemCaseSensitive(segment, "columns"), *c;
+    int n = 0;
+    if (!cols) {
+        for (; n < k && n < cap; n++) ids[n] = n + 1;
+        return n < k ? -1 : n;
+    }
+    if (!cJSON_IsArray(cols)) return -1;
+    cJSON_ArrayForEach(c, cols) {
+        int64_t id;
+        if (n == cap || !jsonWhole(c, 1, &id)) return -1;
+        for (int i = 0; i < n; i++)
+            if (ids[i] == id) return -1;
+        ids[n++] = id;
+    }
+    return n;
+}
+
+int segmentSchemaSubset(const segmentSchema *s, const int64_t *ids, int n, segmentSchema **out) {
+    *out = NULL;
+    segmentSchema *sub = calloc(1, sizeof *sub);
+    if (!sub || !(sub->cols = calloc((size_t)n + 1, sizeof *sub->cols))) {
+        free(sub);
+        return -1;
+    }
+    sub->explicit_ids = 1;
+    for (; sub->ncols < n; sub->ncols++) {
+        int at = segmentSchemaFindId(s, ids[sub->ncols]);
+        if (at < 0 || !(sub->cols[sub->ncols].name = strdup(s->cols[at].name))) {
+            segmentSchemaFree(sub);
+            return at < 0 ? 1 : -1;
+        }
+        sub->cols[sub->ncols].type = s->cols[at].type;
+        sub->cols[sub->ncols].id = ids[sub->ncols];
+    }
+    *out = sub;
+    return 0;
 }
 
 void segmentSchemaFree(segmentSchema *s) {
@@ -178,14 +239,32 @@ static int statsEntry(const cJSON *e, int64_t rows, segmentColumnStats *out) {
     return 1;
 }
 
-int segmentStatsColumn(const cJSON *segment, int col, int ncols, segmentColumnStats *out) {
+int segmentStatsColumn(const cJSON *segment, const segmentSchema *s, int col, segmentColumnStats *out) {
     memset(out, 0, sizeof *out);
     const cJSON *stats = cJSON_GetObjectItemCaseSensitive(segment, "stats");
-    int64_t rows;
-    if (col < 0 || col >= ncols || !jsonWhole(cJSON_GetObjectItemCaseSensitive(segment, "rows"), 0, &rows) ||
-        !cJSON_IsArray(stats) || cJSON_GetArraySize(stats) != ncols)
+    const cJSON *cols = cJSON_GetObjectItemCaseSensitive(segment, "columns");
+    int64_t rows, id;
+    if (col < 0 || col >= s->ncols || !jsonWhole(cJSON_GetObjectItemCaseSensitive(segment, "rows"), 0, &rows) ||
+        !cJSON_IsArray(stats))
         return 0;
-    if (statsEntry(cJSON_GetArrayItem(stats, col), rows, out)) return 1;
+    int n = cJSON_GetArraySize(stats), at = -1;
+    if (cols && (!cJSON_IsArray(cols) || cJSON_GetArraySize(cols) != n)) return 0;
+    /* the column's place in the segment: by id, the record's own order */
+    if (cols) {
+        int i = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cols) {
+            if (jsonWhole(c, 1, &id) && id == s->cols[col].id) at = i;
+            i++;
+        }
+    } else if (s->cols[col].id <= n) { /* ids 1 to n, one entry each (append checked) */
+        at = (int)s->cols[col].id - 1;
+    }
+    if (at < 0) { /* added after the segment was written: NULL in every row */
+        out->rows = out->nulls = rows;
+        return 1;
+    }
+    if (statsEntry(cJSON_GetArrayItem(stats, at), rows, out)) return 1;
     memset(out, 0, sizeof *out);
     return 0;
 }

@@ -89,6 +89,7 @@ typedef struct segmentColumn {
 typedef struct segmentSchema {
     int ncols;
     segmentColumn *cols;
+    int explicit_ids; /* the JSON gave the ids (it was altered) */
 } segmentSchema;
 
 /* Parse canonical schema JSON ([{"name","type"}…], catalog/names.h) into
@@ -99,6 +100,19 @@ void segmentSchemaFree(segmentSchema *s);
 /* The index of the column named name (ignoring case, as SQLite does), or
  * -1. */
 int segmentSchemaFind(const segmentSchema *s, const char *name);
+/* The index of the column of id id, or -1. */
+int segmentSchemaFindId(const segmentSchema *s, int64_t id);
+/* 1 when the columns' ids are 1 to n in order. */
+int segmentSchemaPositional(const segmentSchema *s);
+/* The ids of the columns of a segment record, in its file's order, into
+ * ids[0..cap): its "columns", or 1 to k when it has none.  The count, or
+ * -1 when "columns" is malformed (not distinct whole numbers from 1) or
+ * more than cap. */
+int segmentRecordColumns(const struct cJSON *segment, int k, int64_t *ids, int cap);
+/* The columns of s of ids ids[0..n), in that order, into *out (a schema of
+ * a segment's file; caller frees): 0, 1 when an id is not one of s's, -1
+ * when out of memory. */
+int segmentSchemaSubset(const segmentSchema *s, const int64_t *ids, int n, segmentSchema **out);
 /* "CREATE TABLE table("col" DECL, …)" for the schema's columns, with
  * their declared types in `rows` (sqlite3_free); NULL for want of
  * memory. */
@@ -140,13 +154,16 @@ typedef struct segmentColumnStats {
                          * so only v < max or v starting with max is known */
 } segmentColumnStats;
 
-/* Read column col's statistics from segment (a record as resolve answers
- * it) of a table of ncols columns into *out.  1 when the record has rows
- * and "stats" with exactly ncols entries and entry col is well-formed (the
- * rules of segmentStatsCheck, but for the column's kind, which the caller
- * knows); 0, "unknown: assume anything", when they are absent or
+/* Read the statistics of column col of schema s from segment (a record as
+ * resolve answers it, written under any schema of the table) into *out,
+ * finding the column by its id among the record's columns.  1 when the
+ * record has rows and "stats" (as many entries as "columns" when it has
+ * them) and the column's entry is well-formed (the rules of
+ * segmentStatsCheck, but for the column's kind, which the caller knows),
+ * or when the segment lacks the column (added after it was written: every
+ * row NULL); 0, "unknown: assume anything", when they are absent or
  * malformed (*out is then zeroed).  Text pointers borrow from segment. */
-int segmentStatsColumn(const struct cJSON *segment, int col, int ncols, segmentColumnStats *out);
+int segmentStatsColumn(const struct cJSON *segment, const segmentSchema *s, int col, segmentColumnStats *out);
 
 /* Move the number bounds *lo and *hi outward, a few units in the last
  * place at most, to doubles that cJSON prints exactly, within ±limit: 1,

@@ -236,6 +236,17 @@ int sourceRollback(catalogSource *s, const char *ns, const char *name, int64_t e
     return callForInt(s, "rollback", req, "version", version, err);
 }
 
+int sourceAlter(catalogSource *s, const char *ns, const char *name, const char *op, const char *column,
+                const char *to, int64_t *version, lakeError *err) {
+    cJSON *req = namesRequest(ns, name);
+    if (req) {
+        cJSON_AddStringToObject(req, "operation", op);
+        cJSON_AddStringToObject(req, "column", column);
+        if (to) cJSON_AddStringToObject(req, "to", to);
+    }
+    return callForInt(s, "alter", req, "version", version, err);
+}
+
 int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err) {
     return callForInt(s, "create_namespace", namesRequest(ns, NULL), "generation", generation, err);
 }

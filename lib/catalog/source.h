@@ -112,6 +112,11 @@ int sourceRewrite(catalogSource *s, const char *ns, const char *name, int64_t ex
  * is the current version the caller saw (conflict when it moved). */
 int sourceRollback(catalogSource *s, const char *ns, const char *name, int64_t expected_version, int64_t to,
                    int64_t *version, lakeError *err);
+/* alter: a new version whose schema op changes (registryAlter: add-column
+ * column = "NAME TYPE", rename-column column to `to`, drop-column column;
+ * to is NULL but for a rename); the directory generation changes. */
+int sourceAlter(catalogSource *s, const char *ns, const char *name, const char *op, const char *column,
+                const char *to, int64_t *version, lakeError *err);
 int sourceCreateNamespace(catalogSource *s, const char *ns, int64_t *generation, lakeError *err);
 /* schema_json: canonical schema text (names.h). */
 int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const char *schema_json,

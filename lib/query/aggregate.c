@@ -668,6 +668,7 @@ typedef struct aggRun {
     const char *sql;      /* the statement each segment runs */
     const char *ns, *name;
     fileValue *segs;      /* the kept segments */
+    const cJSON **recs;   /* and their records */
     int n, ncols;         /* how many; the columns of sql's rows */
     pthread_mutex_t mu;   /* guards what follows, and ins */
     int next;             /* the next segment to take */
@@ -710,7 +711,7 @@ static int runSegment(aggRun *r, segcache *c, stage *st, int i, lakeError *err) 
     sqlite3_stmt *q = NULL;
     int rc, locked = 0, s;
     if ((rc = segcacheGet(c, st, &r->segs[i], &path, err))) goto out;
-    if ((rc = segmentReaderOpen(path, r->schema, &rd, err))) goto out;
+    if ((rc = segmentReaderOpen(path, r->schema, r->recs[i], &rd, err))) goto out;
     sqlite3 *db = segmentReaderDb(rd);
     sqlite3_progress_handler(db, 1000, stopped, r);
     if (sqlite3_prepare_v2(db, r->sql, -1, &q, NULL) != SQLITE_OK) {
@@ -873,7 +874,8 @@ int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewri
     sqlite3_free(insert);
 
     /* the kept segments, read */
-    if (nkept > 0 && !(run.segs = calloc((size_t)nkept, sizeof *run.segs))) {
+    if (nkept > 0 && (!(run.segs = calloc((size_t)nkept, sizeof *run.segs)) ||
+                      !(run.recs = calloc((size_t)nkept, sizeof *run.recs)))) {
         rc = errSet(err, LAKE_EFAIL, "out of memory");
         goto out;
     }
@@ -885,7 +887,7 @@ int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewri
             goto out;
         }
         rows += segRows;
-        run.n++;
+        run.recs[run.n++] = kept[i];
     }
     if ((rc = readAll(&run, rows, err))) goto out;
 
@@ -898,6 +900,7 @@ out:
     sqlite3_finalize(run.ins);
     sqlite3_finalize(whole);
     free(run.segs); /* their locations belong to the pinned registration */
+    free(run.recs);
     free(kept);
     pthread_mutex_destroy(&run.mu);
     aggregatePlanFree(&plan);

@@ -44,11 +44,11 @@ int compactCopySegment(segcache *segs, stage *st, const char *schema, const cJSO
     sqlite3_stmt *q = NULL;
     sqlite3_value **vals = NULL;
     int rc = segcacheGet(segs, st, &fv, &path, err);
-    if (!rc) rc = segmentReaderOpen(path, schema, &rd, err);
+    if (!rc) rc = segmentReaderOpen(path, schema, g, &rd, err);
     if (!rc && sqlite3_prepare_v2(segmentReaderDb(rd), "SELECT rowid, * FROM rows ORDER BY rowid", -1, &q, NULL) !=
                    SQLITE_OK)
         rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read", fv.location);
-    int n = q ? sqlite3_column_count(q) - 1 : 0, s = SQLITE_DONE;
+    int n = q ? segmentReaderColumns(rd) : 0, s = SQLITE_DONE; /* (a mapped one ends with its rowid) */
     if (!rc && !(vals = calloc((size_t)n + 1, sizeof *vals))) rc = errSet(err, LAKE_EFAIL, "out of memory");
     while (!rc && (s = sqlite3_step(q)) == SQLITE_ROW) {
         if (interruptPending()) {

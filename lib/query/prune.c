@@ -48,7 +48,7 @@ static int bound(const segmentStatsValue *v, lakeType t, pval *out) {
 static int readStats(const cJSON *g, int col, const segmentSchema *cols, colStats *out) {
     segmentColumnStats st;
     memset(out, 0, sizeof *out);
-    if (!segmentStatsColumn(g, col, cols->ncols, &st)) return 0;
+    if (!segmentStatsColumn(g, cols, col, &st)) return 0;
     out->rows = st.rows;
     out->nulls = st.nulls;
     if (st.has_bounds) {

@@ -388,6 +388,13 @@ static int segmentEnd(segmentWriter *w, lakeError *err) {
         !cJSON_AddItemToObject(rec, "stats", stats))
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
     else stats = NULL; /* rec owns it */
+    /* an altered table's column ids (catalog/schema.h); none when 1 to n */
+    if (!rc && w->schema->explicit_ids) {
+        cJSON *ids = cJSON_AddArrayToObject(rec, "columns");
+        for (int i = 0; ids && i < w->schema->ncols; i++)
+            if (!cJSON_AddItemToArray(ids, cJSON_CreateNumber((double)w->schema->cols[i].id))) ids = NULL;
+        if (!ids) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    }
 out:
     if (fd >= 0) close(fd);
     cJSON_Delete(stats);
@@ -846,15 +853,54 @@ int segmentRecordFile(const cJSON *g, fileValue *out) {
 
 struct segmentReader {
     sqlite3 *db;
+    int ncols;  /* the schema's */
+    char *view; /* the select list reading `rows` through the schema, or NULL */
 };
 
-int segmentReaderOpen(const char *path, const char *schema_json, segmentReader **out,
+/* How the file's columns (names, declared types, ids) meet schema s: the
+ * select list of a view that reads them as s's columns, by id ("x" AS "y",
+ * NULL AS "new", and the rowid last) into *view, or NULL when the file
+ * has s's columns by id, name and order (read as it is).  65 when a
+ * column the two share has another type, or ids is not one per column. */
+static int mapColumns(const segmentSchema *s, sqlite3_stmt *q, const int64_t *ids, int n, const char *path,
+                      char **view, lakeError *err) {
+    *view = NULL;
+    int same = n == s->ncols;
+    for (int i = 0; i < s->ncols; i++) {
+        int at = -1;
+        for (int j = 0; j < n && at < 0; j++)
+            if (ids[j] == s->cols[i].id) at = j;
+        const char *type = at >= 0 ? sqlite3_column_decltype(q, at) : NULL;
+        if (at >= 0 && (!type || strcasecmp(type, lakeTypeDecl(s->cols[i].type)) != 0))
+            return errSet(err, LAKE_EDATA, "%s: column %d of the segment is not %s %s", path, at + 1,
+                          s->cols[i].name, lakeTypeName(s->cols[i].type));
+        const char *name = at >= 0 ? sqlite3_column_name(q, at) : NULL;
+        if (at != i || !name || strcmp(name, s->cols[i].name) != 0) same = 0;
+    }
+    if (same) return 0;
+    sqlite3_str *v = sqlite3_str_new(NULL);
+    for (int i = 0; i < s->ncols; i++) {
+        int at = -1;
+        for (int j = 0; j < n && at < 0; j++)
+            if (ids[j] == s->cols[i].id) at = j;
+        if (at >= 0) sqlite3_str_appendf(v, "\"%w\" AS \"%w\", ", sqlite3_column_name(q, at), s->cols[i].name);
+        else sqlite3_str_appendf(v, "NULL AS \"%w\", ", s->cols[i].name);
+    }
+    /* a view has no rowid of its own: the plans' "SELECT rowid, …" read
+     * this column, the segment's */
+    sqlite3_str_appendall(v, "rowid AS rowid");
+    if (!(*view = sqlite3_str_finish(v))) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+    return 0;
+}
+
+int segmentReaderOpen(const char *path, const char *schema_json, const cJSON *record, segmentReader **out,
                       lakeError *err) {
     *out = NULL;
     segmentSchema *s = NULL;
     segmentReader *r = NULL;
     sqlite3_stmt *q = NULL;
-    char *uri = NULL;
+    char *uri = NULL, *create = NULL;
+    int64_t *ids = NULL;
     int rc = 0;
     struct stat st;
     if (stat(path, &st) < 0) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", path);
@@ -863,6 +909,7 @@ int segmentReaderOpen(const char *path, const char *schema_json, segmentReader *
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
         goto out;
     }
+    r->ncols = s->ncols;
     /* A URI path: escape what a URI would read as syntax. */
     {
         char *esc = NULL;
@@ -893,30 +940,41 @@ int segmentReaderOpen(const char *path, const char *schema_json, segmentReader *
         rc = errSet(err, LAKE_EDATA, "%s: not a segment: %s", path, sqlite3_errmsg(r->db));
         goto out;
     }
-    int i, n = sqlite3_column_count(q);
-    for (i = 0; i < n; i++) {
-        const char *name = sqlite3_column_name(q, i), *type = sqlite3_column_decltype(q, i);
-        if (i >= s->ncols || !name || !type || strcmp(name, s->cols[i].name) != 0 ||
-            strcasecmp(type, lakeTypeDecl(s->cols[i].type)) != 0) {
-            rc = errSet(err, LAKE_EDATA, "%s: column %d of the segment is not %s %s", path,
-                        i + 1, i < s->ncols ? s->cols[i].name : "(none)",
-                        i < s->ncols ? lakeTypeName(s->cols[i].type) : "");
-            goto out;
-        }
+    int n = sqlite3_column_count(q);
+    if (!(ids = calloc((size_t)n + 1, sizeof *ids))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
+        goto out;
     }
-    if (i != s->ncols) {
-        rc = errSet(err, LAKE_EDATA, "%s: not a segment of this table (%d of %d columns)", path,
-                    i, s->ncols);
+    /* the file's columns by id: its record's "columns", else 1 to n */
+    if (segmentRecordColumns(record, n, ids, n) != n) {
+        rc = errSet(err, LAKE_EDATA, "%s: not a segment of this table (%d columns, not as its record says)", path, n);
+        goto out;
+    }
+    if ((rc = mapColumns(s, q, ids, n, path, &r->view, err))) goto out;
+    /* read through the schema: a temporary view named rows comes before
+     * main.rows in every unqualified name */
+    if (r->view && (!(create = sqlite3_mprintf("CREATE TEMP VIEW rows AS SELECT %s FROM main.rows", r->view)) ||
+                    sqlite3_exec(r->db, create, NULL, NULL, NULL) != SQLITE_OK)) {
+        rc = errSet(err, LAKE_EDATA, "%s: a segment cannot be read through the schema", path);
         goto out;
     }
 out:
     sqlite3_finalize(q);
     sqlite3_free(uri);
+    sqlite3_free(create);
+    free(ids);
     segmentSchemaFree(s);
     if (rc) segmentReaderClose(r);
     else *out = r;
     return rc;
 }
+
+int segmentReaderViewSql(const segmentReader *r, const char *schema, char **sql) {
+    *sql = r->view ? sqlite3_mprintf("CREATE TEMP VIEW rows AS SELECT %s FROM \"%w\".rows", r->view, schema) : NULL;
+    return r->view && !*sql ? -1 : 0;
+}
+
+int segmentReaderColumns(const segmentReader *r) { return r->ncols; }
 
 sqlite3 *segmentReaderDb(segmentReader *r) { return r->db; }
 
@@ -934,5 +992,6 @@ int segmentReaderCount(segmentReader *r, int64_t *rows, lakeError *err) {
 void segmentReaderClose(segmentReader *r) {
     if (!r) return;
     sqlite3_close(r->db);
+    sqlite3_free(r->view);
     free(r);
 }

@@ -174,11 +174,24 @@ int segmentRecordFile(const struct cJSON *segment, fileValue *out);
 typedef struct segmentReader segmentReader;
 
 /* Open path (a local file, e.g. from the segment cache) as an immutable
- * read-only database and check that its `rows` table has exactly the
- * schema's columns, names and declared types, in order.  66 when the file
- * does not exist, 65 when it is not a segment of that schema. */
-int segmentReaderOpen(const char *path, const char *schema_json, segmentReader **out,
+ * read-only database whose `rows` reads as the columns of schema_json:
+ * the file's columns are found by id (the segment record's "columns",
+ * else 1 to k), a column the file lacks reads NULL, a renamed one under
+ * its new name.  When the file is not exactly the schema's columns a
+ * temporary view named rows maps it (the segment's rowid is its column
+ * "rowid"; `SELECT *` then ends with it: count the schema's columns, not
+ * the result's).  record may be NULL (a segment of the table's first
+ * schema).  66 when the file does not exist, 65 when it is not a segment
+ * of the table (a shared column of another declared type, more columns
+ * than its ids). */
+int segmentReaderOpen(const char *path, const char *schema_json, const struct cJSON *record, segmentReader **out,
                       lakeError *err);
+/* The same view over the segment attached to another connection as
+ * `schema`: *sql = "CREATE TEMP VIEW rows AS …" (sqlite3_free), or NULL
+ * when the file reads as it is.  -1 for want of memory. */
+int segmentReaderViewSql(const segmentReader *r, const char *schema, char **sql);
+/* The schema's column count. */
+int segmentReaderColumns(const segmentReader *r);
 /* The open database (owned by r): SELECT … FROM rows. */
 sqlite3 *segmentReaderDb(segmentReader *r);
 /* COUNT(*) of rows. */

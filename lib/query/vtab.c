@@ -137,13 +137,27 @@ static void unpin(queryTable *t) {
     t->rows = 0;
 }
 
+/* Resolve the table (at its AT version or time, if any) into *reg. */
+static int resolveTable(queryContext *ctx, const char *ns, const char *table, int64_t at_version, const char *at_time,
+                        cJSON **reg, lakeError *err) {
+    return at_time[0] ? cacheResolveAt(ctx->cache, ns, table, at_time, reg, err)
+                      : cacheResolve(ctx->cache, ns, table, at_version, reg, err);
+}
+
+static int pinWith(queryTable *t, cJSON *reg);
+
 /* Resolve the table once per statement; keep that version. */
 static int pin(queryTable *t) {
     if (t->pinned) return SQLITE_OK;
     lakeError *err = &t->ctx->err;
-    if (t->at_time[0] ? cacheResolveAt(t->ctx->cache, t->ns, t->table, t->at_time, &t->pinned, err)
-                      : cacheResolve(t->ctx->cache, t->ns, t->table, t->at_version, &t->pinned, err))
-        return fail(t, err);
+    cJSON *reg = NULL;
+    if (resolveTable(t->ctx, t->ns, t->table, t->at_version, t->at_time, &reg, err)) return fail(t, err);
+    return pinWith(t, reg);
+}
+
+/* Keep reg (owned now) as the version this statement reads. */
+static int pinWith(queryTable *t, cJSON *reg) {
+    t->pinned = reg;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(t->pinned, "id");
     if (!cJSON_IsString(id) || strcmp(id->valuestring, t->id) != 0) {
         unpin(t);
@@ -191,8 +205,23 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
     }
     segmentSchema *cols = NULL;
     lakeError err = {0};
-    if (segmentSchemaParse(e->schema, &cols, &err)) {
-        *pzErr = sqlite3_mprintf("%s.%s: %s", ns, name, err.msg);
+    /* a table read AT a version has that version's schema: resolved now,
+     * and kept as the statement's pin */
+    cJSON *reg = NULL;
+    char *schema = NULL;
+    if (version >= 0 || at[0]) {
+        if (resolveTable(ctx, ns, base, version, at, &reg, &ctx->err)) {
+            *pzErr = sqlite3_mprintf("%s", ctx->err.msg);
+            return SQLITE_ERROR;
+        }
+        schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
+    } else {
+        schema = strdup(e->schema);
+    }
+    if (!schema || segmentSchemaParse(schema, &cols, &err)) {
+        *pzErr = sqlite3_mprintf("%s.%s: %s", ns, name, schema ? err.msg : "out of memory");
+        cJSON_Delete(reg);
+        free(schema);
         return SQLITE_ERROR;
     }
     char *sql = segmentSchemaTableSql(cols, "x");
@@ -201,6 +230,8 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
     queryTable *t = rc == SQLITE_OK ? sqlite3_malloc(sizeof *t) : NULL;
     if (!t) {
         segmentSchemaFree(cols);
+        cJSON_Delete(reg);
+        free(schema);
         return rc == SQLITE_OK ? SQLITE_NOMEM : rc;
     }
     memset(t, 0, sizeof *t);
@@ -212,10 +243,16 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
     t->at_version = version;
     snprintf(t->at_time, sizeof t->at_time, "%s", at);
     t->id = strdup(e->id);
-    t->schema = strdup(e->schema);
-    if (!t->ns || !t->name || !t->table || !t->id || !t->schema) {
+    t->schema = schema;
+    if (!t->ns || !t->name || !t->table || !t->id) {
+        cJSON_Delete(reg);
         freeTable(t);
         return SQLITE_NOMEM;
+    }
+    if (reg && pinWith(t, reg) != SQLITE_OK) {
+        *pzErr = sqlite3_mprintf("%s", t->base.zErrMsg ? t->base.zErrMsg : "out of memory");
+        freeTable(t);
+        return SQLITE_ERROR;
     }
     t->next = ctx->tables;
     ctx->tables = t;
@@ -460,7 +497,7 @@ static int enterSegment(queryTable *t, queryCursor *c, int i) {
     if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
     c->nopen++;
     snprintf(o->sha, sizeof o->sha, "%s", fv.sha256);
-    int rc = segmentReaderOpen(path, t->schema, &o->rd, err);
+    int rc = segmentReaderOpen(path, t->schema, t->segv[i], &o->rd, err);
     free(path);
     if (rc) return fail(t, err);
     if (sqlite3_prepare_v2(segmentReaderDb(o->rd), c->sql, -1, &o->st, NULL) != SQLITE_OK)
@@ -675,12 +712,15 @@ static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *i
     lakeError *err = &t->ctx->err;
     if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
     segmentReader *rd = NULL;
-    int rc = segmentReaderOpen(path, t->schema, &rd, err) ? fail(t, err) : SQLITE_OK;
+    char *view = NULL;
+    int rc = segmentReaderOpen(path, t->schema, t->segv[i], &rd, err) ? fail(t, err) : SQLITE_OK;
+    if (rc == SQLITE_OK && segmentReaderViewSql(rd, "s", &view)) rc = SQLITE_NOMEM;
     segmentReaderClose(rd);
     char *attach = rc == SQLITE_OK ? sqlite3_mprintf("ATTACH 'file:%q?mode=ro&immutable=1' AS s", path) : NULL;
     free(path);
     sqlite3_stmt *st = NULL;
-    if (rc == SQLITE_OK && (!attach || sqlite3_exec(db, attach, NULL, NULL, NULL) != SQLITE_OK))
+    if (rc == SQLITE_OK && (!attach || sqlite3_exec(db, attach, NULL, NULL, NULL) != SQLITE_OK ||
+                            (view && sqlite3_exec(db, view, NULL, NULL, NULL) != SQLITE_OK)))
         rc = failf(t, LAKE_EDATA, "a segment cannot be read");
     sqlite3_free(attach);
     if (rc == SQLITE_OK) {
@@ -693,8 +733,10 @@ static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *i
             else *rows += sqlite3_changes64(db);
         }
         sqlite3_finalize(st);
+        if (view) sqlite3_exec(db, "DROP VIEW temp.rows", NULL, NULL, NULL);
         sqlite3_exec(db, "DETACH s", NULL, NULL, NULL);
     }
+    sqlite3_free(view);
     segcacheRelease(t->ctx->segs, fv.sha256);
     return rc;
 }

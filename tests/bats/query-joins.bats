@@ -135,6 +135,14 @@ facts_and_dims() {
   both "SELECT p.x, substr(w.pad, 1, 5) FROM j.probe p CROSS JOIN j.wide w ON w.k = p.x ORDER BY 1, 2"
   assert_output $'{"x":"1","substr(w.pad, 1, 5)":"one"}\n{"x":"abc","substr(w.pad, 1, 5)":"text"}\n{"x":"w1-7","substr(w.pad, 1, 5)":"again"}\n{"x":"w1-7","substr(w.pad, 1, 5)":"xxxxx"}'
   assert_equal "$(lookups j.wide)" 1
+  # the same segments through a later schema (issue 28): attached to the
+  # index's database, they read by column id, a renamed key and a new column
+  lake-catalog alter j.wide rename-column k key
+  lake-catalog alter j.wide add-column 'note TEXT'
+  both "SELECT p.i, w.pad, w.note FROM j.probe p CROSS JOIN j.wide w ON w.key = p.i ORDER BY 1, 2"
+  assert_output $'{"i":1,"pad":"one","note":null}\n{"i":2,"pad":"two","note":null}\n{"i":3,"pad":"three","note":null}'
+  grep -q "^trace: query lookup j.wide by key: a temporary index of 44006 rows built on disk$" "$T/trace" ||
+    fail "not indexed on disk: $(grep lookup "$T/trace")"
 }
 
 @test "a range on the inner table prunes its segments before the index is built: only the kept rows are indexed" {

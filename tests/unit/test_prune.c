@@ -108,8 +108,15 @@ int main(void) {
 
     /* no statistics, or not the segment's shape: kept */
     ok(prunes("{\"rows\":3}", 0, PRUNE_EQ, "1000") == 0, "no stats: kept");
-    ok(prunes("{\"rows\":3,\"stats\":[{\"nulls\":0,\"min\":0,\"max\":1}]}", 0, PRUNE_EQ, "1000") == 0,
-       "stats of another column count: kept");
+    /* a segment written before the table's later columns were added
+     * (issue 28): its own column by its statistics, the others all NULL */
+    ok(prunes("{\"rows\":3,\"stats\":[{\"nulls\":0,\"min\":0,\"max\":1}]}", 0, PRUNE_EQ, "1000") == 1,
+       "a segment of fewer columns: its column's statistics prune");
+    ok(prunes("{\"rows\":3,\"stats\":[{\"nulls\":0,\"min\":0,\"max\":1}]}", 1, PRUNE_NOTNULL, NULL) == 1,
+       "a segment of fewer columns: a column added after it is NULL there");
+    ok(prunes("{\"rows\":3,\"columns\":[1,2],\"stats\":[{\"nulls\":0,\"min\":0,\"max\":1}]}", 0, PRUNE_EQ,
+              "1000") == 0,
+       "columns and stats of other lengths: kept");
     ok(prunes("{\"rows\":3,\"stats\":[{\"nulls\":9,\"min\":0,\"max\":1},{},{},{},{}]}", 0, PRUNE_EQ, "1000") == 0,
        "more NULLs than rows: kept");
     ok(prunes("{\"rows\":3,\"stats\":[{\"nulls\":0,\"min\":\"a\",\"max\":\"b\"},{},{},{},{}]}", 0, PRUNE_EQ,

@@ -121,7 +121,7 @@ static void testRoundTrip(stage *st) {
             strcmp(hex, cJSON_GetStringValue(cJSON_GetObjectItem(rec, "sha256"))) != 0)
             digests = 0;
         segmentReader *r;
-        if (segmentReaderOpen(path, schema, &r, &err)) { matches = 0; fprintf(stderr, "%s\n", err.msg); continue; }
+        if (segmentReaderOpen(path, schema, NULL, &r, &err)) { matches = 0; fprintf(stderr, "%s\n", err.msg); continue; }
         int64_t count;
         if (segmentReaderCount(r, &count, &err) || count != rows) counted = 0;
         sqlite3_stmt *q;
@@ -160,24 +160,42 @@ static void testRoundTrip(stage *st) {
     ok(total == N && i == N, "all %d rows come back, in order (%lld)", N, (long long)i);
     ok(matches, "every value of every type (NULLs, BLOBs with NUL bytes) reads back as written");
 
-    /* A segment read against another schema is refused. */
+    /* Read through a later schema of the table: by id, whatever the names. */
     const char *loc = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(segs, 0), "location"));
     segmentReader *r;
-    ok(segmentReaderOpen(loc + 7, "[{\"name\":\"k\",\"type\":\"INTEGER\"}]", &r, &err) == LAKE_EDATA,
-       "a segment of another schema is refused (65)");
+    int mapped = 0;
+    if (segmentReaderOpen(loc + 7, "[{\"name\":\"extra\",\"type\":\"TEXT\",\"id\":9},"
+                          "{\"name\":\"key\",\"type\":\"INTEGER\",\"id\":1}]", NULL, &r, &err) == 0) {
+        sqlite3_stmt *q = NULL;
+        char *view = NULL;
+        mapped = segmentReaderColumns(r) == 2 && segmentReaderViewSql(r, "s", &view) == 0 && view &&
+                 strstr(view, "FROM \"s\".rows") &&
+                 sqlite3_prepare_v2(segmentReaderDb(r), "SELECT rowid, extra, key FROM rows ORDER BY rowid DESC",
+                                    -1, &q, NULL) == SQLITE_OK &&
+                 sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int64(q, 0) > 1 &&
+                 sqlite3_column_type(q, 1) == SQLITE_NULL && sqlite3_column_type(q, 2) != SQLITE_TEXT;
+        sqlite3_finalize(q);
+        sqlite3_free(view);
+        segmentReaderClose(r);
+    }
+    ok(mapped, "a segment read through a later schema: a renamed column by its id, an added one NULL, the rowid kept");
+    cJSON *withIds = cJSON_Parse("{\"columns\":[3,1]}");
+    ok(segmentReaderOpen(loc + 7, schema, withIds, &r, &err) == LAKE_EDATA,
+       "a record whose columns are not one id per column of the file is refused (65)");
+    cJSON_Delete(withIds);
     ok(segmentReaderOpen(loc + 7, "[{\"name\":\"k\",\"type\":\"TEXT\"},{\"name\":\"x\",\"type\":\"REAL\"},"
                          "{\"name\":\"s\",\"type\":\"TEXT\"},{\"name\":\"b\",\"type\":\"BLOB\"},"
                          "{\"name\":\"ok\",\"type\":\"BOOLEAN\"},{\"name\":\"t\",\"type\":\"TIMESTAMP\"},"
-                         "{\"name\":\"f\",\"type\":\"FILE\"}]", &r, &err) == LAKE_EDATA,
+                         "{\"name\":\"f\",\"type\":\"FILE\"}]", NULL, &r, &err) == LAKE_EDATA,
        "a column of another type is refused (65)");
-    ok(segmentReaderOpen("/nonexistent/seg", schema, &r, &err) == LAKE_ENOINPUT,
+    ok(segmentReaderOpen("/nonexistent/seg", schema, NULL, &r, &err) == LAKE_ENOINPUT,
        "a missing segment file is 66");
     char junk[400];
     snprintf(junk, sizeof junk, "%s/junk", root);
     FILE *f = fopen(junk, "w");
     fputs("not a database at all, just text that is long enough to look like a header......", f);
     fclose(f);
-    ok(segmentReaderOpen(junk, schema, &r, &err) == LAKE_EDATA, "a file that is no SQLite database is 65");
+    ok(segmentReaderOpen(junk, schema, NULL, &r, &err) == LAKE_EDATA, "a file that is no SQLite database is 65");
     cJSON_Delete(segs);
     cJSON_Delete(files);
 }
@@ -218,7 +236,7 @@ static int one(stage *st, const char *type, lakeValue v, char *stored, size_t ca
     if (!rc && stored && !(rc = segmentWriterFinish(w, &segs, NULL, err))) {
         const char *loc = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(segs, 0), "location"));
         segmentReader *r;
-        if (!(rc = segmentReaderOpen(loc + 7, sch, &r, err))) {
+        if (!(rc = segmentReaderOpen(loc + 7, sch, NULL, &r, err))) {
             sqlite3_stmt *q;
             sqlite3_prepare_v2(segmentReaderDb(r), "SELECT quote(c) FROM rows", -1, &q, NULL);
             if (sqlite3_step(q) == SQLITE_ROW) snprintf(stored, cap, "%s", sqlite3_column_text(q, 0));
@@ -568,10 +586,26 @@ static void testStatsCompute(void) {
     free(sql);
 }
 
-/* segmentStatsColumn on the record text rec for column col of ncols. */
+/* segmentStatsColumn on record j for column col of a table of ncols
+ * INTEGER columns numbered 1 to ncols. */
+static int columnOf(const cJSON *j, int col, int ncols, segmentColumnStats *c) {
+    char json[4096] = "[";
+    for (int i = 0; i < ncols; i++)
+        snprintf(json + strlen(json), sizeof json - strlen(json), "%s{\"name\":\"c%d\",\"type\":\"INTEGER\"}",
+                 i ? "," : "", i);
+    strcat(json, "]");
+    segmentSchema *s = NULL;
+    lakeError e = {0};
+    if (segmentSchemaParse(json, &s, &e)) return -1;
+    int r = segmentStatsColumn(j, s, col, c);
+    segmentSchemaFree(s);
+    return r;
+}
+
+/* The same on the record text rec. */
 static int column(const char *rec, int col, int ncols, segmentColumnStats *c) {
     cJSON *j = cJSON_Parse(rec);
-    int r = segmentStatsColumn(j, col, ncols, c);
+    int r = columnOf(j, col, ncols, c);
     /* the text pointers borrow from j: copy what the tests look at */
     static char minb[80], maxb[80];
     if (r && c->min.type == SQLITE_TEXT) { snprintf(minb, sizeof minb, "%s", c->min.p); c->min.p = minb; }
@@ -601,7 +635,16 @@ static void testStatsRead(void) {
     ok(column(rec, 4, 5, &c) == 1 && c.min.type == SQLITE_FLOAT && c.min.r == 1e300,
        "a whole number beyond 2^53 reads as SQLITE_FLOAT");
     ok(column(rec, 5, 5, &c) == 0 && column(rec, -1, 5, &c) == 0, "a column out of range is unknown");
-    ok(column(rec, 0, 4, &c) == 0, "stats of another column count are unknown");
+    ok(column(rec, 0, 4, &c) == 1 && c.nulls == 1, "a segment with a column the table dropped since: the others by id");
+    ok(column(rec, 5, 6, &c) == 1 && c.nulls == 5 && !c.has_bounds,
+       "a column added after the segment was written: every row NULL");
+    ok(column(REC(",\"columns\":[4,2,7,1,3],\"stats\":[{\"nulls\":1},{\"nulls\":2},{\"nulls\":3},{\"nulls\":4},{\"nulls\":0}]"),
+              0, 4, &c) == 1 && c.nulls == 4 &&
+           column(REC(",\"columns\":[4,2,7,1,3],\"stats\":[{\"nulls\":1},{\"nulls\":2},{\"nulls\":3},{\"nulls\":4},{\"nulls\":0}]"),
+                  3, 4, &c) == 1 && c.nulls == 1,
+       "a record's columns: each column's entry found by its id");
+    ok(column(REC(",\"columns\":[1,2],\"stats\":[{\"nulls\":1}]"), 0, 2, &c) == 0,
+       "columns and stats of other lengths are unknown");
     ok(column(REC(""), 0, 1, &c) == 0 && c.nulls == 0 && !c.has_bounds, "a record without stats is unknown");
     ok(column("{\"stats\":[{\"nulls\":0}]}", 0, 1, &c) == 0, "a record without rows is unknown");
     static const char *bad[] = {
@@ -724,7 +767,7 @@ static void testStatsRollover(stage *st) {
         char smin[32], smax[32];
         snprintf(smin, sizeof smin, "s%03d", 100 - hi);
         snprintf(smax, sizeof smax, "s%03d", 100 - lo);
-        if (segmentStatsColumn(rec, 0, 2, &k) != 1 || segmentStatsColumn(rec, 1, 2, &t) != 1 || k.nulls != nulls ||
+        if (columnOf(rec, 0, 2, &k) != 1 || columnOf(rec, 1, 2, &t) != 1 || k.nulls != nulls ||
             k.min.i != kmin || k.max.i != kmax || t.nulls != 0 || strcmp(t.min.p, smin) || strcmp(t.max.p, smax))
             all = 0;
         seg++;
