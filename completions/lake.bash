@@ -34,7 +34,7 @@ _lake_args_lake_get='-o --output --presign --stage'
 _lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
     --strict -h --help --version'
 _lake_args_lake_catalog='--max-age'
-_lake_commands_lake_catalog='list show resolve history rollback refresh status create-namespace
+_lake_commands_lake_catalog='list show resolve history rollback alter refresh status create-namespace
     create drop whoami actions gc compact'
 _lake_opts_lake_catalog_gc='--dry-run --grace'
 _lake_args_lake_catalog_gc='--grace'
@@ -164,6 +164,14 @@ _lake_catalog_cached() {
     "$exe" --offline list 2>/dev/null
 }
 
+# The columns of table $1 as the snapshot cache has them, one a line (no
+# request either).
+_lake_catalog_columns() {
+    local exe=${COMP_WORDS[0]}
+    [[ $exe == */* && -x $exe ]] || exe=lake-catalog
+    "$exe" --offline show "$1" 2>/dev/null | cut -f1
+}
+
 # Complete operand number $4 (from 1) of command $3 of program $1 from the
 # word $2; $3 is empty for programs without commands.
 _lake_complete_operand() {
@@ -171,9 +179,25 @@ _lake_complete_operand() {
     case $1 in
     lake-catalog)
         case $3:$4 in
-        show:1 | resolve:1 | history:1 | rollback:1 | drop:1 | compact:1)
+        show:1 | resolve:1 | history:1 | rollback:1 | alter:1 | drop:1 | compact:1)
             list=$(_lake_catalog_cached | tr '\t' '.')
             _lake_compgen -W "$list" -- "$2"
+            ;;
+        alter:2)
+            _lake_compgen -W 'add-column rename-column drop-column' -- "$2"
+            ;;
+        alter:3)
+            # rename-column and drop-column name a column of the table;
+            # add-column's 'COL TYPE' is new text
+            local i
+            for ((i = 1; i < COMP_CWORD; i++)); do [ "${COMP_WORDS[i]}" != alter ] || break; done
+            case ${COMP_WORDS[i + 2]-} in
+            rename-column | drop-column)
+                list=$(_lake_catalog_columns "${COMP_WORDS[i + 1]-}")
+                _lake_compgen -W "$list" -- "$2"
+                ;;
+            *) COMPREPLY=() ;;
+            esac
             ;;
         list:1)
             list=$(_lake_catalog_cached | cut -f1 | uniq)

@@ -452,6 +452,26 @@ catalog_fixture() {
   assert_output --partial "trace: source catalog_snapshot"
 }
 
+@test "completions: bash completes alter's table, its change, and for a rename or drop the table's columns, from the cache" {
+  catalog_fixture
+  export LAKE_CATALOG_TTL=0
+  run bash_complete lake-catalog alter docs.p
+  assert_output docs.papers
+  run bash_complete lake-catalog alter docs.papers ''
+  assert_equal "$(sort <<<"$output" | paste -sd,)" "add-column,drop-column,rename-column"
+  run bash_complete lake-catalog alter docs.papers drop-column ''
+  assert_equal "$(paste -sd, <<<"$output")" "title,pdf"
+  run bash_complete lake-catalog alter docs.papers rename-column t
+  assert_output title
+  # add-column's 'COL TYPE' is new text
+  run bash_complete lake-catalog alter docs.papers add-column ''
+  assert_output ""
+  run cat "$T/calls"
+  assert_line -- "--offline show docs.papers"
+  run cat "$T/trace"
+  refute_output --partial "trace: source"
+}
+
 @test "completions: bash completes lake-catalog namespaces from the cache" {
   catalog_fixture
   export LAKE_CATALOG_TTL=0

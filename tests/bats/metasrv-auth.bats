@@ -66,6 +66,7 @@ body_for() {
     rewrite) # a DELETE of the caller's compacted segment: it is replaced by none
       printf '{"namespace":"m","name":"t","expected_version":%d,"operation":"delete","replace":["%s"],"segments":[],"files":[]}\n' \
         "$VERSION" "$STAGE_URL/tables/m/seg_c_$2" ;;
+    alter) echo "{\"namespace\":\"m\",\"name\":\"t\",\"operation\":\"add-column\",\"column\":\"c_$2 TEXT\"}" ;;
     create_namespace) echo "{\"namespace\":\"ns_$2\"}" ;;
     create_table) echo "{\"namespace\":\"m\",\"name\":\"t_$2\",\"schema\":[{\"name\":\"a\",\"type\":\"TEXT\"}]}" ;;
     drop_table) echo "{\"namespace\":\"m\",\"name\":\"d_$2\"}" ;;
@@ -81,6 +82,7 @@ assert_answer() {
     catalog_snapshot) check='.status == "snapshot" and (.generation | type == "number") and (.entries | type == "array")' ;;
     resolve) check='.namespace == "m" and .name == "t" and (.version | type == "number")' ;;
     append | compact | rewrite | rollback) check=".version == $VERSION" ;;
+    alter) check=".version == $VERSION and (.schema | map(.name) | index(\"c_$name\") != null) and (.generation | type == \"number\")" ;;
     history) check='(.versions[0] | .version == 0 and .operation == "create") and (.more | type == "boolean")' ;;
     create_namespace | create_table | drop_table) check='.generation | type == "number"' ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
@@ -114,7 +116,7 @@ make_matrix_tables() {
         metasrv_expect_error 401 unauthenticated
       elif metasrv_allowed "$action" "$role"; then
         assert_equal "$action as $name: HTTP $HTTP_CODE" "$action as $name: HTTP 200"
-        case $action in append | compact | rewrite | rollback) VERSION=$((VERSION + 1)) ;; esac
+        case $action in append | compact | rewrite | rollback | alter) VERSION=$((VERSION + 1)) ;; esac
         assert_answer "$action" "$name" "$role"
       else
         metasrv_expect_error 403 permission_denied
@@ -130,8 +132,8 @@ make_matrix_tables() {
   assert_equal "$(jq -c '[.entries[] | select(.kind == "table") | .name] | sort' <<<"$HTTP_BODY")" \
     '["d_alice","d_etl","d_none","d_peer","d_revoked","d_unknown","d_wrong","t","t_admin"]'
   metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t"}'
-  assert_equal "$(jq -c '[.version, [.segments[].location]]' <<<"$HTTP_BODY")" \
-    "[10,[\"$STAGE_URL/tables/m/seg_c_alice\"]]"
+  assert_equal "$(jq -c '[.version, [.segments[].location], [.schema[].name]]' <<<"$HTTP_BODY")" \
+    "[12,[\"$STAGE_URL/tables/m/seg_c_alice\"],[\"a\",\"c_admin\",\"c_etl\"]]"
 
   # and the server counted each refusal under its action
   for action in $ACTIONS; do
@@ -143,6 +145,7 @@ make_matrix_tables() {
   assert_equal "$(metasrv_count compact 403)" 1
   assert_equal "$(metasrv_count rewrite 403)" 2
   assert_equal "$(metasrv_count rollback 403)" 2
+  assert_equal "$(metasrv_count alter 403)" 2
   assert_equal "$(metasrv_count history 403)" 0
   assert_equal "$(metasrv_count create_namespace 403)" 3
   assert_equal "$(metasrv_count create_table 403)" 3
