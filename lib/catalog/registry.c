@@ -793,8 +793,10 @@ static int checkSegment(const char *what, const cJSON *g, const stage *st, lakeE
 
 /* Add to *s the columns of every schema table id had that *s lacks (by
  * id): a writer that read an earlier schema wrote them, and dropped ones
- * are carried, unread.  0, or an error code. */
-static int addEarlierColumns(registry *r, const char *id, segmentSchema *s, lakeError *err) {
+ * are carried, unread.  widths[w] is set for each schema of w <
+ * SCHEMA_MAX_COLUMNS columns numbered 1 to w (the only shapes a segment
+ * without "columns" can have).  0, or an error code. */
+static int addEarlierColumns(registry *r, const char *id, segmentSchema *s, unsigned char *widths, lakeError *err) {
     sqlStmt *st = prep(r, err, "SELECT DISTINCT schema FROM versions WHERE table_id = ? AND schema IS NOT NULL", id,
                        NULL);
     if (!st) return err->code;
@@ -803,6 +805,7 @@ static int addEarlierColumns(registry *r, const char *id, segmentSchema *s, lake
         segmentSchema *o = NULL;
         lakeError e = {0};
         if (segmentSchemaParse(sqlColumnText(st, 0), &o, &e)) continue; /* (none is stored malformed) */
+        if (segmentSchemaPositional(o) && o->ncols < SCHEMA_MAX_COLUMNS) widths[o->ncols] = 1;
         for (int i = 0; i < o->ncols && !rc; i++) {
             if (segmentSchemaFindId(s, o->cols[i].id) >= 0) continue;
             segmentColumn *cols = realloc(s->cols, sizeof *cols * ((size_t)s->ncols + 1));
@@ -836,6 +839,8 @@ static int checkStats(registry *r, const char *id, const char *what, const cJSON
     lakeError e = {0};
     if (segmentSchemaParse(schema, &sch, &e)) return errSetStatus(err, "internal", "%s: a stored schema is malformed", what);
     int64_t ids[SCHEMA_MAX_COLUMNS];
+    unsigned char widths[SCHEMA_MAX_COLUMNS] = {0};
+    int ncur = sch->ncols, current = segmentSchemaPositional(sch) ? ncur : -1; /* (sch may grow below) */
     cJSON_ArrayForEach(g, segments) {
         if (e.code) break;
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(g, "stats");
@@ -843,15 +848,24 @@ static int checkStats(registry *r, const char *id, const char *what, const cJSON
         int64_t rows = 0; /* checkSegment saw it */
         jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows);
         /* its columns: listed, or 1 to k (k its statistics' entries) */
-        int k = cJSON_IsArray(st) ? cJSON_GetArraySize(st) : sch->ncols;
+        int k = cJSON_IsArray(st) ? cJSON_GetArraySize(st) : ncur;
         int n = segmentRecordColumns(g, k, ids, SCHEMA_MAX_COLUMNS), q;
-        if (n < 0 || (cols && st && n != k)) {
+        if (n <= 0 || (cols && st && n != k)) {
+            e.code = LAKE_EDATA;
+            break;
+        }
+        /* 1 to k without a list: the shape of a schema the table had */
+        if (!cols && k != current && !all) {
+            all = 1;
+            if ((rc = addEarlierColumns(r, id, sch, widths, err))) goto out;
+        }
+        if (!cols && k != current && (k >= SCHEMA_MAX_COLUMNS || !widths[k])) {
             e.code = LAKE_EDATA;
             break;
         }
         while ((q = segmentSchemaSubset(sch, ids, n, &sub)) > 0 && !all) {
             all = 1; /* a column the current schema lacks: every schema's, once */
-            if ((rc = addEarlierColumns(r, id, sch, err))) goto out;
+            if ((rc = addEarlierColumns(r, id, sch, widths, err))) goto out;
         }
         if (q) {
             foreign = q > 0;

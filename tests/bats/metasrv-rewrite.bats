@@ -164,33 +164,42 @@ table_state() {
   alter '"operation":"add-column","column":"b TEXT"'
   assert_equal "$HTTP_CODE $(jq -c '[.version, .schema, (.generation | type)]' <<<"$HTTP_BODY")" \
     '200 [2,[{"name":"a","type":"INTEGER"},{"name":"b","type":"TEXT"}],"number"]'
+  # without columns, a segment has the shape of a schema the table had:
+  # one column (a writer that read version 1) or two, not three
+  local s1b s3
+  s1b=$(seg s1b | jq -c '. + {stats: [{nulls: 0, min: 1, max: 1}]}')
+  metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":2,\"segments\":[$s1b],\"files\":[]}"
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":3}'
+  s3=$(seg s3 | jq -c '. + {stats: [{nulls: 1}, {nulls: 1}, {nulls: 1}]}')
+  metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":3,\"segments\":[$s3],\"files\":[]}"
+  metasrv_expect_error 400 invalid_argument
   alter '"operation":"drop-column","column":"a"'
   assert_equal "$HTTP_CODE $(jq -c .schema <<<"$HTTP_BODY")" '200 [{"name":"b","type":"TEXT","id":2}]'
   alter '"operation":"add-column","column":"a INTEGER"'
   assert_equal "$HTTP_CODE $(jq -c .schema <<<"$HTTP_BODY")" \
     '200 [{"name":"b","type":"TEXT","id":2},{"name":"a","type":"INTEGER","id":3}]'
   alter '"operation":"rename-column","column":"b","to":"label"'
-  assert_equal "$HTTP_CODE $(jq -c '[.version, [.schema[].name]]' <<<"$HTTP_BODY")" '200 [5,["label","a"]]'
+  assert_equal "$HTTP_CODE $(jq -c '[.version, [.schema[].name]]' <<<"$HTTP_BODY")" '200 [6,["label","a"]]'
   # each version answers with its own schema
   metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t","version":1}'
   assert_equal "$(jq -c '[.version, .schema]' <<<"$HTTP_BODY")" '[1,[{"name":"a","type":"INTEGER"}]]'
-  metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t","version":3}'
-  assert_equal "$(jq -c '[.version, [.schema[].name]]' <<<"$HTTP_BODY")" '[3,["b"]]'
+  metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t","version":4}'
+  assert_equal "$(jq -c '[.version, [.schema[].name]]' <<<"$HTTP_BODY")" '[4,["b"]]'
   # a writer that read version 2 (ids 1 and 2, the 1 dropped since): taken,
   # its ids stored; one naming an id the table never had: 400
   local s2 s9
   s2=$(seg s2 | jq -c '. + {columns: [1, 2], stats: [{nulls: 0, min: 5, max: 5}, {nulls: 1}]}')
-  metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":5,\"segments\":[$s2],\"files\":[]}"
-  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":6}'
+  metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":6,\"segments\":[$s2],\"files\":[]}"
+  assert_equal "$HTTP_CODE $HTTP_BODY" '200 {"version":7}'
   s9=$(seg s9 | jq -c '. + {columns: [9]}')
-  metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":6,\"segments\":[$s9],\"files\":[]}"
+  metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":7,\"segments\":[$s9],\"files\":[]}"
   metasrv_expect_error 400 invalid_argument
   # statistics that do not match the columns' types: 400
   s9=$(seg s9 | jq -c '. + {columns: [3], stats: [{nulls: 0, min: "x", max: "y"}]}')
-  metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":6,\"segments\":[$s9],\"files\":[]}"
+  metasrv_post "$ADMIN" append "{\"namespace\":\"m\",\"name\":\"t\",\"expected_version\":7,\"segments\":[$s9],\"files\":[]}"
   metasrv_expect_error 400 invalid_argument
   metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t"}'
-  assert_equal "$(jq -c '[.version, [.segments[] | .columns]]' <<<"$HTTP_BODY")" '[6,[null,[1,2]]]'
+  assert_equal "$(jq -c '[.version, [.segments[] | .columns]]' <<<"$HTTP_BODY")" '[7,[null,null,[1,2]]]'
   # refusals: a clash, no such column, the last column, an unknown operation,
   # a rename without its new name; nothing changed
   alter '"operation":"add-column","column":"LABEL TEXT"'
@@ -206,6 +215,6 @@ table_state() {
   alter '"operation":"drop-column","column":"label"'
   metasrv_expect_error 400 invalid_argument
   metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t"}'
-  assert_equal "$(jq -c '[.version, .schema]' <<<"$HTTP_BODY")" '[7,[{"name":"label","type":"TEXT","id":2}]]'
+  assert_equal "$(jq -c '[.version, .schema]' <<<"$HTTP_BODY")" '[8,[{"name":"label","type":"TEXT","id":2}]]'
   metasrv_check_errors
 }

@@ -33,15 +33,6 @@ locations() {
   lake-catalog --max-age 0 resolve d.t | jq -c '[.segments[].location]'
 }
 
-# The query with pushdown and row by row (LAKE_QUERY_NO_PUSHDOWN, the
-# reference): the same rows, or the test fails; its output in $output.
-both() {
-  LAKE_TRACE=1 lake-query -f jsonl -c "$1" >"$T/on" 2>"$T/trace" || fail "$1: $(tail -3 "$T/trace")"
-  LAKE_QUERY_NO_PUSHDOWN=1 lake-query -f jsonl -c "$1" >"$T/off" || fail "$1: failed row by row"
-  diff "$T/off" "$T/on" >&2 || fail "$1: the answers differ"
-  output=$(cat "$T/on")
-}
-
 @test "add-column: a new version, NULL in the rows written before, filled in the rows after; no segment rewritten" {
   local before
   before=$(locations)

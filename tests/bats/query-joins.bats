@@ -22,15 +22,6 @@ teardown() {
   source_teardown
 }
 
-# both SQL: the answer with lookups (traced into $T/trace) and without
-# must be the same; it is left in $output
-both() {
-  LAKE_TRACE=1 lake-query -f jsonl -c "$1" >"$T/on" 2>"$T/trace" || fail "$1: $(tail -3 "$T/trace")"
-  LAKE_QUERY_NO_PUSHDOWN=1 lake-query -f jsonl -c "$1" >"$T/off" || fail "$1: failed row by row"
-  diff "$T/off" "$T/on" >&2 || fail "$1: the answers differ"
-  output=$(cat "$T/on")
-}
-
 # lookups NAME: how many lookup stores the traced statement built for NAME
 lookups() {
   grep -c "^trace: query lookup $1 by " "$T/trace" || true
