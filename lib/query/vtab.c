@@ -1345,8 +1345,15 @@ static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char
     sqlite3_free(sql);
     if (exists) return 0;
     sql = sqlite3_mprintf("CREATE VIRTUAL TABLE \"%w\".\"%w\" USING lake", ns, name);
+    errClear(&ctx->err);
     int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
     sqlite3_free(sql);
+    /* a table read AT a version resolves as it is declared: its failure
+     * (no such version, the source down) as the source said it */
+    if (rc != SQLITE_OK && ctx->err.code) {
+        *err = ctx->err;
+        return err->code;
+    }
     if (rc != SQLITE_OK) return errSet(err, LAKE_EFAIL, "%s.%s: %s", ns, name, sqlite3_errmsg(db));
     return 0;
 }
