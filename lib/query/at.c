@@ -10,14 +10,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "catalog/names.h"
 #include "core/rfc3339.h"
+#include "query/sqlscan.h"
 
 static const char *blanks(const char *p) {
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
     return p;
 }
 
-static int identStart(char c) { return isalpha((unsigned char)c) || c == '_'; }
 static int identChar(char c) { return isalnum((unsigned char)c) || c == '_'; }
 
 /* A bare word at p equal to w (any case): the end of it, else NULL. */
@@ -71,61 +72,35 @@ bad:
 int queryAtRewrite(const char *sql, char **out, lakeError *err) {
     *out = NULL;
     char *copy = NULL;
-    /* the token before: 0 other, 1 an identifier, 2 "identifier .", 3 the
-     * T of "NS . T" (at tStart, its name in t) */
+    /* the token before, blanks and comments aside: 0 other, 1 an
+     * identifier, 2 "identifier .", 3 the T of "NS . T" (at tStart, its
+     * name in t) */
     int state = 0;
     const char *tStart = NULL;
-    char t[128];
-    for (const char *p = sql; *p;) {
-        if (*p == '\'') { /* a string literal, '' escapes */
-            for (p++; *p && !(*p == '\'' && p[1] != '\''); p += *p == '\'' ? 2 : 1) {}
-            if (*p) p++;
-            state = 0;
-            continue;
-        }
-        if (p[0] == '-' && p[1] == '-') {
-            p += strcspn(p, "\n");
-            continue;
-        }
-        if (p[0] == '/' && p[1] == '*') {
-            const char *e = strstr(p + 2, "*/");
-            p = e ? e + 2 : p + strlen(p);
-            continue;
-        }
-        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') {
-            p++;
-            continue;
-        }
-        const char *s = p, *e;
-        char name[128];
-        size_t n = 0;
-        if (*p == '"' || *p == '`' || *p == '[') { /* a quoted identifier */
-            char close = *p == '[' ? ']' : *p;
-            for (e = p + 1; *e && !(*e == close && (close == ']' || e[1] != close)); e++) {
-                if (*e == close) e++; /* a doubled quote */
-                if (n < sizeof name - 1) name[n++] = *e;
-            }
-            e += *e != '\0';
-        } else if (identStart(*p)) {
-            for (e = p; identChar(*e); e++)
-                if (n < sizeof name - 1) name[n++] = *e;
+    char t[NAME_MAX_LEN + 1];
+    for (const char *p = sql;;) {
+        sqlToken k = sqlNextToken(p);
+        if (k.kind == SQLTOK_END) break;
+        p = k.end;
+        if (k.kind == SQLTOK_BLANK || k.kind == SQLTOK_COMMENT) continue;
+        if (k.kind == SQLTOK_IDENT && state == 3 && word(k.start, "AT")) {
             /* NS.T AT (…): the clause, when one follows */
             int64_t version = -1;
             char time[32] = "";
-            const char *end = NULL;
             lakeError cerr = {0};
-            if (state == 3 && word(p, "AT") && (end = clause(e, &version, time, &cerr))) {
+            const char *end = clause(k.end, &version, time, &cerr);
+            if (end) {
                 char rep[200];
-                int k = version >= 0 ? snprintf(rep, sizeof rep, "\"%s%cv%lld\"", t, QUERY_AT_MARK, (long long)version)
+                int n = version >= 0 ? snprintf(rep, sizeof rep, "\"%s%cv%lld\"", t, QUERY_AT_MARK, (long long)version)
                                      : snprintf(rep, sizeof rep, "\"%s%ct%s\"", t, QUERY_AT_MARK, time);
-                if (k < 0 || (size_t)k > (size_t)(end - tStart) || strchr(t, '"')) {
+                if (n < 0 || (size_t)n > (size_t)(end - tStart) || strchr(t, '"')) {
                     free(copy);
                     return errSet(err, LAKE_EUSAGE, "%s AT (...): cannot be read at a version", t);
                 }
                 if (!copy && !(copy = strdup(sql))) return errSet(err, LAKE_EFAIL, "out of memory");
                 char *at = copy + (tStart - sql);
-                memcpy(at, rep, (size_t)k);
-                memset(at + k, ' ', (size_t)(end - tStart) - (size_t)k);
+                memcpy(at, rep, (size_t)n);
+                memset(at + n, ' ', (size_t)(end - tStart) - (size_t)n);
                 p = end;
                 state = 0;
                 continue;
@@ -135,20 +110,18 @@ int queryAtRewrite(const char *sql, char **out, lakeError *err) {
                 *err = cerr;
                 return err->code;
             }
-        } else {
-            p++;
-            state = state == 1 && *s == '.' ? 2 : 0;
-            continue;
         }
-        name[n] = '\0';
-        if (state == 2) {
-            state = 3;
-            tStart = s;
-            snprintf(t, sizeof t, "%s", name);
+        if (k.kind == SQLTOK_IDENT || k.kind == SQLTOK_QUOTED) {
+            if (state == 2) {
+                state = 3;
+                tStart = k.start;
+                sqlTokenName(&k, t, sizeof t);
+            } else {
+                state = 1;
+            }
         } else {
-            state = 1;
+            state = state == 1 && *k.start == '.' ? 2 : 0;
         }
-        p = e;
     }
     *out = copy;
     return 0;

@@ -20,6 +20,7 @@
 #include "query/prune.h"
 #include "query/rewrite.h"
 #include "query/segment.h"
+#include "query/sqlscan.h"
 
 /* Segments a cursor keeps open between scans (a table in the inner loop
  * of a join is scanned once per outer row): each holds two descriptors. */
@@ -1366,52 +1367,23 @@ int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err
         sqlite3_step(st) == SQLITE_ROW)
         nattached = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    /* a small scanner: identifiers (bare, "quoted", `quoted` or
-     * [quoted]) outside strings and comments, and the pairs "a.b" among
-     * them */
+    /* the pairs "a.b" of identifiers outside strings and comments
+     * (query/sqlscan.h), blanks and comments around the dot allowed */
     char prev[NAME_MAX_LEN + 1] = "", id[NAME_MAX_LEN + 1];
-    int prevDot = 0; /* prev is followed by a '.' */
-    for (const char *p = sql; *p && !rc;) {
-        size_t k = 0, n = 0;
-        if (*p == '\'') { /* string literal, '' escapes */
-            for (p++; *p && !(*p == '\'' && p[1] != '\''); p += (*p == '\'' ? 2 : 1)) {}
-            if (*p) p++;
-            prev[0] = '\0';
-        } else if (p[0] == '-' && p[1] == '-') {
-            p += strcspn(p, "\n");
-        } else if (p[0] == '/' && p[1] == '*') {
-            const char *e = strstr(p + 2, "*/");
-            p = e ? e + 2 : p + strlen(p);
-        } else if (*p == '"' || *p == '`' || *p == '[') {
-            char close = *p == '[' ? ']' : *p;
-            for (k = 1; p[k] && !(p[k] == close && (close == ']' || p[k + 1] != close)); k++) {
-                if (p[k] == close) k++; /* a doubled quote */
-                if (n < NAME_MAX_LEN) id[n++] = p[k];
-            }
-            id[n] = '\0';
-            k += p[k] != '\0';
-        } else if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_') {
-            while ((p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= 'a' && p[k] <= 'z') || (p[k] >= '0' && p[k] <= '9') ||
-                   p[k] == '_')
-                k++;
-            snprintf(id, sizeof id, "%.*s", (int)(k < NAME_MAX_LEN ? k : NAME_MAX_LEN), p);
-        } else {
-            p++;
-            prev[0] = '\0';
-        }
-        if (k) { /* an identifier: id */
-            if (prevDot && prev[0]) rc = declareOne(db, ctx, prev, id, &nattached, &listed, &byName, err);
+    int state = 0; /* 1: after the identifier prev, 2: after "prev ." */
+    for (const char *p = sql; !rc;) {
+        sqlToken t = sqlNextToken(p);
+        if (t.kind == SQLTOK_END) break;
+        p = t.end;
+        if (t.kind == SQLTOK_BLANK || t.kind == SQLTOK_COMMENT) continue;
+        if (t.kind == SQLTOK_IDENT || t.kind == SQLTOK_QUOTED) {
+            sqlTokenName(&t, id, sizeof id);
+            if (state == 2) rc = declareOne(db, ctx, prev, id, &nattached, &listed, &byName, err);
             memcpy(prev, id, sizeof prev);
-            p += k;
-            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-            prevDot = *p == '.';
-            if (prevDot) {
-                p++;
-                while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-            }
-            continue;
+            state = 1;
+        } else {
+            state = state == 1 && *t.start == '.' ? 2 : 0;
         }
-        prevDot = 0;
     }
     return rc;
 }
