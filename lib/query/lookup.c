@@ -240,19 +240,25 @@ uint32_t lookupMemNext(const lookupMem *m, const lookupKey *k, uint32_t row) {
 
 int64_t lookupMemRowid(const lookupMem *m, uint32_t row) { return m->rowid[row]; }
 
-void lookupMemResult(const lookupMem *m, uint32_t row, int col, sqlite3_context *ctx) {
-    const memValue *v = &m->vals[(int64_t)row * m->ncol + col];
-    switch (v->type) {
-    case SQLITE_INTEGER: sqlite3_result_int64(ctx, v->u.i); break;
-    case SQLITE_FLOAT: sqlite3_result_double(ctx, v->u.r); break;
-    case SQLITE_TEXT: sqlite3_result_text(ctx, arenaAt(m, v->u.off), v->n, SQLITE_TRANSIENT); break;
+void lookupResult(sqlite3_context *ctx, int type, int64_t i, double r, const void *p, int n) {
+    switch (type) {
+    case SQLITE_INTEGER: sqlite3_result_int64(ctx, i); break;
+    case SQLITE_FLOAT: sqlite3_result_double(ctx, r); break;
+    case SQLITE_TEXT: sqlite3_result_text(ctx, p, n, SQLITE_TRANSIENT); break;
     case SQLITE_BLOB:
         /* the empty BLOB: result_blob takes a NULL pointer for SQL NULL */
-        if (v->n) sqlite3_result_blob(ctx, arenaAt(m, v->u.off), v->n, SQLITE_TRANSIENT);
+        if (n) sqlite3_result_blob(ctx, p, n, SQLITE_TRANSIENT);
         else sqlite3_result_zeroblob(ctx, 0);
         break;
     default: sqlite3_result_null(ctx); break;
     }
+}
+
+void lookupMemResult(const lookupMem *m, uint32_t row, int col, sqlite3_context *ctx) {
+    const memValue *v = &m->vals[(int64_t)row * m->ncol + col];
+    int bytes = v->type == SQLITE_TEXT || v->type == SQLITE_BLOB;
+    lookupResult(ctx, v->type, v->type == SQLITE_INTEGER ? v->u.i : 0, v->type == SQLITE_FLOAT ? v->u.r : 0,
+                 bytes ? arenaAt(m, v->u.off) : NULL, bytes ? (int)v->n : 0);
 }
 
 void lookupMemFree(lookupMem *m) {

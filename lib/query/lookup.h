@@ -65,6 +65,10 @@ uint32_t lookupMemNext(const lookupMem *m, const lookupKey *k, uint32_t row);
 
 int64_t lookupMemRowid(const lookupMem *m, uint32_t row);
 
+/* Set ctx's result to a value of SQLite type `type`: i (INTEGER), r
+ * (FLOAT) or the n bytes at p (TEXT, BLOB; the empty BLOB stays a BLOB),
+ * copied; NULL for any other type. */
+void lookupResult(sqlite3_context *ctx, int type, int64_t i, double r, const void *p, int n);
 /* Value col (0-based) of row as ctx's result (copied). */
 void lookupMemResult(const lookupMem *m, uint32_t row, int col, sqlite3_context *ctx);
 

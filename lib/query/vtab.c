@@ -996,24 +996,14 @@ static int xColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int i) {
     }
     /* by type rather than sqlite3_result_value: no Mem copy, and text
      * reuses the result's buffer instead of a malloc per value; one
-     * column_value (the statement's own Mem), then the cheap value_ calls */
+     * column_value (the statement's own Mem), then the cheap value_ calls
+     * (text or blob before bytes) */
     sqlite3_value *v = sqlite3_column_value(st, j);
-    switch (sqlite3_value_type(v)) {
-    case SQLITE_INTEGER: sqlite3_result_int64(ctx, sqlite3_value_int64(v)); break;
-    case SQLITE_FLOAT: sqlite3_result_double(ctx, sqlite3_value_double(v)); break;
-    case SQLITE_TEXT:
-        sqlite3_result_text(ctx, (const char *)sqlite3_value_text(v), sqlite3_value_bytes(v), SQLITE_TRANSIENT);
-        break;
-    case SQLITE_BLOB: {
-        /* the empty BLOB has a NULL pointer, which result_blob takes for
-         * SQL NULL */
-        int n = sqlite3_value_bytes(v);
-        if (n) sqlite3_result_blob(ctx, sqlite3_value_blob(v), n, SQLITE_TRANSIENT);
-        else sqlite3_result_zeroblob(ctx, 0);
-        break;
-    }
-    default: sqlite3_result_null(ctx); break;
-    }
+    int type = sqlite3_value_type(v);
+    const void *p = type == SQLITE_TEXT ? (const void *)sqlite3_value_text(v)
+                    : type == SQLITE_BLOB ? sqlite3_value_blob(v) : NULL;
+    lookupResult(ctx, type, type == SQLITE_INTEGER ? sqlite3_value_int64(v) : 0,
+                 type == SQLITE_FLOAT ? sqlite3_value_double(v) : 0, p, p || type == SQLITE_BLOB ? sqlite3_value_bytes(v) : 0);
     return SQLITE_OK;
 }
 

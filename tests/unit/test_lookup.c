@@ -8,21 +8,13 @@
 #include <string.h>
 
 #include "query/lookup.h"
+#include "sqlval.h"
 #include "tap.h"
 
 static sqlite3 *db;
 
 /* The value of the SQL expression expr (a fresh copy). */
-static sqlite3_value *val(const char *expr) {
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT %s", expr);
-    sqlite3_stmt *st = NULL;
-    sqlite3_value *v = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_value_dup(sqlite3_column_value(st, 0));
-    sqlite3_finalize(st);
-    return v;
-}
+static sqlite3_value *val(const char *expr) { return sqlval(db, expr); }
 
 /* Do a and b have the same key?  -1 when either has none. */
 static int sameKey(const char *a, const char *b) {

@@ -10,22 +10,14 @@
 
 #include "query/prune.h"
 #include "query/segment.h"
+#include "sqlval.h"
 #include "tap.h"
 
 static sqlite3 *db;
 static segmentSchema *cols;
 
 /* The value of the SQL expression expr (a fresh copy). */
-static sqlite3_value *val(const char *expr) {
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT %s", expr);
-    sqlite3_stmt *st = NULL;
-    sqlite3_value *v = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_value_dup(sqlite3_column_value(st, 0));
-    sqlite3_finalize(st);
-    return v;
-}
+static sqlite3_value *val(const char *expr) { return sqlval(db, expr); }
 
 /* Does the term "column col op exprs…" prune segment record seg?  exprs
  * is a '|'-separated list (several for IN). */
