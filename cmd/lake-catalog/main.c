@@ -439,7 +439,13 @@ static int existsAlready(run *r, const char *ns, const char *name, const char *s
     }
     char *have = NULL;
     if ((rc = schemaCanonical(e->schema, &have, err))) return rc;
-    if (strcmp(have, schema) != 0) {
+    /* the same columns, names and types in order: the ids an alter gave
+     * them (lake-catalog alter) are not the schema's text */
+    char *haveText = schemaText(have), *wantText = schemaText(schema);
+    int same = haveText && wantText && strcmp(haveText, wantText) == 0;
+    free(haveText);
+    free(wantText);
+    if (!same) {
         char *text = schemaText(have);
         rc = errSetStatus(err, "failed_precondition",
                           "%s.%s exists with another schema ('%s'); --if-not-exists changes nothing", ns, name,
