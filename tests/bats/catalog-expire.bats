@@ -27,14 +27,6 @@ three_versions() {
   lake-query -c "INSERT INTO d.t VALUES (1)" -c "INSERT INTO d.t VALUES (2)" -c "INSERT INTO d.t VALUES (3)"
 }
 
-# The stage directory the source advertises (a file:// stage).
-stage_dir() {
-  local url
-  url=$(lake-catalog whoami | sed -n 's/^stage=//p')
-  [[ $url == file://* ]] || fail "not a file:// stage: $url"
-  printf '%s\n' "${url#file://}"
-}
-
 # Make the deployment's retention 0 (every version but the current one
 # expires at gc): lake.conf in the embedded lake, serve --retention for a
 # server (restarted on its port).
@@ -193,7 +185,7 @@ retention_zero() {
   grep -qxF "$secret" <<<"$(cut -f1 <<<"$output")" || fail "gc did not remove the deleted row's file: $output"
   # gone from the stage itself
   local dir
-  dir=$(stage_dir)
+  dir=$(source_stage_dir)
   [ ! -e "${secret#file://}" ] || fail "still in the stage: $secret"
   run --separate-stderr lake-get "$secret"
   assert_equal "$status" 66
