@@ -734,22 +734,25 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
     /* a segment is one while it is live in an unexpired version (added at
      * or before it, not removed by it); a FILE location while the version
      * that recorded it is unexpired or added a segment that is one (the
-     * rows a rewrite kept are recorded again with the rewriting version) */
-#define LIVE_UNEXPIRED(s) "EXISTS (SELECT 1 FROM versions v WHERE v.table_id = " s ".table_id AND v.expired_at IS NULL" \
-    " AND v.version >= " s ".version AND (" s ".removed_in IS NULL OR v.version < " s ".removed_in))"
+     * rows a rewrite kept are recorded again with the rewriting version).
+     * A table's expired versions are always its oldest (registryExpire
+     * marks the versions below one), so "live in an unexpired version" is
+     * "not removed by the table's first unexpired version, k, or before
+     * it", and "unexpired" is "k or later": one pass over versions, not
+     * one search per segment. */
     sqlStmt *st = prep(r, err,
+                            "WITH u AS (SELECT v.table_id, min(v.version) AS k FROM versions v"
+                            "  JOIN tables t ON t.id = v.table_id WHERE t.dropped = 0 AND v.expired_at IS NULL"
+                            "  GROUP BY v.table_id) "
                             "SELECT location FROM ("
-                            " SELECT s.location FROM segments s JOIN tables t ON t.id = s.table_id"
-                            "  WHERE t.dropped = 0 AND " LIVE_UNEXPIRED("s")
+                            " SELECT s.location FROM segments s JOIN u ON u.table_id = s.table_id"
+                            "  WHERE s.removed_in IS NULL OR s.removed_in > u.k"
                             " UNION"
-                            " SELECT f.location FROM version_files f JOIN tables t ON t.id = f.table_id"
-                            "  WHERE t.dropped = 0 AND (EXISTS (SELECT 1 FROM versions w WHERE w.table_id = f.table_id"
-                            "   AND w.version = f.version AND w.expired_at IS NULL)"
-                            "  OR EXISTS (SELECT 1 FROM segments g WHERE g.table_id = f.table_id AND g.version = f.version"
-                            "   AND " LIVE_UNEXPIRED("g") "))) AS d"
+                            " SELECT f.location FROM version_files f JOIN u ON u.table_id = f.table_id"
+                            "  WHERE f.version >= u.k OR EXISTS (SELECT 1 FROM segments g WHERE g.table_id = f.table_id"
+                            "   AND g.version = f.version AND (g.removed_in IS NULL OR g.removed_in > u.k))) AS d"
                             " WHERE location > ? COLLATE \"C\" ORDER BY location COLLATE \"C\" LIMIT CAST(? AS BIGINT)",
                             after ? after : "", lbuf, NULL);
-#undef LIVE_UNEXPIRED
     if (!st) return err->code;
     cJSON *a = cJSON_CreateObject(), *locs = cJSON_AddArrayToObject(a, "locations");
     int64_t n = 0, bytes = 0;

@@ -220,7 +220,9 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
 /* expire: mark (expired_at = now) the versions of ns.name (name NULL:
  * of every table not dropped) whose next version was committed
  * older_than seconds ago or longer (the registry's clock), in one
- * transaction.  The current version never expires; marks are never
+ * transaction: the versions below the last one committed by then, so a
+ * table's expired versions are always its oldest (registryReferences
+ * counts on it).  The current version never expires; marks are never
  * taken back.  An expired version is refused by resolve, resolve at a
  * time and rollback (`expired`, 67) and no longer keeps its objects from
  * gc.  not_found for an unknown table.  Answer: {"expired":N (versions
