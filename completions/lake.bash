@@ -34,7 +34,7 @@ _lake_args_lake_get='-o --output --presign --stage'
 _lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
     --strict -h --help --version'
 _lake_args_lake_catalog='--max-age'
-_lake_commands_lake_catalog='list show resolve history rollback alter refresh status create-namespace
+_lake_commands_lake_catalog='list show resolve history rollback alter expire refresh status create-namespace
     create drop whoami actions gc compact'
 _lake_opts_lake_catalog_gc='--dry-run --grace'
 _lake_args_lake_catalog_gc='--grace'
@@ -44,6 +44,8 @@ _lake_opts_lake_catalog_resolve='--version'
 _lake_args_lake_catalog_resolve='--version'
 _lake_opts_lake_catalog_rollback='--to-version'
 _lake_args_lake_catalog_rollback='--to-version'
+_lake_opts_lake_catalog_expire='--older-than'
+_lake_args_lake_catalog_expire='--older-than'
 _lake_opts_lake_catalog_refresh='--force'
 _lake_opts_lake_catalog_create='--if-not-exists'
 _lake_opts_lake_catalog_create_namespace='--if-not-exists'
@@ -57,11 +59,11 @@ _lake_args_lake_query='-f --format -c --command --import'
 _lake_opts_lake_metasrv='-q --quiet --db --registry --stage --listen --tls-cert
     --tls-key --tls-priority --insecure-listen --threads --pool --max-waiting --max-connections --timeout
     --max-body --snapshot-permits --max-entries --max-bytes --max-schema-bytes
-    --presign-expires --presign-max --role --name --json -h --help --version'
+    --presign-expires --presign-max --retention --role --name --json -h --help --version'
 _lake_args_lake_metasrv='--db --registry --stage --listen --tls-cert --tls-key
     --tls-priority --threads --pool --max-waiting --max-connections --timeout --max-body
     --snapshot-permits --max-entries --max-bytes --max-schema-bytes --presign-expires
-    --presign-max --role --name'
+    --presign-max --retention --role --name'
 _lake_commands_lake_metasrv='init serve token'
 
 # COMPREPLY from compgen ARGS..., one word a line: word splitting would
@@ -179,7 +181,7 @@ _lake_complete_operand() {
     case $1 in
     lake-catalog)
         case $3:$4 in
-        show:1 | resolve:1 | history:1 | rollback:1 | alter:1 | drop:1 | compact:1)
+        show:1 | resolve:1 | history:1 | rollback:1 | alter:1 | expire:1 | drop:1 | compact:1)
             list=$(_lake_catalog_cached | tr '\t' '.')
             _lake_compgen -W "$list" -- "$2"
             ;;

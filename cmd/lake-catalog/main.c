@@ -5,7 +5,8 @@
  *     list [NS] | show NS.T | resolve NS.T [--version N] | refresh [--force]
  *     | status | create-namespace NS | create NS.T 'COL TYPE, ...'
  *     | drop NS.T | whoami | actions | gc [--dry-run] [--grace DURATION]
- *     | compact NS.T [--target-size SIZE]
+ *     | compact NS.T [--target-size SIZE] | history NS.T
+ *     | rollback NS.T --to-version N | expire [NS.T] [--older-than DURATION]
  *
  * Reads are answered from the snapshot cache (lib/catalog/cache): zero
  * source calls while it is fresh.  Changes go to the source, then refresh
@@ -33,7 +34,8 @@
 #include "query/compact.h"
 
 enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT_STRICT,
-       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE, OPT_IF_NOT_EXISTS, OPT_TARGET_SIZE, OPT_TO_VERSION };
+       OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE, OPT_IF_NOT_EXISTS, OPT_TARGET_SIZE, OPT_TO_VERSION,
+       OPT_OLDER_THAN };
 
 #define GLOBAL_OPTIONS                                                                        \
     {'q', 'q', "quiet", NULL, "print no warnings"},                                           \
@@ -54,6 +56,11 @@ static const cliOption resolveOptions[] = {
 static const cliOption rollbackOptions[] = {
     GLOBAL_OPTIONS,
     {OPT_TO_VERSION, 0, "to-version", "N", "the version whose rows the table gets back (required)"},
+    {0, 0, NULL, NULL, NULL}};
+static const cliOption expireOptions[] = {
+    GLOBAL_OPTIONS,
+    {OPT_OLDER_THAN, 0, "older-than", "DURATION",
+     "expire the versions whose next one is older: seconds, or 45s, 30m, 12h, 7d (default: the retention)"},
     {0, 0, NULL, NULL, NULL}};
 static const cliOption refreshOptions[] = {
     GLOBAL_OPTIONS,
@@ -86,6 +93,8 @@ static const cliSpec spec = {
     "  rollback NS.T --to-version N  a new version holding version N's rows\n"
     "  alter NS.T add-column 'COL TYPE' | rename-column COL NEW | drop-column COL\n"
     "                                change a table's columns (a new version; no data rewritten)\n"
+    "  expire [NS.T] [--older-than DURATION]\n"
+    "                                expire the versions older than DURATION (default: the retention)\n"
     "  refresh [--force]             ask the metadata source now\n"
     "  status                        the cached catalog: source, generation, age, staleness\n"
     "  create-namespace NS [--if-not-exists]\n"
@@ -96,7 +105,7 @@ static const cliSpec spec = {
     "  whoami                        the principal, its role and the stage\n"
     "  actions                       the actions this principal may run\n"
     "  gc [--dry-run] [--grace DURATION]\n"
-    "                                remove unreferenced stage objects older than DURATION (admin)\n"
+    "                                expire, then remove unreferenced stage objects older than DURATION (admin)\n"
     "  compact NS.T [--target-size SIZE]\n"
     "                                rewrite a table's small segments into few large ones",
     globalOptions,
@@ -119,7 +128,8 @@ static const command commands[] = {
      "Print a table's registration (JSON): id, version, schema, segments."},
     {"history", 1, 1, globalOptions, "history NS.T",
      "List a table's versions, oldest first, as version<TAB>committed_at<TAB>principal<TAB>operation<TAB>"
-     "rows_added<TAB>rows_removed<TAB>segments<TAB>rows<TAB>bytes (the last three: the table after it)."},
+     "rows_added<TAB>rows_removed<TAB>segments<TAB>rows<TAB>bytes<TAB>expired_at (segments, rows and bytes: "
+     "the table after it; expired_at: when it expired, - while it has not)."},
     {"rollback", 1, 1, rollbackOptions, "rollback NS.T --to-version N",
      "Make a new version of the table that holds the rows (the same segments) version N held; the versions "
      "between stay readable."},
@@ -127,6 +137,11 @@ static const command commands[] = {
      "Change the table's columns as a new version: add one (NULL in the rows written before), rename one or "
      "drop one.  No segment is rewritten: older rows are read by each column's stable id; a version read AT "
      "an earlier version keeps the schema it had."},
+    {"expire", 0, 1, expireOptions, "expire [NS.T] [--older-than DURATION]",
+     "Expire the versions of NS.T (of every table when none is named) whose next version was committed "
+     "DURATION ago or longer (seconds, or 45s, 30m, 12h, 7d; default: the retention, 7d unless configured); "
+     "the current version never expires.  An expired version can no longer be read or rolled back to, and "
+     "gc removes what only expired versions referred to.  Prints how many versions expired."},
     {"refresh", 0, 0, refreshOptions, "refresh [--force]",
      "Ask the metadata source now; a failing source is an error."},
     {"status", 0, 0, globalOptions, "status",
@@ -140,7 +155,8 @@ static const command commands[] = {
     {"whoami", 0, 0, globalOptions, "whoami", "Print the principal, its role and the stage."},
     {"actions", 0, 0, globalOptions, "actions", "List the actions this principal may run."},
     {"gc", 0, 0, gcCmdOptions, "gc [--dry-run] [--grace DURATION]",
-     "Remove (--dry-run: list) the stage objects no table version references and older than "
+     "Expire the versions past the retention (as expire; not with --dry-run), then remove (--dry-run: "
+     "list) the stage objects no unexpired table version references and older than "
      "the grace (seconds, or 45s, 30m, 12h, 1d; default 1d), as location<TAB>size; abort multipart "
      "uploads older than it. "
      "Needs the admin role and the live source."},
@@ -151,7 +167,7 @@ static const command commands[] = {
 
 typedef struct run {
     int json, header, force, strict, offline, dry_run, if_not_exists;
-    int64_t max_age, version, grace, target_size, to_version;
+    int64_t max_age, version, grace, target_size, to_version, older_than;
     lakeConfig cfg;
     catalogSource *src;
     catalogCache *cache;
@@ -181,6 +197,11 @@ static void parseOption(run *r, int c, const char *arg) {
     case OPT_TARGET_SIZE:
         if (bytesParse(arg, &r->target_size) || r->target_size < 2)
             cliUsageError(&spec, "--target-size: '%s' is not a size in bytes (e.g. 67108864, 512K, 64M, 1G)", arg);
+        break;
+    case OPT_OLDER_THAN:
+        if (durationParse(arg, GRACE_MAX_S, &r->older_than))
+            cliUsageError(&spec, "--older-than: '%s' is not a duration (seconds, or with a unit: 45s, 30m, 12h, 7d)",
+                          arg);
         break;
     case OPT_GRACE:
         if (durationParse(arg, GRACE_MAX_S, &r->grace))
@@ -319,7 +340,7 @@ static int cmdResolve(run *r, char **args, lakeError *err) {
 /* The table's versions, page by page from the source (never cached). */
 static int cmdHistory(run *r, char **args, lakeError *err) {
     static const char *const cols[] = {"version", "committed_at", "principal", "operation", "rows_added",
-                                       "rows_removed", "segments", "rows", "bytes"};
+                                       "rows_removed", "segments", "rows", "bytes", "expired_at"};
     char *ns, *name;
     if (r->offline) return errSet(err, LAKE_EUSAGE, "history asks the source; not --offline");
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
@@ -566,6 +587,7 @@ static int cmdGc(run *r, lakeError *err) {
     else if (r->header) fputs("location\tsize\n", stdout);
     gcOptions opt = {r->grace >= 0 ? r->grace : GC_GRACE_DEFAULT, r->dry_run, 0};
     rc = catalogGc(r->src, st, &opt, gcPrint, gcRefused, gcUpload, &out, &stats, err);
+    if (stats.expired > 0) cacheAfterExpire(r->cache);
     if (r->json) fputs(out.n ? "\n]\n" : "]\n", stdout);
     if (rc) goto done;
     if (stats.uploads_supported == 0)
@@ -574,8 +596,14 @@ static int cmdGc(run *r, lakeError *err) {
     if (stats.uploads)
         snprintf(uploads, sizeof uploads, "; %lld multipart upload%s %s", (long long)stats.uploads,
                  plural(stats.uploads), r->dry_run ? "would be aborted" : "aborted");
-    logWarn("gc: %lld object%s, %lld byte%s %s; %lld kept (referenced), %lld kept (younger than the grace)%s",
-            (long long)stats.removed, plural(stats.removed), (long long)stats.removed_bytes,
+    char expired[64] = "";
+    if (stats.expired > 0)
+        snprintf(expired, sizeof expired, "%lld version%s expired; ", (long long)stats.expired,
+                 plural(stats.expired));
+    else if (stats.expired < 0)
+        logWarn("gc: the metadata server expires no versions (it is older than expiry)");
+    logWarn("gc: %s%lld object%s, %lld byte%s %s; %lld kept (referenced), %lld kept (younger than the grace)%s",
+            expired, (long long)stats.removed, plural(stats.removed), (long long)stats.removed_bytes,
             plural(stats.removed_bytes), r->dry_run ? "would be removed" : "removed",
             (long long)stats.kept_referenced, (long long)stats.kept_young, uploads);
 done:
@@ -610,7 +638,24 @@ static int cmdAlter(run *r, char **args, int nargs, lakeError *err) {
     return rc;
 }
 
-/* rollback: one line on stdout. */
+/* expire: one table's versions, or every table's; one line on stdout
+ * saying how many expired. */
+static int cmdExpire(run *r, char **args, int nargs, lakeError *err) {
+    char *ns = NULL, *name = NULL;
+    int64_t n;
+    if (nargs && nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    int rc = r->offline ? errSet(err, LAKE_EUSAGE, "expire changes the catalog; not --offline") : 0;
+    if (!rc) rc = sourceExpire(r->src, ns, name, r->older_than, &n, err);
+    if (!rc) cacheAfterExpire(r->cache);
+    if (!rc)
+        printf("expired %lld version%s%s%s\n", (long long)n, plural(n), nargs ? " of " : "", nargs ? args[0] : "");
+    free(ns);
+    free(name);
+    return rc;
+}
+
+/* rollback: a new version with an older version's rows, one line on
+ * stdout saying which. */
 static int cmdRollback(run *r, char **args, lakeError *err) {
     char *ns, *name;
     int64_t version;
@@ -628,6 +673,8 @@ static int cmdRollback(run *r, char **args, lakeError *err) {
     return rc;
 }
 
+/* compact: the table's small segments into few large ones, one line on
+ * stdout saying what was done. */
 static int cmdCompact(run *r, char **args, lakeError *err) {
     char *ns, *name;
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
@@ -656,7 +703,7 @@ static int cmdCompact(run *r, char **args, lakeError *err) {
 
 int main(int argc, char **argv) {
     logInit(argv[0]);
-    run r = {.max_age = -1, .version = -1, .grace = -1, .to_version = -1};
+    run r = {.max_age = -1, .version = -1, .grace = -1, .to_version = -1, .older_than = -1};
     const char *arg;
     int c, first;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) parseOption(&r, c, arg);
@@ -693,6 +740,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "history") == 0) rc = cmdHistory(&r, args, &err);
     else if (strcmp(name, "rollback") == 0) rc = cmdRollback(&r, args, &err);
     else if (strcmp(name, "alter") == 0) rc = cmdAlter(&r, args, nargs, &err);
+    else if (strcmp(name, "expire") == 0) rc = cmdExpire(&r, args, nargs, &err);
     else if (strcmp(name, "refresh") == 0)
         rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline")
                        : cacheRefresh(r.cache, r.force, &err);

@@ -23,6 +23,7 @@
 #include "catalog/names.h"
 #include "catalog/registry.h"
 #include "core/cli.h"
+#include "core/config.h"
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/sha256.h"
@@ -32,7 +33,7 @@
 enum { OPT_DB = 0x100, OPT_STAGE, OPT_LISTEN, OPT_CERT, OPT_KEY, OPT_INSECURE, OPT_ROLE, OPT_NAME,
        OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_PERMITS, OPT_MAXENTRIES, OPT_MAXBYTES,
        OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL, OPT_PRIORITY, OPT_PRESIGN_EXPIRES,
-       OPT_PRESIGN_MAX, OPT_MAXWAITING };
+       OPT_PRESIGN_MAX, OPT_MAXWAITING, OPT_RETENTION };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings"},
@@ -56,6 +57,7 @@ static const cliOption options[] = {
     {OPT_MAXSCHEMA, 0, "max-schema-bytes", "BYTES", "serve: bytes of one table's schema (default 262144)"},
     {OPT_PRESIGN_EXPIRES, 0, "presign-expires", "DURATION", "serve: how long a vended URL lasts when the client asks none (default 15m)"},
     {OPT_PRESIGN_MAX, 0, "presign-max", "DURATION", "serve: the longest expiry a client may ask of a vended URL (default 1d, at most 7d)"},
+    {OPT_RETENTION, 0, "retention", "DURATION", "serve: versions expire this long after the next one, when expire or gc names no age (default 7d)"},
     {OPT_ROLE, 0, "role", "ROLE", "token create: admin, query-service, metadata-peer or user"},
     {OPT_NAME, 0, "name", "NAME", "token create/revoke: the principal's name"},
     {OPT_JSON, 0, "json", NULL, "token list: print JSON instead of TSV"},
@@ -197,7 +199,8 @@ int main(int argc, char **argv) {
     args a = {0};
     a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
                            .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30,
-                           .pool = 8, .queue_wait_ms = 10000, .max_waiting = 256, .presign_max = 24 * 3600};
+                           .pool = 8, .queue_wait_ms = 10000, .max_waiting = 256, .presign_max = 24 * 3600,
+                           .retention = CONFIG_RETENTION_DEFAULT};
     const char *presignExpires = NULL;
     const char *arg;
     int c, first;
@@ -229,6 +232,11 @@ int main(int argc, char **argv) {
             a.srv.presign_default = duration("--presign-expires", arg);
             break;
         case OPT_PRESIGN_MAX: a.srv.presign_max = duration("--presign-max", arg); break;
+        case OPT_RETENTION:
+            /* 0 is allowed: every version but the current one expires at gc */
+            if (durationParse(arg, CONFIG_RETENTION_MAX, &a.srv.retention))
+                cliUsageError(&spec, "--retention: '%s' is not a duration (seconds, or 45s, 30m, 12h, 7d)", arg);
+            break;
         case OPT_MAXSCHEMA:
             a.srv.bounds.max_schema_bytes = (int64_t)number("--max-schema-bytes", arg, 64, 1ULL << 30);
             break;

@@ -59,13 +59,13 @@ static int killAfterAppend;        /* test-only fault */
 
 /* --- metrics ------------------------------------------------------------ */
 
-static const char *const metricActions[] = {"catalog_snapshot", "resolve", "history", "append", "compact", "rewrite", "rollback",
+static const char *const metricActions[] = {"catalog_snapshot", "resolve", "history", "append", "compact", "rewrite", "rollback", "expire",
                                             "alter", "create_namespace", "create_table", "drop_table",
                                             "whoami", "references", "presign_get", "upload_begin",
                                             "upload_parts", "upload_complete", "upload_abort", "actions",
                                             "health", "metrics", "other"};
 #define NMA (sizeof metricActions / sizeof metricActions[0])
-static const int metricStatuses[] = {200, 400, 401, 403, 404, 409, 412, 413, 500, 503};
+static const int metricStatuses[] = {200, 400, 401, 403, 404, 409, 410, 412, 413, 500, 503};
 #define NMS (sizeof metricStatuses / sizeof metricStatuses[0])
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 #define NB (sizeof buckets / sizeof buckets[0])
@@ -494,6 +494,8 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
         .bounds = conf->bounds,
         .presign_default = conf->presign_default,
         .presign_max = conf->presign_max,
+        .has_retention = 1,
+        .retention = conf->retention,
         .after_append = killAfterAppend ? dieAfterAppend : NULL,
     };
     cJSON *answer = NULL;

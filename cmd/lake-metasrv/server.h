@@ -52,6 +52,7 @@ typedef struct serverConfig {
     unsigned max_waiting;    /* requests queued or running on the registry, per lane */
     int64_t presign_default; /* seconds a vended URL lasts when none is asked */
     int64_t presign_max;     /* seconds a vended URL may last at most */
+    int64_t retention;       /* seconds: expire without older_than (and so gc) uses it */
 } serverConfig;
 
 /* Run until SIGTERM or SIGINT (SIGHUP: reload the certificate and key);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "catalog/names.h"
+#include "core/config.h"
 #include "core/jsonstrict.h"
 #include "core/rfc3339.h"
 #include "core/utf8.h"
@@ -38,10 +39,13 @@ static const struct {
     {"rollback", R_ADMIN | R_QUERY, "namespace name expected_version version", 1},
     /* a schema change: as a rollback's, not a user's until grants exist */
     {"alter", R_ADMIN | R_QUERY, "namespace name operation column to", 1},
+    /* takes versions out of reach of every reader: as a rewrite */
+    {"expire", R_ADMIN | R_QUERY, "namespace name older_than", 1},
     {"create_namespace", R_ADMIN, "namespace", 1},
     {"create_table", R_ADMIN, "namespace name schema", 1},
     {"drop_table", R_ADMIN, "namespace name", 1},
     {"whoami", R_ALL, "", 0},
+    /* grace: sent by clients before expiry existed; no longer used */
     {"references", R_ADMIN, "after limit grace", 0},
     {"presign_get", R_ADMIN | R_QUERY | R_USER, "location expires", 0},
     {"upload_begin", R_ADMIN | R_QUERY | R_USER, "dir content_type sha256 size md5", 0},
@@ -498,7 +502,16 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
             return rc;
         if (a > REFERENCES_MAX_LIMIT) a = REFERENCES_MAX_LIMIT; /* the server's limit caps the client's */
         return registryReferences(ctx->reg, cJSON_IsString(after) ? after->valuestring : NULL, a,
-                                  REFERENCES_MAX_BYTES, b, answer, err);
+                                  REFERENCES_MAX_BYTES, answer, err);
+    }
+    if (strcmp(action, "expire") == 0) {
+        /* one table, or (neither name) every table */
+        int one = cJSON_GetObjectItemCaseSensitive(req, "namespace") || cJSON_GetObjectItemCaseSensitive(req, "name");
+        if ((one && (rc = names(req, 1, &ns, &name, err))) ||
+            (rc = integer(req, "older_than", ctx->has_retention ? ctx->retention : CONFIG_RETENTION_DEFAULT, 0,
+                          &a, err)))
+            return rc;
+        return registryExpire(ctx->reg, one ? ns : NULL, one ? name : NULL, a, answer, err);
     }
     if (strcmp(action, "create_namespace") == 0) {
         if ((rc = names(req, 0, &ns, &name, err)) ||

@@ -29,6 +29,8 @@ typedef struct actionContext {
     snapshotBounds bounds;   /* the authority's snapshot caps */
     int64_t presign_default; /* seconds a vended URL lasts when none is asked (0: STAGE_PRESIGN_DEFAULT) */
     int64_t presign_max;     /* seconds a vended URL may last at most (0: STAGE_PRESIGN_MAX) */
+    int has_retention;       /* 0: expire without older_than uses CONFIG_RETENTION_DEFAULT */
+    int64_t retention;       /* seconds: the deployment's retention (expire without older_than) */
     void (*after_append)(void); /* test-only fault hook, NULL normally */
 } actionContext;
 
@@ -57,7 +59,7 @@ int actionsKnown(const char *action);
 /* The i-th of the protocol's actions (from 0), NULL past the last. */
 const char *actionsAt(size_t i);
 /* 1 when action changes the registry (append, compact, rewrite,
- * create_*, drop_table). */
+ * rollback, expire, create_*, drop_table). */
 int actionsWrites(const char *action);
 
 #endif

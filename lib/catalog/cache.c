@@ -781,6 +781,69 @@ static void regStore(const catalogCache *c, const cJSON *reg) {
     checkedJsonStore(dir, name, reg);
 }
 
+static int64_t mtimeMs(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+/* When this host last had (id, version)'s registration from the source,
+ * in ms (the file's time: every answer stores it again); 0 when not
+ * cached, or when this host expired versions since (cacheAfterExpire). */
+static int64_t regCheckedMs(const catalogCache *c, const char *id, int64_t version) {
+    char path[PATH_MAX];
+    regPath(c, path, sizeof path, id, version);
+    int64_t checked = mtimeMs(path);
+    snprintf(path, sizeof path, "%s/expired", c->dir);
+    return checked && checked > mtimeMs(path) ? checked : 0;
+}
+
+void cacheAfterExpire(catalogCache *c) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/expired", c->dir);
+    /* its time is what counts: a registration had before it is asked again */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        futimens(fd, NULL);
+        close(fd);
+    }
+}
+
+static int serveStaleRegistration(catalogCache *c, const char *why_msg, const char *ns, const char *name,
+                                  int64_t version, int64_t resolved_ms, cJSON **reg, lakeError *err);
+
+/* A fixed version of ns.name (table id, NULL when not known here).  Its
+ * rows never change, but it may expire: so the cached registration is
+ * served while this host had it from the source within the TTL (or
+ * --offline), like the current version, and asked again after.  An
+ * `expired` answer wins: the cached registration is removed and the
+ * refusal stands.  An outage serves the cached one with a warning (69
+ * with --strict).  The source's answer is stored; the caller checks it. */
+static int pinnedResolve(catalogCache *c, const char *id, const char *ns, const char *name, int64_t version,
+                         cJSON **reg, lakeError *err) {
+    int64_t checked = id ? regCheckedMs(c, id, version) : 0, now = nowMs();
+    if (checked && (c->opt.offline || (now - checked < c->opt.ttl_s * 1000 && checked <= now + 1000)) &&
+        (*reg = regLoad(c, id, version)))
+        return 0;
+    if (c->opt.offline)
+        return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
+    sourceNoRetry(c->src, checked != 0);
+    int rc = sourceResolve(c->src, ns, name, version, reg, err);
+    sourceNoRetry(c->src, 0);
+    if (rc && err->status && strcmp(err->status, "expired") == 0 && id) {
+        char path[PATH_MAX];
+        regPath(c, path, sizeof path, id, version);
+        unlink(path);
+    } else if (rc && checked && sourceOutage(err) && (*reg = regLoad(c, id, version))) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return serveStaleRegistration(c, why, ns, name, version, checked, reg, err);
+    }
+    if (rc) return rc;
+    regStore(c, *reg);
+    return 0;
+}
+
 /* --- a principal denied the directory -------------------------------------
  *
  * The file "denied" ({"denied_ms","message"}, checksummed like the JSON
@@ -1211,10 +1274,9 @@ static int pointRefresh(catalogCache *c, const char *ns, const char *name, cJSON
 static int pointVersion(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
                         lakeError *err) {
     const pointRow *r = pointsRow(c, ns, name, 0);
-    if (r && (*reg = regLoad(c, r->id, version))) return 0;
-    if (c->opt.offline)
-        return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
-    int rc = sourceResolve(c->src, ns, name, version, reg, err);
+    char known[64] = "";
+    if (r) snprintf(known, sizeof known, "%s", r->id);
+    int rc = pinnedResolve(c, r ? known : NULL, ns, name, version, reg, err);
     if (rc) return rc;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(*reg, "id");
     if (!cJSON_IsString(id) || !idIsValid(id->valuestring)) {
@@ -1222,7 +1284,6 @@ static int pointVersion(catalogCache *c, const char *ns, const char *name, int64
         *reg = NULL;
         return errSetStatus(err, "internal", "resolve %s.%s: the answer has no id", ns, name);
     }
-    regStore(c, *reg);
     pointNoteId(c, ns, name, id->valuestring);
     return 0;
 }
@@ -1383,8 +1444,12 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
         if (c->opt.offline && t && t->resolved_ms && t->version >= t->epoch &&
             (*reg = regLoad(c, id, t->version)))
             return 0;
-    } else if ((*reg = regLoad(c, id, version))) {
-        return 0;
+    } else {
+        /* a fixed version: held a TTL, like the current one (it may expire) */
+        if ((rc = pinnedResolve(c, id, ns, name, version, reg, err))) return rc;
+        int64_t n;
+        if (checkRegistration(*reg, ns, name, &n, err)) *reg = NULL;
+        return *reg ? 0 : err->code;
     }
     if (c->opt.offline)
         return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);

@@ -7,7 +7,8 @@
  *                   and a SHA-256 over all of it (a torn or corrupt file is
  *                   ignored and replaced, never trusted)
  *   lock            flock(2) target: LOCK_SH to read, LOCK_EX to refresh
- *   registrations/  immutable (table id, version) registrations, forever
+ *   registrations/  (table id, version) registrations: immutable, but a
+ *                   version may expire, so one is re-checked after the TTL
  *
  * Promises:
  *  - fresh (younger than the TTL): answered with zero source calls;
@@ -110,8 +111,12 @@ int cacheRefresh(catalogCache *c, int force, lakeError *err);
 int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err);
 
 /* The registration of ns.name at version (current when < 0); caller frees.
- * 66 for an unknown table or version.  A principal denied the directory
- * (role user) is answered by a resolve call by name. */
+ * 66 for an unknown table or version, 67 for an expired one.  A fixed
+ * version's registration is served from the cache while this host had
+ * it from the source within the TTL (or --offline), then asked again:
+ * its rows never change, but it may expire, and an `expired` answer
+ * removes it from the cache.  A principal denied the directory (role
+ * user) is answered by a resolve call by name. */
 int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version,
                  struct cJSON **reg, lakeError *err);
 
@@ -172,6 +177,12 @@ int cacheRewrite(catalogCache *c, const char *ns, const char *name, int64_t expe
  * append; NULL past the last.  For the compaction that follows appends
  * (query/compact.h). */
 const char *cacheAppended(const catalogCache *c, int i);
+
+/* After this host's expire (or gc, which expires): every fixed version's
+ * registration cached before is asked of the source again, so that this
+ * host never serves a version it saw expire.  A failure only costs that
+ * (a version expired elsewhere is refused once the TTL has passed). */
+void cacheAfterExpire(catalogCache *c);
 
 /* After this host's DDL: refresh so that the change is visible at once. */
 int cacheAfterChange(catalogCache *c, lakeError *err);

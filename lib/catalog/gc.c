@@ -20,7 +20,6 @@ typedef struct gcRun {
     sqlite3 *db;
     sqlite3_stmt *put_obj, *put_ref;
     stage *st;
-    int64_t grace; /* for references: compacted segments stop being ones after it */
 } gcRun;
 
 static int dbErr(gcRun *g, lakeError *err, const char *what) {
@@ -59,7 +58,7 @@ static int readReferences(gcRun *g, catalogSource *src, lakeError *err) {
     int rc = 0, more = 1;
     while (!rc && more) {
         cJSON *ans = NULL, *loc;
-        if ((rc = sourceReferences(src, after, GC_PAGE, g->grace, &ans, err))) {
+        if ((rc = sourceReferences(src, after, GC_PAGE, &ans, err))) {
             rc = refsFailed(src, err);
             break;
         }
@@ -142,10 +141,7 @@ int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn ob
     memset(stats, 0, sizeof *stats);
     long long now = opt->now ? opt->now : (long long)time(NULL);
     long long cutoff = now - opt->grace;
-    /* the registry's clock says when a compaction removed a segment: the
-     * grace it applies is the one at this run's "now" */
-    long long removed_grace = opt->grace - (now - (long long)time(NULL));
-    gcRun g = {.st = st, .grace = removed_grace < 0 ? 0 : removed_grace};
+    gcRun g = {.st = st};
     gcRemoval rm = {stats, object, refused, ctx, 0, LAKE_OK};
     stageDeleter *del = NULL;
     sqlite3_stmt *sel = NULL;
@@ -154,8 +150,15 @@ int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn ob
 
     /* Ask once before the (possibly long) listing: a caller without the
      * role, or a source that is down, fails before any stage request. */
-    if ((rc = sourceReferences(src, NULL, 1, g.grace, &probe, err))) return refsFailed(src, err);
+    if ((rc = sourceReferences(src, NULL, 1, &probe, err))) return refsFailed(src, err);
     cJSON_Delete(probe);
+    /* the versions past the source's retention expire first, so what
+     * only they held is unreferenced below (a dry run changes nothing) */
+    if (!opt->dry_run && (rc = sourceExpire(src, NULL, NULL, -1, &stats->expired, err))) {
+        if (!err->status || strcmp(err->status, "not_found") != 0) return refsFailed(src, err);
+        stats->expired = -1; /* a metadata server older than expiry: none expire */
+        errClear(err);
+    }
 
     /* "": a private temporary database in a file, removed on close */
     if (sqlite3_open_v2("", &g.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {

@@ -1,19 +1,25 @@
 /*
  * gc.h - garbage collection of the managed stage (lake-catalog gc).
  *
- * Removes the stage objects under files/ and tables/ that no version of a
- * table that is not dropped refers to and that are older than a grace
- * period, and aborts multipart uploads older than it where the stage has
- * them.  Safe beside concurrent writers: the stage is listed FIRST, then
- * the live reference set is read from the source (so every reference
- * committed before the listing ended is seen), and only objects that are
- * unreferenced AND last modified at or before now - grace are removed; a
- * put's object is referenced by its append within the grace period or is
- * garbage.  A segment that a compaction replaced stays referenced until
- * the compacting version is older than the grace; after that gc removes
- * it, and the older versions that still list it can no longer be read.  Objects are removed in batches where the stage can (S3:
- * DeleteObjects), and counted and reported only once they are gone.  Memory is bounded: the listing and the references go to a
- * temporary on-disk SQLite database, never into RAM as a whole.
+ * First the versions past the source's retention expire (sourceExpire
+ * without an age: lake.conf's retention in the embedded lake, the
+ * server's --retention in remote mode; not in a dry run).  Then it
+ * removes the stage objects under files/ and tables/ that no unexpired
+ * version of a table that is not dropped refers to (registryReferences)
+ * and that are older than a grace period, and aborts multipart uploads
+ * older than it where the stage has them.  Safe beside concurrent
+ * writers: the stage is listed FIRST, then the live reference set is
+ * read from the source (so every reference committed before the listing
+ * ended is seen), and only objects that are unreferenced AND last
+ * modified at or before now - grace are removed; a put's object is
+ * referenced by its append within the grace period or is garbage.  A
+ * segment that a compaction or rewrite replaced stays referenced while a
+ * version that holds it is unexpired, and so do the FILE objects only
+ * its rows referred to; once those versions expired gc removes them.
+ * Objects are removed in batches where the stage can (S3:
+ * DeleteObjects), and counted and reported only once they are gone.
+ * Memory is bounded: the listing and the references go to a temporary
+ * on-disk SQLite database, never into RAM as a whole.
  *
  * Objects and references are compared by their key below the stage root
  * (stageRelativePath), so two spellings of one location are one object;
@@ -40,6 +46,8 @@ typedef struct gcStats {
     int64_t removed, removed_bytes; /* (or, dry run, would be) */
     int64_t kept_referenced, kept_young;
     int64_t uploads;                /* multipart uploads aborted (would be) */
+    int64_t expired;                /* versions expired first (-1: the source
+                                       has no expire; 0 in a dry run) */
     int uploads_supported;          /* as stageAbortUploads says: 1 listed, 0 the
                                        store refuses, -1 the stage has none */
 } gcStats;

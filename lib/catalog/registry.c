@@ -553,6 +553,25 @@ static int versionSchema(registry *r, const char *id, int64_t version, char **sc
     return rc;
 }
 
+/* `expired` (67) when version of table id (ns.name, for the message)
+ * has expired; 0 when it has not (or is no version: the caller says). */
+static int checkUnexpired(registry *r, const char *id, const char *ns, const char *name, int64_t version,
+                          lakeError *err) {
+    char vbuf[32];
+    snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
+    sqlStmt *st = prep(r, err, "SELECT expired_at FROM versions WHERE table_id = ? AND version = CAST(? AS BIGINT) "
+                       "AND expired_at IS NOT NULL", id, vbuf, NULL);
+    if (!st) return err->code;
+    int s = sqlStep(st), rc = 0;
+    if (s == SQL_ROW)
+        rc = errSetStatus(err, "expired", "%s.%s: version %lld expired at %s (past the retention); its objects may "
+                          "be gone", ns, name, (long long)version, sqlColumnText(st, 0));
+    else if (s != SQL_DONE)
+        rc = sqlErr(r, err, "read version");
+    sqlFinalize(st);
+    return rc;
+}
+
 /* registryResolve, registryResolveAt and registryResolveChanged: the
  * registration at version (current when < 0; with at, the last version
  * committed at or before at), or not_modified when the current version
@@ -596,6 +615,9 @@ static int resolveIn(registry *r, const char *ns, const char *name, int64_t vers
                           (long long)version, (long long)current);
         goto out;
     }
+    /* an expired version's objects may be gone: refused whole, never
+     * answered in part */
+    if ((rc = checkUnexpired(r, id, ns, name, version, err))) goto out;
     char vbuf[32];
     snprintf(vbuf, sizeof vbuf, "%lld", (long long)version);
     /* the schema it reads with: its own (an older version's may differ) */
@@ -673,6 +695,9 @@ static cJSON *historyEntry(sqlStmt *st, int64_t total[3]) {
     cJSON_AddNumberToObject(e, "segments", (double)total[0]);
     cJSON_AddNumberToObject(e, "rows", (double)total[1]);
     cJSON_AddNumberToObject(e, "bytes", (double)total[2]);
+    const char *expired = sqlColumnText(st, 10);
+    if (expired) cJSON_AddStringToObject(e, "expired_at", expired);
+    else cJSON_AddNullToObject(e, "expired_at");
     return e;
 }
 
@@ -700,7 +725,7 @@ int registryHistory(registry *r, const char *ns, const char *name, int64_t after
     sqlStmt *st = prep(r, err,
         "SELECT v.version, v.committed_at, v.principal, v.operation,"
         " coalesce(a.n, 0), coalesce(a.rows, 0), coalesce(a.bytes, 0),"
-        " coalesce(d.n, 0), coalesce(d.rows, 0), coalesce(d.bytes, 0) FROM versions v"
+        " coalesce(d.n, 0), coalesce(d.rows, 0), coalesce(d.bytes, 0), v.expired_at FROM versions v"
         " LEFT JOIN (SELECT version, count(*) AS n, sum(rows) AS rows, sum(size) AS bytes FROM segments"
         "  WHERE table_id = ? GROUP BY version) a ON a.version = v.version"
         " LEFT JOIN (SELECT removed_in, count(*) AS n, sum(rows) AS rows, sum(size) AS bytes FROM segments"
@@ -732,23 +757,33 @@ int registryResolveChanged(registry *r, const char *ns, const char *name, const 
     return resolveIn(r, ns, name, -1, NULL, known_id, known_version, answer, err);
 }
 
-int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes, int64_t grace,
-                       cJSON **answer, lakeError *err) {
+int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes, cJSON **answer,
+                       lakeError *err) {
     *answer = NULL;
-    char lbuf[32], cutoff[32] = ""; /* "": no committed_at is at or before it */
+    char lbuf[32];
     snprintf(lbuf, sizeof lbuf, "%lld", (long long)limit + 1);
-    if (grace >= 0) rfc3339Format(cutoff, (long long)time(NULL) - grace);
+    /* a segment is one while it is live in an unexpired version (added at
+     * or before it, not removed by it); a FILE location while the version
+     * that recorded it is unexpired or added a segment that is one (the
+     * rows a rewrite kept are recorded again with the rewriting version).
+     * A table's expired versions are always its oldest (registryExpire
+     * marks the versions below one), so "live in an unexpired version" is
+     * "not removed by the table's first unexpired version, k, or before
+     * it", and "unexpired" is "k or later": one pass over versions, not
+     * one search per segment. */
     sqlStmt *st = prep(r, err,
+                            "WITH u AS (SELECT v.table_id, min(v.version) AS k FROM versions v"
+                            "  JOIN tables t ON t.id = v.table_id WHERE t.dropped = 0 AND v.expired_at IS NULL"
+                            "  GROUP BY v.table_id) "
                             "SELECT location FROM ("
-                            " SELECT s.location FROM segments s JOIN tables t ON t.id = s.table_id"
-                            "  WHERE t.dropped = 0 AND NOT EXISTS (SELECT 1 FROM versions v"
-                            "   WHERE v.table_id = s.table_id AND v.version = s.removed_in"
-                            "   AND v.committed_at <= ? COLLATE \"C\")"
+                            " SELECT s.location FROM segments s JOIN u ON u.table_id = s.table_id"
+                            "  WHERE s.removed_in IS NULL OR s.removed_in > u.k"
                             " UNION"
-                            " SELECT f.location FROM version_files f JOIN tables t ON t.id = f.table_id"
-                            "  WHERE t.dropped = 0) AS d"
+                            " SELECT f.location FROM version_files f JOIN u ON u.table_id = f.table_id"
+                            "  WHERE f.version >= u.k OR EXISTS (SELECT 1 FROM segments g WHERE g.table_id = f.table_id"
+                            "   AND g.version = f.version AND (g.removed_in IS NULL OR g.removed_in > u.k))) AS d"
                             " WHERE location > ? COLLATE \"C\" ORDER BY location COLLATE \"C\" LIMIT CAST(? AS BIGINT)",
-                            cutoff, after ? after : "", lbuf, NULL);
+                            after ? after : "", lbuf, NULL);
     if (!st) return err->code;
     cJSON *a = cJSON_CreateObject(), *locs = cJSON_AddArrayToObject(a, "locations");
     int64_t n = 0, bytes = 0;
@@ -773,6 +808,43 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
     }
     *answer = a;
     return 0;
+}
+
+int registryExpire(registry *r, const char *ns, const char *name, int64_t older_than, cJSON **answer,
+                   lakeError *err) {
+    *answer = NULL;
+    char now[32], cutoff[32], id[64] = "";
+    int64_t current, n = 0;
+    long long t = (long long)time(NULL);
+    rfc3339Format(now, t);
+    rfc3339Format(cutoff, older_than > t ? 0 : t - older_than);
+    int rc = exec(r, r->db->dialect->begin_write, err);
+    if (rc) return rc;
+    if (name && (rc = findTable(r, ns, name, 1, id, &current, NULL, err))) goto fail;
+    /* V expires when V + 1 was committed at or before the cutoff: the
+     * versions below the last one committed by then.  So what expires is
+     * always a table's oldest versions, never its current one, and a
+     * clock set back cannot expire a version whose successor is younger. */
+    rc = run(r, err, "expire versions",
+             "UPDATE versions SET expired_at = ? WHERE expired_at IS NULL"
+             " AND table_id IN (SELECT id FROM tables WHERE dropped = 0 AND (CAST(? AS TEXT) = '' OR id = ?))"
+             " AND version < (SELECT max(w.version) FROM versions w WHERE w.table_id = versions.table_id"
+             "  AND w.committed_at <= ? COLLATE \"C\")",
+             now, id, id, cutoff, NULL);
+    if (rc) goto fail;
+    n = sqlChanges(r->db);
+    if ((rc = exec(r, "COMMIT", err))) goto fail;
+    *answer = cJSON_CreateObject();
+    if (!*answer || !cJSON_AddNumberToObject(*answer, "expired", (double)n) ||
+        !cJSON_AddStringToObject(*answer, "cutoff", cutoff)) {
+        cJSON_Delete(*answer);
+        *answer = NULL;
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "expire");
+    }
+    return 0;
+fail:
+    rollback(r);
+    return rc;
 }
 
 /* Validate one segment object. */
@@ -1196,6 +1268,8 @@ int registryRollback(registry *r, const char *ns, const char *name, int64_t expe
                           (long long)to, (long long)current);
         goto fail;
     }
+    /* its segments and files may be gone already: nothing to roll back to */
+    if ((rc = checkUnexpired(r, id, ns, name, to, err))) goto fail;
     /* and version to's schema (the table's changes when it differs) */
     if (!(was = strdup(schema))) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");

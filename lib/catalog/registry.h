@@ -115,7 +115,8 @@ int registrySnapshot(registry *r, int64_t known_generation, const snapshotBounds
  * "segments":[{"location","size","sha256","rows"[,"stats"]}…]} at version
  * (or the current one when version < 0); "stats" as append stored it,
  * absent for a segment appended without.  66 for an unknown table or
- * version. */
+ * version; `expired` (67) for a version past its retention
+ * (registryExpire), resolved at a time or by number. */
 int registryResolve(registry *r, const char *ns, const char *name, int64_t version,
                      struct cJSON **answer, lakeError *err);
 /* resolve at a time: the registration of the last version committed at or
@@ -129,7 +130,8 @@ int registryResolveAt(registry *r, const char *ns, const char *name, const char 
  * …],"more":bool}, the versions after `after` (-1: from the creation) in
  * order, at most limit of them; rows_added and rows_removed the change of
  * the table's row count it made, segments, rows and bytes the table's
- * live totals once it was made.  A version made before registry
+ * live totals once it was made, and expired_at (null, or when
+ * registryExpire marked it).  A version made before registry
  * schema 3 recorded no operation: it is inferred (create, append, compact,
  * rewrite).  not_found for an unknown table. */
 int registryHistory(registry *r, const char *ns, const char *name, int64_t after, int64_t limit,
@@ -202,25 +204,41 @@ int registryAlter(registry *r, const char *ns, const char *name, const char *op,
  * added since are removed), with the FILE locations of the versions that
  * added them; the versions between stay readable.  `conflict` when the
  * table is no longer at expected_version, invalid_argument when `to` is
- * no version (the current one is: a new version of the same rows).
+ * no version (the current one is: a new version of the same rows),
+ * `expired` when it expired.
  * Answer: {"version":V}. */
 int registryRollback(registry *r, const char *ns, const char *name, int64_t expected_version, int64_t to,
                      const char *principal, struct cJSON **answer, lakeError *err);
 
-/* references: the locations that some version of a table not dropped
- * refers to (its segments and the FILE locations its appends recorded),
- * sorted bytewise and distinct, those after `after` (exclusive; NULL or ""
- * from the start), at most limit of them and at most max_bytes of their
- * text (one location always fits).  Answer:
+/* references: the locations that an unexpired version of a table not
+ * dropped refers to, sorted bytewise and distinct, those after `after`
+ * (exclusive; NULL or "" from the start), at most limit of them and at
+ * most max_bytes of their text (one location always fits).  Answer:
  * {"locations":[…],"more":true|false}; more says whether a later page
- * has any.  gc reads the whole set page by page; pages need not be one
- * snapshot, because references only grow (but for drops and compactions).
- * A segment that a compaction removed (registryCompact) stays a reference
- * until the removing version was committed grace seconds ago or longer
- * (grace < 0: always), so readers pinned to an older version keep working
- * for the grace and gc removes the segment after it. */
-int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes, int64_t grace,
+ * has any.  A segment is one while it is live in an unexpired version
+ * (added at or before it and not removed by it); a FILE location while
+ * the version whose append, compaction, rewrite or rollback recorded it
+ * is unexpired, or added a segment that is one.  So a segment that a
+ * compaction or rewrite replaced, and the FILE objects only its rows
+ * referred to, stay references until the versions that held them expire
+ * (registryExpire).  gc reads the whole set page by page; pages need not
+ * be one snapshot, because references only grow but for what drops and
+ * expiry take away, which no reader may read any more. */
+int registryReferences(registry *r, const char *after, int64_t limit, int64_t max_bytes,
                        struct cJSON **answer, lakeError *err);
+
+/* expire: mark (expired_at = now) the versions of ns.name (name NULL:
+ * of every table not dropped) whose next version was committed
+ * older_than seconds ago or longer (the registry's clock), in one
+ * transaction: the versions below the last one committed by then, so a
+ * table's expired versions are always its oldest (registryReferences
+ * counts on it).  The current version never expires; marks are never
+ * taken back.  An expired version is refused by resolve, resolve at a
+ * time and rollback (`expired`, 67) and no longer keeps its objects from
+ * gc.  not_found for an unknown table.  Answer: {"expired":N (versions
+ * newly marked),"cutoff":"…"}. */
+int registryExpire(registry *r, const char *ns, const char *name, int64_t older_than, struct cJSON **answer,
+                   lakeError *err);
 
 /* DDL.  Each raises the generation by one and stores it in *generation.
  * create: failed_precondition when the name exists, not_found for a

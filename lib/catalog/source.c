@@ -20,7 +20,9 @@ int sourceOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err) {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/registry.db", cfg->home) >= (int)sizeof path)
         return errSet(err, LAKE_ECONFIG, "home: path too long");
-    return sourceLocalOpen(path, cfg->stage, out, err);
+    if (sourceLocalOpen(path, cfg->stage, out, err)) return err->code;
+    sourceLocalRetention(*out, cfg->retention);
+    return 0;
 }
 
 void sourceClose(catalogSource *s) {
@@ -86,6 +88,8 @@ static void answerOutcome(const cJSON *ans, char *buf, size_t n) {
                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "more")) ? "yes" : "no");
     else if (cJSON_IsNumber(ver))
         snprintf(buf, n, "version=%.0f", num(ver));
+    else if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(ans, "expired")))
+        snprintf(buf, n, "expired=%.0f", num(cJSON_GetObjectItemCaseSensitive(ans, "expired")));
     else if (cJSON_IsNumber(gen))
         snprintf(buf, n, "generation=%.0f", num(gen));
     else
@@ -263,24 +267,30 @@ int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t 
     return callForInt(s, "drop_table", namesRequest(ns, name), "generation", generation, err);
 }
 
-int sourceReferences(catalogSource *s, const char *after, int64_t limit, int64_t grace, cJSON **answer,
-                     lakeError *err) {
+int sourceReferences(catalogSource *s, const char *after, int64_t limit, cJSON **answer, lakeError *err) {
     cJSON *req = cJSON_CreateObject();
     if (req && ((after && *after && !cJSON_AddStringToObject(req, "after", after)) ||
-                !cJSON_AddNumberToObject(req, "limit", (double)limit) ||
-                (grace >= 0 && !cJSON_AddNumberToObject(req, "grace", (double)grace)))) {
+                !cJSON_AddNumberToObject(req, "limit", (double)limit))) {
         cJSON_Delete(req);
         req = NULL;
     }
-    int rc = req ? sourceCall(s, "references", req, answer, err)
-                 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
-    cJSON_Delete(req);
+    int rc = callOwned(s, "references", req, answer, err);
     if (!rc && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(*answer, "locations"))) {
         cJSON_Delete(*answer);
         *answer = NULL;
         rc = errSetStatus(err, "internal", "references: the answer has no locations");
     }
     return rc;
+}
+
+int sourceExpire(catalogSource *s, const char *ns, const char *name, int64_t older_than, int64_t *expired,
+                 lakeError *err) {
+    cJSON *req = ns ? namesRequest(ns, name) : cJSON_CreateObject();
+    if (req && older_than >= 0 && !cJSON_AddNumberToObject(req, "older_than", (double)older_than)) {
+        cJSON_Delete(req);
+        req = NULL;
+    }
+    return callForInt(s, "expire", req, "expired", expired, err);
 }
 
 int sourceOutage(const lakeError *err) {

@@ -25,9 +25,12 @@ typedef struct catalogSource catalogSource;
  * Remote: lake-metasrv at cfg->metasrv; its configuration is checked here
  * (78), and the connection is made on the first call. */
 int sourceOpen(const lakeConfig *cfg, catalogSource **out, lakeError *err);
-/* A local source over registry_path with stage_url for containment. */
+/* A local source over registry_path with stage_url for containment;
+ * its expire without an age uses CONFIG_RETENTION_DEFAULT until
+ * sourceLocalRetention sets another (sourceOpen: lake.conf's). */
 int sourceLocalOpen(const char *registry_path, const char *stage_url, catalogSource **out,
                     lakeError *err);
+void sourceLocalRetention(catalogSource *s, int64_t seconds);
 void sourceClose(catalogSource *s);
 
 /* "local:/path/registry.db" or the endpoint URL. */
@@ -41,7 +44,7 @@ const char *sourceKey(const catalogSource *s);
  * URL,URL…).  A call tries them in order, the preferred one first, each
  * with a short connect timeout, and moves on when the request cannot have
  * had an effect there (no connection), or, for calls that are safe to
- * repeat (snapshot, resolve, whoami, references, append, compact), when the server
+ * repeat (snapshot, resolve, whoami, references, append, compact, expire), when the server
  * is lost mid-call or answers 503.  sourceEndpoint: the endpoint that
  * answered the last call (NULL before any, and for a local source);
  * sourcePrefer: try this endpoint first (one not configured is ignored). */
@@ -124,14 +127,21 @@ int sourceCreateTable(catalogSource *s, const char *ns, const char *name, const 
 int sourceDropTable(catalogSource *s, const char *ns, const char *name, int64_t *generation,
                     lakeError *err);
 
-/* references (admin): one page of the locations the catalog's live tables
- * refer to, sorted, after `after` (NULL or "": from the start), at most
- * limit (the server may cap it lower); with grace >= 0, a segment that a
- * compaction removed grace seconds ago or longer is no longer one (< 0:
- * every segment ever committed is).  *answer is {"locations":[…],
- * "more":bool}; the caller frees it.  Never answered from a cache. */
-int sourceReferences(catalogSource *s, const char *after, int64_t limit, int64_t grace,
-                     struct cJSON **answer, lakeError *err);
+/* references (admin): one page of the locations the unexpired versions
+ * of the catalog's live tables refer to (registryReferences), sorted,
+ * after `after` (NULL or "": from the start), at most limit (the server
+ * may cap it lower).  *answer is {"locations":[…],"more":bool}; the
+ * caller frees it.  Never answered from a cache. */
+int sourceReferences(catalogSource *s, const char *after, int64_t limit, struct cJSON **answer,
+                     lakeError *err);
+
+/* expire (admin, query-service): mark the versions of ns.name (ns and
+ * name NULL: of every table) whose next version was committed
+ * older_than seconds ago or longer (< 0: the source's retention: the
+ * embedded lake's lake.conf retention, a server's --retention).  *expired
+ * gets the number of versions newly marked. */
+int sourceExpire(catalogSource *s, const char *ns, const char *name, int64_t older_than, int64_t *expired,
+                 lakeError *err);
 
 /* 1 when err, from a source call, means "the source is down or busy"
  * rather than "the request is wrong": the snapshot cache then serves its

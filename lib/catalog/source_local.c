@@ -31,6 +31,8 @@ typedef struct localSource {
     registry *reg;
     stage *stage;
     char principal[64];
+    int has_retention;
+    int64_t retention; /* seconds: expire without an age (lake.conf retention) */
 } localSource;
 
 void sourceMakeKey(char out[40], const char *kind, const char *text) {
@@ -72,8 +74,16 @@ static int localCall(catalogSource *s, const char *action, const cJSON *req, cJS
         .role = "admin",
         .allow_unmarked = 1,
         .bounds = {LOCAL_MAX_ENTRIES, LOCAL_MAX_BYTES, LOCAL_MAX_BYTES},
+        .has_retention = ls->has_retention,
+        .retention = ls->retention,
     };
     return actionsDispatch(&ctx, action, req, answer, err);
+}
+
+void sourceLocalRetention(catalogSource *s, int64_t seconds) {
+    localSource *ls = (localSource *)s;
+    ls->has_retention = 1;
+    ls->retention = seconds;
 }
 
 static void localClose(catalogSource *s) {

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/duration.h"
 #include "core/log.h"
 
 #define CONFIG_LINE_MAX 4096
@@ -34,6 +35,7 @@ typedef struct keySpec {
 #define CONNECT_SLOT ((size_t)-3)
 #define COMPACT_SLOT ((size_t)-4)
 #define RETRY_SLOT ((size_t)-5)
+#define RETENTION_SLOT ((size_t)-6)
 #define COMPACT_THRESHOLD_MAX 1000000L
 #define CONNECT_TIMEOUT_MAX 3600L
 static const keySpec keys[] = {
@@ -50,6 +52,7 @@ static const keySpec keys[] = {
     {"connect_timeout", "LAKE_CONNECT_TIMEOUT", CONNECT_SLOT},
     {"compact_threshold", "LAKE_COMPACT_THRESHOLD", COMPACT_SLOT},
     {"retry_deadline", "LAKE_RETRY_DEADLINE", RETRY_SLOT},
+    {"retention", "LAKE_RETENTION", RETENTION_SLOT},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -59,6 +62,7 @@ typedef struct layerState {
     char *connect; /* connect_timeout likewise */
     char *compact; /* compact_threshold likewise */
     char *retry;   /* retry_deadline likewise */
+    char *retention; /* retention likewise (a duration) */
     int layer;     /* 1 options, 2 environment, 3 file */
     int layer_of_token;
 } layerState;
@@ -83,6 +87,7 @@ static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
                   : k->offset == CONNECT_SLOT ? &st->connect
                   : k->offset == COMPACT_SLOT ? &st->compact
                   : k->offset == RETRY_SLOT   ? &st->retry
+                  : k->offset == RETENTION_SLOT ? &st->retention
                                               : (char **)((char *)cfg + k->offset);
     if (*slot) return 0;
     *slot = strdup(value);
@@ -250,6 +255,10 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
         wholeSetting("retry_deadline", st->retry, 0, CONFIG_RETRY_DEADLINE_MAX, "seconds", &cfg->retry_deadline,
                      err))
         return err->code;
+    cfg->retention = CONFIG_RETENTION_DEFAULT;
+    if (st->retention && durationParse(st->retention, CONFIG_RETENTION_MAX, &cfg->retention))
+        return errSet(err, LAKE_ECONFIG, "retention: '%s' is not a duration (seconds, or 45s, 30m, 12h, 7d)",
+                      st->retention);
     return 0;
 }
 
@@ -295,6 +304,7 @@ out:
     free(st.connect);
     free(st.compact);
     free(st.retry);
+    free(st.retention);
     return rc;
 }
 

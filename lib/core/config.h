@@ -10,6 +10,8 @@
 #ifndef LAKE_CONFIG_H
 #define LAKE_CONFIG_H
 
+#include <stdint.h>
+
 #include "core/error.h"
 
 typedef struct lakeConfig {
@@ -28,6 +30,8 @@ typedef struct lakeConfig {
                              (source_remote.c); 0: one round of endpoints, no retry */
     long compact_threshold; /* compact a table after an append once it holds more small
                                segments than this (query/compact.h); 0: never */
+    int64_t retention; /* seconds: the embedded lake's versions expire this long after
+                          the next one (lake-catalog gc, expire); a server has its own */
     char *config_file; /* the file that was read, or NULL */
 } lakeConfig;
 
@@ -37,6 +41,9 @@ typedef struct lakeConfig {
  * one run by a person or a slower cluster manager tens of seconds. */
 #define CONFIG_RETRY_DEADLINE_DEFAULT 30
 #define CONFIG_RETRY_DEADLINE_MAX 3600
+/* As Delta's VACUUM keeps: a week to read, roll back to, or recover from. */
+#define CONFIG_RETENTION_DEFAULT (7LL * 86400)
+#define CONFIG_RETENTION_MAX (36500LL * 86400)
 
 /* One option given on the command line, applied last. */
 typedef struct configOverride {

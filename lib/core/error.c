@@ -54,6 +54,8 @@ static const struct {
     {"permission_denied", 403, LAKE_EPERM},
     {"not_found", 404, LAKE_ENOINPUT},
     {"conflict", 409, LAKE_ETEMP},
+    /* a version past its retention: gone, and gone for good (HTTP's 410) */
+    {"expired", 410, LAKE_EEXPIRED},
     {"failed_precondition", 412, LAKE_EFAIL},
     {"payload_too_large", 413, LAKE_EFAIL},
     {"unavailable", 503, LAKE_ETEMP},
@@ -87,6 +89,7 @@ const char *errStatus(const lakeError *e) {
     case LAKE_EUSAGE:
     case LAKE_EDATA: return "invalid_argument";
     case LAKE_ENOINPUT: return "not_found";
+    case LAKE_EEXPIRED: return "expired";
     case LAKE_ETEMP: return "unavailable";
     case LAKE_EPERM: return "permission_denied";
     case LAKE_ECONFIG: return "failed_precondition";

@@ -19,6 +19,7 @@ typedef enum {
     LAKE_EUSAGE = 64,    /* bad option or argument */
     LAKE_EDATA = 65,     /* malformed input, digest mismatch, outside stage */
     LAKE_ENOINPUT = 66,  /* a named input does not exist */
+    LAKE_EEXPIRED = 67,  /* a table version past its retention: expired */
     LAKE_EUNAVAIL = 69,  /* authority or object store unreachable */
     LAKE_ETEMP = 75,     /* temporary failure, retry later */
     LAKE_EPERM = 77,     /* unauthenticated or permission denied */
@@ -48,9 +49,9 @@ int errSetErrno(lakeError *e, lakeCode code, int errnum, const char *fmt, ...)
 
 /* Record an action error (DESIGN §5): status is one of invalid_argument,
  * unauthenticated, permission_denied, not_found, conflict,
- * failed_precondition, payload_too_large, unavailable, internal; the exit
- * code follows from it (DESIGN §1: 400 -> 65, 401/403 -> 77, 404 -> 66,
- * 409/503 -> 75, the rest -> 1). */
+ * failed_precondition, payload_too_large, unavailable, expired, internal;
+ * the exit code follows from it (DESIGN §1: 400 -> 65, 401/403 -> 77,
+ * 404 -> 66, 410 expired -> 67, 409/503 -> 75, the rest -> 1). */
 int errSetStatus(lakeError *e, const char *status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

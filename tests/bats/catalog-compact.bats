@@ -269,7 +269,7 @@ make_small_appends() {
 
 # --- gc ---------------------------------------------------------------------
 
-@test "gc keeps compacted segments during the grace and removes them after it; the old version then fails to read" {
+@test "gc keeps compacted segments while a version that holds them is unexpired; once expired, gc removes them and the old version answers 67" {
   lake-catalog create d.t 'v INTEGER'
   local args=() i
   for i in $(seq 1 5); do args+=(-c "INSERT INTO d.t VALUES ($i)"); done
@@ -277,12 +277,15 @@ make_small_appends() {
   local old
   old=$(lake-catalog resolve d.t | jq -r '.segments[].location')
   lake-catalog compact d.t >/dev/null
-  run --separate-stderr lake-catalog gc --grace 1h
+  # versions 1 to 5 are within the retention (7 days): kept, whatever the grace
+  run --separate-stderr lake-catalog gc --grace 0
   assert_equal "exit $status" "exit 0"
   assert_equal "$output" ""
   local loc
-  for loc in $old; do lake-get "$loc" >/dev/null || fail "gc removed a segment within the grace: $loc"; done
+  for loc in $old; do lake-get "$loc" >/dev/null || fail "gc removed a segment of an unexpired version: $loc"; done
+  assert_equal "$(lake-catalog resolve d.t --version 5 | jq -r '.segments[].location')" "$old"
 
+  assert_equal "$(lake-catalog expire d.t --older-than 0)" "expired 6 versions of d.t"
   run --separate-stderr lake-catalog gc --grace 0
   assert_equal "exit $status" "exit 0"
   assert_equal "$(cut -f1 <<<"$output" | sort)" "$(sort <<<"$old")"
@@ -290,9 +293,11 @@ make_small_appends() {
     run --separate-stderr lake-get "$loc"
     assert_equal "$status" 66
   done
-  # the current version reads; version 5 still names the removed segments
+  # the current version reads; version 5 expired: refused, never read in part
   assert_equal "$(lake-query -c 'SELECT group_concat(v) FROM d.t')" "1,2,3,4,5"
-  assert_equal "$(lake-catalog resolve d.t --version 5 | jq -r '.segments[].location')" "$old"
+  run --separate-stderr lake-catalog resolve d.t --version 5
+  assert_equal "exit $status" "exit 67"
+  assert_equal "$stderr" "lake-catalog: d.t: version 5 expired at $(lake-catalog history d.t | awk -F'\t' '$1 == 5 {print $10}') (past the retention); its objects may be gone"
 }
 
 # --- the action, over HTTPS ---------------------------------------------------

@@ -27,14 +27,6 @@ teardown() {
   source_teardown
 }
 
-# The stage directory the source advertises (file:// stages only).
-gc_stage_dir() {
-  local url
-  url=$(lake-catalog whoami | sed -n 's/^stage=//p')
-  [[ $url == file://* ]] || fail "not a file:// stage: $url"
-  printf '%s\n' "${url#file://}"
-}
-
 # Every regular file below the stage, sorted, as file:// locations.
 stage_locations() {
   find "$GC_STAGE" -type f 2>/dev/null | sort | sed 's|^|file://|'
@@ -45,7 +37,7 @@ stage_locations() {
 #   KEPT_FILE a FILE in docs.papers (referenced), KEPT_SEGS its segments
 #   DROPPED   the FILE and segments of docs.gone, dropped afterwards
 make_garbage() {
-  GC_STAGE=$(gc_stage_dir)
+  GC_STAGE=$(source_stage_dir)
   [[ $GC_STAGE == /* ]] || fail "no stage directory: $GC_STAGE"
   LOOSE=$(echo loose | lake-put | json_field location)
   lake-catalog create-namespace docs

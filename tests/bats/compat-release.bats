@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# The upgrade path of the conditional resolve (issue 25): the lake-metasrv
+# The upgrade path of the conditional resolve (issue 25) and of gc's expire
+# (issue 28: an older server has none, and gc goes on): the lake-metasrv
 # of the release before it (OLD_REV, built here from this checkout's git
 # history) and today's clients, on a registry that release wrote.
 #   - today's client meets the old server: its conditional resolve
@@ -121,4 +122,21 @@ trace: source resolve m.t -> version=1"
   run --separate-stderr lake-query -c "SELECT id, s FROM m.t AT (VERSION => 1) ORDER BY id"
   assert_clean_success
   assert_output $'1\tone\n2\ttwo'
+}
+
+@test "today's gc and the previous release's server, which has no expire: a warning, and what is unreferenced goes as before" {
+  old_start
+  metasrv_use "$SRV"
+  lake-catalog create-namespace m
+  lake-catalog create m.t 'id INTEGER'
+  lake-query -c 'INSERT INTO m.t VALUES (1)'
+  local loose
+  loose=$(echo loose | lake-put | json_field location)
+  run --separate-stderr env LAKE_TRACE=1 lake-catalog gc --grace 0
+  assert_equal "exit $status" "exit 0"
+  assert_output "$(printf '%s\t6' "$loose")"
+  trace_lines source | grep -qx "trace: source expire -> error not_found" || fail "no expire asked: $stderr"
+  assert_equal "$(untraced_stderr)" "lake-catalog: gc: the metadata server expires no versions (it is older than expiry)
+lake-catalog: gc: 1 object, 6 bytes removed; 1 kept (referenced), 0 kept (younger than the grace)"
+  assert_equal "$(lake-query -c 'SELECT count(*) FROM m.t')" 1
 }

@@ -131,6 +131,26 @@ put_lands_in() {
   assert_clean_success
 }
 
+@test "config: retention (LAKE_RETENTION) takes a duration; anything else is 78, from the environment or the file" {
+  local good bad
+  for good in 0 45s 30m 12h 7d 86400; do
+    run --separate-stderr env LAKE_RETENTION=$good lake-put "$T/payload"
+    assert_clean_success
+  done
+  for bad in -1 1.5 1w soon; do
+    run --separate-stderr env LAKE_RETENTION="$bad" lake-put "$T/payload"
+    assert_error lake-put 78 "retention: '$bad' is not a duration"
+    assert_output ""
+  done
+  printf 'retention = forever\n' >>"$CONF"
+  run --separate-stderr lake-catalog expire
+  assert_error lake-catalog 78 "retention: 'forever'"
+  # the environment beats the file
+  run --separate-stderr env LAKE_RETENTION=1d lake-catalog expire
+  assert_clean_success
+  assert_output "expired 0 versions"
+}
+
 @test "config: a line without '=' is 78, naming file:line" {
   printf 'stage file://%s\n' "$A" >"$T/other.conf"
   export LAKE_CONFIG="$T/other.conf"

@@ -57,6 +57,7 @@ body_for() {
     history) echo '{"namespace":"m","name":"t","limit":2}' ;;
     rollback) # to the current version: a new version of the same segments
       printf '{"namespace":"m","name":"t","expected_version":%d,"version":%d}\n' "$VERSION" "$VERSION" ;;
+    expire) echo '{"namespace":"m","name":"t","older_than":86400}' ;; # (nothing is that old: no change)
     append)
       printf '{"namespace":"m","name":"t","expected_version":%d,"segments":[%s],"files":[]}\n' \
         "$VERSION" "$(metasrv_segment "$STAGE_URL/tables/m/seg_$2")" ;;
@@ -87,6 +88,7 @@ assert_answer() {
     create_namespace | create_table | drop_table) check='.generation | type == "number"' ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
     references) check='(.locations | type == "array") and (.more | type == "boolean")' ;;
+    expire) check='.expired == 0 and (.cutoff | type == "string")' ;;
   esac
   jq -se "length == 1 and (.[0] | type == \"object\" and (has(\"error\") | not) and ($check))" \
     <<<"$HTTP_BODY" >/dev/null ||
@@ -146,6 +148,7 @@ make_matrix_tables() {
   assert_equal "$(metasrv_count rewrite 403)" 2
   assert_equal "$(metasrv_count rollback 403)" 2
   assert_equal "$(metasrv_count alter 403)" 2
+  assert_equal "$(metasrv_count expire 403)" 2
   assert_equal "$(metasrv_count history 403)" 0
   assert_equal "$(metasrv_count create_namespace 403)" 3
   assert_equal "$(metasrv_count create_table 403)" 3

@@ -24,12 +24,13 @@
         }                                                                   \
     } while (0)
 
-/* A failure returned rc == err->code, a code of DESIGN §1, and one line of
+/* A failure returned rc == err->code, a code of DESIGN §1 (and 67, an
+ * expired version: issue 28), and one line of
  * message: no control character reaches a terminal or a log line. */
 static inline void fuzzCheckError(int rc, const lakeError *err) {
     FUZZ_CHECK(rc == (int)err->code, "rc %d, err->code %d", rc, (int)err->code);
     switch (err->code) {
-    case LAKE_EFAIL: case LAKE_EUSAGE: case LAKE_EDATA: case LAKE_ENOINPUT:
+    case LAKE_EFAIL: case LAKE_EUSAGE: case LAKE_EDATA: case LAKE_ENOINPUT: case LAKE_EEXPIRED:
     case LAKE_EUNAVAIL: case LAKE_ETEMP: case LAKE_EPERM: case LAKE_ECONFIG: break;
     default: FUZZ_CHECK(0, "code %d is no exit status of DESIGN §1", (int)err->code);
     }

@@ -1,7 +1,8 @@
 /*
  * test_catalog.c - the catalog below the command line: appends (no CLI for
  * them yet), segment statistics through append and resolve,
- * read-your-writes through the cache, the snapshot's re-check under an
+ * read-your-writes through the cache, expiry and the references gc reads,
+ * the snapshot's re-check under an
  * injected mutation, and snapshot bounds.
  *
  * The source is a parameter as in the bats suites: with LAKE_TEST_SOURCE
@@ -192,6 +193,95 @@ static void mutateBetween(void *ctx, int scan) {
     sqlite3_close(db);
 }
 
+/* The references (sorted, as keys below the stage: "tables/t/a",
+ * "files/f1") joined by commas, into out; those of other tables' keys
+ * ("tables/t/" and "files/" only: the other tests' are left out by
+ * prefix "x"). */
+static void refsOf(catalogSource *src, char *out, size_t n) {
+    cJSON *ans = NULL, *loc;
+    lakeError err = {0};
+    size_t len = 0, stage = strlen(stageurl) + 1;
+    out[0] = '\0';
+    if (sourceReferences(src, NULL, 1000, &ans, &err)) {
+        snprintf(out, n, "error: %s", err.msg);
+        return;
+    }
+    cJSON_ArrayForEach(loc, cJSON_GetObjectItemCaseSensitive(ans, "locations")) {
+        const char *key = loc->valuestring + stage;
+        if (strncmp(key, "tables/t/x", 10) != 0 && strncmp(key, "files/x", 7) != 0) continue;
+        len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? "," : "", key);
+    }
+    cJSON_Delete(ans);
+}
+
+static cJSON *fileList(const char *a, const char *b) {
+    cJSON *arr = cJSON_CreateArray();
+    char loc[800];
+    for (const char *f = a; f; f = f == a ? b : NULL) {
+        snprintf(loc, sizeof loc, "%s/files/%s", stageurl, f);
+        cJSON_AddItemToArray(arr, cJSON_CreateString(loc));
+    }
+    return arr;
+}
+
+/* The rule gc reads (registryReferences): a segment while live in an
+ * unexpired version; a FILE location while the version that recorded it
+ * is unexpired or added a segment that is referenced.  And expire's own:
+ * never the current version, a prefix of the others, refused reads. */
+static void testExpiry(catalogSource *src) {
+    lakeError err = {0};
+    int64_t gen, v = -1, n = -1;
+    char refs[4096], loc[800];
+    ok(sourceCreateTable(src, "docs", "e", "[{\"name\":\"a\",\"type\":\"TEXT\"}]", &gen, &err) == 0,
+       "expiry: a table");
+    cJSON *a = segment("xa", 2), *b = segment("xb", 1), *a2 = segment("xa2", 1);
+    cJSON *fa = fileList("x1", "x2"), *fb = fileList("x3", NULL), *fa2 = fileList("x2", NULL);
+    ok(sourceAppend(src, "docs", "e", 0, a, fa, &v, &err) == 0 && v == 1, "expiry: version 1 adds xa (x1, x2)");
+    ok(sourceAppend(src, "docs", "e", 1, b, fb, &v, &err) == 0 && v == 2, "expiry: version 2 adds xb (x3)");
+    cJSON *replace = cJSON_CreateArray();
+    snprintf(loc, sizeof loc, "%s/tables/t/xa", stageurl);
+    cJSON_AddItemToArray(replace, cJSON_CreateString(loc));
+    ok(sourceRewrite(src, "docs", "e", 2, "delete", replace, a2, fa2, &v, &err) == 0 && v == 3,
+       "expiry: version 3 deletes x1's row: xa becomes xa2 (x2)");
+    refsOf(src, refs, sizeof refs);
+    ok(strcmp(refs, "files/x1,files/x2,files/x3,tables/t/xa,tables/t/xa2,tables/t/xb") == 0,
+       "expiry: before any expires, every version's objects are references" ": %s", refs);
+
+    ok(sourceExpire(src, "docs", "e", 86400, &n, &err) == 0 && n == 0, "expiry: nothing is a day old");
+    ok(sourceRollback(src, "docs", "e", 3, 2, &v, &err) == 0 && v == 4, "expiry: version 4 rolls back to 2");
+    ok(sourceExpire(src, "docs", "e", 0, &n, &err) == 0 && n == 4, "expiry: older than 0: versions 0 to 3");
+    ok(sourceExpire(src, "docs", "e", 0, &n, &err) == 0 && n == 0, "expiry: marks are made once");
+    refsOf(src, refs, sizeof refs);
+    ok(strcmp(refs, "files/x1,files/x2,files/x3,tables/t/xa,tables/t/xb") == 0,
+       "expiry: the rollback's version holds xa and xb again, with x1 to x3; xa2 is no reference" ": %s", refs);
+
+    cJSON *reg = NULL;
+    int rc = sourceResolve(src, "docs", "e", 3, &reg, &err);
+    ok(rc == LAKE_EEXPIRED && err.status && strcmp(err.status, "expired") == 0 && !reg,
+       "expiry: resolve of version 3 is 67 expired: %s", err.msg);
+    ok(sourceRollback(src, "docs", "e", 4, 1, &v, &err) == LAKE_EEXPIRED, "expiry: rollback to 1 is 67");
+    rc = sourceResolve(src, "docs", "e", 4, &reg, &err);
+    ok(rc == 0 && versionOf(reg) == 4, "expiry: the current version reads");
+    cJSON_Delete(reg);
+
+    /* the same delete again, now from version 4: once 0 to 4 expire, x1
+     * and xa go (x3 stays: version 2, expired, added xb, still live) */
+    cJSON *a3 = segment("xa3", 1);
+    ok(sourceRewrite(src, "docs", "e", 4, "delete", replace, a3, fa2, &v, &err) == 0 && v == 5,
+       "expiry: version 5 deletes x1's row again");
+    cJSON_Delete(a3);
+    ok(sourceExpire(src, NULL, NULL, 0, &n, &err) == 0 && n >= 1, "expiry: every table's, version 4 among them");
+    refsOf(src, refs, sizeof refs);
+    ok(strcmp(refs, "files/x2,files/x3,tables/t/xa3,tables/t/xb") == 0, "expiry: x1 and xa are no references any more" ": %s", refs);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(a2);
+    cJSON_Delete(fa);
+    cJSON_Delete(fb);
+    cJSON_Delete(fa2);
+    cJSON_Delete(replace);
+}
+
 static void testScanRecheck(catalogSource *src) {
     lakeError err = {0};
     registry *reg;
@@ -283,6 +373,7 @@ int main(void) {
     testAppends(src);
     testReadYourWrites(&cfg, src);
     testStats(src);
+    testExpiry(src);
     if (!remote) testScanRecheck(src);
     sourceClose(src);
     configFree(&cfg);

@@ -283,7 +283,7 @@ metasrv_tables() {
 # shellcheck disable=SC2034 # for the suites
 METASRV_VEND_ACTIONS="presign_get upload_begin upload_parts upload_complete upload_abort"
 # shellcheck disable=SC2034 # for the suites
-METASRV_ACTIONS="catalog_snapshot resolve history append compact rewrite rollback alter create_namespace create_table drop_table whoami references $METASRV_VEND_ACTIONS"
+METASRV_ACTIONS="catalog_snapshot resolve history append compact rewrite rollback alter expire create_namespace create_table drop_table whoami references $METASRV_VEND_ACTIONS"
 metasrv_allowed() {
   case "$1:$2" in
     catalog_snapshot:admin | catalog_snapshot:query-service | catalog_snapshot:metadata-peer) return 0 ;;
@@ -292,6 +292,7 @@ metasrv_allowed() {
     compact:admin | compact:query-service | compact:user) return 0 ;;
     rewrite:admin | rewrite:query-service | rollback:admin | rollback:query-service) return 0 ;;
     alter:admin | alter:query-service) return 0 ;;
+    expire:admin | expire:query-service) return 0 ;;
     create_namespace:admin | create_table:admin | drop_table:admin) return 0 ;;
     whoami:*) return 0 ;;
     references:admin) return 0 ;;

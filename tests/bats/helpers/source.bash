@@ -72,6 +72,14 @@ source_setup() {
   esac
 }
 
+# The directory of the file:// stage the source advertises (whoami).
+source_stage_dir() {
+  local url
+  url=$(lake-catalog whoami | sed -n 's/^stage=//p')
+  [[ $url == file://* ]] || fail "not a file:// stage: $url"
+  printf '%s\n' "${url#file://}"
+}
+
 load_metasrv() {
   # shellcheck source=metasrv.bash
   source "${BATS_TEST_DIRNAME}/helpers/metasrv.bash"
