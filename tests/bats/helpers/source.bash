@@ -195,6 +195,7 @@ DOCS_LIST=$'docs\tnotes\ndocs\tpapers'
 # both SQL: run the query with pushdown (traced into $T/trace) and row by
 # row (LAKE_QUERY_NO_PUSHDOWN, the reference), as JSON Lines: the same
 # rows, or the test fails; the rows in $output.
+# shellcheck disable=SC2034 # output is bats' own, which the suites assert on
 both() {
   LAKE_TRACE=1 lake-query -f jsonl -c "$1" >"$T/on" 2>"$T/trace" || fail "$1: $(tail -3 "$T/trace")"
   LAKE_QUERY_NO_PUSHDOWN=1 lake-query -f jsonl -c "$1" >"$T/off" || fail "$1: failed row by row"
