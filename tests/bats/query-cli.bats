@@ -232,6 +232,12 @@ segment_file() { compgen -G "$T/tmp/lake-segments-*/segment-*" >/dev/null; }
   assert_equal "$(lake-catalog resolve t.e | jq .version)" "$v0"
 }
 
+# threads_at_least N: the background program runs N threads or more (asked
+# anew at each call: wait_for's arguments are expanded once)
+threads_at_least() {
+  [ "$(find "/proc/$BG/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" -ge "$1" ]
+}
+
 @test "an aggregate split by segment stops at a signal on every thread: says so and dies of it" {
   lake-catalog create t.slow 'n INTEGER'
   # 3 segments of 70000 rows: 3 threads
@@ -243,7 +249,7 @@ segment_file() { compgen -G "$T/tmp/lake-segments-*/segment-*" >/dev/null; }
   wait_for grep -q "trace: query scan t.slow" "$T/err"
   # split: the scan line comes from the row-by-row path too; only the
   # split one reads on threads (this one and two workers)
-  wait_for test "$(ls "/proc/$BG/task" | wc -l)" -ge 3
+  wait_for threads_at_least 3
   kill -INT "$BG"
   wait_bg
   assert_equal "exit $status" "exit 130"
