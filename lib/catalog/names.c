@@ -171,18 +171,6 @@ int schemaCanonical(const char *json, char **canonical, lakeError *err) {
     return finish(arr, canonical, LAKE_EDATA, err);
 }
 
-int64_t schemaMaxId(const char *json) {
-    cJSON *arr = cJSON_Parse(json), *c;
-    int64_t max = 0, i = 0, id;
-    cJSON_ArrayForEach(c, arr) {
-        i++;
-        if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(c, "id"), 1, &id)) id = i;
-        if (id > max) max = id;
-    }
-    cJSON_Delete(arr);
-    return max;
-}
-
 /* The column of arr named name (ignoring case), or NULL. */
 static cJSON *columnNamed(cJSON *arr, const char *name) {
     cJSON *c;

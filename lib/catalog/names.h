@@ -37,10 +37,6 @@ int schemaParse(const char *definition, char **json, lakeError *err);
  * text (caller frees).  Fails with 65. */
 int schemaCanonical(const char *json, char **canonical, lakeError *err);
 
-/* The largest column id of canonical schema JSON (its positions when it
- * has no ids); 0 for anything else. */
-int64_t schemaMaxId(const char *json);
-
 /* Change canonical schema json by op: "add-column" a = "NAME TYPE" (the
  * new column takes id next_id), "rename-column" a to b, "drop-column" a.
  * *out is the new canonical schema (caller frees).  64 for a name clash,

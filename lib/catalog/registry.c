@@ -1333,24 +1333,18 @@ int registryAlter(registry *r, const char *ns, const char *name, const char *op,
     int rc = exec(r, r->db->dialect->begin_write, err);
     if (rc) return rc;
     if ((rc = findTable(r, ns, name, 1, id, &current, &schema, err))) goto fail;
-    /* ids are never reused: the next is past every schema the table had */
-    sqlStmt *st = prep(r, err, "SELECT DISTINCT schema FROM versions WHERE table_id = ? AND schema IS NOT NULL", id,
-                       NULL);
-    if (!st) {
-        rc = err->code;
+    /* ids are never reused: the next is past every column the table had */
+    segmentSchema *all = NULL;
+    unsigned char widths[SCHEMA_MAX_COLUMNS];
+    if (segmentSchemaParse(schema, &all, &e)) {
+        rc = errSetStatus(err, "internal", "%s.%s: a stored schema is malformed", ns, name);
         goto fail;
     }
-    int s;
-    while ((s = sqlStep(st)) == SQL_ROW) {
-        int64_t m = schemaMaxId(sqlColumnText(st, 0));
-        if (m > maxId) maxId = m;
-    }
-    sqlFinalize(st);
-    if (s != SQL_DONE) {
-        rc = sqlErr(r, err, "read schemas");
-        goto fail;
-    }
-    if (schemaMaxId(schema) > maxId) maxId = schemaMaxId(schema);
+    rc = addEarlierColumns(r, id, all, widths, err);
+    for (int i = 0; !rc && i < all->ncols; i++)
+        if (all->cols[i].id > maxId) maxId = all->cols[i].id;
+    segmentSchemaFree(all);
+    if (rc) goto fail;
     if (schemaAlter(schema, op, a, b, maxId + 1, &altered, &e)) {
         rc = errSetStatus(err, e.code == LAKE_ENOINPUT ? "not_found" : e.code == LAKE_EFAIL ? "internal"
                                                                                           : "invalid_argument",
