@@ -188,6 +188,23 @@ static int metaSet(registry *r, const char *key, const char *value, lakeError *e
                key, value, NULL);
 }
 
+/* Before schema 5 every user token could read and append to every table:
+ * an upgraded registry keeps that through grants to PUBLIC on the whole
+ * catalog, said once in the log, which an admin may revoke. */
+static int grantUpgraded(registry *r, lakeError *err) {
+    char now[32];
+    rfc3339Now(now);
+    int rc = 0;
+    for (const char *const *p = (const char *const[]){"read", "write", NULL}; *p && !rc; p++)
+        rc = run(r, err, "grant to PUBLIC", "INSERT INTO grants VALUES ('*', ?, 'PUBLIC', ?, 'upgrade')", *p, now,
+                 NULL);
+    if (!rc)
+        logWarn("%s: upgraded to registry schema %d: granted read, write ON * TO PUBLIC, the access every user "
+                "token had before grants existed (see it with lake-catalog grants; revoke it with lake-catalog "
+                "revoke read ON '*' FROM PUBLIC)", r->path, REGISTRY_SCHEMA_VERSION);
+    return rc;
+}
+
 /* Refuse anything but a lake registry this code can read (78, nothing
  * written); mode REGISTRY_NEW refuses an existing one.  Then migrate
  * forward. */
@@ -231,6 +248,7 @@ static int checkAndMigrate(registry *r, int mode, const char *stage_url, lakeErr
     char buf[32];
     snprintf(buf, sizeof buf, "%d", REGISTRY_SCHEMA_VERSION);
     if ((rc = metaSet(r, "schema_version", buf, err))) goto fail;
+    if (version > 0 && version < 5 && (rc = grantUpgraded(r, err))) goto fail;
     if (version == 0) {
         char id[ID_LEN + 1], now[32];
         rfc3339Now(now);
@@ -1434,6 +1452,10 @@ int registryDropTable(registry *r, const char *ns, const char *name, int64_t *ge
              ns, name, NULL);
     if (!rc && sqlChanges(r->db) == 0)
         rc = errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
+    /* its grants go with it: a table made later under the name is another */
+    char scope[2 * NAME_BUF];
+    snprintf(scope, sizeof scope, "%s.%s", ns, name);
+    if (!rc) rc = run(r, err, "drop grants", "DELETE FROM grants WHERE scope = ?", scope, NULL);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
     return 0;
 fail:
@@ -1517,6 +1539,137 @@ int registryRevokePrincipal(registry *r, const char *name, lakeError *err) {
     if (!rc && sqlChanges(r->db) == 0)
         rc = errSetStatus(err, "not_found", "no active principal %s", name);
     return rc;
+}
+
+/* --- grants (issue 29) ---------------------------------------------------- */
+
+/* The table or namespace a scope names must exist ('*' always does). */
+static int scopeExists(registry *r, const char *scope, lakeError *err) {
+    if (strcmp(scope, "*") == 0) return 0;
+    const char *dot = strchr(scope, '.');
+    char ns[NAME_BUF];
+    snprintf(ns, sizeof ns, "%.*s", dot ? (int)(dot - scope) : (int)strlen(scope), scope);
+    int64_t one;
+    int rc = dot ? queryInt(r, &one, err, "SELECT 1 FROM tables WHERE namespace = ? AND name = ? AND dropped = 0",
+                            ns, dot + 1, NULL)
+                 : queryInt(r, &one, err, "SELECT 1 FROM namespaces WHERE name = ?", ns, NULL);
+    if (rc < 0) return errSetStatus(err, "not_found", "%s: no such %s", scope, dot ? "table" : "namespace");
+    return rc;
+}
+
+int registryGrant(registry *r, int revoke, const char *privilege, const char *scope, const char *grantee,
+                  const char *by, int64_t *generation, int *changed, lakeError *err) {
+    char now[32];
+    rfc3339Now(now);
+    *changed = 0;
+    int rc = beginDdl(r, err);
+    if (rc) return rc;
+    if (!revoke && (rc = scopeExists(r, scope, err))) goto fail;
+    if (!revoke && strcmp(grantee, "PUBLIC") != 0 && strncmp(grantee, "role:", 5) != 0) {
+        int64_t one;
+        rc = queryInt(r, &one, err, "SELECT 1 FROM principals WHERE name = ?", grantee, NULL);
+        if (rc < 0) rc = errSetStatus(err, "invalid_argument", "%s: no such principal", grantee);
+        if (rc) goto fail;
+    }
+    rc = revoke ? run(r, err, "revoke", "DELETE FROM grants WHERE scope = ? AND privilege = ? AND grantee = ?",
+                      scope, privilege, grantee, NULL)
+                : run(r, err, "grant", "INSERT INTO grants VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", scope,
+                      privilege, grantee, now, by, NULL);
+    if (rc) goto fail;
+    *changed = sqlChanges(r->db) > 0;
+    /* a change raises the generation, so caches see it at their next
+     * refresh; one that changed nothing leaves the catalog as it was */
+    if (*changed ? (rc = bumpGeneration(r, generation, err)) : (rc = readGeneration(r, generation, err))) goto fail;
+    if ((rc = exec(r, "COMMIT", err))) goto fail;
+    return 0;
+fail:
+    rollback(r);
+    return rc;
+}
+
+int registryGrants(registry *r, const char *ns, const char *name, const char *principal, const char *role,
+                   cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    char table[2 * NAME_BUF], like[NAME_BUF + 2], grole[40];
+    snprintf(table, sizeof table, "%s.%s", ns ? ns : "", name ? name : "");
+    snprintf(like, sizeof like, "%s.%%", ns ? ns : "");
+    snprintf(grole, sizeof grole, "role:%s", role ? role : "");
+    /* on NS.T: what applies to it; on NS: to it and its tables; else all.
+     * For a principal (not NULL): only the grants to it, its role or
+     * PUBLIC, so no other principal's access is shown to it. */
+    sqlStmt *st = prep(r, err,
+                       "SELECT scope, privilege, grantee, granted_at, granted_by FROM grants"
+                       " WHERE (? = '' OR scope = '*' OR scope = ? OR (? = '' AND scope LIKE ?) OR scope = ?)"
+                       " AND (? = '' OR grantee IN (?, ?, 'PUBLIC'))"
+                       " ORDER BY scope COLLATE \"C\", grantee COLLATE \"C\", privilege",
+                       ns ? ns : "", ns ? ns : "", name ? name : "", like, table, principal ? principal : "",
+                       principal ? principal : "", grole, NULL);
+    if (!st) return err->code;
+    cJSON *arr = cJSON_CreateArray();
+    int s = SQL_DONE;
+    while (arr && (s = sqlStep(st)) == SQL_ROW) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        static const char *const keys[] = {"on", "privilege", "grantee", "granted_at", "granted_by"};
+        for (int i = 0; i < 5; i++) {
+            const char *v = sqlColumnText(st, i);
+            if (v) cJSON_AddStringToObject(o, keys[i], v);
+            else cJSON_AddNullToObject(o, keys[i]);
+        }
+    }
+    int rc = arr && s == SQL_DONE ? 0 : arr ? sqlErr(r, err, "list grants") : errSetErrno(err, LAKE_EFAIL, ENOMEM, "grants");
+    sqlFinalize(st);
+    if (rc) cJSON_Delete(arr);
+    else *answer = arr;
+    return rc;
+}
+
+int registryHolds(registry *r, const char *principal, const char *role, const char *privilege, const char *ns,
+                  const char *name, lakeError *err) {
+    char table[2 * NAME_BUF], grole[40];
+    snprintf(grole, sizeof grole, "role:%s", role);
+    int64_t one;
+    int rc;
+    if (!ns) { /* on anything */
+        rc = queryInt(r, &one, err, "SELECT 1 FROM grants WHERE privilege = ? AND grantee IN (?, ?, 'PUBLIC') LIMIT 1",
+                      privilege, principal, grole, NULL);
+    } else {
+        snprintf(table, sizeof table, "%s.%s", ns, name ? name : "");
+        rc = queryInt(r, &one, err,
+                      "SELECT 1 FROM grants WHERE privilege = ? AND scope IN ('*', ?, ?)"
+                      " AND grantee IN (?, ?, 'PUBLIC') LIMIT 1",
+                      privilege, ns, name ? table : ns, principal, grole, NULL);
+    }
+    return rc < 0 ? 0 : rc > 0 ? -rc : 1;
+}
+
+/* The live references to a location (as registryReferences defines them)
+ * from tables that principal (of role) may read, or its own upload. */
+int registryMayGet(registry *r, const char *principal, const char *role, const char *location, lakeError *err) {
+    char grole[40];
+    snprintf(grole, sizeof grole, "role:%s", role);
+    int64_t one;
+    int rc = queryInt(r, &one, err,
+                      "WITH g AS (SELECT scope FROM grants WHERE privilege = 'read' AND grantee IN (?, ?, 'PUBLIC')),"
+                      " t AS (SELECT t.id, min(v.version) AS k FROM tables t JOIN versions v ON v.table_id = t.id"
+                      "  WHERE t.dropped = 0 AND v.expired_at IS NULL AND EXISTS (SELECT 1 FROM g WHERE g.scope = '*'"
+                      "   OR g.scope = t.namespace OR g.scope = t.namespace || '.' || t.name) GROUP BY t.id) "
+                      "SELECT 1 FROM uploads WHERE location = ? AND principal = ?"
+                      " UNION ALL SELECT 1 FROM segments s JOIN t ON t.id = s.table_id WHERE s.location = ?"
+                      "  AND (s.removed_in IS NULL OR s.removed_in > t.k)"
+                      " UNION ALL SELECT 1 FROM version_files f JOIN t ON t.id = f.table_id WHERE f.location = ?"
+                      "  AND (f.version >= t.k OR EXISTS (SELECT 1 FROM segments x WHERE x.table_id = f.table_id"
+                      "   AND x.version = f.version AND (x.removed_in IS NULL OR x.removed_in > t.k)))"
+                      " LIMIT 1",
+                      principal, grole, location, principal, location, location, NULL);
+    return rc < 0 ? 0 : rc > 0 ? -rc : 1;
+}
+
+int registryUploaded(registry *r, const char *principal, const char *location, lakeError *err) {
+    char now[32];
+    rfc3339Now(now);
+    return run(r, err, "record upload", "INSERT INTO uploads VALUES (?, ?, ?) ON CONFLICT DO NOTHING", location,
+               principal, now, NULL);
 }
 
 int registryGeneration(registry *r, int64_t *generation, lakeError *err) {

@@ -32,7 +32,7 @@
 struct cJSON;
 typedef struct registry registry;
 
-#define REGISTRY_SCHEMA_VERSION 4
+#define REGISTRY_SCHEMA_VERSION 5
 #define NAME_BUF 160 /* a principal's name, NUL included */
 #define REGISTRY_SNAPSHOT_SCANS 3
 
@@ -269,6 +269,31 @@ int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, l
 int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err);
 /* Revoke at once; not_found when no active principal has that name. */
 int registryRevokePrincipal(registry *r, const char *name, lakeError *err);
+
+/* Grants (issue 29): privilege "read", "write" or "modify" on scope '*'
+ * (the catalog), "NS" or "NS.T", to grantee "PUBLIC", "role:ROLE" or a
+ * principal's name (checked by the caller).  A grant needs its scope to
+ * exist (not_found) and a named principal to exist (invalid_argument);
+ * either, revoke or not, raises the generation when it changed anything
+ * (*changed) and stores it in *generation. */
+int registryGrant(registry *r, int revoke, const char *privilege, const char *scope, const char *grantee,
+                  const char *by, int64_t *generation, int *changed, lakeError *err);
+/* [{"on","privilege","grantee","granted_at","granted_by"}…]: all (ns
+ * NULL), those on ns or its tables (name NULL), or those applying to
+ * ns.name; principal not NULL: only those to it, role:ROLE and PUBLIC. */
+int registryGrants(registry *r, const char *ns, const char *name, const char *principal, const char *role,
+                   struct cJSON **answer, lakeError *err);
+/* 1 when principal (of role) holds privilege on ns.name (name NULL: on
+ * namespace ns; ns NULL: on anything at all), through a grant to it, to
+ * its role or to PUBLIC; 0 when not; minus an error code. */
+int registryHolds(registry *r, const char *principal, const char *role, const char *privilege, const char *ns,
+                  const char *name, lakeError *err);
+/* 1 when a table principal may read refers to location (a segment of an
+ * unexpired version, or a FILE value as gc counts one), or the server
+ * began uploading it for principal; 0 when not; minus an error code. */
+int registryMayGet(registry *r, const char *principal, const char *role, const char *location, lakeError *err);
+/* Record that the server began uploading location for principal. */
+int registryUploaded(registry *r, const char *principal, const char *location, lakeError *err);
 
 /* 1 when the registry has its directory marker. */
 int registryHasMarker(const registry *r);

@@ -69,6 +69,24 @@ static const char *const migrations[REGISTRY_SCHEMA_VERSION] = {
      "ALTER TABLE versions ADD COLUMN expired_at TEXT;"
      "ALTER TABLE segments ADD COLUMN columns TEXT;"
      "UPDATE versions SET schema = (SELECT t.schema FROM tables t WHERE t.id = versions.table_id);"),
+    /* 5 (issue 29): grants of read, write and modify on the catalog ('*'),
+     * a namespace ('NS') or a table ('NS.T') to a principal, a role
+     * ('role:user') or PUBLIC; the objects the server began uploading for
+     * each principal (which its appends may reference); the audit trail;
+     * when a token expires and was last used.  An upgraded registry's
+     * PUBLIC grants (keeping users' access as it was) are added by
+     * checkAndMigrate, not here: a new registry grants users nothing. */
+    ("CREATE TABLE grants(scope TEXT NOT NULL, privilege TEXT NOT NULL"
+     "  CHECK (privilege IN ('read', 'write', 'modify')), grantee TEXT NOT NULL,"
+     "  granted_at TEXT NOT NULL, granted_by TEXT, PRIMARY KEY (scope, privilege, grantee));"
+     "CREATE INDEX grants_grantee ON grants(grantee);"
+     "CREATE TABLE uploads(location TEXT NOT NULL, principal TEXT NOT NULL,"
+     "  created_at TEXT NOT NULL, PRIMARY KEY (location, principal));"
+     "CREATE TABLE audit(seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, principal TEXT, role TEXT,"
+     "  action TEXT NOT NULL, target TEXT, result TEXT NOT NULL, request_id TEXT);"
+     "CREATE INDEX audit_at ON audit(at);"
+     "ALTER TABLE principals ADD COLUMN expires_at TEXT;"
+     "ALTER TABLE principals ADD COLUMN last_used_at TEXT;"),
 };
 
 static const sqlDialect dialect = {
