@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "catalog/cache.h"
 #include "catalog/gc.h"
@@ -102,7 +103,12 @@ static const cliSpec spec = {
     "  create NS.T 'COL TYPE, ...' [--if-not-exists]\n"
     "                                create a table (INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE)\n"
     "  drop NS.T                     drop a table\n"
-    "  whoami                        the principal, its role and the stage\n"
+    "  grant PRIV ON '*'|NS|NS.T TO PRINCIPAL|role:user|PUBLIC\n"
+    "                                let users read, write or modify tables (admin)\n"
+    "  revoke PRIV ON '*'|NS|NS.T FROM PRINCIPAL|role:user|PUBLIC\n"
+    "                                take a grant back (admin)\n"
+    "  grants [NS[.T]]               who may do what\n"
+    "  whoami                        the principal, its role, the stage and its grants\n"
     "  actions                       the actions this principal may run\n"
     "  gc [--dry-run] [--grace DURATION]\n"
     "                                expire, then remove unreferenced stage objects older than DURATION (admin)\n"
@@ -152,7 +158,18 @@ static const command commands[] = {
      "Create a table; types INTEGER REAL TEXT BLOB BOOLEAN TIMESTAMP FILE.  With --if-not-exists a "
      "table that exists with the same schema is success; with another schema it is refused."},
     {"drop", 1, 1, globalOptions, "drop NS.T", "Drop a table."},
-    {"whoami", 0, 0, globalOptions, "whoami", "Print the principal, its role and the stage."},
+    {"grant", 5, 5, globalOptions, "grant read|write|modify ON '*'|NS|NS.T TO PRINCIPAL|role:user|PUBLIC",
+     "Let a user principal, every user (role:user) or everyone (PUBLIC) read, write (append) or modify "
+     "(delete, update, alter, rollback, expire) the tables of the whole catalog ('*'), of a namespace (its "
+     "tables, present and future) or one table.  Admin only."},
+    {"revoke", 5, 5, globalOptions, "revoke read|write|modify ON '*'|NS|NS.T FROM PRINCIPAL|role:user|PUBLIC",
+     "Take back a grant exactly as it was given; revoking one that does not exist changes nothing and says "
+     "so.  Admin only."},
+    {"grants", 0, 1, globalOptions, "grants [NS[.T]]",
+     "List grants as on<TAB>privilege<TAB>grantee<TAB>granted_at<TAB>granted_by: all of them, those on NS "
+     "and its tables, or those that apply to NS.T.  A principal other than admin sees only the grants to "
+     "itself, its role and PUBLIC."},
+    {"whoami", 0, 0, globalOptions, "whoami", "Print the principal, its role, the stage and, for a user, its grants."},
     {"actions", 0, 0, globalOptions, "actions", "List the actions this principal may run."},
     {"gc", 0, 0, gcCmdOptions, "gc [--dry-run] [--grace DURATION]",
      "Expire the versions past the retention (as expire; not with --dry-run), then remove (--dry-run: "
@@ -526,6 +543,64 @@ static int cmdWhoami(run *r, int actionsOnly, lakeError *err) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(ans, keys[i]);
             printf("%s=%s\n", keys[i], cJSON_IsString(v) ? v->valuestring : "");
         }
+        /* a user's grants, as lake-catalog grant would give them */
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(ans, "grants")) {
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(a, "privilege"), *on = cJSON_GetObjectItemCaseSensitive(a, "on"),
+                        *to = cJSON_GetObjectItemCaseSensitive(a, "grantee");
+            if (cJSON_IsString(p) && cJSON_IsString(on) && cJSON_IsString(to))
+                printf("grant=%s ON %s TO %s\n", p->valuestring, on->valuestring, to->valuestring);
+        }
+    }
+    cJSON_Delete(ans);
+    return rc;
+}
+
+/* grant and revoke: PRIV ON TARGET TO|FROM GRANTEE. */
+static int cmdGrant(run *r, int revoke, char **args, lakeError *err) {
+    if (r->offline) return errSet(err, LAKE_EUSAGE, "a grant cannot be changed --offline");
+    if (strcasecmp(args[1], "ON") != 0 || strcasecmp(args[3], revoke ? "FROM" : "TO") != 0)
+        cliUsageError(&spec, "usage: lake-catalog %s PRIV ON '*'|NS|NS.T %s PRINCIPAL|role:user|PUBLIC",
+                      revoke ? "revoke" : "grant", revoke ? "FROM" : "TO");
+    cJSON *req = cJSON_CreateObject(), *ans = NULL;
+    if (!req || !cJSON_AddStringToObject(req, "privilege", args[0]) || !cJSON_AddStringToObject(req, "on", args[2]) ||
+        !cJSON_AddStringToObject(req, "grantee", args[4])) {
+        cJSON_Delete(req);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    }
+    int rc = sourceCall(r->src, revoke ? "revoke" : "grant", req, &ans, err);
+    cJSON_Delete(req);
+    if (rc && err->status && strcmp(err->status, "invalid_argument") == 0) rc = err->code = LAKE_EUSAGE;
+    if (!rc && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "changed")))
+        logWarn("%s %s ON %s %s %s: %s", revoke ? "revoke" : "grant", args[0], args[2], revoke ? "FROM" : "TO",
+                args[4], revoke ? "there was no such grant; nothing changed" : "granted already; nothing changed");
+    if (!rc) rc = cacheAfterChange(r->cache, err); /* the generation rose */
+    cJSON_Delete(ans);
+    return rc;
+}
+
+static int cmdGrants(run *r, char **args, int nargs, lakeError *err) {
+    if (r->offline) return errSet(err, LAKE_EUSAGE, "grants asks the source; not --offline");
+    cJSON *req = cJSON_CreateObject(), *ans = NULL, *g;
+    if (!req || (nargs && !cJSON_AddStringToObject(req, "on", args[0]))) {
+        cJSON_Delete(req);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "request");
+    }
+    int rc = sourceCall(r->src, "grants", req, &ans, err);
+    cJSON_Delete(req);
+    if (rc && err->status && strcmp(err->status, "invalid_argument") == 0) rc = err->code = LAKE_EUSAGE;
+    if (rc) return rc;
+    cJSON *list = cJSON_GetObjectItemCaseSensitive(ans, "grants");
+    if (r->json) {
+        rc = printJson(list, err);
+    } else {
+        static const char *const keys[] = {"on", "privilege", "grantee", "granted_at", "granted_by"};
+        if (r->header) puts("on\tprivilege\tgrantee\tgranted_at\tgranted_by");
+        cJSON_ArrayForEach(g, list) {
+            for (int i = 0; i < 5; i++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(g, keys[i]);
+                printf("%s%s", cJSON_IsString(v) ? v->valuestring : "-", i < 4 ? "\t" : "\n");
+            }
+        }
     }
     cJSON_Delete(ans);
     return rc;
@@ -684,7 +759,7 @@ static int cmdCompact(run *r, char **args, lakeError *err) {
     compactOptions opt = {.target_size = r->target_size};
     compactResult res;
     int rc = r->offline ? errSet(err, LAKE_EUSAGE, "compact changes the catalog; not --offline") : 0;
-    if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, &st, err);
+    if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, NULL, &st, err);
     if (!rc) rc = segcacheMaxFromEnv(&segMax, err);
     if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &segs, err);
     if (!rc) rc = compactTable(r->cache, st, segs, ns, name, &opt, &res, err);
@@ -745,6 +820,8 @@ int main(int argc, char **argv) {
         rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline")
                        : cacheRefresh(r.cache, r.force, &err);
     else if (strcmp(name, "status") == 0) rc = cmdStatus(&r, &err);
+    else if (strcmp(name, "grant") == 0 || strcmp(name, "revoke") == 0) rc = cmdGrant(&r, name[0] == 'r', args, &err);
+    else if (strcmp(name, "grants") == 0) rc = cmdGrants(&r, args, nargs, &err);
     else if (strcmp(name, "whoami") == 0) rc = cmdWhoami(&r, 0, &err);
     else if (strcmp(name, "actions") == 0) rc = cmdWhoami(&r, 1, &err);
     else if (strcmp(name, "gc") == 0) rc = cmdGc(&r, &err);

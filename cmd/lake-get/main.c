@@ -273,7 +273,7 @@ int main(int argc, char **argv) {
         rc = errSet(&err, LAKE_ENOINPUT, "%s: no such directory", run.outdir);
     if (!rc) rc = configLoad(&cfg, ov, 1, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
-    if (!rc) rc = catalogStageOpen(&cfg, NULL, &run.st, &err);
+    if (!rc) rc = catalogStageOpen(&cfg, NULL, NULL, &run.st, &err);
     if (!rc && archive) rc = tarOpen(&run.tar, STDOUT_FILENO, &err);
     for (int i = first; !rc && i < argc; i++) rc = getRef(&run, argv[i], NULL, &err);
     if (!rc && first == argc) rc = getStdin(&run, &err);

@@ -60,7 +60,7 @@ static int killAfterAppend;        /* test-only fault */
 /* --- metrics ------------------------------------------------------------ */
 
 static const char *const metricActions[] = {"catalog_snapshot", "resolve", "history", "append", "compact", "rewrite", "rollback", "expire",
-                                            "alter", "create_namespace", "create_table", "drop_table",
+                                            "alter", "create_namespace", "create_table", "drop_table", "grant", "revoke", "grants",
                                             "whoami", "references", "presign_get", "upload_begin",
                                             "upload_parts", "upload_complete", "upload_abort", "actions",
                                             "health", "metrics", "other"};

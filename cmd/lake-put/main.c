@@ -484,7 +484,7 @@ int main(int argc, char **argv) {
     /* the catalog only when rows are added (or, below, for a remote stage) */
     if (!rc && rows && !(rc = sourceOpen(&cfg, &src, &err))) rc = cacheOpen(&cfg, src, &copt, &cache, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
-    if (!rc) rc = catalogStageOpen(&cfg, cache, &st, &err);
+    if (!rc) rc = catalogStageOpen(&cfg, cache, a.table, &st, &err);
     if (!rc && rows) rc = planRows(&a, st, cache, &plan, &reg, &err);
     if (!rc) interruptCatch(1);
     int (*put)(stage *, const putArgs *, rowPlan *, const char *, lakeError *) = a.archive ? putArchive : putOne;

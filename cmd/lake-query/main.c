@@ -453,7 +453,7 @@ static int lakeOpen(run *r, lakeError *err) {
     cacheOptions copt = {r->cfg.catalog_ttl, 0, 0};
     if (!rc) rc = sourceOpen(&r->cfg, &r->src, e);
     if (!rc) rc = cacheOpen(&r->cfg, r->src, &copt, &r->cache, e);
-    if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, &r->stage, e);
+    if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, NULL, &r->stage, e);
     if (!rc) rc = segcacheMaxFromEnv(&segMax, e);
     if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &r->segs, e);
     if (!rc && r->db) rc = fileFunctionsRegister(r->db, r->stage, &r->q.err, e);

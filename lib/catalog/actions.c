@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "catalog/names.h"
 #include "core/config.h"
@@ -23,37 +24,48 @@
 
 enum { R_ADMIN = 1, R_QUERY = 2, R_PEER = 4, R_USER = 8, R_ALL = 15 };
 
+/* roles: who may run it at all; privilege: what a user must hold on the
+ * table it names (issue 29: only the user role is scoped by grants; the
+ * others hold what their role gives, see lake-metasrv(8)) */
 static const struct {
     const char *name;
     int roles;
+    const char *privilege;
     const char *fields; /* the request's allowed keys, space-separated */
     int writes;         /* changes the registry */
 } actions[] = {
-    {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER, "known_generation max_entries max_bytes", 0},
-    {"resolve", R_ALL, "namespace name version timestamp known_id known_version", 0},
-    {"history", R_ALL, "namespace name after limit", 0},
-    {"append", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version segments files", 1},
-    {"compact", R_ADMIN | R_QUERY | R_USER, "namespace name expected_version replace segments files", 1},
-    /* DELETE and UPDATE: not a user's until grants scope it to tables */
-    {"rewrite", R_ADMIN | R_QUERY, "namespace name expected_version operation replace segments files", 1},
-    {"rollback", R_ADMIN | R_QUERY, "namespace name expected_version version", 1},
-    /* a schema change: as a rollback's, not a user's until grants exist */
-    {"alter", R_ADMIN | R_QUERY, "namespace name operation column to", 1},
-    /* takes versions out of reach of every reader: as a rewrite */
-    {"expire", R_ADMIN | R_QUERY, "namespace name older_than", 1},
-    {"create_namespace", R_ADMIN, "namespace", 1},
-    {"create_table", R_ADMIN, "namespace name schema", 1},
-    {"drop_table", R_ADMIN, "namespace name", 1},
-    {"whoami", R_ALL, "", 0},
+    {"catalog_snapshot", R_ADMIN | R_QUERY | R_PEER, NULL, "known_generation max_entries max_bytes", 0},
+    {"resolve", R_ALL, "read", "namespace name version timestamp known_id known_version", 0},
+    {"history", R_ALL, "read", "namespace name after limit", 0},
+    {"append", R_ADMIN | R_QUERY | R_USER, "write", "namespace name expected_version segments files", 1},
+    /* the same rows in fewer segments: write, as the INSERT that starts it */
+    {"compact", R_ADMIN | R_QUERY | R_USER, "write", "namespace name expected_version replace segments files", 1},
+    {"rewrite", R_ADMIN | R_QUERY | R_USER, "modify", "namespace name expected_version operation replace segments files", 1},
+    {"rollback", R_ADMIN | R_QUERY | R_USER, "modify", "namespace name expected_version version", 1},
+    {"alter", R_ADMIN | R_QUERY | R_USER, "modify", "namespace name operation column to", 1},
+    /* every table's (no name): not a user's */
+    {"expire", R_ADMIN | R_QUERY | R_USER, "modify", "namespace name older_than", 1},
+    {"create_namespace", R_ADMIN, NULL, "namespace", 1},
+    {"create_table", R_ADMIN, NULL, "namespace name schema", 1},
+    {"drop_table", R_ADMIN, NULL, "namespace name", 1},
+    {"grant", R_ADMIN, NULL, "privilege on grantee", 1},
+    {"revoke", R_ADMIN, NULL, "privilege on grantee", 1},
+    {"grants", R_ALL, NULL, "on", 0},
+    {"whoami", R_ALL, NULL, "", 0},
     /* grace: sent by clients before expiry existed; no longer used */
-    {"references", R_ADMIN, "after limit grace", 0},
-    {"presign_get", R_ADMIN | R_QUERY | R_USER, "location expires", 0},
-    {"upload_begin", R_ADMIN | R_QUERY | R_USER, "dir content_type sha256 size md5", 0},
-    {"upload_parts", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket expires parts", 0},
-    {"upload_complete", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket size parts", 0},
-    {"upload_abort", R_ADMIN | R_QUERY | R_USER, "location upload_id ticket", 0},
+    {"references", R_ADMIN, NULL, "after limit grace", 0},
+    /* a location a table the user may read refers to, or its own upload */
+    {"presign_get", R_ADMIN | R_QUERY | R_USER, "read", "location expires", 0},
+    /* write on table (NS.T), on the table of dir tables/ID, or (neither) on
+     * any table */
+    {"upload_begin", R_ADMIN | R_QUERY | R_USER, "write", "dir content_type sha256 size md5 table", 1},
+    {"upload_parts", R_ADMIN | R_QUERY | R_USER, NULL, "location upload_id ticket expires parts", 0},
+    {"upload_complete", R_ADMIN | R_QUERY | R_USER, NULL, "location upload_id ticket size parts", 0},
+    {"upload_abort", R_ADMIN | R_QUERY | R_USER, NULL, "location upload_id ticket", 0},
 };
 #define NACTIONS (sizeof actions / sizeof actions[0])
+
+static int scoped(const struct actionContext *ctx);
 
 static int roleBit(const char *role) {
     if (!role) return 0;
@@ -261,6 +273,11 @@ static int uploadBegin(const actionContext *ctx, const cJSON *req, cJSON **answe
         if (!size || cJSON_IsNull(size))
             return errSetStatus(err, "invalid_argument", "size is required for one PUT");
         if (stageVendPut(ctx->stage, &pr, expires, &location, &url, err)) return vendFailed(err);
+        if (scoped(ctx) && registryUploaded(ctx->reg, ctx->principal, location, err)) {
+            free(location);
+            free(url);
+            return err->code;
+        }
         *answer = urlAnswer(url, expires);
         if (*answer && !cJSON_AddStringToObject(*answer, "location", location)) {
             cJSON_Delete(*answer);
@@ -272,6 +289,12 @@ static int uploadBegin(const actionContext *ctx, const cJSON *req, cJSON **answe
     }
     stageUpload u;
     if (stageVendBegin(ctx->stage, &pr, &u, err)) return vendFailed(err);
+    /* an upload the registry does not know of is one no append of this
+     * user may refer to: refused now, and gc aborts it */
+    if (scoped(ctx) && registryUploaded(ctx->reg, ctx->principal, u.location, err)) {
+        stageUploadClear(&u);
+        return err->code;
+    }
     *answer = cJSON_CreateObject();
     if (*answer && (!cJSON_AddStringToObject(*answer, "location", u.location) ||
                     !cJSON_AddStringToObject(*answer, "upload_id", u.upload_id) ||
@@ -388,10 +411,186 @@ static int vend(const actionContext *ctx, const char *action, const cJSON *req, 
     return 0;
 }
 
+/* --- grants (issue 29) ---------------------------------------------------- */
+
+static int scoped(const actionContext *ctx) { return ctx->role && strcmp(ctx->role, "user") == 0; }
+
+static const char *privilegeOf(const char *action) {
+    for (size_t i = 0; i < NACTIONS; i++)
+        if (strcmp(actions[i].name, action) == 0) return actions[i].privilege;
+    return NULL;
+}
+
+/* A held privilege (registryHolds' answer) or the one refusal, the same
+ * whether the table exists or not, so no name leaks. */
+static int held(const actionContext *ctx, int h, const char *priv, const char *on, lakeError *err) {
+    if (h < 0) return -h;
+    if (h) return 0;
+    return errSetStatus(err, "permission_denied", "%s holds no %s privilege on %s", ctx->principal, priv, on);
+}
+
+static int holds(const actionContext *ctx, const char *priv, const char *ns, const char *name, lakeError *err) {
+    char on[2 * NAME_MAX_LEN + 2];
+    snprintf(on, sizeof on, "%s.%s", ns, name);
+    return held(ctx, registryHolds(ctx->reg, ctx->principal, ctx->role, priv, ns, name, err), priv, on, err);
+}
+
+/* Each location of a user's new version: one it uploaded, or one a table
+ * it may read refers to, so a FILE value of a table it may not read,
+ * copied or guessed, cannot be appended to one it may and read there. */
+static int mayReference(const actionContext *ctx, const cJSON *req, lakeError *err) {
+    const cJSON *segs = cJSON_GetObjectItemCaseSensitive(req, "segments");
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(req, "files");
+    const cJSON *x;
+    for (int pass = 0; pass < 2; pass++) {
+        const cJSON *list = pass ? files : segs;
+        cJSON_ArrayForEach(x, list) {
+            const cJSON *loc = pass ? x : cJSON_GetObjectItemCaseSensitive(x, "location");
+            if (!cJSON_IsString(loc)) continue; /* the registry refuses it */
+            int h = registryMayGet(ctx->reg, ctx->principal, ctx->role, loc->valuestring, err);
+            if (h < 0) return -h;
+            if (!h)
+                return errSetStatus(err, "permission_denied",
+                                    "%s may not refer to a location it did not upload and may not read",
+                                    ctx->principal);
+        }
+    }
+    return 0;
+}
+
+/* upload_begin's table: "table" (NS.T), or the table whose segments dir
+ * (tables/ID) names; none: write on any table will do. */
+static int mayUpload(const actionContext *ctx, const cJSON *req, lakeError *err) {
+    const char *dir, *table;
+    if (text(req, "dir", 0, &dir, err) || text(req, "table", 0, &table, err)) return err->code;
+    if (table) {
+        char *ns, *name;
+        if (nameSplitTable(table, &ns, &name, err)) {
+            err->status = "invalid_argument";
+            return err->code;
+        }
+        int rc = holds(ctx, "write", ns, name, err);
+        free(ns);
+        free(name);
+        return rc;
+    }
+    if (dir && strncmp(dir, "tables/", 7) == 0) {
+        char ns[NAME_BUF], name[NAME_BUF];
+        int rc = registryTableById(ctx->reg, dir + 7, ns, name, err);
+        if (rc && (!err->status || strcmp(err->status, "not_found"))) return rc;
+        if (rc) return errSetStatus(err, "permission_denied", "%s holds no write privilege on that table",
+                                    ctx->principal);
+        return holds(ctx, "write", ns, name, err);
+    }
+    if (dir) return errSetStatus(err, "permission_denied", "a user's uploads go to files/ or a table's segments");
+    return held(ctx, registryHolds(ctx->reg, ctx->principal, ctx->role, "write", NULL, NULL, err), "write",
+                "any table", err);
+}
+
+/* What a user must hold for action: its privilege on the table the
+ * request names, before anything else is read, so the answer does not
+ * depend on whether the table exists. */
+static int userMay(const actionContext *ctx, const char *action, const cJSON *req, lakeError *err) {
+    const char *priv = privilegeOf(action), *ns, *name;
+    if (!priv) return 0;
+    if (strcmp(action, "presign_get") == 0) {
+        const char *loc;
+        if (text(req, "location", 1, &loc, err)) return err->code;
+        int h = registryMayGet(ctx->reg, ctx->principal, ctx->role, loc, err);
+        if (h < 0) return -h;
+        return h ? 0 : errSetStatus(err, "permission_denied", "%s may not read that location", ctx->principal);
+    }
+    if (strcmp(action, "upload_begin") == 0) return mayUpload(ctx, req, err);
+    if (!cJSON_GetObjectItemCaseSensitive(req, "namespace") && !cJSON_GetObjectItemCaseSensitive(req, "name"))
+        return errSetStatus(err, "permission_denied", "a user's %s names its table", action);
+    int rc;
+    if ((rc = names(req, 1, &ns, &name, err)) || (rc = holds(ctx, priv, ns, name, err))) return rc;
+    /* where the server signs every URL a keyless user has (an S3 stage it
+     * holds the keys of), the locations are checked too; a local stage's
+     * objects are the file system's to guard */
+    if ((strcmp(action, "append") == 0 || strcmp(action, "compact") == 0 || strcmp(action, "rewrite") == 0) &&
+        ctx->stage && stageCanPresign(ctx->stage))
+        return mayReference(ctx, req, err);
+    return 0;
+}
+
+/* grant and revoke: {"privilege","on","grantee"}. */
+static int grantAction(const actionContext *ctx, int revoke, const cJSON *req, cJSON **answer, lakeError *err) {
+    const char *priv, *on, *who;
+    if (text(req, "privilege", 1, &priv, err) || text(req, "on", 1, &on, err) || text(req, "grantee", 1, &who, err))
+        return err->code;
+    if (strcmp(priv, "read") && strcmp(priv, "write") && strcmp(priv, "modify"))
+        return errSetStatus(err, "invalid_argument", "%.32s: not a privilege (read, write, modify)", priv);
+    const char *dot = strchr(on, '.');
+    char ns[NAME_MAX_LEN + 1] = "";
+    if (dot && (size_t)(dot - on) <= NAME_MAX_LEN) snprintf(ns, sizeof ns, "%.*s", (int)(dot - on), on);
+    if (strcmp(on, "*") != 0 && !(dot ? nameIsValid(ns) && nameIsValid(dot + 1) : nameIsValid(on)))
+        return errSetStatus(err, "invalid_argument", "on: '*' (the catalog), NS or NS.T");
+    char grantee[NAME_MAX_LEN + 8];
+    if (strcasecmp(who, "PUBLIC") == 0) {
+        snprintf(grantee, sizeof grantee, "PUBLIC");
+    } else if (strncmp(who, "role:", 5) == 0) {
+        if (strcmp(who + 5, "user") != 0)
+            return errSetStatus(err, "invalid_argument",
+                                "grantee: role:user is the one role grants scope (others hold what their role gives)");
+        snprintf(grantee, sizeof grantee, "%s", who);
+    } else if (nameIsValid(who)) {
+        snprintf(grantee, sizeof grantee, "%s", who);
+    } else {
+        return errSetStatus(err, "invalid_argument", "grantee: a principal's name, role:user or PUBLIC");
+    }
+    int64_t g;
+    int changed, rc = registryGrant(ctx->reg, revoke, priv, on, grantee, ctx->principal, &g, &changed, err);
+    if (rc) return rc;
+    *answer = generationAnswer(g);
+    if (*answer && !cJSON_AddBoolToObject(*answer, "changed", changed)) {
+        cJSON_Delete(*answer);
+        *answer = NULL;
+    }
+    return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
+}
+
+/* grants {"on"}: those on it (NS or NS.T), or all; a non-admin sees only
+ * those to itself, its role and PUBLIC. */
+static int grantsAction(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
+    const char *on;
+    char *ns = NULL, *name = NULL;
+    if (text(req, "on", 0, &on, err)) return err->code;
+    if (on && strchr(on, '.')) {
+        if (nameSplitTable(on, &ns, &name, err)) {
+            err->status = "invalid_argument";
+            return err->code;
+        }
+    } else if (on && !(ns = strdup(on))) {
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "grants");
+    }
+    if (on && !name && !nameIsValid(ns)) {
+        free(ns);
+        return errSetStatus(err, "invalid_argument", "on: NS or NS.T");
+    }
+    int admin = ctx->role && strcmp(ctx->role, "admin") == 0;
+    cJSON *list = NULL;
+    int rc = registryGrants(ctx->reg, ns, name, admin ? NULL : ctx->principal, ctx->role, &list, err);
+    free(ns);
+    free(name);
+    if (rc) return rc;
+    *answer = cJSON_CreateObject();
+    if (!*answer || !cJSON_AddItemToObject(*answer, "grants", list)) {
+        cJSON_Delete(*answer);
+        cJSON_Delete(list);
+        *answer = NULL;
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
+    }
+    return 0;
+}
+
 int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *req,
                     cJSON **answer, lakeError *err) {
     *answer = NULL;
     static const cJSON empty = {0};
+    const char *ns, *name;
+    int64_t a, b, c;
+    int rc;
     if (!req) req = &empty;
     if (!actionsKnown(action)) return errSetStatus(err, "not_found", "no such action");
     if (!actionsAllowed(ctx->role, action))
@@ -399,10 +598,8 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
     if (!cJSON_IsObject(req) && req != &empty)
         return errSetStatus(err, "invalid_argument", "the request must be a JSON object");
     if (req != &empty && checkFields(action, req, err)) return err->code;
+    if (scoped(ctx) && (rc = userMay(ctx, action, req, err))) return rc;
 
-    const char *ns, *name;
-    int64_t a, b, c;
-    int rc;
     if (strcmp(action, "catalog_snapshot") == 0) {
         if ((rc = integer(req, "known_generation", -1, -1, &a, err)) ||
             (rc = integer(req, "max_entries", ctx->bounds.max_entries, 1, &b, err)) ||
@@ -543,6 +740,9 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         *answer = generationAnswer(a);
         return 0;
     }
+    if (strcmp(action, "grant") == 0 || strcmp(action, "revoke") == 0)
+        return grantAction(ctx, action[0] == 'r', req, answer, err);
+    if (strcmp(action, "grants") == 0) return grantsAction(ctx, req, answer, err);
     if (strcmp(action, "drop_table") == 0) {
         if ((rc = names(req, 1, &ns, &name, err)) || (rc = registryDropTable(ctx->reg, ns, name, &a, err)))
             return rc;
@@ -558,6 +758,16 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
     for (size_t i = 0; i < NACTIONS; i++)
         if (actionsAllowed(ctx->role, actions[i].name))
             cJSON_AddItemToArray(list, cJSON_CreateString(actions[i].name));
+    /* a user's grants (what scopes its actions); other roles' are by role */
+    if (scoped(ctx)) {
+        cJSON *grants = NULL;
+        if ((rc = registryGrants(ctx->reg, NULL, NULL, ctx->principal, ctx->role, &grants, err))) {
+            cJSON_Delete(*answer);
+            *answer = NULL;
+            return rc;
+        }
+        cJSON_AddItemToObject(*answer, "grants", grants);
+    }
     return 0;
 }
 

@@ -198,11 +198,16 @@ static int grantUpgraded(registry *r, lakeError *err) {
     for (const char *const *p = (const char *const[]){"read", "write", NULL}; *p && !rc; p++)
         rc = run(r, err, "grant to PUBLIC", "INSERT INTO grants VALUES ('*', ?, 'PUBLIC', ?, 'upgrade')", *p, now,
                  NULL);
-    if (!rc)
+    return rc;
+}
+
+/* Said once the upgrade committed; an embedded registry has no users to
+ * tell. */
+static void grantUpgradedSay(registry *r) {
+    if (!r->embedded)
         logWarn("%s: upgraded to registry schema %d: granted read, write ON * TO PUBLIC, the access every user "
                 "token had before grants existed (see it with lake-catalog grants; revoke it with lake-catalog "
                 "revoke read ON '*' FROM PUBLIC)", r->path, REGISTRY_SCHEMA_VERSION);
-    return rc;
 }
 
 /* Refuse anything but a lake registry this code can read (78, nothing
@@ -259,6 +264,7 @@ static int checkAndMigrate(registry *r, int mode, const char *stage_url, lakeErr
         if (rc) goto fail;
     }
     if ((rc = exec(r, "COMMIT", err))) goto fail;
+    if (version > 0 && version < 5) grantUpgradedSay(r);
     return 0;
 fail:
     rollback(r);
@@ -1663,6 +1669,20 @@ int registryMayGet(registry *r, const char *principal, const char *role, const c
                       " LIMIT 1",
                       principal, grole, location, principal, location, location, NULL);
     return rc < 0 ? 0 : rc > 0 ? -rc : 1;
+}
+
+int registryTableById(registry *r, const char *id, char ns[NAME_BUF], char name[NAME_BUF], lakeError *err) {
+    sqlStmt *st = prep(r, err, "SELECT namespace, name FROM tables WHERE id = ? AND dropped = 0", id, NULL);
+    if (!st) return err->code;
+    int s = sqlStep(st), rc = 0;
+    if (s == SQL_ROW) {
+        snprintf(ns, NAME_BUF, "%s", sqlColumnText(st, 0));
+        snprintf(name, NAME_BUF, "%s", sqlColumnText(st, 1));
+    } else {
+        rc = s == SQL_DONE ? errSetStatus(err, "not_found", "no such table") : sqlErr(r, err, "find table");
+    }
+    sqlFinalize(st);
+    return rc;
 }
 
 int registryUploaded(registry *r, const char *principal, const char *location, lakeError *err) {

@@ -292,6 +292,8 @@ int registryHolds(registry *r, const char *principal, const char *role, const ch
  * unexpired version, or a FILE value as gc counts one), or the server
  * began uploading it for principal; 0 when not; minus an error code. */
 int registryMayGet(registry *r, const char *principal, const char *role, const char *location, lakeError *err);
+/* The live table of id (not_found when none). */
+int registryTableById(registry *r, const char *id, char ns[NAME_BUF], char name[NAME_BUF], lakeError *err);
 /* Record that the server began uploading location for principal. */
 int registryUploaded(registry *r, const char *principal, const char *location, lakeError *err);
 

@@ -22,6 +22,7 @@
 typedef struct vendor {
     catalogSource *src;
     pthread_mutex_t mu;
+    char *table; /* NS.T the command's files are for (a user needs write on it); may be NULL */
 } vendor;
 
 static int call(vendor *v, const char *action, cJSON *req, cJSON **ans, lakeError *err) {
@@ -54,9 +55,10 @@ static cJSON *uploadReq(const stageUpload *u) {
     return r;
 }
 
-static cJSON *putReq(const stagePutReq *p) {
+static cJSON *putReq(const vendor *v, const stagePutReq *p) {
     cJSON *r = cJSON_CreateObject();
     int ok = r && cJSON_AddStringToObject(r, "content_type", p->content_type);
+    if (ok && v->table && !p->key_dir) ok = cJSON_AddStringToObject(r, "table", v->table) != NULL;
     if (ok && p->key_dir) ok = cJSON_AddStringToObject(r, "dir", p->key_dir) != NULL;
     if (ok && p->sha256) ok = cJSON_AddStringToObject(r, "sha256", p->sha256) != NULL;
     if (ok && p->md5) ok = cJSON_AddStringToObject(r, "md5", p->md5) && cJSON_AddNumberToObject(r, "size", (double)p->size);
@@ -83,7 +85,7 @@ static int vGet(void *ctx, const char *location, int64_t expires, char **url, la
 static int vPut(void *ctx, const stagePutReq *req, char **location, char **url, lakeError *err) {
     cJSON *ans = NULL;
     *location = *url = NULL;
-    int rc = call(ctx, "upload_begin", putReq(req), &ans, err);
+    int rc = call(ctx, "upload_begin", putReq(ctx, req), &ans, err);
     if (!rc) rc = answerString(ans, "upload_begin", "location", location, err);
     if (!rc) rc = answerString(ans, "upload_begin", "url", url, err);
     cJSON_Delete(ans);
@@ -98,7 +100,7 @@ static int vBegin(void *ctx, const stagePutReq *req, stageUpload *out, lakeError
     cJSON *ans = NULL;
     char *ticket = NULL;
     memset(out, 0, sizeof *out);
-    int rc = call(ctx, "upload_begin", putReq(req), &ans, err);
+    int rc = call(ctx, "upload_begin", putReq(ctx, req), &ans, err);
     if (!rc) rc = answerString(ans, "upload_begin", "location", &out->location, err);
     if (!rc) rc = answerString(ans, "upload_begin", "upload_id", &out->upload_id, err);
     if (!rc) rc = answerString(ans, "upload_begin", "ticket", &ticket, err);
@@ -175,6 +177,7 @@ static void vFree(void *ctx) {
     if (!v) return;
     sourceClose(v->src);
     pthread_mutex_destroy(&v->mu);
+    free(v->table);
     free(v);
 }
 
@@ -186,7 +189,7 @@ static int wantVended(const lakeConfig *cfg) {
     return !(id && *id && secret && *secret);
 }
 
-int catalogStageOpen(const lakeConfig *cfg, catalogCache *cache, stage **out, lakeError *err) {
+int catalogStageOpen(const lakeConfig *cfg, catalogCache *cache, const char *table, stage **out, lakeError *err) {
     char *url = NULL;
     *out = NULL;
     int rc = catalogStageUrl(cfg, cache, &url, err);
@@ -201,6 +204,10 @@ int catalogStageOpen(const lakeConfig *cfg, catalogCache *cache, stage **out, la
         vendor *v = calloc(1, sizeof *v);
         if (!v) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
         else pthread_mutex_init(&v->mu, NULL);
+        if (!rc && table && !(v->table = strdup(table))) {
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
+            vFree(v);
+        }
         if (!rc && (rc = sourceOpen(cfg, &v->src, err))) vFree(v);
         stageVendor sv = {v, vGet, vPut, vBegin, vParts, vComplete, vAbort, vFree};
         if (!rc && (rc = stageSetVendor(*out, &sv, err))) vFree(v);

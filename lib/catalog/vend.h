@@ -16,7 +16,9 @@
  * own) when s3_access is "vended", or when it is unset and the
  * environment holds no AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; with
  * keys it signs itself.  s3_access=vended in embedded mode is 78.  cache
- * may be NULL (one is opened for the stage URL when needed). */
-int catalogStageOpen(const lakeConfig *cfg, catalogCache *cache, stage **out, lakeError *err);
+ * may be NULL (one is opened for the stage URL when needed).  table (NS.T,
+ * may be NULL) is the table the command's new files are for: vended, the
+ * server needs the write privilege on it of a user (issue 29). */
+int catalogStageOpen(const lakeConfig *cfg, catalogCache *cache, const char *table, stage **out, lakeError *err);
 
 #endif

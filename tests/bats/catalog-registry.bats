@@ -3,7 +3,7 @@
 # not a lake registry, or one from a newer schema version, is refused (78)
 # and left byte for byte as it was; a registry without a directory marker is
 # still read (the development compatibility path of DESIGN §5) with a
-# one-line warning; a registry of schema version 1, 2 or 3 is upgraded to 4
+# one-line warning; a registry of schema version 1, 2 or 3 is upgraded to 5
 # by the next command, its data intact.  These are about the local source itself: a remote
 # source runs its own registry (lake-metasrv init/serve, which fails closed
 # on a registry without a marker), so they skip there.
@@ -184,7 +184,7 @@ assert_refused_untouched() {
   [[ $stderr == *"known=-1 -> snapshot generation=2"* ]]
 }
 
-@test "a registry of schema version 1 is upgraded to 4 by the next command, its data intact" {
+@test "a registry of schema version 1 is upgraded to 5 by the next command, its data intact" {
   make_docs
   printf 'title,year\nA lake,2026\nB,2025\n' | lake-query -q --import docs.papers
   local before
@@ -193,13 +193,13 @@ assert_refused_untouched() {
   sqlite3 "$REGISTRY" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
                        ALTER TABLE versions DROP COLUMN operation; ALTER TABLE versions DROP COLUMN schema;
                        ALTER TABLE versions DROP COLUMN expired_at; ALTER TABLE segments DROP COLUMN columns;
-                       UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
+                       DROP TABLE grants; DROP TABLE uploads; DROP TABLE audit; ALTER TABLE principals DROP COLUMN expires_at; ALTER TABLE principals DROP COLUMN last_used_at; UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
   assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM pragma_table_info('segments') WHERE name IN ('stats', 'removed_in')")" 0
   rm -rf "$XDG_CACHE_HOME"
 
   run --separate-stderr lake-catalog resolve docs.papers
   assert_clean_success
-  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 4
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 5
   assert_equal "$(sqlite3 "$REGISTRY" "SELECT group_concat(name || ' ' || type, ', ') FROM pragma_table_info('segments') WHERE name IN ('stats', 'removed_in')")" \
     "stats TEXT, removed_in INTEGER"
   # the same table, version and segments; those written before have no stats
@@ -214,7 +214,7 @@ assert_refused_untouched() {
     '["none",{"nulls":0,"min":2024,"max":2024}]'
 }
 
-@test "a registry of schema version 2 is upgraded to 4 by the next command: versions made before have no operation; DELETE works" {
+@test "a registry of schema version 2 is upgraded to 5 by the next command: versions made before have no operation; DELETE works" {
   make_docs
   printf 'title,year\nA lake,2026\nB,2025\n' | lake-query -q --import docs.papers
   local before
@@ -222,13 +222,13 @@ assert_refused_untouched() {
   # back to schema 2, as a registry written before issue 28 is
   sqlite3 "$REGISTRY" "ALTER TABLE versions DROP COLUMN operation; ALTER TABLE versions DROP COLUMN schema;
                        ALTER TABLE versions DROP COLUMN expired_at; ALTER TABLE segments DROP COLUMN columns;
-                       UPDATE lake_meta SET value = '2' WHERE key = 'schema_version'"
+                       DROP TABLE grants; DROP TABLE uploads; DROP TABLE audit; ALTER TABLE principals DROP COLUMN expires_at; ALTER TABLE principals DROP COLUMN last_used_at; UPDATE lake_meta SET value = '2' WHERE key = 'schema_version'"
   rm -rf "$XDG_CACHE_HOME"
 
   run --separate-stderr lake-catalog resolve docs.papers
   assert_clean_success
   assert_equal "$output" "$before"
-  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 4
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 5
   local papers="table_id = (SELECT id FROM tables WHERE name = 'papers' AND dropped = 0)"
   assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM versions WHERE $papers AND operation IS NULL")" 2
   run --separate-stderr lake-query -c "DELETE FROM docs.papers WHERE year = 2025"
@@ -238,7 +238,7 @@ assert_refused_untouched() {
     "$(printf '0 -\n1 -\n2 delete')"
 }
 
-@test "a registry of schema version 3 is upgraded to 4 by the next command: each version reads with its table's schema, none expired" {
+@test "a registry of schema version 3 is upgraded to 5 by the next command: each version reads with its table's schema, none expired" {
   make_docs
   printf 'title,year\nA lake,2026\nB,2025\n' | lake-query -q --import docs.papers
   local before
@@ -246,17 +246,35 @@ assert_refused_untouched() {
   # back to schema 3, as a registry written before schema evolution and expiry
   sqlite3 "$REGISTRY" "ALTER TABLE versions DROP COLUMN schema; ALTER TABLE versions DROP COLUMN expired_at;
                        ALTER TABLE segments DROP COLUMN columns;
-                       UPDATE lake_meta SET value = '3' WHERE key = 'schema_version'"
+                       DROP TABLE grants; DROP TABLE uploads; DROP TABLE audit; ALTER TABLE principals DROP COLUMN expires_at; ALTER TABLE principals DROP COLUMN last_used_at; UPDATE lake_meta SET value = '3' WHERE key = 'schema_version'"
   rm -rf "$XDG_CACHE_HOME"
 
   run --separate-stderr lake-catalog resolve docs.papers
   assert_clean_success
   assert_equal "$output" "$before"
-  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 4
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 5
   local papers="table_id = (SELECT id FROM tables WHERE name = 'papers' AND dropped = 0)"
   assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM versions WHERE $papers AND expired_at IS NULL
                                        AND schema = (SELECT schema FROM tables WHERE name = 'papers')")" 2
   assert_equal "$(sqlite3 "$REGISTRY" "SELECT count(*) FROM segments WHERE columns IS NOT NULL")" 0
   run lake-query -c "SELECT title, year FROM docs.papers ORDER BY year"
   assert_output $'B\t2025\nA lake\t2026'
+}
+
+@test "a registry of schema version 4 is upgraded to 5 by the next command: users keep their access through grants to PUBLIC on the whole catalog, which grants shows" {
+  make_docs
+  # back to schema 4, as a registry written before grants is
+  sqlite3 "$REGISTRY" "DROP TABLE grants; DROP TABLE uploads; DROP TABLE audit;
+                       ALTER TABLE principals DROP COLUMN expires_at; ALTER TABLE principals DROP COLUMN last_used_at;
+                       UPDATE lake_meta SET value = '4' WHERE key = 'schema_version'"
+  rm -rf "$XDG_CACHE_HOME"
+
+  run --separate-stderr lake-catalog grants
+  assert_clean_success
+  assert_equal "$(sqlite3 "$REGISTRY" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 5
+  assert_equal "$(cut -f1-3,5 <<<"$output")" $'*\tread\tPUBLIC\tupgrade\n*\twrite\tPUBLIC\tupgrade'
+  # a new registry grants nobody anything
+  LAKE_HOME=$T/fresh run --separate-stderr lake-catalog grants
+  assert_clean_success
+  assert_output ""
 }

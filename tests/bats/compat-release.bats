@@ -106,7 +106,7 @@ trace: source resolve m.t -> version=1"
   local port=$METASRV_PORT
   metasrv_stop
   metasrv_start "$SRV" "$port"
-  assert_equal "$(sqlite3 "$SRV/registry.db" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 4
+  assert_equal "$(sqlite3 "$SRV/registry.db" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 5
   run --separate-stderr lake-catalog alter m.t rename-column s label
   assert_clean_success
   run --separate-stderr lake-catalog alter m.t drop-column id

@@ -71,6 +71,9 @@ body_for() {
     create_namespace) echo "{\"namespace\":\"ns_$2\"}" ;;
     create_table) echo "{\"namespace\":\"m\",\"name\":\"t_$2\",\"schema\":[{\"name\":\"a\",\"type\":\"TEXT\"}]}" ;;
     drop_table) echo "{\"namespace\":\"m\",\"name\":\"d_$2\"}" ;;
+    grant) echo '{"privilege":"read","on":"m.t","grantee":"PUBLIC"}' ;;
+    revoke) echo '{"privilege":"read","on":"m.t","grantee":"PUBLIC"}' ;;
+    grants) echo '{"on":"m"}' ;;
     whoami) echo '{}' ;;
     references) echo '{"limit":5}' ;;
   esac
@@ -86,6 +89,14 @@ assert_answer() {
     alter) check=".version == $VERSION and (.schema | map(.name) | index(\"c_$name\") != null) and (.generation | type == \"number\")" ;;
     history) check='(.versions[0] | .version == 0 and .operation == "create") and (.more | type == "boolean")' ;;
     create_namespace | create_table | drop_table) check='.generation | type == "number"' ;;
+    grant | revoke) check='.changed == true and (.generation | type == "number")' ;;
+    # admin sees every grant; any other principal only those to it, its
+    # role or PUBLIC (alice: make_matrix_tables' three)
+    grants) case $role in
+        admin) check='[.grants[].grantee] == ["alice","alice","alice"]' ;;
+        user) check='[.grants[] | .grantee + " " + .privilege] == ["alice modify","alice read","alice write"]' ;;
+        *) check='.grants == []' ;;
+      esac ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
     references) check='(.locations | type == "array") and (.more | type == "boolean")' ;;
     expire) check='.expired == 0 and (.cutoff | type == "string")' ;;
@@ -102,6 +113,11 @@ make_matrix_tables() {
   assert_equal "$HTTP_CODE" 200
   for n in t d_admin d_etl d_peer d_alice d_none d_wrong d_unknown d_revoked; do
     metasrv_post "$ADMIN" create_table "{\"namespace\":\"m\",\"name\":\"$n\",\"schema\":[{\"name\":\"a\",\"type\":\"TEXT\"}]}"
+    assert_equal "$HTTP_CODE" 200
+  done
+  # the user is scoped by grants (issue 29): alice may do all a user can on m
+  for n in read write modify; do
+    metasrv_post "$ADMIN" grant "{\"privilege\":\"$n\",\"on\":\"m\",\"grantee\":\"alice\"}"
     assert_equal "$HTTP_CODE" 200
   done
 }
@@ -135,7 +151,7 @@ make_matrix_tables() {
     '["d_alice","d_etl","d_none","d_peer","d_revoked","d_unknown","d_wrong","t","t_admin"]'
   metasrv_post "$ADMIN" resolve '{"namespace":"m","name":"t"}'
   assert_equal "$(jq -c '[.version, [.segments[].location], [.schema[].name]]' <<<"$HTTP_BODY")" \
-    "[12,[\"$STAGE_URL/tables/m/seg_c_alice\"],[\"a\",\"c_admin\",\"c_etl\"]]"
+    '[15,[],["a","c_admin","c_etl","c_alice"]]'
 
   # and the server counted each refusal under its action
   for action in $ACTIONS; do
@@ -145,10 +161,13 @@ make_matrix_tables() {
   assert_equal "$(metasrv_count resolve 403)" 0
   assert_equal "$(metasrv_count append 403)" 1
   assert_equal "$(metasrv_count compact 403)" 1
-  assert_equal "$(metasrv_count rewrite 403)" 2
-  assert_equal "$(metasrv_count rollback 403)" 2
-  assert_equal "$(metasrv_count alter 403)" 2
-  assert_equal "$(metasrv_count expire 403)" 2
+  assert_equal "$(metasrv_count rewrite 403)" 1
+  assert_equal "$(metasrv_count rollback 403)" 1
+  assert_equal "$(metasrv_count alter 403)" 1
+  assert_equal "$(metasrv_count expire 403)" 1
+  assert_equal "$(metasrv_count grant 403)" 3
+  assert_equal "$(metasrv_count revoke 403)" 3
+  assert_equal "$(metasrv_count grants 403)" 0
   assert_equal "$(metasrv_count history 403)" 0
   assert_equal "$(metasrv_count create_namespace 403)" 3
   assert_equal "$(metasrv_count create_table 403)" 3
@@ -174,7 +193,7 @@ make_matrix_tables() {
     assert_equal "$name: $(printf '%s\n' "$output" | jq -R . | jq -cs 'sort')" "$name: $(allowed_list "$role")"
   done < <(callers)
   assert_equal "$(allowed_list user)" \
-    '["append","compact","history","presign_get","resolve","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
+    '["alter","append","compact","expire","grants","history","presign_get","resolve","rewrite","rollback","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
 }
 
 @test "GET /v1/health needs no token; /v1/metrics needs admin or metadata-peer" {
@@ -249,9 +268,11 @@ make_matrix_tables() {
 @test "lake-catalog exits 77 on one line when the server answers 401 or 403, and changes nothing; a user still resolves" {
   lake-catalog create-namespace m
   lake-catalog create m.t 'a TEXT'
+  # a user resolves a table by name that it holds read on (issue 29)
+  lake-catalog grant read ON m.t TO alice
   local gen
   gen=$(lake-catalog status | sed -n 's/^generation=//p')
-  [ "$gen" = 2 ] || fail "generation $gen"
+  [ "$gen" = 3 ] || fail "generation $gen"
 
   # each: token file, then the lake-catalog arguments (an empty cache each time)
   local cases=(
@@ -281,6 +302,7 @@ make_matrix_tables() {
     metasrv_assert_redacted "$stderr"
   done
   # a user may not read the directory, but may resolve a table by name (DESIGN §5)
+  # that it holds read on (granted above)
   rm -rf "$XDG_CACHE_HOME"
   run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" lake-catalog resolve m.t
   assert_clean_success

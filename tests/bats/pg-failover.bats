@@ -271,7 +271,7 @@ assert_held() {
   pgp_sql "$p" "$DB" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
                       ALTER TABLE versions DROP COLUMN operation; ALTER TABLE versions DROP COLUMN schema;
                       ALTER TABLE versions DROP COLUMN expired_at; ALTER TABLE segments DROP COLUMN columns;
-                      UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
+                      DROP TABLE grants; DROP TABLE uploads; DROP TABLE audit; ALTER TABLE principals DROP COLUMN expires_at; ALTER TABLE principals DROP COLUMN last_used_at; UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
   # a session holds lake_meta: the migration adds its columns, then waits
   # to record the new version, inside its transaction
   psql -X -q -h 127.0.0.1 -p "$(pgp_node_port "$p")" -U lake -d "$DB" \
@@ -306,7 +306,7 @@ assert_held() {
   # the next server migrates there, its data intact
   metasrv_start "$SRV"
   A_PID=$METASRV_PID
-  assert_equal "$(pgp_sql "$s" "$DB" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 4
+  assert_equal "$(pgp_sql "$s" "$DB" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 5
   assert_equal "$(pgp_sql "$s" "$DB" "$cols")" 2
   run post "$METASRV_URL" resolve '{"namespace":"u","name":"t"}'
   assert_success

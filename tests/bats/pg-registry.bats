@@ -9,7 +9,7 @@
 # unreachable PostgreSQL (69), PostgreSQL lost while serving (503, then
 # recovery without a restart), a newer schema (78, untouched), with the
 # URL's password never printed; and a database of schema version 1 is
-# upgraded to 4 by the next server, its data intact.  (The lake clients themselves, with
+# upgraded to 5 by the next server, its data intact.  (The lake clients themselves, with
 # LAKE_METASRV=A,B and one instance killed mid-storm, are
 # metasrv-failover.bats, which tests/run also runs on PostgreSQL.)
 
@@ -219,7 +219,7 @@ assert_no_password() {
   assert_equal "$(pg_sql "$DB" "SELECT count(*) FROM principals")" 1
 }
 
-@test "a database of schema version 1 is upgraded to 4 when a server opens it, its data intact" {
+@test "a database of schema version 1 is upgraded to 5 when a server opens it, its data intact" {
   post "$A_URL" create_namespace '{"namespace":"u"}' >/dev/null
   post "$A_URL" create_table '{"namespace":"u","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
   post "$A_URL" append "{\"namespace\":\"u\",\"name\":\"t\",\"expected_version\":0,\"segments\":[$(metasrv_segment "file://$SRV/stage/tables/u/s1")],\"files\":[]}" >/dev/null
@@ -233,12 +233,12 @@ assert_no_password() {
   pg_sql "$DB" "ALTER TABLE segments DROP COLUMN stats; ALTER TABLE segments DROP COLUMN removed_in;
                 ALTER TABLE versions DROP COLUMN operation; ALTER TABLE versions DROP COLUMN schema;
                 ALTER TABLE versions DROP COLUMN expired_at; ALTER TABLE segments DROP COLUMN columns;
-                UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
+                DROP TABLE grants; DROP TABLE uploads; DROP TABLE audit; ALTER TABLE principals DROP COLUMN expires_at; ALTER TABLE principals DROP COLUMN last_used_at; UPDATE lake_meta SET value = '1' WHERE key = 'schema_version'"
   assert_equal "$(pg_sql "$DB" "$cols")" ""
 
   metasrv_start "$SRV"
   A_PID=$METASRV_PID
-  assert_equal "$(pg_sql "$DB" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 4
+  assert_equal "$(pg_sql "$DB" "SELECT value FROM lake_meta WHERE key = 'schema_version'")" 5
   assert_equal "$(pg_sql "$DB" "SELECT count(*) FROM information_schema.columns WHERE table_name = 'versions' AND column_name = 'operation'")" 1
   assert_equal "$(pg_sql "$DB" "$cols")" "removed_in bigint, stats text"
   run post "$METASRV_URL" resolve '{"namespace":"u","name":"t"}'
