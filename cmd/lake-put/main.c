@@ -413,7 +413,7 @@ static int planRows(const putArgs *a, stage *st, catalogCache *cache, rowPlan *p
     char *ns, *name, *schema = NULL;
     if (nameSplitTable(a->table, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
     int rc = cacheResolve(cache, ns, name, -1, reg, err);
-    if (!rc) rc = cacheMayRun(cache, "append", err); /* refused before anything is stored */
+    if (!rc) rc = cacheMayRun(cache, "append", ns, name, err); /* refused before anything is stored */
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(*reg, "id");
     if (!rc && !(schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(*reg, "schema"))))
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", a->table);

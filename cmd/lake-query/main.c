@@ -781,7 +781,7 @@ static int runImport(run *r, lakeError *err) {
     progressStart(&prog, r->progress, r->import, total < 0 ? -1 : total);
     int rc = lakeOpen(r, err);
     if (!rc) rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
-    if (!rc) rc = cacheMayRun(r->cache, "append", err); /* before any segment is stored */
+    if (!rc) rc = cacheMayRun(r->cache, "append", ns, name, err); /* before any segment is stored */
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
     if (!rc && (!cJSON_IsString(id) || !schema)) rc = errSet(err, LAKE_EFAIL, "%s: malformed registration", r->import);

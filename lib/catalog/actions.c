@@ -415,7 +415,7 @@ static int vend(const actionContext *ctx, const char *action, const cJSON *req, 
 
 static int scoped(const actionContext *ctx) { return ctx->role && strcmp(ctx->role, "user") == 0; }
 
-static const char *privilegeOf(const char *action) {
+const char *actionsPrivilege(const char *action) {
     for (size_t i = 0; i < NACTIONS; i++)
         if (strcmp(actions[i].name, action) == 0) return actions[i].privilege;
     return NULL;
@@ -491,7 +491,7 @@ static int mayUpload(const actionContext *ctx, const cJSON *req, lakeError *err)
  * request names, before anything else is read, so the answer does not
  * depend on whether the table exists. */
 static int userMay(const actionContext *ctx, const char *action, const cJSON *req, lakeError *err) {
-    const char *priv = privilegeOf(action), *ns, *name;
+    const char *priv = actionsPrivilege(action), *ns, *name;
     if (!priv) return 0;
     if (strcmp(action, "presign_get") == 0) {
         const char *loc;

@@ -54,6 +54,10 @@ struct cJSON *actionsErrorAnswer(const lakeError *err, const char *request_id, i
 /* 1 when role may run action (an unknown action or role: 0). */
 int actionsAllowed(const char *role, const char *action);
 
+/* The privilege a user needs on the table action names (issue 29: read,
+ * write or modify), NULL when grants do not scope it. */
+const char *actionsPrivilege(const char *action);
+
 /* 1 when action is one of the protocol's actions. */
 int actionsKnown(const char *action);
 /* The i-th of the protocol's actions (from 0), NULL past the last. */

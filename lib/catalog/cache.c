@@ -41,6 +41,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "catalog/actions.h"
 #include "catalog/names.h"
 #include "core/fsutil.h"
 #include "core/jsonstrict.h"
@@ -1351,19 +1352,51 @@ int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEnt
     return *out ? 0 : errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
 }
 
-int cacheMayRun(catalogCache *c, const char *action, lakeError *err) {
+/* 1 when a grant of grants (whoami's: those that apply to the caller)
+ * gives privilege on ns.name. */
+static int grantsCover(const cJSON *grants, const char *privilege, const char *ns, const char *name) {
+    const cJSON *g;
+    size_t n = strlen(ns);
+    cJSON_ArrayForEach(g, grants) {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(g, "privilege"), *on = cJSON_GetObjectItemCaseSensitive(g, "on");
+        if (!cJSON_IsString(p) || !cJSON_IsString(on) || strcmp(p->valuestring, privilege) != 0) continue;
+        const char *o = on->valuestring;
+        if (strcmp(o, "*") == 0 || strcmp(o, ns) == 0 ||
+            (strncmp(o, ns, n) == 0 && o[n] == '.' && strcmp(o + n + 1, name) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+static int whoamiLoad(catalogCache *c, int force, cJSON **answer, lakeError *err);
+
+int cacheMayRun(catalogCache *c, const char *action, const char *ns, const char *name, lakeError *err) {
     cJSON *who = NULL;
     int rc = cacheWhoami(c, &who, err);
     if (rc) return rc;
+    /* a grant given since the cached whoami: asked once more, so a new
+     * grant works at once (a revoke is the server's to enforce) */
+    const char *need = actionsPrivilege(action);
+    const cJSON *held = cJSON_GetObjectItemCaseSensitive(who, "grants");
+    if (need && cJSON_IsArray(held) && !grantsCover(held, need, ns, name) && !c->opt.offline) {
+        cJSON_Delete(who);
+        if ((rc = whoamiLoad(c, 1, &who, err))) return rc;
+    }
     const cJSON *acts = cJSON_GetObjectItemCaseSensitive(who, "actions"), *a;
+    const cJSON *grants = cJSON_GetObjectItemCaseSensitive(who, "grants");
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(who, "principal");
+    const char *priv = actionsPrivilege(action);
     int may = 0;
     cJSON_ArrayForEach(a, acts) may |= cJSON_IsString(a) && strcmp(a->valuestring, action) == 0;
     if (!may) {
-        const cJSON *pr = cJSON_GetObjectItemCaseSensitive(who, "principal");
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(who, "role");
         rc = errSetStatus(err, "permission_denied", "%s: principal %s (role %s) may not run %s",
                           sourceName(c->src), cJSON_IsString(pr) ? pr->valuestring : "?",
                           cJSON_IsString(role) ? role->valuestring : "?", action);
+    } else if (cJSON_IsArray(grants) && priv && !grantsCover(grants, priv, ns, name)) {
+        /* the server's own words (actions.c) */
+        rc = errSetStatus(err, "permission_denied", "%s holds no %s privilege on %s.%s",
+                          cJSON_IsString(pr) ? pr->valuestring : "?", priv, ns, name);
     }
     cJSON_Delete(who);
     return rc;
@@ -1612,13 +1645,14 @@ const char *cacheAppended(const catalogCache *c, int i) {
 
 /* --- whoami ------------------------------------------------------------ */
 
-int cacheWhoami(catalogCache *c, cJSON **answer, lakeError *err) {
+/* whoami, from the cache while fresh (unless force) */
+static int whoamiLoad(catalogCache *c, int force, cJSON **answer, lakeError *err) {
     *answer = NULL;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/whoami", c->dir);
     struct stat st;
     int64_t now = nowMs();
-    int fresh = stat(path, &st) == 0 && now - (int64_t)st.st_mtime * 1000 < c->opt.ttl_s * 1000;
+    int fresh = !force && stat(path, &st) == 0 && now - (int64_t)st.st_mtime * 1000 < c->opt.ttl_s * 1000;
     if (fresh || c->opt.offline) {
         if ((*answer = checkedJsonLoad(path))) return 0;
         if (c->opt.offline) return errSet(err, LAKE_EUNAVAIL, "no cached whoami for %s (offline)", sourceName(c->src));
@@ -1643,6 +1677,8 @@ int cacheWhoami(catalogCache *c, cJSON **answer, lakeError *err) {
     checkedJsonStore(c->dir, "whoami", *answer);
     return 0;
 }
+
+int cacheWhoami(catalogCache *c, cJSON **answer, lakeError *err) { return whoamiLoad(c, 0, answer, err); }
 
 int catalogStageUrl(const lakeConfig *cfg, catalogCache *given, char **url, lakeError *err) {
     *url = NULL;

@@ -96,10 +96,13 @@ const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *na
 int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEntry **out,
                lakeError *err);
 /* 0 when this principal may run action (the cached whoami's actions);
- * 77 naming the principal and its role otherwise.  Asked before work that
- * leaves objects behind (lake-put --table, INSERT, --import), so that a
- * refused append stores nothing. */
-int cacheMayRun(catalogCache *c, const char *action, lakeError *err);
+ * 77 naming the principal and its role otherwise; for a user (whoami
+ * answers its grants) also 77 unless a grant gives it the privilege the
+ * action needs on ns.name (issue 29; the server checks again).  Asked
+ * before work that leaves objects behind (lake-put --table, INSERT,
+ * --import, DELETE, UPDATE, compaction), so that a refused change stores
+ * nothing. */
+int cacheMayRun(catalogCache *c, const char *action, const char *ns, const char *name, lakeError *err);
 int cacheHasNamespace(catalogCache *c, const char *ns);
 
 /* Ask the source now: conditional, or unconditional with force.  Unlike the

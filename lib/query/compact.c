@@ -93,7 +93,7 @@ static int compactOnce(catalogCache *c, stage *st, segcache *segs, const char *n
     res->version = version;
     if (compactSmallSegments(reg, target) < 2) goto out; /* nothing to do */
     /* refused before any segment is stored */
-    if ((rc = cacheMayRun(c, "compact", err))) goto out;
+    if ((rc = cacheMayRun(c, "compact", ns, name, err))) goto out;
 
     segmentWriterOptions wo = {.tmp_dir = opt ? opt->tmp_dir : NULL, .max_bytes = target};
     if ((rc = segmentWriterOpen(st, id->valuestring, schema, &wo, &w, err))) goto out;

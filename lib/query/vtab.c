@@ -1036,7 +1036,7 @@ static int changeRow(queryTable *t, int argc, sqlite3_value **argv) {
     if (rc != SQLITE_OK) return rc;
     if (!t->rewrite) {
         /* refused before any segment is stored */
-        if (cacheMayRun(t->ctx->cache, "rewrite", err)) return fail(t, err);
+        if (cacheMayRun(t->ctx->cache, "rewrite", t->ns, t->table, err)) return fail(t, err);
         if (rewriteOpen(t->ctx->stage, t->id, t->schema, op, t->nseg, t->ctx->tmp_dir, &t->rewrite, err))
             return fail(t, err);
     }
@@ -1057,7 +1057,7 @@ static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int6
     if (!t->writer) {
         segmentWriterOptions opt = {.tmp_dir = t->ctx->tmp_dir};
         /* refused before any segment is stored */
-        if (cacheMayRun(t->ctx->cache, "append", err)) return fail(t, err);
+        if (cacheMayRun(t->ctx->cache, "append", t->ns, t->table, err)) return fail(t, err);
         if (segmentWriterOpen(t->ctx->stage, t->id, t->schema, &opt, &t->writer, err)) return fail(t, err);
     }
     if (segmentWriterAddSqlRow(t->writer, argv + 2, argc - 2, err)) return fail(t, err);

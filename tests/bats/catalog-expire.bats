@@ -217,14 +217,14 @@ registry_sql() {
   assert_equal "$(find "$dir/files" "$dir/tables" -type f ! -name '.tmp-*' | sort)" "$want"
 }
 
-@test "expire is a change: refused to a user-role token (77), allowed to query-service" {
+@test "expire is a change: refused to a user-role token without modify on the table (77), allowed to query-service" {
   [ "$LAKE_TEST_SOURCE" != local ] || skip "the embedded source's caller is admin"
   three_versions
   local user svc
   user=$(metasrv_token user alice)
   svc=$(metasrv_token query-service qs)
   LAKE_TOKEN_FILE=$user run --separate-stderr lake-catalog expire d.t --older-than 0
-  assert_error lake-catalog 77 "may not run expire"
+  assert_error lake-catalog 77 "alice holds no modify privilege on d.t"
   assert_equal "$(lake-catalog history d.t | cut -f10 | sort -u)" "-"
   assert_equal "$(LAKE_TOKEN_FILE=$svc lake-catalog expire d.t --older-than 0)" "expired 3 versions of d.t"
 }

@@ -243,18 +243,24 @@ admin_grant() { # grant|revoke PRIVILEGE ON GRANTEE
   run --separate-stderr lake-query -c 'SELECT title FROM docs.papers'
   assert_clean_success
   assert_output a
+  local objects
+  objects=$(find "$SRV/stage" -type f | sort)
   run --separate-stderr lake-query -c "INSERT INTO docs.papers(title) VALUES ('b')"
   assert_error lake-query 77 "alice holds no write privilege on docs.papers"
   printf 'bytes\n' >"$T/f.txt"
   run --separate-stderr lake-put --table docs.papers "$T/f.txt"
-  assert_equal "$status" 77
+  assert_error lake-put 77 "alice holds no write privilege on docs.papers"
+  # refused before anything was stored
+  assert_equal "$(find "$SRV/stage" -type f | sort)" "$objects"
   LAKE_TOKEN_FILE=$ADMIN lake-catalog grant write ON docs.papers TO alice
   run --separate-stderr lake-query -c "INSERT INTO docs.papers(title) VALUES ('b')"
   assert_clean_success
   run --separate-stderr lake-put --table docs.papers --set title=c "$T/f.txt"
   assert_clean_success
+  objects=$(find "$SRV/stage" -type f | sort)
   run --separate-stderr lake-query -c "DELETE FROM docs.papers WHERE title = 'a'"
   assert_error lake-query 77 "alice holds no modify privilege on docs.papers"
+  assert_equal "$(find "$SRV/stage" -type f | sort)" "$objects"
   LAKE_TOKEN_FILE=$ADMIN lake-catalog grant modify ON docs.papers TO alice
   run --separate-stderr lake-query -c "DELETE FROM docs.papers WHERE title = 'a'"
   assert_equal "exit $status: $stderr" "exit 0: lake-query: docs.papers: 1 row deleted"

@@ -18,6 +18,9 @@ load helpers/metasrv
 setup() {
   metasrv_setup
   ALICE=$(metasrv_token user alice)
+  # alice reads and writes every table, as every user did before grants (issue 29)
+  lake-catalog grant read ON '*' TO alice
+  lake-catalog grant write ON '*' TO alice
   PEER=$(metasrv_token metadata-peer peer)
   lake-catalog create-namespace m
   lake-catalog create m.t 'id INTEGER, note TEXT, doc FILE'

@@ -25,6 +25,9 @@ load helpers/background
 setup() {
   metasrv_setup
   ALICE=$(metasrv_token user alice)
+  # alice reads and writes every table, as every user did before grants (issue 29)
+  lake-catalog grant read ON '*' TO alice
+  lake-catalog grant write ON '*' TO alice
   lake-catalog create-namespace m
   lake-catalog create m.t 'id INTEGER, note TEXT'
   lake-catalog create m.u 'x TEXT'

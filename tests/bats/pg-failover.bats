@@ -430,6 +430,7 @@ failover_table() {
   failover_table
   local alice trace
   alice=$(metasrv_token user alice "$SRV")
+  lake-catalog grant read ON q TO alice
   # the cache holds the directory, the registrations and whoami of both
   lake-query -c 'select count(*) from q.t' >/dev/null || fail "admin query"
   LAKE_TOKEN_FILE=$alice lake-query -c 'select count(*) from q.t' >/dev/null || fail "user query"
