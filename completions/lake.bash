@@ -35,7 +35,7 @@ _lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
     --strict -h --help --version'
 _lake_args_lake_catalog='--max-age'
 _lake_commands_lake_catalog='list show resolve history rollback alter expire refresh status create-namespace
-    create drop whoami actions gc compact'
+    create drop grant revoke grants whoami actions gc compact'
 _lake_opts_lake_catalog_gc='--dry-run --grace'
 _lake_args_lake_catalog_gc='--grace'
 _lake_opts_lake_catalog_compact='--target-size'
@@ -204,6 +204,28 @@ _lake_complete_operand() {
         list:1)
             list=$(_lake_catalog_cached | cut -f1 | uniq)
             _lake_compgen -W "$list" -- "$2"
+            ;;
+        grant:1 | revoke:1)
+            _lake_compgen -W 'read write modify' -- "$2"
+            ;;
+        grant:2 | revoke:2)
+            _lake_compgen -W 'ON' -- "$2"
+            ;;
+        grant:3 | revoke:3 | grants:1)
+            # the whole catalog ('*' for grant), a namespace or a table
+            list=$(_lake_catalog_cached | cut -f1 | uniq; _lake_catalog_cached | tr '\t' '.')
+            [ "$3" = grants ] || list="'*' $list"
+            _lake_compgen -W "$list" -- "$2"
+            ;;
+        grant:4)
+            _lake_compgen -W 'TO' -- "$2"
+            ;;
+        revoke:4)
+            _lake_compgen -W 'FROM' -- "$2"
+            ;;
+        grant:5 | revoke:5)
+            # a principal's name is typed; these two are words of their own
+            _lake_compgen -W 'PUBLIC role:user' -- "$2"
             ;;
         create:1)
             # a new table: offer "namespace." and let the name be typed

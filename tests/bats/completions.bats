@@ -472,6 +472,27 @@ catalog_fixture() {
   refute_output --partial "trace: source"
 }
 
+@test "completions: bash completes grant and revoke word by word, the target from the cache" {
+  catalog_fixture
+  export LAKE_CATALOG_TTL=0
+  run bash_complete lake-catalog grant ''
+  assert_equal "$(sort <<<"$output" | paste -sd,)" "modify,read,write"
+  run bash_complete lake-catalog grant read ''
+  assert_output ON
+  run bash_complete lake-catalog grant read ON d
+  assert_equal "$(sort <<<"$output" | paste -sd,)" "docs,docs.notes,docs.papers"
+  run bash_complete lake-catalog grant read ON docs ''
+  assert_output TO
+  run bash_complete lake-catalog revoke read ON docs ''
+  assert_output FROM
+  run bash_complete lake-catalog revoke read ON docs FROM ''
+  assert_equal "$(sort <<<"$output" | paste -sd,)" "PUBLIC,role:user"
+  run bash_complete lake-catalog grants docs.p
+  assert_output docs.papers
+  run cat "$T/trace"
+  refute_output --partial "trace: source"
+}
+
 @test "completions: bash completes lake-catalog namespaces from the cache" {
   catalog_fixture
   export LAKE_CATALOG_TTL=0
