@@ -1,0 +1,136 @@
+#!/usr/bin/env bats
+# Grants down to the bytes (issue 29): two teams' keyless clients on one
+# radosgw stage, served by one lake-metasrv that holds the S3 keys.  Each
+# user may read and write its own team's tables; neither can read, list,
+# presign, append into or overwrite the other's, even with the other's
+# FILE values in hand.  radosgw checks every URL the server signed.
+
+load helpers/common
+load helpers/rgw
+load helpers/metasrv
+
+setup_file() {
+  rgw_cluster_start
+}
+
+teardown_file() {
+  rgw_cluster_stop
+}
+
+setup() {
+  common_setup
+  s3_start
+  [ -n "${AWS_ENDPOINT_URL:-}" ] || export AWS_ENDPOINT_URL=$S3_ENDPOINT
+  STAGE_URL=s3://$S3_BUCKET/stage
+  metasrv_init "$T/srv" "$STAGE_URL"
+  metasrv_start "$T/srv"
+  ADMIN=$T/srv/admin.token
+  ANN=$(metasrv_token user ann)   # the HR team
+  LEO=$(metasrv_token user leo)   # the logs team
+  # the clients hold no keys: every URL is the server's to sign
+  unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 LAKE_STAGE
+  metasrv_use "$T/srv"
+  lake-catalog create-namespace hr
+  lake-catalog create hr.scans 'who TEXT, f FILE'
+  lake-catalog create-namespace logs
+  lake-catalog create logs.app 'line TEXT, f FILE'
+  local p
+  for p in read write; do
+    lake-catalog grant "$p" ON hr TO ann
+    lake-catalog grant "$p" ON logs TO leo
+  done
+}
+
+teardown() {
+  metasrv_stop "$T/srv" 2>/dev/null || true
+  s3_stop
+  common_teardown
+}
+
+as() { # TOKENFILE COMMAND…: run as that user, with a cache of its own
+  local tok=$1
+  shift
+  env LAKE_TOKEN_FILE="$tok" XDG_CACHE_HOME="$T/cache-$(basename "$tok" .token)" "$@"
+}
+
+@test "two teams on one keyless stage: each reads and appends its own tables and nothing of the other's, even with its FILE values" {
+  printf 'salary review\n' >"$T/hr.txt"
+  printf 'GET /index.html\n' >"$T/log.txt"
+  run --separate-stderr as "$ANN" lake-put --table hr.scans --set who=ann "$T/hr.txt"
+  assert_clean_success
+  local hrfile logfile
+  hrfile=$(as "$ANN" lake-query -f jsonl -c 'SELECT f FROM hr.scans' | jq -c .f)
+  run --separate-stderr as "$LEO" lake-put --table logs.app --set line=one "$T/log.txt"
+  assert_clean_success
+  logfile=$(as "$LEO" lake-query -f jsonl -c 'SELECT f FROM logs.app' | jq -c .f)
+  [ -n "$hrfile" ] && [ -n "$logfile" ] || fail "no FILE values: '$hrfile' '$logfile'"
+
+  # each reads its own bytes back through a signed URL
+  run --separate-stderr as "$ANN" lake-get "$hrfile"
+  assert_clean_success
+  assert_output "salary review"
+
+  # leo: the HR table is not his to resolve, query or list
+  run --separate-stderr as "$LEO" lake-catalog resolve hr.scans
+  assert_error lake-catalog 77 "leo holds no read privilege on hr.scans"
+  run --separate-stderr as "$LEO" lake-query -c 'SELECT count(*) FROM hr.scans'
+  assert_equal "exit $status" "exit 77"
+  run --separate-stderr as "$LEO" lake-catalog grants hr
+  assert_clean_success
+  assert_output ""
+
+  # with ann's FILE value in hand: no URL, no bytes
+  run --separate-stderr as "$LEO" lake-get "$hrfile"
+  assert_error lake-get 77 "leo may not read that location"
+  metasrv_post "$LEO" presign_get "$(jq -c '{location}' <<<"$hrfile")"
+  metasrv_expect_error 403 permission_denied
+  # nor by appending it to his own table and reading it there
+  run --separate-stderr as "$LEO" lake-query -c "INSERT INTO logs.app VALUES ('stolen', '$hrfile')"
+  assert_equal "exit $status" "exit 77"
+  [[ $stderr == *"leo may not refer to a location it did not upload and may not read"* ]] || fail "$stderr"
+  assert_equal "$(as "$LEO" lake-query -c 'SELECT count(*) FROM logs.app')" 1
+  metasrv_post "$LEO" append "{\"namespace\":\"logs\",\"name\":\"app\",\"expected_version\":1,\"segments\":[],\"files\":[$(jq -c .location <<<"$hrfile")]}"
+  metasrv_expect_error 403 permission_denied
+
+  # nor put into HR's table, by name or by its segments' directory
+  run --separate-stderr as "$LEO" lake-put --table hr.scans --set who=leo "$T/log.txt"
+  assert_equal "exit $status" "exit 77"
+  metasrv_post "$LEO" upload_begin '{"content_type":"text/plain","table":"hr.scans"}'
+  metasrv_expect_error 403 permission_denied
+  local hrid
+  hrid=$(lake-catalog --max-age 0 resolve hr.scans | jq -r .id)
+  metasrv_post "$LEO" upload_begin "{\"content_type\":\"text/plain\",\"dir\":\"tables/$hrid\"}"
+  metasrv_expect_error 403 permission_denied
+  # an upload URL is always for a key the server makes up: no user names
+  # the key, so nobody overwrites another's object
+  metasrv_post "$LEO" upload_begin "{\"content_type\":\"text/plain\",\"location\":$(jq -c .location <<<"$hrfile")}"
+  metasrv_expect_error 400 invalid_argument
+
+  # ann's table and bytes are as she left them
+  assert_equal "$(as "$ANN" lake-query -c 'SELECT who FROM hr.scans')" ann
+  assert_equal "$(as "$ANN" lake-get "$hrfile")" "salary review"
+  # and the other way round: ann gets nothing of leo's
+  run --separate-stderr as "$ANN" lake-get "$logfile"
+  assert_error lake-get 77
+  metasrv_check_errors
+}
+
+@test "a bare lake-put needs write on some table; its object is its uploader's to append and read, no one else's" {
+  printf 'draft\n' >"$T/d.txt"
+  local carol value
+  carol=$(metasrv_token user carol) # holds nothing
+  run --separate-stderr as "$carol" lake-put "$T/d.txt"
+  assert_error lake-put 77 "carol holds no write privilege on any table"
+  # ann may write hr: her bare put is hers to read and to reference
+  run --separate-stderr as "$ANN" lake-put "$T/d.txt"
+  assert_clean_success
+  value=$output
+  assert_equal "$(as "$ANN" lake-get "$value")" draft
+  run --separate-stderr as "$LEO" lake-get "$value"
+  assert_error lake-get 77
+  run --separate-stderr as "$ANN" lake-query -c "INSERT INTO hr.scans VALUES ('ann', '$value')"
+  assert_clean_success
+  # once in hr.scans, whoever may read hr reads it
+  lake-catalog grant read ON hr.scans TO leo
+  assert_equal "$(as "$LEO" lake-get "$value")" draft
+}
