@@ -15,12 +15,16 @@
 #include "catalog/registry/sqldb.h"
 
 #define BUSY_TIMEOUT_MS 10000
+/* Statements kept prepared per connection, for the next call of the same
+ * SQL: parsing and planning cost a resolve more than running it does. */
+#define STMT_CACHE 32
 
 typedef struct liteDb {
     sqlDb base;
     sqlite3 *db;
     char detail[256];
     char dir[PATH_MAX]; /* the database's directory, where -wal and -shm go */
+    sqlite3_stmt *kept[STMT_CACHE]; /* reset, bindings cleared; NULL: a free slot */
 } liteDb;
 
 typedef struct liteStmt {
@@ -108,10 +112,17 @@ static int liteExec(sqlDb *d, const char *sql) {
 }
 
 static sqlStmt *litePrepare(sqlDb *d, const char *sql) {
+    liteDb *l = (liteDb *)d;
     liteStmt *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->base.db = d;
-    if (sqlite3_prepare_v2(((liteDb *)d)->db, sql, -1, &s->st, NULL) != SQLITE_OK) {
+    for (int i = 0; i < STMT_CACHE; i++)
+        if (l->kept[i] && strcmp(sqlite3_sql(l->kept[i]), sql) == 0) {
+            s->st = l->kept[i];
+            l->kept[i] = NULL;
+            return &s->base;
+        }
+    if (sqlite3_prepare_v3(l->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st, NULL) != SQLITE_OK) {
         free(s);
         return NULL;
     }
@@ -138,9 +149,20 @@ static const char *liteColumnText(sqlStmt *s, int i) {
 
 static int64_t liteColumnInt64(sqlStmt *s, int i) { return sqlite3_column_int64(((liteStmt *)s)->st, i); }
 
+/* Kept for the next prepare of its SQL while a slot is free; its error,
+ * if any, has been read by then. */
 static void liteFinalize(sqlStmt *s) {
-    sqlite3_finalize(((liteStmt *)s)->st);
+    liteDb *l = (liteDb *)s->db;
+    sqlite3_stmt *st = ((liteStmt *)s)->st;
     free(s);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    for (int i = 0; i < STMT_CACHE; i++)
+        if (!l->kept[i]) {
+            l->kept[i] = st;
+            return;
+        }
+    sqlite3_finalize(st);
 }
 
 static int64_t liteChanges(sqlDb *d) { return sqlite3_changes(((liteDb *)d)->db); }
@@ -186,7 +208,9 @@ static const char *liteErrorText(sqlDb *d) {
 }
 
 static void liteClose(sqlDb *d) {
-    sqlite3_close_v2(((liteDb *)d)->db);
+    liteDb *l = (liteDb *)d;
+    for (int i = 0; i < STMT_CACHE; i++) sqlite3_finalize(l->kept[i]);
+    sqlite3_close_v2(l->db);
     free(d);
 }
 
