@@ -93,6 +93,17 @@ trace: source resolve m.t -> version=1"
   run --separate-stderr lake-query -c 'SELECT count(*) FROM m.t'
   assert_clean_success
   assert_output 2
+
+  # alice kept her access through the upgrade's grants to PUBLIC (issue
+  # 29), which the server said once and an admin sees, and may revoke
+  grep -qF "upgraded to registry schema 5: granted read, write ON * TO PUBLIC" "$SRV/serve.log" ||
+    fail "the upgrade did not say so: $(cat "$SRV/serve.log")"
+  assert_equal "$(LAKE_TOKEN_FILE=$SRV/admin.token lake-catalog grants | cut -f1-3,5)" \
+    $'*\tread\tPUBLIC\tupgrade\n*\twrite\tPUBLIC\tupgrade'
+  LAKE_TOKEN_FILE=$SRV/admin.token lake-catalog revoke write ON '*' FROM PUBLIC
+  run --separate-stderr lake-query -c "INSERT INTO m.t VALUES (3)"
+  assert_error lake-query 77 "alice holds no write privilege on m.t"
+  assert_equal "$(lake-query -c 'SELECT count(*) FROM m.t')" 2
 }
 
 @test "a registry and segments the previous release wrote: today's server migrates them, alters the table, and reads the old rows by column id" {
