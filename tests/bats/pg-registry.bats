@@ -251,3 +251,20 @@ assert_no_password() {
   assert_equal "$(jq -c '[.version, [.segments[].stats]]' <<<"$output")" '[2,[null,[{"nulls":0,"min":7,"max":7}]]]'
   assert_no_password
 }
+
+@test "two instances on one database: a grant and a revoke through one are enforced by the other at its next request" {
+  post "$A_URL" create_namespace '{"namespace":"hr"}' >/dev/null
+  post "$A_URL" create_table '{"namespace":"hr","name":"t","schema":[{"name":"a","type":"INTEGER"}]}' >/dev/null
+  lake-metasrv token create --registry "$URL" --role user --name ann >"$SRV/ann.token"
+  ann() { # URL ACTION BODY: the HTTP status of ann's request
+    curl -sS -o /dev/null -w '%{http_code}' --cacert "$SRV/cert.pem" -H "Authorization: Bearer $(cat "$SRV/ann.token")" \
+      --data-binary "$3" "$1/v1/actions/$2"
+  }
+  local body='{"namespace":"hr","name":"t"}'
+  assert_equal "$(ann "$B_URL" resolve "$body")" 403
+  post "$A_URL" grant '{"privilege":"read","on":"hr","grantee":"ann"}' >/dev/null
+  assert_equal "$(ann "$B_URL" resolve "$body")" 200
+  post "$A_URL" revoke '{"privilege":"read","on":"hr","grantee":"ann"}' >/dev/null
+  assert_equal "$(ann "$B_URL" resolve "$body")" 403
+  assert_equal "$(ann "$A_URL" resolve "$body")" 403
+}
