@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/listing.h"
 #include "catalog/names.h"
 #include "core/config.h"
 #include "core/jsonstrict.h"
@@ -45,6 +46,7 @@ static const struct {
     {"create_table", R_ADMIN, "namespace name schema", 1},
     {"drop_table", R_ADMIN, "namespace name", 1},
     {"whoami", R_ALL, "", 0},
+    {"list_tables", R_ALL, "after limit namespace known_generation", 0},
     /* grace: sent by clients before expiry existed; no longer used */
     {"references", R_ADMIN, "after limit grace", 0},
     {"presign_get", R_ADMIN | R_QUERY | R_USER, "location expires", 0},
@@ -474,6 +476,7 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         if (!rc && ctx->after_append) ctx->after_append();
         return rc;
     }
+    if (strcmp(action, "list_tables") == 0) return listingTables(ctx, req, answer, err);
     if (strcmp(action, "rollback") == 0) {
         if ((rc = names(req, 1, &ns, &name, err))) return rc;
         if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version") || !cJSON_GetObjectItemCaseSensitive(req, "version"))
