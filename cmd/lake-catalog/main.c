@@ -254,7 +254,8 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
 }
 
 /* The refusal of the directory to a principal that resolves tables by
- * name, saying what it can do instead. */
+ * name, by a source too old to list the tables it may read (list_tables),
+ * saying what it can do instead. */
 static int deniedList(lakeError *err) {
     char role[64] = "";
     const char *said = strstr(err->msg, "role ");
