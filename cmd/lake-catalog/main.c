@@ -228,7 +228,8 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     size_t n;
     const char *ns = nargs ? args[0] : NULL;
     if (ns && !nameIsValid(ns)) cliUsageError(&spec, "%s: not a valid namespace name", ns);
-    int rc = cacheDirectory(r->cache, &e, &n, err);
+    /* a principal denied the directory (role user): what it may read */
+    int rc = cacheListing(r->cache, &e, &n, err);
     int denied = rc && err->status && strcmp(err->status, "permission_denied") == 0;
     if (denied && !r->offline) return deniedList(err);
     /* --offline, denied the directory (or with none cached): the tables
@@ -245,7 +246,7 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     if (rc) return rc;
     if (ns && !cacheHasNamespace(r->cache, ns) && !r->offline) {
         /* created elsewhere since? ask once */
-        if ((rc = cacheRefresh(r->cache, 0, err)) || (rc = cacheDirectory(r->cache, &e, &n, err)))
+        if ((rc = cacheRefresh(r->cache, 0, err)) || (rc = cacheListing(r->cache, &e, &n, err)))
             return rc;
     }
     if (ns && !cacheHasNamespace(r->cache, ns))
@@ -386,6 +387,19 @@ static int cmdHistory(run *r, char **args, lakeError *err) {
     cJSON_Delete(all);
     free(ns);
     free(name);
+    return rc;
+}
+
+/* The snapshot, asked now; a principal denied it: its listing. */
+static int cmdRefresh(run *r, lakeError *err) {
+    int rc = cacheRefresh(r->cache, r->force, err);
+    if (rc && err->status && strcmp(err->status, "permission_denied") == 0) {
+        lakeError denied = *err;
+        errClear(err);
+        /* a source too old to list what it may read: the refusal stands */
+        if ((rc = cacheRefreshListing(r->cache, r->force, err)) && err->status && strcmp(err->status, "not_found") == 0)
+            rc = (*err = denied).code;
+    }
     return rc;
 }
 
@@ -743,8 +757,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "alter") == 0) rc = cmdAlter(&r, args, nargs, &err);
     else if (strcmp(name, "expire") == 0) rc = cmdExpire(&r, args, nargs, &err);
     else if (strcmp(name, "refresh") == 0)
-        rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline")
-                       : cacheRefresh(r.cache, r.force, &err);
+        rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline") : cmdRefresh(&r, &err);
     else if (strcmp(name, "status") == 0) rc = cmdStatus(&r, &err);
     else if (strcmp(name, "whoami") == 0) rc = cmdWhoami(&r, 0, &err);
     else if (strcmp(name, "actions") == 0) rc = cmdWhoami(&r, 1, &err);

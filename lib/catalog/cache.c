@@ -792,12 +792,10 @@ int cacheRefresh(catalogCache *c, int force, lakeError *err) {
     int rc = refreshLocked(c, force, 1, started, err);
     c->opt.ttl_s = ttl;
     unlock(c);
-    if (rc && isDenied(err)) { /* the tables it may read, then */
-        errClear(err);
-        rc = listingRefresh(c, force, err);
-    }
     return rc;
 }
+
+int cacheRefreshListing(catalogCache *c, int force, lakeError *err) { return listingRefresh(c, force, err); }
 
 /* Load the directory: the file if fresh, else a refresh. */
 static int load(catalogCache *c, lakeError *err) {
@@ -854,7 +852,7 @@ static int listingRefresh(catalogCache *c, int force, lakeError *err) {
     return rc;
 }
 
-/* The listing as the file has it (no source call): fresh, or offline. */
+/* The listing as the file has it (no source call), when fresh or offline. */
 static const snapshot *listingPeek(catalogCache *c) {
     lakeError ignored = {0};
     listingSwap(c);
@@ -870,19 +868,59 @@ static const snapshot *listingPeek(catalogCache *c) {
 }
 
 int cacheDirectory(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
+    int rc = load(c, err);
+    *entries = rc ? NULL : c->snap.entries;
+    *n = rc ? 0 : c->snap.n;
+    return rc;
+}
+
+static int pointsLoad(catalogCache *c, lakeError *err);
+
+/* --offline (TAB completion): the listing and the tables this principal
+ * resolved here, which a listing fetched before may lack; the union,
+ * sorted, in c->pentries. */
+static int listingWithPoints(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
+    int rc = pointsLoad(c, err);
+    if (rc) return rc;
+    free(c->pentries);
+    if (!(c->pentries = calloc(c->lsnap.n + c->pts.n + 1, sizeof *c->pentries)))
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+    size_t i = 0, j = 0, k = 0;
+    while (i < c->lsnap.n || j < c->pts.n) {
+        const cacheEntry *a = i < c->lsnap.n ? &c->lsnap.entries[i] : NULL;
+        const pointRow *b = j < c->pts.n ? &c->pts.rows[j] : NULL;
+        int cmp = !a ? 1 : !b ? -1 : strcmp(a->ns, b->ns);
+        if (!cmp) cmp = strcmp(a->name ? a->name : "", b->name);
+        if (cmp <= 0) {
+            c->pentries[k++] = *a;
+            i++;
+            j += cmp == 0;
+        } else {
+            c->pentries[k++] = (cacheEntry){b->ns, b->name, b->id, NULL};
+            j++;
+        }
+    }
+    *entries = c->pentries;
+    *n = k;
+    return 0;
+}
+
+int cacheListing(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
     int rc = c->listing ? listingLoad(c, err) : load(c, err);
     if (rc && !c->listing && isDenied(err)) {
         /* denied the snapshot (role user): the tables it may read */
         lakeError denied = *err;
         errClear(err);
         rc = listingLoad(c, err);
-        /* a source older than list_tables: the refusal stands */
-        if (rc && err->status && strcmp(err->status, "not_found") == 0) {
+        /* a source older than list_tables, or --offline without a
+         * listing: the refusal stands (the caller may have another answer) */
+        if (rc && ((err->status && strcmp(err->status, "not_found") == 0) || (c->opt.offline && !c->lsnap.valid))) {
             c->listing = 0;
             *err = denied;
             rc = err->code;
         }
     }
+    if (!rc && c->listing && c->opt.offline) return listingWithPoints(c, entries, n, err);
     const snapshot *s = c->listing ? &c->lsnap : &c->snap;
     *entries = rc ? NULL : s->entries;
     *n = rc ? 0 : s->n;
@@ -914,7 +952,11 @@ const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *na
 
 int cacheHasNamespace(catalogCache *c, const char *ns) {
     const snapshot *s = c->listing ? &c->lsnap : &c->snap;
-    return s->valid && find(s, ns, NULL) != NULL;
+    if (s->valid && find(s, ns, NULL)) return 1;
+    /* --offline: a table resolved here names it too (listingWithPoints) */
+    for (size_t i = 0; c->listing && c->opt.offline && i < c->pts.n; i++)
+        if (strcmp(c->pts.rows[i].ns, ns) == 0) return 1;
+    return 0;
 }
 
 int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err) {
@@ -1565,8 +1607,8 @@ int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEnt
     if (rc && isDenied(err)) {
         cJSON *reg = NULL;
         errClear(err);
-        /* the listing, while fresh (or offline), has the entry */
-        const snapshot *l = listingPeek(c);
+        /* offline (TAB completion): the listing has the entry too */
+        const snapshot *l = c->opt.offline ? listingPeek(c) : NULL;
         if (l && (*out = find(l, ns, name))) return 0;
         if ((rc = pointResolve(c, ns, name, -1, &reg, err))) return rc;
         cJSON_Delete(reg);

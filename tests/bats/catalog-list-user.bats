@@ -166,14 +166,10 @@ trace: source list_tables after=c.t2 -> generation=$g tables=1 more=no"
   local g
   g=$(generation)
 
-  # fresh: nothing asked, list, show and --offline alike
+  # fresh: nothing asked, by list or status
   run_traced lake-catalog list
   assert_success
   assert_output $'a\tt1\na\tt2\na\tt3'
-  assert_calls 0
-  run_traced lake-catalog show a.t2
-  assert_success
-  assert_output $'x\tTEXT'
   assert_calls 0
   run_traced lake-catalog status
   assert_success

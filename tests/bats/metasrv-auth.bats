@@ -72,6 +72,7 @@ body_for() {
     create_table) echo "{\"namespace\":\"m\",\"name\":\"t_$2\",\"schema\":[{\"name\":\"a\",\"type\":\"TEXT\"}]}" ;;
     drop_table) echo "{\"namespace\":\"m\",\"name\":\"d_$2\"}" ;;
     whoami) echo '{}' ;;
+    list_tables) echo '{"namespace":"m","limit":5}' ;;
     references) echo '{"limit":5}' ;;
   esac
 }
@@ -88,6 +89,9 @@ assert_answer() {
     create_namespace | create_table | drop_table) check='.generation | type == "number"' ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
     references) check='(.locations | type == "array") and (.more | type == "boolean")' ;;
+    # a user's: the tables it holds read on (none: a new registry grants users nothing)
+    list_tables) [ "$role" = user ] && check='.tables == [] and .more == false' ||
+      check='(.tables | length == 5 and all(.namespace == "m")) and .more == true' ;;
     expire) check='.expired == 0 and (.cutoff | type == "string")' ;;
   esac
   jq -se "length == 1 and (.[0] | type == \"object\" and (has(\"error\") | not) and ($check))" \
@@ -174,7 +178,7 @@ make_matrix_tables() {
     assert_equal "$name: $(printf '%s\n' "$output" | jq -R . | jq -cs 'sort')" "$name: $(allowed_list "$role")"
   done < <(callers)
   assert_equal "$(allowed_list user)" \
-    '["append","compact","history","presign_get","resolve","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
+    '["append","compact","history","list_tables","presign_get","resolve","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
 }
 
 @test "GET /v1/health needs no token; /v1/metrics needs admin or metadata-peer" {
@@ -255,7 +259,6 @@ make_matrix_tables() {
 
   # each: token file, then the lake-catalog arguments (an empty cache each time)
   local cases=(
-    "$ALICE|--max-age 0 list"
     "$ALICE|create-namespace z"
     "$PEER|create-namespace z"
     "$PEER|drop m.t"
@@ -281,7 +284,11 @@ make_matrix_tables() {
     metasrv_assert_redacted "$stderr"
   done
   # a user may not read the directory, but may resolve a table by name (DESIGN §5)
+  # and list the tables it may read (none here: catalog-list-user.bats)
   rm -rf "$XDG_CACHE_HOME"
+  run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" lake-catalog --max-age 0 list
+  assert_clean_success
+  assert_output ""
   run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" lake-catalog resolve m.t
   assert_clean_success
   assert_equal "$(jq -c '[.namespace, .name, .version]' <<<"$output")" '["m","t",0]'
