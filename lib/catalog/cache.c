@@ -907,8 +907,9 @@ static int listingWithPoints(catalogCache *c, const cacheEntry **entries, size_t
 
 int cacheListing(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
     int rc = c->listing ? listingLoad(c, err) : load(c, err);
-    if (rc && !c->listing && isDenied(err)) {
-        /* denied the snapshot (role user): the tables it may read */
+    /* denied the snapshot (role user): the tables it may read; --offline
+     * with no snapshot, the listing too (its refusal may be forgotten) */
+    if (rc && !c->listing && (isDenied(err) || (c->opt.offline && !c->snap.valid))) {
         lakeError denied = *err;
         errClear(err);
         rc = listingLoad(c, err);
@@ -1604,12 +1605,16 @@ int cacheResolvedTables(catalogCache *c, const cacheEntry **entries, size_t *n, 
 int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEntry **out, lakeError *err) {
     *out = NULL;
     int rc = load(c, err);
+    /* --offline (TAB completion) with no snapshot: the listing of a
+     * principal denied it has the entry too */
+    const snapshot *l = rc && c->opt.offline && !c->snap.valid ? listingPeek(c) : NULL;
+    if (l && (*out = find(l, ns, name))) {
+        errClear(err);
+        return 0;
+    }
     if (rc && isDenied(err)) {
         cJSON *reg = NULL;
         errClear(err);
-        /* offline (TAB completion): the listing has the entry too */
-        const snapshot *l = c->opt.offline ? listingPeek(c) : NULL;
-        if (l && (*out = find(l, ns, name))) return 0;
         if ((rc = pointResolve(c, ns, name, -1, &reg, err))) return rc;
         cJSON_Delete(reg);
         *out = &pointFind(c, ns, name)->e;

@@ -242,6 +242,17 @@ trace: source list_tables after=c.t2 -> generation=$g tables=1 more=no"
   assert_output $'z\tREAL'
   assert_calls 0
 
+  # and so when the refusal of the snapshot is forgotten (after 10 minutes)
+  rm "$(cache_file denied)"
+  run_traced lake-catalog --offline list
+  assert_success
+  assert_output $'a\tt1\na\tt2\na\tt3\nc\tt1'
+  assert_calls 0
+  run_traced lake-catalog --offline show a.t3
+  assert_success
+  assert_output $'x\tTEXT'
+  assert_calls 0
+
   # TAB completion (it runs lake-catalog --offline): tables and columns
   run bash -c 'source "$1" || exit 1
                COMP_WORDS=(lake-catalog show a.); COMP_CWORD=2; COMPREPLY=()
