@@ -855,6 +855,8 @@ static int listingRefresh(catalogCache *c, int force, lakeError *err) {
 /* The listing as the file has it (no source call), when fresh or offline. */
 static const snapshot *listingPeek(catalogCache *c) {
     lakeError ignored = {0};
+    /* most principals have none: no lock to wait on for it */
+    if (!c->lsnap.valid && access(c->lpath, F_OK) != 0) return NULL;
     listingSwap(c);
     int ok = c->snap.valid;
     if (!ok) {
@@ -906,6 +908,10 @@ static int listingWithPoints(catalogCache *c, const cacheEntry **entries, size_t
 }
 
 int cacheListing(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
+    /* a fresh listing is this principal's answer, even once the refusal
+     * of the snapshot is forgotten (CACHE_DENIED_KEEP_S may be shorter
+     * than the listing's age): no call */
+    if (!c->listing && listingPeek(c)) c->listing = 1;
     int rc = c->listing ? listingLoad(c, err) : load(c, err);
     /* denied the snapshot (role user): the tables it may read; --offline
      * with no snapshot, the listing too (its refusal may be forgotten) */

@@ -207,6 +207,14 @@ trace: source list_tables after=c.t2 -> generation=$g tables=1 more=no"
   run_traced lake-catalog refresh
   assert_success
   assert_equal "$(trace_count 'source list_tables')" 1
+
+  # the refusal of the snapshot forgotten (it is kept 10 minutes, or the
+  # TTL when longer), a fresh listing still costs nothing
+  rm "$(cache_file denied)"
+  run_traced lake-catalog list
+  assert_success
+  assert_output $'a\tt2\na\tt3'
+  assert_calls 0
 }
 
 @test "the source down: the last listing with a warning, --strict 69, --offline and TAB completion from the cache" {
