@@ -157,7 +157,9 @@ _lake_complete_value() {
 
 # The tables lake-catalog has cached, "namespace<TAB>name" a line.
 # --offline answers from the snapshot cache, whatever its age, and never
-# calls the metadata source: pressing TAB costs no request.
+# calls the metadata source: pressing TAB costs no request.  A user token,
+# which may not take the snapshot, gets its cached listing (the tables it
+# may read) and the tables it resolved on this host.
 _lake_catalog_cached() {
     local exe=${COMP_WORDS[0]}
     # lake-query's --import: the lake-catalog next to it

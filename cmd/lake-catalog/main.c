@@ -245,7 +245,8 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     size_t n;
     const char *ns = nargs ? args[0] : NULL;
     if (ns && !nameIsValid(ns)) cliUsageError(&spec, "%s: not a valid namespace name", ns);
-    int rc = cacheDirectory(r->cache, &e, &n, err);
+    /* a principal denied the directory (role user): what it may read */
+    int rc = cacheListing(r->cache, &e, &n, err);
     int denied = rc && err->status && strcmp(err->status, "permission_denied") == 0;
     if (denied && !r->offline) return deniedList(err);
     /* --offline, denied the directory (or with none cached): the tables
@@ -262,7 +263,7 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
     if (rc) return rc;
     if (ns && !cacheHasNamespace(r->cache, ns) && !r->offline) {
         /* created elsewhere since? ask once */
-        if ((rc = cacheRefresh(r->cache, 0, err)) || (rc = cacheDirectory(r->cache, &e, &n, err)))
+        if ((rc = cacheRefresh(r->cache, 0, err)) || (rc = cacheListing(r->cache, &e, &n, err)))
             return rc;
     }
     if (ns && !cacheHasNamespace(r->cache, ns))
@@ -271,7 +272,8 @@ static int cmdList(run *r, char **args, int nargs, lakeError *err) {
 }
 
 /* The refusal of the directory to a principal that resolves tables by
- * name, saying what it can do instead. */
+ * name, by a source too old to list the tables it may read (list_tables),
+ * saying what it can do instead. */
 static int deniedList(lakeError *err) {
     char role[64] = "";
     const char *said = strstr(err->msg, "role ");
@@ -402,6 +404,19 @@ static int cmdHistory(run *r, char **args, lakeError *err) {
     cJSON_Delete(all);
     free(ns);
     free(name);
+    return rc;
+}
+
+/* The snapshot, asked now; a principal denied it: its listing. */
+static int cmdRefresh(run *r, lakeError *err) {
+    int rc = cacheRefresh(r->cache, r->force, err);
+    if (rc && err->status && strcmp(err->status, "permission_denied") == 0) {
+        lakeError denied = *err;
+        errClear(err);
+        /* a source too old to list what it may read: the refusal stands */
+        if ((rc = cacheRefreshListing(r->cache, r->force, err)) && err->status && strcmp(err->status, "not_found") == 0)
+            rc = (*err = denied).code;
+    }
     return rc;
 }
 
@@ -817,8 +832,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "alter") == 0) rc = cmdAlter(&r, args, nargs, &err);
     else if (strcmp(name, "expire") == 0) rc = cmdExpire(&r, args, nargs, &err);
     else if (strcmp(name, "refresh") == 0)
-        rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline")
-                       : cacheRefresh(r.cache, r.force, &err);
+        rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline") : cmdRefresh(&r, &err);
     else if (strcmp(name, "status") == 0) rc = cmdStatus(&r, &err);
     else if (strcmp(name, "grant") == 0 || strcmp(name, "revoke") == 0) rc = cmdGrant(&r, name[0] == 'r', args, &err);
     else if (strcmp(name, "grants") == 0) rc = cmdGrants(&r, args, nargs, &err);

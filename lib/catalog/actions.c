@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "catalog/listing.h"
 #include "catalog/names.h"
 #include "core/config.h"
 #include "core/jsonstrict.h"
@@ -52,6 +53,7 @@ static const struct {
     {"revoke", R_ADMIN, NULL, "privilege on grantee", 1},
     {"grants", R_ALL, NULL, "on", 0},
     {"whoami", R_ALL, NULL, "", 0},
+    {"list_tables", R_ALL, NULL, "after limit namespace known_generation", 0},
     /* grace: sent by clients before expiry existed; no longer used */
     {"references", R_ADMIN, NULL, "after limit grace", 0},
     /* a location a table the user may read refers to, or its own upload */
@@ -671,6 +673,7 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         if (!rc && ctx->after_append) ctx->after_append();
         return rc;
     }
+    if (strcmp(action, "list_tables") == 0) return listingTables(ctx, req, answer, err);
     if (strcmp(action, "rollback") == 0) {
         if ((rc = names(req, 1, &ns, &name, err))) return rc;
         if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version") || !cJSON_GetObjectItemCaseSensitive(req, "version"))

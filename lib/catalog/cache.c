@@ -25,6 +25,13 @@
  * more than the rest of a fresh `list` of 10,000 tables.
  * Names are [A-Za-z0-9_], ids are base32 and schema JSON is printed
  * without white space, so no field can hold a tab or a newline.
+ *
+ * A principal denied the snapshot (role user) keeps the tables it may
+ * read, as list_tables pages them, in the file "listing" of the same
+ * format (its tables section empty, a namespace entry before the first
+ * table of each namespace), and refreshes it by the same protocol: the
+ * refresh functions work on c->snap and c->path, which listingSwap points
+ * at the listing while it is in use.
  */
 #include "catalog/cache.h"
 
@@ -118,6 +125,12 @@ struct catalogCache {
     char warned_table[2 * 64 + 2];
     char **appended; /* "ns.name" of each table this process appended to */
     int nappended;
+    /* The listing of a principal denied the snapshot: swapped with snap,
+     * path and refreshed by listingSwap while the refresh protocol runs
+     * on it (in_listing); listing: this process's directory is it. */
+    snapshot lsnap;
+    char *lpath;
+    int lrefreshed, in_listing, listing;
 };
 
 /* Table ids are generated: 1 to 63 letters and digits. */
@@ -406,7 +419,7 @@ static int writeSnapshot(catalogCache *c, const snapshot *s, const cJSON *entrie
         free(body);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "snapshot");
     }
-    return commitChecked(c, "snapshot", body, len, err);
+    return commitChecked(c, c->in_listing ? "listing" : "snapshot", body, len, err);
 }
 
 /* --- opening and locking ------------------------------------------------ */
@@ -424,6 +437,11 @@ int cacheOpen(const lakeConfig *cfg, catalogSource *src, const cacheOptions *opt
     snprintf(dir, sizeof dir, "%s/%s", cfg->cache_dir, sourceKey(src));
     snprintf(path, sizeof path, "%s/snapshot", dir);
     if (!(c->dir = strdup(dir)) || !(c->path = strdup(path))) {
+        cacheClose(c);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+    }
+    snprintf(path, sizeof path, "%s/listing", dir);
+    if (!(c->lpath = strdup(path))) {
         cacheClose(c);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
     }
@@ -458,6 +476,8 @@ void cacheClose(catalogCache *c) {
         pointFree(p);
     }
     snapFree(&c->snap);
+    snapFree(&c->lsnap);
+    free(c->lpath);
     free(c->pts.rows);
     free(c->pentries);
     for (int i = 0; i < c->nappended; i++) free(c->appended[i]);
@@ -514,6 +534,133 @@ static int serveBusy(catalogCache *c, lakeError *err) {
     return serveStale(c, nowMs(), err);
 }
 
+static int listingFetch(catalogCache *c, int64_t known, cJSON **out, lakeError *err);
+
+/* The directory from the source, as a catalog_snapshot answer: the
+ * snapshot, or for the listing (c->in_listing) list_tables' pages. */
+static int fetchDirectory(catalogCache *c, int64_t known, cJSON **ans, lakeError *err) {
+    if (c->in_listing) return listingFetch(c, known, ans, err);
+    return sourceSnapshot(c->src, known, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, ans, err);
+}
+
+/* How many list_tables pages a listing may take, generation moves
+ * included, before it is given up as a catalog that will not hold still. */
+#define LISTING_ATTEMPTS 3
+
+/* One list_tables request: the first page conditional on known (< 0:
+ * not), a later one after the table `after`; limit 0 leaves the page
+ * size to the server. */
+static int listingCall(catalogCache *c, int64_t known, const char *after, int64_t limit, cJSON **ans,
+                       lakeError *err) {
+    cJSON *req = cJSON_CreateObject();
+    int ok = req != NULL;
+    if (ok && *after) ok = cJSON_AddStringToObject(req, "after", after) != NULL;
+    else if (ok && known >= 0) ok = cJSON_AddNumberToObject(req, "known_generation", (double)known) != NULL;
+    if (ok && limit > 0) ok = cJSON_AddNumberToObject(req, "limit", (double)limit) != NULL;
+    int rc = ok ? sourceCall(c->src, "list_tables", req, ans, err) : errSetErrno(err, LAKE_EFAIL, ENOMEM, "list_tables");
+    cJSON_Delete(req);
+    return rc;
+}
+
+/* Append a page's tables to entries as snapshot entries (a namespace's
+ * entry before its first table), each after the last one kept, whose
+ * "NS.T" after holds (n bytes).  internal for a malformed or unordered
+ * table: the pages would never end, or the file's order would break. */
+static int listingKeep(const cJSON *tables, cJSON *entries, char *after, size_t n, size_t *count, lakeError *err) {
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tables) {
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(t, "namespace");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(t, "id");
+        const cJSON *schema = cJSON_GetObjectItemCaseSensitive(t, "schema");
+        if (!cJSON_IsString(ns) || !nameIsValid(ns->valuestring) || !cJSON_IsString(name) ||
+            !nameIsValid(name->valuestring) || !cJSON_IsString(id) || !idIsValid(id->valuestring) ||
+            !cJSON_IsArray(schema))
+            return errSetStatus(err, "internal", "list_tables: malformed table");
+        size_t dot = strcspn(after, ".");
+        int cmp = *after ? strncmp(ns->valuestring, after, dot) : 1;
+        if (!cmp && ns->valuestring[dot]) cmp = 1; /* a longer name sorts later */
+        if (!cmp) cmp = strcmp(name->valuestring, after + dot + 1);
+        if (cmp <= 0) return errSetStatus(err, "internal", "list_tables: tables out of order");
+        if (++*count > CACHE_MAX_ENTRIES)
+            return errSetStatus(err, "payload_too_large", "the listing exceeds %d entries", CACHE_MAX_ENTRIES);
+        int newNs = !*after || strncmp(ns->valuestring, after, dot) != 0 || ns->valuestring[dot];
+        cJSON *e = cJSON_CreateObject(), *ne = newNs ? cJSON_CreateObject() : NULL;
+        if (!e || (newNs && !ne)) {
+            cJSON_Delete(e);
+            return errSetErrno(err, LAKE_EFAIL, ENOMEM, "listing");
+        }
+        if (ne) {
+            cJSON_AddStringToObject(ne, "kind", "namespace");
+            cJSON_AddStringToObject(ne, "namespace", ns->valuestring);
+            cJSON_AddItemToArray(entries, ne);
+        }
+        cJSON_AddStringToObject(e, "kind", "table");
+        cJSON_AddStringToObject(e, "namespace", ns->valuestring);
+        cJSON_AddStringToObject(e, "name", name->valuestring);
+        cJSON_AddStringToObject(e, "id", id->valuestring);
+        cJSON_AddItemToObject(e, "schema", cJSON_Duplicate(schema, 1));
+        cJSON_AddItemToArray(entries, e);
+        snprintf(after, n, "%s.%s", ns->valuestring, name->valuestring);
+    }
+    return 0;
+}
+
+/* The listing of a principal denied the snapshot, as a catalog_snapshot
+ * answer (*out, the caller frees): list_tables page by page, the first
+ * conditional on known, all of one generation (a generation that moves
+ * between pages starts the listing again, LISTING_ATTEMPTS times at
+ * most).  LAKE_TEST_LIST_PAGE=N asks for pages of N tables (tests). */
+static int listingFetch(catalogCache *c, int64_t known, cJSON **out, lakeError *err) {
+    *out = NULL;
+    const char *knob = getenv("LAKE_TEST_LIST_PAGE");
+    int64_t limit = knob ? strtoll(knob, NULL, 10) : 0;
+    for (int attempt = 1; attempt <= LISTING_ATTEMPTS; attempt++) {
+        cJSON *all = cJSON_CreateObject(), *entries = cJSON_AddArrayToObject(all, "entries");
+        char after[2 * NAME_MAX_LEN + 2] = "", authority[64] = "";
+        int64_t g = -1;
+        size_t count = 0;
+        int more = 1, moved = 0, rc = entries ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "listing");
+        while (!rc && more && !moved) {
+            cJSON *ans = NULL;
+            if ((rc = listingCall(c, known, after, limit, &ans, err))) break;
+            const cJSON *status = cJSON_GetObjectItemCaseSensitive(ans, "status");
+            const cJSON *auth = cJSON_GetObjectItemCaseSensitive(ans, "authority");
+            const cJSON *tables = cJSON_GetObjectItemCaseSensitive(ans, "tables");
+            int64_t ag;
+            if (!*after && g < 0 && cJSON_IsString(status) && strcmp(status->valuestring, "not_modified") == 0) {
+                cJSON_Delete(all);
+                *out = ans; /* catalog_snapshot's not_modified, field for field */
+                return 0;
+            }
+            if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(ans, "generation"), 0, &ag) || !cJSON_IsArray(tables)) {
+                rc = errSetStatus(err, "internal", "list_tables: unexpected answer");
+            } else if (g >= 0 && ag != g) {
+                moved = 1;
+            } else {
+                g = ag;
+                if (cJSON_IsString(auth)) snprintf(authority, sizeof authority, "%s", auth->valuestring);
+                more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "more"));
+                if (more && !cJSON_GetArraySize(tables)) rc = errSetStatus(err, "internal", "list_tables: an empty page");
+                else rc = listingKeep(tables, entries, after, sizeof after, &count, err);
+            }
+            cJSON_Delete(ans);
+        }
+        if (rc || moved) {
+            cJSON_Delete(all);
+            if (rc) return rc;
+            continue;
+        }
+        cJSON_AddStringToObject(all, "status", "snapshot");
+        cJSON_AddNumberToObject(all, "generation", (double)g);
+        if (*authority) cJSON_AddStringToObject(all, "authority", authority);
+        *out = all;
+        return 0;
+    }
+    return errSetStatus(err, "unavailable", "the catalog changed while it was listed, %d times; retry",
+                        LISTING_ATTEMPTS);
+}
+
 /* Refresh under LOCK_EX; c->snap holds the result.  started_ms: when this
  * process decided it needed a refresh (a snapshot written after that by
  * another process is as good as our own).  explicit: the user asked for
@@ -539,11 +686,11 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
     /* with a snapshot to serve, an outage is answered at once from it, not
      * after retry_deadline of retries (an explicit refresh waits them out) */
     sourceNoRetry(c->src, c->snap.valid && !explicit);
-    int rc = sourceSnapshot(c->src, known, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, &ans, err);
+    int rc = fetchDirectory(c, known, &ans, err);
     sourceNoRetry(c->src, 0);
     now = nowMs();
-    if (rc && isDenied(err)) deniedRecord(c, err);
-    if (!rc) deniedClear(c);
+    if (rc && isDenied(err) && !c->in_listing) deniedRecord(c, err);
+    if (!rc && !c->in_listing) deniedClear(c);
     if (rc) {
         if (!c->snap.valid || !sourceOutage(err)) return rc;
         free(c->snap.last_error);
@@ -571,8 +718,7 @@ static int refreshLocked(catalogCache *c, int force, int explicit, int64_t start
         if (cJSON_IsString(status) && strcmp(status->valuestring, "not_modified") == 0) {
             cJSON_Delete(ans);
             ans = NULL;
-            if ((rc = sourceSnapshot(c->src, -1, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, &ans, err)))
-                return rc;
+            if ((rc = fetchDirectory(c, -1, &ans, err))) return rc;
             status = cJSON_GetObjectItemCaseSensitive(ans, "status");
             gen = cJSON_GetObjectItemCaseSensitive(ans, "generation");
         }
@@ -635,7 +781,10 @@ static int refresh(catalogCache *c, int force, lakeError *err) {
     return rc;
 }
 
+static int listingRefresh(catalogCache *c, int force, lakeError *err);
+
 int cacheRefresh(catalogCache *c, int force, lakeError *err) {
+    if (c->listing) return listingRefresh(c, force, err);
     /* an explicit refresh asks now, whatever the age */
     int64_t started = nowMs() + (force ? 0 : 1);
     if (lockFd(c->lockfd, LOCK_EX, err)) return err->code;
@@ -647,10 +796,12 @@ int cacheRefresh(catalogCache *c, int force, lakeError *err) {
     return rc;
 }
 
+int cacheRefreshListing(catalogCache *c, int force, lakeError *err) { return listingRefresh(c, force, err); }
+
 /* Load the directory: the file if fresh, else a refresh. */
 static int load(catalogCache *c, lakeError *err) {
     if (c->snap.valid && (c->refreshed || fresh(c, nowMs()))) return 0;
-    if (deniedKnown(c, err)) return err->code;
+    if (!c->in_listing && deniedKnown(c, err)) return err->code;
     int rc = lockWait(c, LOCK_SH, CACHE_REFRESH_WAIT_MS, err);
     if (rc > 1) return rc;
     /* timed out behind a refresher: the file is only ever replaced whole
@@ -664,10 +815,123 @@ static int load(catalogCache *c, lakeError *err) {
     return refresh(c, 0, err);
 }
 
+/* Point c->snap, c->path and c->refreshed at the listing, or back. */
+static void listingSwap(catalogCache *c) {
+    snapshot s = c->snap;
+    c->snap = c->lsnap;
+    c->lsnap = s;
+    char *p = c->path;
+    c->path = c->lpath;
+    c->lpath = p;
+    int r = c->refreshed;
+    c->refreshed = c->lrefreshed;
+    c->lrefreshed = r;
+    c->in_listing = !c->in_listing;
+}
+
+/* load() of the listing: from then on this process's directory. */
+static int listingLoad(catalogCache *c, lakeError *err) {
+    c->listing = 1;
+    listingSwap(c);
+    int rc = load(c, err);
+    listingSwap(c);
+    return rc;
+}
+
+/* cacheRefresh's refresh of the listing. */
+static int listingRefresh(catalogCache *c, int force, lakeError *err) {
+    int64_t started = nowMs() + (force ? 0 : 1);
+    if (lockFd(c->lockfd, LOCK_EX, err)) return err->code;
+    c->listing = 1;
+    listingSwap(c);
+    int64_t ttl = c->opt.ttl_s;
+    c->opt.ttl_s = 0;
+    int rc = refreshLocked(c, force, 1, started, err);
+    c->opt.ttl_s = ttl;
+    listingSwap(c);
+    unlock(c);
+    return rc;
+}
+
+/* The listing as the file has it (no source call), when fresh or offline. */
+static const snapshot *listingPeek(catalogCache *c) {
+    lakeError ignored = {0};
+    /* most principals have none: no lock to wait on for it */
+    if (!c->lsnap.valid && access(c->lpath, F_OK) != 0) return NULL;
+    listingSwap(c);
+    int ok = c->snap.valid;
+    if (!ok) {
+        int rc = lockWait(c, LOCK_SH, CACHE_REFRESH_WAIT_MS, &ignored);
+        if (rc <= 1) readSnapshot(c);
+        if (rc == 0) unlock(c);
+    }
+    ok = c->snap.valid && (c->opt.offline || fresh(c, nowMs()));
+    listingSwap(c);
+    return ok ? &c->lsnap : NULL;
+}
+
 int cacheDirectory(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
     int rc = load(c, err);
     *entries = rc ? NULL : c->snap.entries;
     *n = rc ? 0 : c->snap.n;
+    return rc;
+}
+
+static int pointsLoad(catalogCache *c, lakeError *err);
+
+/* --offline (TAB completion): the listing and the tables this principal
+ * resolved here, which a listing fetched before may lack; the union,
+ * sorted, in c->pentries. */
+static int listingWithPoints(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
+    int rc = pointsLoad(c, err);
+    if (rc) return rc;
+    free(c->pentries);
+    if (!(c->pentries = calloc(c->lsnap.n + c->pts.n + 1, sizeof *c->pentries)))
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
+    size_t i = 0, j = 0, k = 0;
+    while (i < c->lsnap.n || j < c->pts.n) {
+        const cacheEntry *a = i < c->lsnap.n ? &c->lsnap.entries[i] : NULL;
+        const pointRow *b = j < c->pts.n ? &c->pts.rows[j] : NULL;
+        int cmp = !a ? 1 : !b ? -1 : strcmp(a->ns, b->ns);
+        if (!cmp) cmp = strcmp(a->name ? a->name : "", b->name);
+        if (cmp <= 0) {
+            c->pentries[k++] = *a;
+            i++;
+            j += cmp == 0;
+        } else {
+            c->pentries[k++] = (cacheEntry){b->ns, b->name, b->id, NULL};
+            j++;
+        }
+    }
+    *entries = c->pentries;
+    *n = k;
+    return 0;
+}
+
+int cacheListing(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err) {
+    /* a fresh listing is this principal's answer, even once the refusal
+     * of the snapshot is forgotten (CACHE_DENIED_KEEP_S may be shorter
+     * than the listing's age): no call */
+    if (!c->listing && listingPeek(c)) c->listing = 1;
+    int rc = c->listing ? listingLoad(c, err) : load(c, err);
+    /* denied the snapshot (role user): the tables it may read; --offline
+     * with no snapshot, the listing too (its refusal may be forgotten) */
+    if (rc && !c->listing && (isDenied(err) || (c->opt.offline && !c->snap.valid))) {
+        lakeError denied = *err;
+        errClear(err);
+        rc = listingLoad(c, err);
+        /* a source older than list_tables, or --offline without a
+         * listing: the refusal stands (the caller may have another answer) */
+        if (rc && ((err->status && strcmp(err->status, "not_found") == 0) || (c->opt.offline && !c->lsnap.valid))) {
+            c->listing = 0;
+            *err = denied;
+            rc = err->code;
+        }
+    }
+    if (!rc && c->listing && c->opt.offline) return listingWithPoints(c, entries, n, err);
+    const snapshot *s = c->listing ? &c->lsnap : &c->snap;
+    *entries = rc ? NULL : s->entries;
+    *n = rc ? 0 : s->n;
     return rc;
 }
 
@@ -695,13 +959,25 @@ const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *na
 }
 
 int cacheHasNamespace(catalogCache *c, const char *ns) {
-    return c->snap.valid && find(&c->snap, ns, NULL) != NULL;
+    const snapshot *s = c->listing ? &c->lsnap : &c->snap;
+    if (s->valid && find(s, ns, NULL)) return 1;
+    /* --offline: a table resolved here names it too (listingWithPoints) */
+    for (size_t i = 0; c->listing && c->opt.offline && i < c->pts.n; i++)
+        if (strcmp(c->pts.rows[i].ns, ns) == 0) return 1;
+    return 0;
 }
 
 int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err) {
     memset(info, 0, sizeof *info);
     if (lockFd(c->lockfd, LOCK_SH, err)) return err->code;
     readSnapshot(c);
+    /* no snapshot: the listing of a principal denied it, if any */
+    int listed = 0;
+    if (!c->snap.valid) {
+        listingSwap(c);
+        readSnapshot(c);
+        if (!(listed = c->snap.valid)) listingSwap(c);
+    }
     unlock(c);
     int64_t now = nowMs();
     info->present = c->snap.valid;
@@ -710,6 +986,7 @@ int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err) {
     info->stale = !fresh(c, now);
     info->last_error = c->snap.last_error ? c->snap.last_error : "";
     info->endpoint = c->snap.endpoint ? c->snap.endpoint : "";
+    if (listed) listingSwap(c);
     return 0;
 }
 
@@ -1335,6 +1612,13 @@ int cacheResolvedTables(catalogCache *c, const cacheEntry **entries, size_t *n, 
 int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEntry **out, lakeError *err) {
     *out = NULL;
     int rc = load(c, err);
+    /* --offline (TAB completion) with no snapshot: the listing of a
+     * principal denied it has the entry too */
+    const snapshot *l = rc && c->opt.offline && !c->snap.valid ? listingPeek(c) : NULL;
+    if (l && (*out = find(l, ns, name))) {
+        errClear(err);
+        return 0;
+    }
     if (rc && isDenied(err)) {
         cJSON *reg = NULL;
         errClear(err);

@@ -7,6 +7,8 @@
  *                   and a SHA-256 over all of it (a torn or corrupt file is
  *                   ignored and replaced, never trusted)
  *   lock            flock(2) target: LOCK_SH to read, LOCK_EX to refresh
+ *   listing         for a principal denied the snapshot (role user): the
+ *                   tables it may read (list_tables), as the snapshot
  *   registrations/  (table id, version) registrations: immutable, but a
  *                   version may expire, so one is re-checked after the TTL
  *
@@ -29,7 +31,9 @@
  *    per TTL in a process, and its registrations are cached as usual;
  *    only the whole directory (cacheDirectory) is refused, 77.  The
  *    refusal is remembered (file "denied") for CACHE_DENIED_KEEP_S or the
- *    TTL when longer, so later commands do not ask for the snapshot again.
+ *    TTL when longer, so later commands do not ask for the snapshot again;
+ *  - such a principal lists the tables it may read (cacheListing): the
+ *    file "listing", in the snapshot's format, under the same promises.
  */
 #ifndef LAKE_CACHE_H
 #define LAKE_CACHE_H
@@ -88,6 +92,20 @@ void cacheClose(catalogCache *c);
 /* The directory, sorted by (namespace, name), a namespace before its
  * tables.  *entries stays owned by the cache until the next call. */
 int cacheDirectory(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err);
+/* The directory as cacheDirectory answers it, but a principal denied it
+ * (role user) gets the tables it may read instead: list_tables, page by
+ * page, kept in the file "listing" of the snapshot's format with the
+ * snapshot's promises (zero calls while fresh, one conditional call when
+ * expired, coalescing, the last listing during an outage).  A source too
+ * old for list_tables leaves the refusal (77); so does --offline without
+ * a listing cached.  --offline adds the tables this principal resolved on
+ * this host (the listing may predate them).  From then on in this
+ * process cacheHasNamespace and cacheRefresh are the listing's.  For
+ * lake-catalog list; a query names its tables (cacheDirectory). */
+int cacheListing(catalogCache *c, const cacheEntry **entries, size_t *n, lakeError *err);
+/* Ask the source now for the listing of a principal denied the directory,
+ * as cacheRefresh asks for the snapshot. */
+int cacheRefreshListing(catalogCache *c, int force, lakeError *err);
 /* One table's entry, or NULL (no refresh, no source call). */
 const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *name);
 /* One table's entry, asking as needed: the directory, refreshed once when

@@ -1697,3 +1697,103 @@ int registryGeneration(registry *r, int64_t *generation, lakeError *err) {
 }
 
 int registryHasMarker(const registry *r) { return r->authority != NULL; }
+
+/* --- list_tables (issue 29): the tables a principal may read ------------- */
+
+/* One page of the scan; *more when a row beyond it exists. */
+static int listPage(registry *r, const char *principal, const char *grole, const char *ns, const char *after_ns,
+                    const char *after_name, int64_t limit, int64_t max_bytes, cJSON *tables, int *more,
+                    lakeError *err) {
+    char lbuf[32];
+    snprintf(lbuf, sizeof lbuf, "%lld", (long long)limit + 1);
+    /* one statement however many grants there are: a table is listed
+     * when a read grant to the principal, its role or PUBLIC names the
+     * catalog, its namespace or itself (the grants' primary key finds
+     * each); principal "" lists every table */
+    sqlStmt *st = prep(r, err,
+                       "SELECT t.namespace, t.name, t.id, t.schema FROM tables t"
+                       " WHERE t.dropped = 0 AND (? = '' OR t.namespace = ?)"
+                       " AND (t.namespace > ? COLLATE \"C\" OR (t.namespace = ? AND t.name > ? COLLATE \"C\"))"
+                       " AND (? = '' OR EXISTS (SELECT 1 FROM grants g WHERE g.privilege = 'read'"
+                       "  AND g.grantee IN (?, ?, 'PUBLIC')"
+                       "  AND g.scope IN ('*', t.namespace, t.namespace || '.' || t.name)))"
+                       " ORDER BY t.namespace COLLATE \"C\", t.name COLLATE \"C\" LIMIT CAST(? AS BIGINT)",
+                       ns, ns, after_ns, after_ns, after_name, principal, principal, grole, lbuf, NULL);
+    if (!st) return err->code;
+    int64_t n = 0, bytes = 2;
+    int s, rc = 0;
+    *more = 0;
+    while ((s = sqlStep(st)) == SQL_ROW) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON *schema = cJSON_Parse(sqlColumnText(st, 3));
+        if (!schema) schema = cJSON_CreateArray();
+        if (!e || !schema || !cJSON_AddStringToObject(e, "namespace", sqlColumnText(st, 0)) ||
+            !cJSON_AddStringToObject(e, "name", sqlColumnText(st, 1)) ||
+            !cJSON_AddStringToObject(e, "id", sqlColumnText(st, 2))) {
+            cJSON_Delete(e);
+            cJSON_Delete(schema);
+            rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list_tables");
+            break;
+        }
+        cJSON_AddItemToObject(e, "schema", schema);
+        char *text = cJSON_PrintUnformatted(e);
+        int64_t len = text ? (int64_t)strlen(text) + 1 : 0;
+        free(text);
+        /* accounted before it is kept; one table always fits */
+        if (n == limit || (n > 0 && bytes + len > max_bytes)) {
+            cJSON_Delete(e);
+            *more = 1;
+            break;
+        }
+        cJSON_AddItemToArray(tables, e);
+        n++;
+        bytes += len;
+    }
+    if (!rc && s != SQL_ROW && s != SQL_DONE) rc = sqlErr(r, err, "list tables");
+    sqlFinalize(st);
+    return rc;
+}
+
+int registryListTables(registry *r, const char *principal, const char *role, const char *ns, const char *after_ns,
+                       const char *after_name, int64_t known, int64_t limit, int64_t max_bytes, int allow_unmarked,
+                       cJSON **answer, lakeError *err) {
+    *answer = NULL;
+    char grole[40];
+    snprintf(grole, sizeof grole, "role:%s", role ? role : "");
+    int rc;
+    /* marker, scan, marker again, as a snapshot: a page is of one generation */
+    for (int scan = 1; scan <= REGISTRY_SNAPSHOT_SCANS; scan++) {
+        int64_t g1, g2;
+        if ((rc = readGeneration(r, &g1, err))) return rc;
+        if (g1 < 0 && !allow_unmarked)
+            return errSetStatus(err, "failed_precondition", "registry has no directory marker; not authoritative");
+        cJSON *a = cJSON_CreateObject();
+        if (!a) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "list_tables");
+        if (g1 >= 0 && known == g1) {
+            cJSON_AddStringToObject(a, "status", "not_modified");
+            cJSON_AddNumberToObject(a, "generation", (double)g1);
+            if (r->authority) cJSON_AddStringToObject(a, "authority", r->authority);
+            *answer = a;
+            return 0;
+        }
+        cJSON *tables = cJSON_AddArrayToObject(a, "tables");
+        int more = 0;
+        rc = tables ? listPage(r, principal ? principal : "", grole, ns ? ns : "", after_ns ? after_ns : "",
+                               after_name ? after_name : "", limit, max_bytes, tables, &more, err)
+                    : errSetErrno(err, LAKE_EFAIL, ENOMEM, "list_tables");
+        if (!rc) rc = readGeneration(r, &g2, err);
+        if (rc) {
+            cJSON_Delete(a);
+            return rc;
+        }
+        if (g1 == g2) {
+            cJSON_AddNumberToObject(a, "generation", (double)(g1 < 0 ? 0 : g1));
+            if (r->authority) cJSON_AddStringToObject(a, "authority", r->authority);
+            cJSON_AddBoolToObject(a, "more", more);
+            *answer = a;
+            return 0;
+        }
+        cJSON_Delete(a);
+    }
+    return errSetStatus(err, "unavailable", "catalog changed during %d scans; retry", REGISTRY_SNAPSHOT_SCANS);
+}

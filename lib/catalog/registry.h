@@ -310,4 +310,22 @@ void registrySetScanHook(registry *r, void (*hook)(void *ctx, int scan), void *c
  * a scan hook: it runs on r's connection, outside any transaction). */
 int registryTestRaiseGeneration(registry *r);
 
+/* list_tables (issue 29): one page of the live tables, sorted by
+ * (namespace, name), of namespace ns (NULL: all), after the table
+ * after_ns.after_name (NULL: from the start), at most limit of them and
+ * at most max_bytes of their JSON text (one table always fits).  For
+ * principal (of role) not NULL only those it holds read on, through a
+ * grant on '*', the namespace or the table to it, to role:ROLE or to
+ * PUBLIC; NULL lists every table.  Answer:
+ *   {"generation":G,"authority":A,"tables":[{"namespace","name","id",
+ *    "schema":[…]}…],"more":bool}
+ * or, when known is the current generation,
+ * {"status":"not_modified","generation":G,"authority":A}.  Marker, scan,
+ * marker again as registrySnapshot, so a page is of one generation
+ * (`unavailable` after REGISTRY_SNAPSHOT_SCANS moved ones).  Without a
+ * marker: failed_precondition, or with allow_unmarked generation 0. */
+int registryListTables(registry *r, const char *principal, const char *role, const char *ns, const char *after_ns,
+                       const char *after_name, int64_t known, int64_t limit, int64_t max_bytes, int allow_unmarked,
+                       struct cJSON **answer, lakeError *err);
+
 #endif

@@ -59,7 +59,12 @@ static void requestFacts(const char *action, const cJSON *req, char *buf, size_t
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(req, "version");
     const cJSON *exp = cJSON_GetObjectItemCaseSensitive(req, "expected_version");
     buf[0] = '\0';
+    const cJSON *after = cJSON_GetObjectItemCaseSensitive(req, "after");
     if (strcmp(action, "catalog_snapshot") == 0 && known)
+        snprintf(buf, n, " known=%.0f", num(known));
+    else if (strcmp(action, "list_tables") == 0 && cJSON_IsString(after)) /* a later page */
+        snprintf(buf, n, " after=%s", after->valuestring);
+    else if (strcmp(action, "list_tables") == 0 && known) /* a conditional first page */
         snprintf(buf, n, " known=%.0f", num(known));
     else if (cJSON_IsString(ns))
         snprintf(buf, n, " %s%s%s", ns->valuestring, cJSON_IsString(name) ? "." : "",
@@ -82,6 +87,10 @@ static void answerOutcome(const cJSON *ans, char *buf, size_t n) {
         snprintf(buf, n, "%s version=%.0f", status->valuestring, num(ver));
     else if (cJSON_IsString(status))
         snprintf(buf, n, "%s generation=%.0f", status->valuestring, num(gen));
+    else if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(ans, "tables")))
+        snprintf(buf, n, "generation=%.0f tables=%d more=%s", num(gen),
+                 cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ans, "tables")),
+                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "more")) ? "yes" : "no");
     else if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(ans, "locations")))
         snprintf(buf, n, "locations=%d more=%s",
                  cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ans, "locations")),

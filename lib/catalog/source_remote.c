@@ -51,7 +51,7 @@ typedef struct remoteSource {
 /* Calls whose repetition adds nothing: asking another instance after a
  * lost answer or a 503 cannot do anything twice (append, compact: DESIGN §5). */
 static int repeatable(const char *action) {
-    static const char *const safe[] = {"catalog_snapshot", "resolve", "whoami", "references", "append", "compact", "rewrite", "history", "expire",
+    static const char *const safe[] = {"catalog_snapshot", "list_tables", "resolve", "whoami", "references", "append", "compact", "rewrite", "history", "expire",
                                        "presign_get", "upload_parts", "upload_complete", "upload_abort"};
     for (size_t i = 0; i < sizeof safe / sizeof safe[0]; i++)
         if (strcmp(action, safe[i]) == 0) return 1;

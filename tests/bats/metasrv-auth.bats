@@ -75,6 +75,7 @@ body_for() {
     revoke) echo '{"privilege":"read","on":"m.t","grantee":"PUBLIC"}' ;;
     grants) echo '{"on":"m"}' ;;
     whoami) echo '{}' ;;
+    list_tables) echo '{"namespace":"m","limit":5}' ;;
     references) echo '{"limit":5}' ;;
   esac
 }
@@ -99,6 +100,8 @@ assert_answer() {
       esac ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
     references) check='(.locations | type == "array") and (.more | type == "boolean")' ;;
+    # a user's: the tables it holds read on (alice: all of m, granted above)
+    list_tables) check='(.tables | length == 5 and all(.namespace == "m")) and .more == true' ;;
     expire) check='.expired == 0 and (.cutoff | type == "string")' ;;
   esac
   jq -se "length == 1 and (.[0] | type == \"object\" and (has(\"error\") | not) and ($check))" \
@@ -193,7 +196,7 @@ make_matrix_tables() {
     assert_equal "$name: $(printf '%s\n' "$output" | jq -R . | jq -cs 'sort')" "$name: $(allowed_list "$role")"
   done < <(callers)
   assert_equal "$(allowed_list user)" \
-    '["alter","append","compact","expire","grants","history","presign_get","resolve","rewrite","rollback","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
+    '["alter","append","compact","expire","grants","history","list_tables","presign_get","resolve","rewrite","rollback","upload_abort","upload_begin","upload_complete","upload_parts","whoami"]'
 }
 
 @test "GET /v1/health needs no token; /v1/metrics needs admin or metadata-peer" {
@@ -276,7 +279,6 @@ make_matrix_tables() {
 
   # each: token file, then the lake-catalog arguments (an empty cache each time)
   local cases=(
-    "$ALICE|--max-age 0 list"
     "$ALICE|create-namespace z"
     "$PEER|create-namespace z"
     "$PEER|drop m.t"
@@ -302,8 +304,11 @@ make_matrix_tables() {
     metasrv_assert_redacted "$stderr"
   done
   # a user may not read the directory, but may resolve a table by name (DESIGN §5)
-  # that it holds read on (granted above)
+  # that it holds read on (granted above), and list the tables it may read
   rm -rf "$XDG_CACHE_HOME"
+  run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" lake-catalog --max-age 0 list
+  assert_clean_success
+  assert_output $'m\tt'
   run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" lake-catalog resolve m.t
   assert_clean_success
   assert_equal "$(jq -c '[.namespace, .name, .version]' <<<"$output")" '["m","t",0]'

@@ -3,7 +3,8 @@
  * them yet), segment statistics through append and resolve,
  * read-your-writes through the cache, expiry and the references gc reads,
  * the snapshot's re-check under an
- * injected mutation, and snapshot bounds.
+ * injected mutation, and snapshot bounds; list_tables' grant scope and
+ * pages at the registry.
  *
  * The source is a parameter as in the bats suites: with LAKE_TEST_SOURCE
  * unset or "local" these run on a fresh local registry.  The fault
@@ -310,6 +311,86 @@ static void testScanRecheck(catalogSource *src) {
     ok(rc != 0 && strcmp(errStatus(&err), "payload_too_large") == 0, "over max_bytes likewise");
 }
 
+/* The names of a list_tables answer's tables, "ns.t ns.t…", and its more. */
+static const char *listed(const cJSON *ans, char *buf, size_t n) {
+    const cJSON *t;
+    size_t len = 0;
+    buf[0] = '\0';
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(ans, "tables")) {
+        len += (size_t)snprintf(buf + len, n - len, "%s%s.%s", len ? " " : "",
+                                cJSON_GetObjectItemCaseSensitive(t, "namespace")->valuestring,
+                                cJSON_GetObjectItemCaseSensitive(t, "name")->valuestring);
+        if (len >= n) break;
+    }
+    if (len < n) snprintf(buf + len, n - len, "%s", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "more")) ? " +" : "");
+    return buf;
+}
+
+/* list_tables (issue 29) at the registry: a user's tables are those a read
+ * grant on '*', the namespace or the table gives it, its role or PUBLIC;
+ * pages by after, limit and bytes; the conditional form. */
+static void testListTables(void) {
+    char path[800], got[400];
+    snprintf(path, sizeof path, "%s/list.db", dir);
+    registry *r = NULL;
+    lakeError err = {0};
+    cJSON *ans = NULL;
+    int64_t g = 0;
+    int changed;
+    int rc = registryOpen(path, REGISTRY_CREATE, stageurl, &r, &err);
+    static const char *const tables[][2] = {{"n1", "a"}, {"n1", "b"}, {"n2", "a"}, {"n2", "b"}, {"n2", "c"}, {"n3", "a"}};
+    for (size_t i = 0; !rc && i < sizeof tables / sizeof tables[0]; i++) {
+        if (i == 0 || strcmp(tables[i][0], tables[i - 1][0]) != 0) rc = registryCreateNamespace(r, tables[i][0], &g, &err);
+        if (!rc) rc = registryCreateTable(r, tables[i][0], tables[i][1], "[{\"name\":\"x\",\"type\":\"TEXT\"}]", &g, &err);
+    }
+    if (!rc) rc = registryAddPrincipal(r, "alice", "user", "00", &err);
+    if (!rc) rc = registryAddPrincipal(r, "bob", "user", "01", &err);
+    if (!rc) rc = registryGrant(r, 0, "read", "n1", "alice", "test", &g, &changed, &err);
+    if (!rc) rc = registryGrant(r, 0, "read", "n2.b", "role:user", "test", &g, &changed, &err);
+    if (!rc) rc = registryGrant(r, 0, "write", "n2.c", "alice", "test", &g, &changed, &err);
+    if (!rc) rc = registryGrant(r, 0, "read", "n3.a", "bob", "test", &g, &changed, &err);
+    if (!ok(rc == 0, "list_tables: a registry with grants (%s)", err.msg)) {
+        registryClose(r);
+        return;
+    }
+
+    rc = registryListTables(r, "alice", "user", NULL, NULL, NULL, -1, 1000, 1 << 20, 0, &ans, &err);
+    ok(rc == 0 && strcmp(listed(ans, got, sizeof got), "n1.a n1.b n2.b") == 0,
+       "a user: the tables its read grants name, to it and its role, sorted (%s)", rc ? err.msg : got);
+    ok(rc == 0 && (int64_t)cJSON_GetObjectItemCaseSensitive(ans, "generation")->valuedouble == g,
+       "with the current generation");
+    cJSON_Delete(ans);
+    rc = registryListTables(r, "carol", "user", NULL, NULL, NULL, -1, 1000, 1 << 20, 0, &ans, &err);
+    ok(rc == 0 && strcmp(listed(ans, got, sizeof got), "n2.b") == 0, "another user: its role's only (%s)", got);
+    cJSON_Delete(ans);
+    rc = registryListTables(r, NULL, "admin", NULL, NULL, NULL, -1, 1000, 1 << 20, 0, &ans, &err);
+    ok(rc == 0 && strcmp(listed(ans, got, sizeof got), "n1.a n1.b n2.a n2.b n2.c n3.a") == 0, "unscoped: every table (%s)",
+       got);
+    cJSON_Delete(ans);
+    rc = registryListTables(r, "alice", "user", NULL, "n1", "a", -1, 1, 1 << 20, 0, &ans, &err);
+    ok(rc == 0 && strcmp(listed(ans, got, sizeof got), "n1.b +") == 0, "after is exclusive; limit 1: more (%s)", got);
+    cJSON_Delete(ans);
+    rc = registryListTables(r, "alice", "user", NULL, "n1", "b", -1, 1, 1 << 20, 0, &ans, &err);
+    ok(rc == 0 && strcmp(listed(ans, got, sizeof got), "n2.b") == 0, "the last page: no more (%s)", got);
+    cJSON_Delete(ans);
+    rc = registryListTables(r, NULL, "admin", "n2", NULL, NULL, -1, 1000, 10, 0, &ans, &err);
+    ok(rc == 0 && strcmp(listed(ans, got, sizeof got), "n2.a +") == 0, "a byte cap below one table: one table (%s)", got);
+    cJSON_Delete(ans);
+    rc = registryListTables(r, "alice", "user", NULL, NULL, NULL, g, 1000, 1 << 20, 0, &ans, &err);
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(ans, "status");
+    ok(rc == 0 && cJSON_IsString(status) && strcmp(status->valuestring, "not_modified") == 0 &&
+           !cJSON_GetObjectItemCaseSensitive(ans, "tables"),
+       "known_generation current: not_modified");
+    cJSON_Delete(ans);
+    int64_t g2;
+    rc = registryGrant(r, 1, "read", "n2.b", "role:user", "test", &g2, &changed, &err);
+    if (!rc) rc = registryListTables(r, "alice", "user", NULL, NULL, NULL, g, 1000, 1 << 20, 0, &ans, &err);
+    ok(rc == 0 && g2 == g + 1 && strcmp(listed(ans, got, sizeof got), "n1.a n1.b") == 0,
+       "a revocation raises the generation: the conditional call answers the new listing (%s)", got);
+    cJSON_Delete(ans);
+    registryClose(r);
+}
+
 /* The registry URL's password never reaches a message. */
 static void testRedact(void) {
     static const char *const cases[][2] = {
@@ -375,6 +456,7 @@ int main(void) {
     testStats(src);
     testExpiry(src);
     if (!remote) testScanRecheck(src);
+    if (!remote) testListTables();
     sourceClose(src);
     configFree(&cfg);
     char cmd[600];
