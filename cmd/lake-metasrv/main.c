@@ -71,7 +71,7 @@ static const cliOption options[] = {
     {OPT_ROLE, 0, "role", "ROLE", "token create: admin, query-service, metadata-peer or user"},
     {OPT_NAME, 0, "name", "NAME", "token create/revoke: the principal's name"},
     {OPT_EXPIRES, 0, "expires", "DURATION", "token create: the token stops authenticating after this long (default never)"},
-    {OPT_SINCE, 0, "since", "DURATION|TIME", "audit: rows of the last DURATION, or since an RFC 3339 TIME"},
+    {OPT_SINCE, 0, "since", "WHEN", "audit: rows of the last DURATION (1h, 7d), or since an RFC 3339 time"},
     {OPT_PRINCIPAL, 0, "principal", "NAME", "audit: rows of this principal only"},
     {OPT_ACTION, 0, "action", "ACTION", "audit: rows of this action only"},
     {OPT_RESULT, 0, "result", "RESULT", "audit: rows of this result only (ok, permission_denied, ...)"},

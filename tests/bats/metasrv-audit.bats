@@ -168,6 +168,7 @@ logged_ids() {
   # the registry refuses every insert into the trail (a trigger: the
   # database itself says no, as a full or broken one would)
   if [ -s "$SRV/registry.url" ]; then
+    # shellcheck disable=SC2016 # $$ quotes the function's body for PostgreSQL, not the shell
     reg_sql 'CREATE FUNCTION audit_refuse() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION '"'audit refused'"'; END$$;
              CREATE TRIGGER audit_fail BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION audit_refuse();'
   else
@@ -259,8 +260,7 @@ logged_ids() {
   assert_equal "$(awk -F'\t' '$1 == "alice" { print $5 }' <<<"$output")" -
 
   # wait (bounded) until the short one is refused, past its expiry
-  local i
-  for i in $(seq 100); do
+  for _ in $(seq 100); do
     metasrv_post "$SOON" whoami
     [ "$HTTP_CODE" = 401 ] && break
     sleep 0.1
