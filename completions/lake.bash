@@ -59,12 +59,14 @@ _lake_args_lake_query='-f --format -c --command --import'
 _lake_opts_lake_metasrv='-q --quiet --db --registry --stage --listen --tls-cert
     --tls-key --tls-priority --insecure-listen --threads --pool --max-waiting --max-connections --timeout
     --max-body --snapshot-permits --max-entries --max-bytes --max-schema-bytes
-    --presign-expires --presign-max --retention --role --name --json -h --help --version'
+    --presign-expires --presign-max --retention --audit-retention --role --name --expires
+    --since --principal --action --result --json -H --header -h --help --version'
 _lake_args_lake_metasrv='--db --registry --stage --listen --tls-cert --tls-key
     --tls-priority --threads --pool --max-waiting --max-connections --timeout --max-body
     --snapshot-permits --max-entries --max-bytes --max-schema-bytes --presign-expires
-    --presign-max --retention --role --name'
-_lake_commands_lake_metasrv='init serve token'
+    --presign-max --retention --audit-retention --role --name --expires --since --principal
+    --action --result'
+_lake_commands_lake_metasrv='init serve token audit'
 
 # COMPREPLY from compgen ARGS..., one word a line: word splitting would
 # cut a file name "my dir" into "my" and "dir".  (-W lists are of words
@@ -148,8 +150,8 @@ _lake_complete_value() {
     *)
         # --name, --content-type, --size, --sha256, --part-size, --jobs,
         # --max-skipped, --stage, --max-age, resolve's --version N,
-        # lake-metasrv's --listen, --tls-priority, --name and numbers: free
-        # text
+        # lake-metasrv's --listen, --tls-priority, --name, audit's filters
+        # and numbers: free text
         COMPREPLY=()
         ;;
     esac
@@ -244,7 +246,7 @@ _lake_complete_operand() {
     lake-metasrv)
         case $3:$4 in
         token:1) _lake_compgen -W 'create list revoke' -- "$2" ;;
-        *) COMPREPLY=() ;; # init and serve take no operands
+        *) COMPREPLY=() ;; # init, serve and audit take no operands
         esac
         ;;
     lake-query)

@@ -7,6 +7,9 @@
  *   lake-metasrv serve (--db PATH | --registry URL) --listen HOST:PORT
  *                [--tls-cert F --tls-key F [--tls-priority S] | --insecure-listen] [limits]
  *   lake-metasrv token create|list|revoke (--db PATH | --registry URL) [--role ROLE] [--name NAME]
+ *                [--expires DURATION]
+ *   lake-metasrv audit (--db PATH | --registry URL) [--since DURATION|TIME] [--principal P]
+ *                [--action A] [--result R] [--json]
  *
  * Tokens are "lk_<name>_<64 hex digits>" from OpenSSL's RNG, printed once,
  * stored only as their SHA-256.
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catalog/names.h"
@@ -26,6 +30,7 @@
 #include "core/config.h"
 #include "core/duration.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "server.h"
 #include "stage/stage.h"
@@ -33,7 +38,11 @@
 enum { OPT_DB = 0x100, OPT_STAGE, OPT_LISTEN, OPT_CERT, OPT_KEY, OPT_INSECURE, OPT_ROLE, OPT_NAME,
        OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_PERMITS, OPT_MAXENTRIES, OPT_MAXBYTES,
        OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL, OPT_PRIORITY, OPT_PRESIGN_EXPIRES,
-       OPT_PRESIGN_MAX, OPT_MAXWAITING, OPT_RETENTION };
+       OPT_PRESIGN_MAX, OPT_MAXWAITING, OPT_RETENTION, OPT_AUDIT_RETENTION, OPT_EXPIRES, OPT_SINCE,
+       OPT_PRINCIPAL, OPT_ACTION, OPT_RESULT, OPT_HEADER };
+
+#define AUDIT_RETENTION_DEFAULT (90LL * 86400)
+#define TOKEN_EXPIRES_MAX (3650LL * 86400)
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings"},
@@ -58,9 +67,16 @@ static const cliOption options[] = {
     {OPT_PRESIGN_EXPIRES, 0, "presign-expires", "DURATION", "serve: how long a vended URL lasts when the client asks none (default 15m)"},
     {OPT_PRESIGN_MAX, 0, "presign-max", "DURATION", "serve: the longest expiry a client may ask of a vended URL (default 1d, at most 7d)"},
     {OPT_RETENTION, 0, "retention", "DURATION", "serve: versions expire this long after the next one, when expire or gc names no age (default 7d)"},
+    {OPT_AUDIT_RETENTION, 0, "audit-retention", "DURATION", "serve: audit rows older than this are pruned, at start and hourly (default 90d)"},
     {OPT_ROLE, 0, "role", "ROLE", "token create: admin, query-service, metadata-peer or user"},
     {OPT_NAME, 0, "name", "NAME", "token create/revoke: the principal's name"},
-    {OPT_JSON, 0, "json", NULL, "token list: print JSON instead of TSV"},
+    {OPT_EXPIRES, 0, "expires", "DURATION", "token create: the token stops authenticating after this long (default never)"},
+    {OPT_SINCE, 0, "since", "WHEN", "audit: rows of the last DURATION (1h, 7d), or since an RFC 3339 time"},
+    {OPT_PRINCIPAL, 0, "principal", "NAME", "audit: rows of this principal only"},
+    {OPT_ACTION, 0, "action", "ACTION", "audit: rows of this action only"},
+    {OPT_RESULT, 0, "result", "RESULT", "audit: rows of this result only (ok, permission_denied, ...)"},
+    {OPT_JSON, 0, "json", NULL, "token list, audit: print JSON instead of TSV"},
+    {OPT_HEADER, 'H', "header", NULL, "token list, audit: print a header row before TSV output"},
     {0, 0, NULL, NULL, NULL},
 };
 
@@ -68,8 +84,11 @@ static const cliSpec spec = {
     "init (--db PATH | --registry URL) [--stage URL]\n"
     "serve (--db PATH | --registry URL) --listen HOST:PORT\n"
     "      [--tls-cert FILE --tls-key FILE | --insecure-listen]\n"
-    "token create|list|revoke (--db PATH | --registry URL) [--role ROLE] [--name NAME]",
-    "The lake's metadata authority: create a registry, serve it over HTTPS, manage tokens.",
+    "token create|list|revoke (--db PATH | --registry URL) [--role ROLE] [--name NAME]\n"
+    "      [--expires DURATION]\n"
+    "audit (--db PATH | --registry URL) [--since DURATION|TIME] [--principal NAME]\n"
+    "      [--action ACTION] [--result RESULT] [--json | --header]",
+    "The lake's metadata authority: create a registry, serve it over HTTPS, manage tokens, read the audit trail.",
     options,
     0,
     8,
@@ -78,7 +97,10 @@ static const cliSpec spec = {
 typedef struct args {
     const char *db, *registry, *stage, *listen, *cert, *key, *priority, *role, *name;
     char url[4096]; /* the registry as a URL */
-    int insecure, json;
+    int insecure, json, header;
+    char expires_at[32]; /* token create --expires: RFC 3339, or "" */
+    char since[32];      /* audit --since: RFC 3339, or "" */
+    const char *principal, *action, *result; /* audit's filters */
     serverConfig srv;
 } args;
 
@@ -117,10 +139,10 @@ static int newToken(const char *name, char **token, char sha[SHA256_HEX_LEN + 1]
 }
 
 /* Create the principal and print its token once. */
-static int issueToken(registry *reg, const char *name, const char *role, lakeError *err) {
+static int issueToken(registry *reg, const char *name, const char *role, const char *expires_at, lakeError *err) {
     char *token = NULL, sha[SHA256_HEX_LEN + 1];
     int rc = newToken(name, &token, sha, err);
-    if (!rc) rc = registryAddPrincipal(reg, name, role, sha, err);
+    if (!rc) rc = registryAddPrincipal(reg, name, role, sha, expires_at, err);
     if (!rc && (printf("%s\n", token) < 0 || fflush(stdout) == EOF))
         rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
     if (token) memset(token, 0, strlen(token));
@@ -141,7 +163,48 @@ static int cmdInit(const args *a, lakeError *err) {
     registry *reg;
     int rc = registryOpenUrl(a->url, REGISTRY_NEW, a->stage, &reg, err);
     if (rc) return rc;
-    rc = issueToken(reg, "admin", "admin", err);
+    rc = issueToken(reg, "admin", "admin", NULL, err);
+    registryClose(reg);
+    return rc;
+}
+
+/* A list of objects as JSON (one line) or TSV of columns, null as "-",
+ * with --header a first row of the column names. */
+static int printRows(const cJSON *list, const char *const *columns, const args *a, lakeError *err) {
+    if (a->json) {
+        char *text = cJSON_PrintUnformatted(list);
+        if (!text) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "output");
+        puts(text);
+        cJSON_free(text);
+        return 0;
+    }
+    if (a->header)
+        for (int i = 0; columns[i]; i++) printf("%s%c", columns[i], columns[i + 1] ? '\t' : '\n');
+    const cJSON *row;
+    cJSON_ArrayForEach(row, list) {
+        for (int i = 0; columns[i]; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, columns[i]);
+            if (cJSON_IsString(v)) fputs(v->valuestring, stdout);
+            else if (cJSON_IsNumber(v)) printf("%.0f", v->valuedouble);
+            else putchar('-');
+            putchar(columns[i + 1] ? '\t' : '\n');
+        }
+    }
+    return 0;
+}
+
+/* The audit trail, oldest first, filtered. */
+static int cmdAudit(const args *a, lakeError *err) {
+    registry *reg;
+    int rc = registryOpenUrl(a->url, REGISTRY_EXISTING, NULL, &reg, err);
+    if (rc) return rc;
+    registryAuditFilter f = {a->since[0] ? a->since : NULL, a->principal, a->action, a->result};
+    cJSON *list = NULL;
+    static const char *const columns[] = {"at", "principal", "role", "action", "target", "result", "request_id",
+                                          NULL};
+    rc = registryAuditList(reg, &f, &list, err);
+    if (!rc) rc = printRows(list, columns, a, err);
+    cJSON_Delete(list);
     registryClose(reg);
     return rc;
 }
@@ -151,29 +214,53 @@ static int cmdToken(const char *sub, const args *a, lakeError *err) {
     int rc = registryOpenUrl(a->url, REGISTRY_EXISTING, NULL, &reg, err);
     if (rc) return rc;
     if (strcmp(sub, "create") == 0) {
-        rc = issueToken(reg, a->name, a->role, err);
+        rc = issueToken(reg, a->name, a->role, a->expires_at[0] ? a->expires_at : NULL, err);
     } else if (strcmp(sub, "revoke") == 0) {
         rc = registryRevokePrincipal(reg, a->name, err);
     } else {
-        cJSON *list = NULL, *p;
+        cJSON *list = NULL;
         rc = registryListPrincipals(reg, &list, err);
-        if (!rc && a->json) {
-            char *text = cJSON_PrintUnformatted(list);
-            if (text) puts(text);
-            cJSON_free(text);
-        } else if (!rc) {
-            cJSON_ArrayForEach(p, list) {
-                const cJSON *rev = cJSON_GetObjectItemCaseSensitive(p, "revoked_at");
-                printf("%s\t%s\t%s\t%s\n", cJSON_GetObjectItemCaseSensitive(p, "name")->valuestring,
-                       cJSON_GetObjectItemCaseSensitive(p, "role")->valuestring,
-                       cJSON_GetObjectItemCaseSensitive(p, "created_at")->valuestring,
-                       cJSON_IsString(rev) ? rev->valuestring : "-");
-            }
-        }
+        static const char *const columns[] = {"name", "role", "created_at", "revoked_at", "expires_at",
+                                              "last_used_at", NULL};
+        if (!rc) rc = printRows(list, columns, a, err);
         cJSON_Delete(list);
     }
     registryClose(reg);
     return rc;
+}
+
+/* An audit filter's value: a word of [A-Za-z0-9_-], as names, actions
+ * and error codes are. */
+static void filterWord(const char *opt, const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n >= NAME_BUF || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != n)
+        cliUsageError(&spec, "%s: '%s' is not a name", opt, s);
+}
+
+/* --expires and --since as RFC 3339 times, the filters checked: a bad
+ * value is a usage error whatever the command (the options of another
+ * command are otherwise ignored, as every option of lake-metasrv's). */
+static void checkCommandOptions(args *a, const char *expires, const char *since) {
+    if (a->json && a->header) cliUsageError(&spec, "--header is for TSV output, not --json");
+    long long now = (long long)time(NULL);
+    if (expires) {
+        int64_t v;
+        /* a token that expires at once (0) or is already past is refused */
+        if (durationParse(expires, TOKEN_EXPIRES_MAX, &v) || v < 1)
+            cliUsageError(&spec, "--expires: '%s' is not a duration from 1s to 3650d (e.g. 90d, 12h)", expires);
+        rfc3339Format(a->expires_at, now + v);
+    }
+    if (since) {
+        int64_t v;
+        long long t;
+        if (durationParse(since, CONFIG_RETENTION_MAX, &v) == 0) t = now - v;
+        else if (rfc3339Parse(since, &t, NULL, NULL) != 0)
+            cliUsageError(&spec, "--since: '%s' is neither a duration (e.g. 1h, 7d) nor an RFC 3339 time", since);
+        rfc3339Format(a->since, t < 0 ? 0 : t);
+    }
+    if (a->principal) filterWord("--principal", a->principal);
+    if (a->action) filterWord("--action", a->action);
+    if (a->result) filterWord("--result", a->result);
 }
 
 /* HOST:PORT or [V6]:PORT into host (in buf) and port. */
@@ -200,8 +287,8 @@ int main(int argc, char **argv) {
     a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
                            .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30,
                            .pool = 8, .queue_wait_ms = 10000, .max_waiting = 256, .presign_max = 24 * 3600,
-                           .retention = CONFIG_RETENTION_DEFAULT};
-    const char *presignExpires = NULL;
+                           .retention = CONFIG_RETENTION_DEFAULT, .audit_retention = AUDIT_RETENTION_DEFAULT};
+    const char *presignExpires = NULL, *expires = NULL, *since = NULL;
     const char *arg;
     int c, first;
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
@@ -220,6 +307,16 @@ int main(int argc, char **argv) {
         case OPT_ROLE: a.role = arg; break;
         case OPT_NAME: a.name = arg; break;
         case OPT_JSON: a.json = 1; break;
+        case OPT_HEADER: a.header = 1; break;
+        case OPT_EXPIRES: expires = arg; break;
+        case OPT_SINCE: since = arg; break;
+        case OPT_PRINCIPAL: a.principal = arg; break;
+        case OPT_ACTION: a.action = arg; break;
+        case OPT_RESULT: a.result = arg; break;
+        case OPT_AUDIT_RETENTION:
+            if (durationParse(arg, CONFIG_RETENTION_MAX, &a.srv.audit_retention) || a.srv.audit_retention < 1)
+                cliUsageError(&spec, "--audit-retention: '%s' is not a duration from 1s (e.g. 90d, 12h)", arg);
+            break;
         case OPT_THREADS: a.srv.threads = (unsigned)number("--threads", arg, 1, 256); break;
         case OPT_MAXCONN: a.srv.max_connections = (unsigned)number("--max-connections", arg, 1, 100000); break;
         case OPT_TIMEOUT: a.srv.timeout_s = (unsigned)number("--timeout", arg, 1, 86400); break;
@@ -242,10 +339,11 @@ int main(int argc, char **argv) {
             break;
         }
     }
-    if (first >= argc) cliUsageError(&spec, "a command is needed: init, serve or token");
+    if (first >= argc) cliUsageError(&spec, "a command is needed: init, serve, token or audit");
     const char *cmd = argv[first], *sub = first + 1 < argc ? argv[first + 1] : NULL;
-    if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "token"))
-        cliUsageError(&spec, "unknown command '%s' (init, serve or token)", cmd);
+    if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "token") && strcmp(cmd, "audit"))
+        cliUsageError(&spec, "unknown command '%s' (init, serve, token or audit)", cmd);
+    checkCommandOptions(&a, expires, since);
     int extra = argc - first - (strcmp(cmd, "token") == 0 ? 2 : 1);
     if (extra > 0) cliUsageError(&spec, "unexpected argument '%s'", argv[argc - extra]);
     if (!a.db == !a.registry) cliUsageError(&spec, "one of --db PATH or --registry URL is required");
@@ -284,6 +382,8 @@ int main(int argc, char **argv) {
         a.srv.tls_priority = a.insecure ? NULL : a.priority ? a.priority : SERVER_TLS_PRIORITY;
         a.srv.insecure = a.insecure;
         rc = serverRun(&a.srv, &err);
+    } else if (strcmp(cmd, "audit") == 0) {
+        rc = cmdAudit(&a, &err);
     } else { /* token */
         if (!sub || (strcmp(sub, "create") && strcmp(sub, "list") && strcmp(sub, "revoke")))
             cliUsageError(&spec, "token needs create, list or revoke");

@@ -207,7 +207,8 @@ static enum MHD_Result respondStatus(struct MHD_Connection *c, request *rq, cons
 
 /* Authenticate the bearer token: lk_<name>_<secret>.  The principal is
  * found by its (public) name and the token's SHA-256 compared with the
- * stored one in constant time. */
+ * stored one in constant time.  A revoked or expired token is refused as
+ * an unknown one.  p->name is set whenever the named principal exists. */
 static int authenticate(const request *rq, registry *reg, registryPrincipal *p, lakeError *err) {
     const char *h = rq->auth;
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
@@ -233,8 +234,109 @@ static int authenticate(const request *rq, registry *reg, registryPrincipal *p, 
     /* compare even when not found, so timing tells nothing */
     const char *stored = found ? p->token_sha256 : "0000000000000000000000000000000000000000000000000000000000000000";
     int same = strlen(stored) == SHA256_HEX_LEN && CRYPTO_memcmp(stored, hex, SHA256_HEX_LEN) == 0;
-    if (!found || !same || p->revoked) return errSetStatus(err, "unauthenticated", "invalid token");
+    long long expires;
+    int expired = found && p->expires_at[0] &&
+                  (rfc3339Parse(p->expires_at, &expires, NULL, NULL) || expires <= (long long)time(NULL));
+    if (!found || !same || p->revoked || expired) return errSetStatus(err, "unauthenticated", "invalid token");
     return 0;
+}
+
+/* Record the token's use (registryTouchPrincipal: once a minute at most
+ * per principal).  A failure costs the request nothing; it is logged at
+ * most once a minute, as a registry that takes no writes would fail it on
+ * every request. */
+static void touchPrincipal(registry *reg, const registryPrincipal *p) {
+    static atomic_llong lastLogged;
+    lakeError err = {0};
+    if (!registryTouchPrincipal(reg, p, &err)) return;
+    long long now = (long long)time(NULL), last = atomic_load(&lastLogged);
+    if (now - last >= 60 && atomic_compare_exchange_strong(&lastLogged, &last, now))
+        logErrorf("%s's last use not recorded: %s / %s", p->name, err.msg, err.cause);
+}
+
+/* --- the audit trail (registry.h: registrySetAudit) ------------------------ */
+
+static atomic_llong lastPrune; /* CLOCK_MONOTONIC seconds */
+#define AUDIT_PRUNE_EVERY_S 3600
+
+/* Delete the rows older than --audit-retention; logs what it did. */
+static void auditPrune(registry *reg) {
+    char before[32];
+    int64_t removed;
+    lakeError err = {0};
+    long long now = (long long)time(NULL);
+    rfc3339Format(before, now - conf->audit_retention < 0 ? 0 : now - conf->audit_retention);
+    if (registryAuditPrune(reg, before, &removed, &err))
+        logErrorf("audit trail not pruned: %s / %s", err.msg, err.cause);
+    else if (removed > 0)
+        logWarn("audit trail: %lld row(s) before %s pruned (--audit-retention)", (long long)removed, before);
+}
+
+/* At most once an hour, on whichever worker comes first. */
+static void auditPruneMaybe(registry *reg) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long long last = atomic_load(&lastPrune);
+    if (t.tv_sec - last >= AUDIT_PRUNE_EVERY_S &&
+        atomic_compare_exchange_strong(&lastPrune, &last, (long long)t.tv_sec))
+        auditPrune(reg);
+}
+
+/* The NS or NS.T the request's body names ("namespace" and "name"; a
+ * grant's "on"), when they are valid names; else "".  Nothing else of the
+ * body goes to the trail. */
+static void auditTarget(const request *rq, char *out, size_t n) {
+    out[0] = '\0';
+    cJSON *req = rq->body && rq->len ? cJSON_ParseWithLength(rq->body, rq->len) : NULL;
+    const cJSON *ns = cJSON_GetObjectItemCaseSensitive(req, "namespace");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
+    const cJSON *on = cJSON_GetObjectItemCaseSensitive(req, "on");
+    if (cJSON_IsString(ns) && nameIsValid(ns->valuestring)) {
+        if (cJSON_IsString(name) && nameIsValid(name->valuestring))
+            snprintf(out, n, "%s.%s", ns->valuestring, name->valuestring);
+        else
+            snprintf(out, n, "%s", ns->valuestring);
+    } else if (cJSON_IsString(on)) {
+        const char *s = on->valuestring, *dot = strchr(s, '.');
+        char first[NAME_BUF];
+        snprintf(first, sizeof first, "%.*s", dot ? (int)(dot - s) : (int)strlen(s), s);
+        if (strcmp(s, "*") == 0 || (nameIsValid(first) && (!dot || nameIsValid(dot + 1))))
+            snprintf(out, n, "%s", s);
+    }
+    cJSON_Delete(req);
+}
+
+/* The request's record: who (p NULL or unnamed: unknown), what, on what. */
+static void auditRecord(const request *rq, const registryPrincipal *p, int authenticated, registryAudit *a) {
+    memset(a, 0, sizeof *a);
+    if (p && p->name[0]) snprintf(a->principal, sizeof a->principal, "%s", p->name);
+    if (p && authenticated) snprintf(a->role, sizeof a->role, "%s", p->role);
+    snprintf(a->action, sizeof a->action, "%s", rq->action);
+    snprintf(a->request_id, sizeof a->request_id, "%s", rq->id);
+    if (strcmp(rq->action, "other") && strcmp(rq->action, "actions") && strcmp(rq->action, "metrics"))
+        auditTarget(rq, a->target, sizeof a->target);
+}
+
+/* A row on its own (a refusal, a failed mutating action, an idempotent
+ * retry); a failure to write it is logged under the request's id. */
+static void auditWrite(registry *reg, const registryAudit *a, const char *result) {
+    lakeError err = {0};
+    if (registryAuditWrite(reg, a, result, &err))
+        logErrorf("request_id=%s: audit row (%s %s) not written: %s / %s", a->request_id, a->action, result,
+                  err.msg, err.cause);
+}
+
+/* The error answer of a refusal: unauthenticated and permission_denied
+ * are audited first. */
+static enum MHD_Result refuse(struct MHD_Connection *c, request *rq, registry *reg, const registryPrincipal *p,
+                              int authenticated, const lakeError *err) {
+    const char *code = errStatus(err);
+    if (strcmp(code, "unauthenticated") == 0 || strcmp(code, "permission_denied") == 0) {
+        registryAudit a;
+        auditRecord(rq, p, authenticated, &a);
+        auditWrite(reg, &a, code);
+    }
+    return respondError(c, rq, err);
 }
 
 /* The test-only fence fault: raise the generation between a snapshot's
@@ -441,6 +543,7 @@ static void runOnRegistry(regJob *job, registry *reg, const lakeError *refused) 
     registrySetScanHook(reg, fenceFault ? mutateBetween : NULL, reg);
     lakeError err = {0};
     serveWith(rq->conn, rq, rq->url, rq->method, reg, &err);
+    if (job->lane == LANE_WRITE) auditPruneMaybe(reg);
 }
 
 /* The worker is done with job: libmicrohttpd's thread sends the answer. */
@@ -451,9 +554,11 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
                                  registry *reg, lakeError *errp) {
     lakeError err = *errp;
     registryPrincipal p;
+    memset(&p, 0, sizeof p);
     int isAction = strncmp(url, "/v1/actions/", 12) == 0 && strcmp(method, "POST") == 0;
-    if (authenticate(rq, reg, &p, &err)) return respondError(c, rq, &err);
+    if (authenticate(rq, reg, &p, &err)) return refuse(c, rq, reg, &p, 0, &err);
     snprintf(rq->principal, sizeof rq->principal, "%s", p.name);
+    touchPrincipal(reg, &p);
 
     if (strcmp(url, "/v1/actions") == 0 && strcmp(method, "GET") == 0) {
         cJSON *j = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(j, "actions");
@@ -463,8 +568,10 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
         return respondJson(c, rq, 200, j);
     }
     if (strcmp(url, "/v1/metrics") == 0 && strcmp(method, "GET") == 0) {
-        if (strcmp(p.role, "admin") != 0 && strcmp(p.role, "metadata-peer") != 0)
-            return respondStatus(c, rq, "permission_denied", "metrics need the admin or metadata-peer role");
+        if (strcmp(p.role, "admin") != 0 && strcmp(p.role, "metadata-peer") != 0) {
+            errSetStatus(&err, "permission_denied", "metrics need the admin or metadata-peer role");
+            return refuse(c, rq, reg, &p, 1, &err);
+        }
         return serveMetrics(c, rq, reg);
     }
     if (!isAction) return respondStatus(c, rq, "not_found", "no such resource");
@@ -473,7 +580,7 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
     if (!actionsAllowed(p.role, action)) {
         lakeError denied = {0};
         errSetStatus(&denied, "permission_denied", "role %s may not run %s", p.role, action);
-        return respondError(c, rq, &denied);
+        return refuse(c, rq, reg, &p, 1, &denied);
     }
 
     if (strcmp(action, "catalog_snapshot") == 0) {
@@ -499,8 +606,20 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
         .after_append = killAfterAppend ? dieAfterAppend : NULL,
     };
     cJSON *answer = NULL;
+    /* a mutating action's row is written by the commit of its change
+     * (registrySetAudit); one that changed nothing, or failed, gets its
+     * row on its own after */
+    registryAudit audit;
+    int mutating = actionsWrites(action);
+    if (mutating) {
+        auditRecord(rq, &p, 1, &audit);
+        registrySetAudit(reg, &audit);
+    }
     int rc = actionsHandle(&actx, action, rq->body ? rq->body : "", rq->len, &answer, &err);
-    if (rc) return respondError(c, rq, &err);
+    int written = registryAuditWritten(reg);
+    registrySetAudit(reg, NULL);
+    if (mutating && (rc || !written)) auditWrite(reg, &audit, rc ? errStatus(&err) : "ok");
+    if (rc) return mutating ? respondError(c, rq, &err) : refuse(c, rq, reg, &p, 1, &err);
     return respondJson(c, rq, 200, answer);
 }
 
@@ -616,6 +735,12 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     int64_t gen = -1;
     if (!rc) rc = registryGeneration(probe, &gen, err);
     if (!rc && gen < 0) logWarn("%s: registry has no directory marker; snapshots will fail", shown);
+    if (!rc) { /* the audit trail's retention: now, then hourly (auditPruneMaybe) */
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        atomic_store(&lastPrune, (long long)t.tv_sec);
+        auditPrune(probe);
+    }
     registryClose(probe);
     if (!rc && !cfg->insecure) rc = tlsCredsLoad(cfg->tls_cert, cfg->tls_key, err);
     if (rc) {

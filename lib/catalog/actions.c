@@ -59,8 +59,8 @@ static const struct {
     /* a location a table the user may read refers to, or its own upload */
     {"presign_get", R_ADMIN | R_QUERY | R_USER, "read", "location expires", 0},
     /* write on table (NS.T), on the table of dir tables/ID, or (neither) on
-     * any table */
-    {"upload_begin", R_ADMIN | R_QUERY | R_USER, "write", "dir content_type sha256 size md5 table", 1},
+     * any table; a user's is recorded (one INSERT, no change to audit) */
+    {"upload_begin", R_ADMIN | R_QUERY | R_USER, "write", "dir content_type sha256 size md5 table", 0},
     {"upload_parts", R_ADMIN | R_QUERY | R_USER, NULL, "location upload_id ticket expires parts", 0},
     {"upload_complete", R_ADMIN | R_QUERY | R_USER, NULL, "location upload_id ticket size parts", 0},
     {"upload_abort", R_ADMIN | R_QUERY | R_USER, NULL, "location upload_id ticket", 0},

@@ -41,6 +41,9 @@ struct registry {
     int embedded;    /* REGISTRY_EMBEDDED: file faults name the file */
     void (*scan_hook)(void *ctx, int scan);
     void *scan_ctx;
+    registryAudit audit; /* registrySetAudit's record, while auditing */
+    int auditing;
+    int audit_written;   /* rows commit() wrote since it was set */
 };
 
 /* Record a database failure: message redacted to what failed, detail in
@@ -139,6 +142,18 @@ static int run(registry *r, lakeError *err, const char *what, const char *sql, .
     va_end(ap);
     if (!st) return err->code;
     return done(r, st, err, what);
+}
+
+static int auditInsert(registry *r, const registryAudit *a, const char *result, lakeError *err);
+
+/* Commit a write transaction; with an audit record set (registrySetAudit)
+ * its row is inserted first, in the transaction, so the change and its
+ * row are committed together or not at all. */
+static int commit(registry *r, lakeError *err) {
+    int rc = r->auditing ? auditInsert(r, &r->audit, "ok", err) : 0;
+    if (!rc) rc = exec(r, "COMMIT", err);
+    if (!rc && r->auditing) r->audit_written++;
+    return rc;
 }
 
 /* Step a one-value query and finalize it: *out gets column 0 as integer.
@@ -857,7 +872,7 @@ int registryExpire(registry *r, const char *ns, const char *name, int64_t older_
              now, id, id, cutoff, NULL);
     if (rc) goto fail;
     n = sqlChanges(r->db);
-    if ((rc = exec(r, "COMMIT", err))) goto fail;
+    if ((rc = commit(r, err))) goto fail;
     *answer = cJSON_CreateObject();
     if (!*answer || !cJSON_AddNumberToObject(*answer, "expired", (double)n) ||
         !cJSON_AddStringToObject(*answer, "cutoff", cutoff)) {
@@ -1215,7 +1230,7 @@ static int newVersion(registry *r, const stage *stg, const char *what, const cha
     if ((replace && (rc = checkReplace(r, id, what, ns, name, replace, segments, err))) ||
         (rc = commitVersion(r, id, committed, what, principal, schema, segments, stats, columns, files, replace,
                             err)) ||
-        (rc = exec(r, "COMMIT", err)))
+        (rc = commit(r, err)))
         goto fail;
 answer:
     *answer = cJSON_CreateObject();
@@ -1332,7 +1347,7 @@ int registryRollback(registry *r, const char *ns, const char *name, int64_t expe
                   "ON CONFLICT DO NOTHING", vbuf, id, id, tbuf, tbuf, NULL)) ||
         (rc = run(r, err, "update version", "UPDATE tables SET version = CAST(? AS BIGINT) WHERE id = ?", vbuf, id,
                   NULL)) ||
-        (rc = exec(r, "COMMIT", err)))
+        (rc = commit(r, err)))
         goto fail;
 #undef LIVE_AT
     *answer = cJSON_CreateObject();
@@ -1382,7 +1397,7 @@ int registryAlter(registry *r, const char *ns, const char *name, const char *op,
                   altered, NULL)) ||
         (rc = run(r, err, "update table", "UPDATE tables SET version = CAST(? AS BIGINT), schema = ? WHERE id = ?",
                   vbuf, altered, id, NULL)) ||
-        (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err)))
+        (rc = bumpGeneration(r, generation, err)) || (rc = commit(r, err)))
         goto fail;
     *answer = cJSON_CreateObject();
     cJSON *sch = cJSON_Parse(altered);
@@ -1415,7 +1430,7 @@ int registryCreateNamespace(registry *r, const char *ns, int64_t *generation, la
     }
     if (rc > 0) goto fail;
     rc = run(r, err, "create namespace", "INSERT INTO namespaces VALUES (?, ?)", ns, now, NULL);
-    if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
+    if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = commit(r, err))) goto fail;
     return 0;
 fail:
     rollback(r);
@@ -1443,7 +1458,7 @@ int registryCreateTable(registry *r, const char *ns, const char *name, const cha
              "VALUES (?, ?, ?, ?, ?)", id, ns, name, schema, now, NULL);
     if (!rc) rc = run(r, err, "create version 0", "INSERT INTO versions(table_id, version, committed_at, principal, "
                       "operation, schema) VALUES (?, 0, ?, NULL, 'create', ?)", id, now, schema, NULL);
-    if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
+    if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = commit(r, err))) goto fail;
     return 0;
 fail:
     rollback(r);
@@ -1462,7 +1477,7 @@ int registryDropTable(registry *r, const char *ns, const char *name, int64_t *ge
     char scope[2 * NAME_BUF];
     snprintf(scope, sizeof scope, "%s.%s", ns, name);
     if (!rc) rc = run(r, err, "drop grants", "DELETE FROM grants WHERE scope = ?", scope, NULL);
-    if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = exec(r, "COMMIT", err))) goto fail;
+    if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = commit(r, err))) goto fail;
     return 0;
 fail:
     rollback(r);
@@ -1470,15 +1485,16 @@ fail:
 }
 
 int registryAddPrincipal(registry *r, const char *name, const char *role, const char *token_sha256,
-                         lakeError *err) {
+                         const char *expires_at, lakeError *err) {
     char now[32];
     rfc3339Now(now);
     /* a new name, or a revoked one issued again (rotation) */
-    sqlStmt *st = prep(r, err, "INSERT INTO principals(name, role, token_sha256, created_at) "
-                            "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET role = excluded.role, "
+    sqlStmt *st = prep(r, err, "INSERT INTO principals(name, role, token_sha256, created_at, expires_at) "
+                            "VALUES (?, ?, ?, ?, NULLIF(?, '')) ON CONFLICT(name) DO UPDATE SET role = excluded.role, "
                             "token_sha256 = excluded.token_sha256, created_at = excluded.created_at, "
-                            "revoked_at = NULL WHERE principals.revoked_at IS NOT NULL",
-                            name, role, token_sha256, now, NULL);
+                            "revoked_at = NULL, expires_at = excluded.expires_at, last_used_at = NULL "
+                            "WHERE principals.revoked_at IS NOT NULL",
+                            name, role, token_sha256, now, expires_at ? expires_at : "", NULL);
     if (!st) return err->code;
     int s = sqlStep(st), rc = 0;
     if (s == SQL_ERROR && sqlErrorClass(r->db) == SQLC_CONSTRAINT)
@@ -1494,8 +1510,8 @@ int registryAddPrincipal(registry *r, const char *name, const char *role, const 
 
 int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, lakeError *err) {
     memset(p, 0, sizeof *p);
-    sqlStmt *st = prep(r, err, "SELECT role, token_sha256, CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END FROM principals "
-                            "WHERE name = ?", name, NULL);
+    sqlStmt *st = prep(r, err, "SELECT role, token_sha256, CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END, "
+                            "expires_at, last_used_at FROM principals WHERE name = ?", name, NULL);
     if (!st) return err->code;
     int s = sqlStep(st), rc = 0;
     if (s == SQL_ROW) {
@@ -1503,6 +1519,9 @@ int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, l
         snprintf(p->role, sizeof p->role, "%s", sqlColumnText(st, 0));
         snprintf(p->token_sha256, sizeof p->token_sha256, "%s", sqlColumnText(st, 1));
         p->revoked = (int)sqlColumnInt64(st, 2);
+        const char *expires = sqlColumnText(st, 3), *used = sqlColumnText(st, 4);
+        snprintf(p->expires_at, sizeof p->expires_at, "%s", expires ? expires : "");
+        snprintf(p->last_used_at, sizeof p->last_used_at, "%s", used ? used : "");
     } else if (s == SQL_DONE) {
         rc = errSetStatus(err, "not_found", "no principal %s", name);
     } else {
@@ -1514,8 +1533,8 @@ int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, l
 
 int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err) {
     *list = NULL;
-    sqlStmt *st = prep(r, err, "SELECT name, role, created_at, revoked_at FROM principals ORDER BY name",
-                            NULL);
+    sqlStmt *st = prep(r, err, "SELECT name, role, created_at, revoked_at, expires_at, last_used_at FROM principals "
+                            "ORDER BY name", NULL);
     if (!st) return err->code;
     cJSON *arr = cJSON_CreateArray();
     int s = SQL_DONE;
@@ -1524,9 +1543,12 @@ int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err) {
         cJSON_AddStringToObject(o, "name", sqlColumnText(st, 0));
         cJSON_AddStringToObject(o, "role", sqlColumnText(st, 1));
         cJSON_AddStringToObject(o, "created_at", sqlColumnText(st, 2));
-        const char *revoked = sqlColumnText(st, 3);
-        if (!revoked) cJSON_AddNullToObject(o, "revoked_at");
-        else cJSON_AddStringToObject(o, "revoked_at", revoked);
+        static const char *const optional[] = {"revoked_at", "expires_at", "last_used_at"};
+        for (int i = 0; i < 3; i++) {
+            const char *v = sqlColumnText(st, 3 + i);
+            if (!v) cJSON_AddNullToObject(o, optional[i]);
+            else cJSON_AddStringToObject(o, optional[i], v);
+        }
         cJSON_AddItemToArray(arr, o);
     }
     int rc = arr && s == SQL_DONE ? 0 : arr ? sqlErr(r, err, "list principals")
@@ -1586,7 +1608,7 @@ int registryGrant(registry *r, int revoke, const char *privilege, const char *sc
     /* a change raises the generation, so caches see it at their next
      * refresh; one that changed nothing leaves the catalog as it was */
     if (*changed ? (rc = bumpGeneration(r, generation, err)) : (rc = readGeneration(r, generation, err))) goto fail;
-    if ((rc = exec(r, "COMMIT", err))) goto fail;
+    if ((rc = commit(r, err))) goto fail;
     return 0;
 fail:
     rollback(r);
@@ -1796,4 +1818,78 @@ int registryListTables(registry *r, const char *principal, const char *role, con
         cJSON_Delete(a);
     }
     return errSetStatus(err, "unavailable", "catalog changed during %d scans; retry", REGISTRY_SNAPSHOT_SCANS);
+}
+
+/* --- tokens' last use and the audit trail (issue 29) ----------------------- */
+
+int registryTouchPrincipal(registry *r, const registryPrincipal *p, lakeError *err) {
+    long long now = (long long)time(NULL), last;
+    if (p->last_used_at[0] && rfc3339Parse(p->last_used_at, &last, NULL, NULL) == 0 && last <= now &&
+        now - last < REGISTRY_LAST_USED_EVERY)
+        return 0;
+    char at[32], cutoff[32];
+    rfc3339Format(at, now);
+    rfc3339Format(cutoff, now - REGISTRY_LAST_USED_EVERY + 1);
+    /* conditional, so requests racing here, from any instance, write once */
+    return run(r, err, "record last use",
+               "UPDATE principals SET last_used_at = ? WHERE name = ?"
+               " AND (last_used_at IS NULL OR last_used_at < ? COLLATE \"C\")",
+               at, p->name, cutoff, NULL);
+}
+
+void registrySetAudit(registry *r, const registryAudit *a) {
+    r->auditing = a != NULL;
+    r->audit_written = 0;
+    if (a) r->audit = *a;
+}
+
+int registryAuditWritten(const registry *r) { return r->audit_written; }
+
+static int auditInsert(registry *r, const registryAudit *a, const char *result, lakeError *err) {
+    char now[32];
+    rfc3339Now(now);
+    return run(r, err, "write the audit trail",
+               "INSERT INTO audit(at, principal, role, action, target, result, request_id)"
+               " VALUES (?, NULLIF(?, ''), NULLIF(?, ''), ?, NULLIF(?, ''), ?, NULLIF(?, ''))",
+               now, a->principal, a->role, a->action, a->target, result, a->request_id, NULL);
+}
+
+int registryAuditWrite(registry *r, const registryAudit *a, const char *result, lakeError *err) {
+    return auditInsert(r, a, result, err);
+}
+
+int registryAuditPrune(registry *r, const char *before, int64_t *removed, lakeError *err) {
+    *removed = 0;
+    int rc = run(r, err, "prune the audit trail", "DELETE FROM audit WHERE at < ? COLLATE \"C\"", before, NULL);
+    if (!rc) *removed = sqlChanges(r->db);
+    return rc;
+}
+
+int registryAuditList(registry *r, const registryAuditFilter *f, cJSON **list, lakeError *err) {
+    *list = NULL;
+    /* '' is "any": a NULL filter binds as '' */
+    sqlStmt *st = prep(r, err,
+                       "SELECT seq, at, principal, role, action, target, result, request_id FROM audit"
+                       " WHERE (? = '' OR at >= ? COLLATE \"C\") AND (? = '' OR principal = ?)"
+                       " AND (? = '' OR action = ?) AND (? = '' OR result = ?) ORDER BY seq",
+                       f->since ? f->since : "", f->since ? f->since : "", f->principal ? f->principal : "",
+                       f->principal ? f->principal : "", f->action ? f->action : "", f->action ? f->action : "",
+                       f->result ? f->result : "", f->result ? f->result : "", NULL);
+    if (!st) return err->code;
+    cJSON *arr = cJSON_CreateArray();
+    int s = SQL_DONE, ok = arr != NULL;
+    while (ok && (s = sqlStep(st)) == SQL_ROW) {
+        static const char *const keys[] = {"at", "principal", "role", "action", "target", "result", "request_id"};
+        cJSON *o = cJSON_CreateObject();
+        ok = o && cJSON_AddItemToArray(arr, o) && cJSON_AddNumberToObject(o, "seq", (double)sqlColumnInt64(st, 0));
+        for (int i = 0; ok && i < 7; i++) {
+            const char *v = sqlColumnText(st, 1 + i);
+            ok = v ? cJSON_AddStringToObject(o, keys[i], v) != NULL : cJSON_AddNullToObject(o, keys[i]) != NULL;
+        }
+    }
+    int rc = !ok ? errSetErrno(err, LAKE_EFAIL, ENOMEM, "audit") : s == SQL_DONE ? 0 : sqlErr(r, err, "read the audit trail");
+    sqlFinalize(st);
+    if (rc) cJSON_Delete(arr);
+    else *list = arr;
+    return rc;
 }

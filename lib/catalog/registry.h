@@ -251,24 +251,64 @@ int registryDropTable(registry *r, const char *ns, const char *name, int64_t *ge
 
 /* Principals: tokens are stored only as their SHA-256 (hex).  A revoked
  * principal's name may be issued again (its row is replaced): that is how
- * a token is rotated; an active one's is failed_precondition. */
+ * a token is rotated; an active one's is failed_precondition.  expires_at
+ * (RFC 3339 UTC, or NULL: never) is when the token stops authenticating. */
 int registryAddPrincipal(registry *r, const char *name, const char *role,
-                         const char *token_sha256, lakeError *err);
+                         const char *token_sha256, const char *expires_at, lakeError *err);
 
 typedef struct registryPrincipal {
     char name[NAME_BUF];
     char role[32];
     char token_sha256[65];
     int revoked;
+    char expires_at[32];   /* "" for a token that never expires */
+    char last_used_at[32]; /* "" for one never used */
 } registryPrincipal;
 
 /* not_found when there is no such principal (revoked ones are found, with
  * revoked set). */
 int registryFindPrincipal(registry *r, const char *name, registryPrincipal *p, lakeError *err);
-/* [{"name","role","created_at","revoked_at"}…] sorted by name. */
+/* [{"name","role","created_at","revoked_at","expires_at","last_used_at"}…]
+ * sorted by name; the last three null when unset. */
 int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err);
 /* Revoke at once; not_found when no active principal has that name. */
 int registryRevokePrincipal(registry *r, const char *name, lakeError *err);
+/* Record that p authenticated now, unless its last_used_at (as p holds
+ * it) is less than REGISTRY_LAST_USED_EVERY seconds old: one write per
+ * principal a minute at most, whatever the request rate.  A failure
+ * changes nothing else (the caller logs it). */
+#define REGISTRY_LAST_USED_EVERY 60
+int registryTouchPrincipal(registry *r, const registryPrincipal *p, lakeError *err);
+
+/* The audit trail (issue 29): one row per mutating action, grant, revoke
+ * and refusal a server answered.  Strings are copied; "" is stored as
+ * NULL.  No token, URL or request body ever goes in. */
+typedef struct registryAudit {
+    char principal[NAME_BUF]; /* "" when unknown (unauthenticated) */
+    char role[32];
+    char action[48];
+    char target[2 * NAME_BUF]; /* NS or NS.T the request named, or "" */
+    char request_id[40];
+} registryAudit;
+/* The audit record of the mutating action about to run on r (a copy), or
+ * none (NULL).  While it is set, every write transaction r commits inserts
+ * it, result "ok", in that same transaction, so a change is never without
+ * its row: an insert that fails fails the commit, and so the action. */
+void registrySetAudit(registry *r, const registryAudit *a);
+/* Rows written by commits since registrySetAudit. */
+int registryAuditWritten(const registry *r);
+/* Insert one row on its own (a refusal, a failed action) with result
+ * (an error code, or "ok"). */
+int registryAuditWrite(registry *r, const registryAudit *a, const char *result, lakeError *err);
+/* Delete rows older than before (RFC 3339 UTC); *removed gets how many. */
+int registryAuditPrune(registry *r, const char *before, int64_t *removed, lakeError *err);
+/* [{"seq","at","principal","role","action","target","result",
+ * "request_id"}…] in the order written, those at or after since (NULL:
+ * all) and matching each filter that is not NULL. */
+typedef struct registryAuditFilter {
+    const char *since, *principal, *action, *result;
+} registryAuditFilter;
+int registryAuditList(registry *r, const registryAuditFilter *f, struct cJSON **list, lakeError *err);
 
 /* Grants (issue 29): privilege "read", "write" or "modify" on scope '*'
  * (the catalog), "NS" or "NS.T", to grantee "PUBLIC", "role:ROLE" or a

@@ -527,7 +527,7 @@ catalog_fixture() {
   [ -x "$LAKE_BIN/lake-metasrv" ] || skip "no lake-metasrv in LAKE_BIN"
   run help_commands lake-metasrv
   assert_success
-  assert_output "$(printf '%s\n' init serve token)"
+  assert_output "$(printf '%s\n' init serve token audit)"
   # a long left column leaves one space before the description, and an
   # argument may hold a colon: both still count as taking an argument
   run help_arg_options lake-metasrv
@@ -540,7 +540,7 @@ catalog_fixture() {
 @test "completions: bash completes lake-metasrv commands, token commands and roles" {
   run bash_complete lake-metasrv ''
   assert_success
-  assert_output "$(printf '%s\n' init serve token)"
+  assert_output "$(printf '%s\n' init serve token audit)"
   run bash_complete lake-metasrv --db = reg.db se
   assert_output serve
   run bash_complete lake-metasrv -q --db reg.db token ''

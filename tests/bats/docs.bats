@@ -129,7 +129,7 @@ commands() {
   assert_success
   printf '%s\n' "$output" >"$T/new.token"
   run lake-metasrv token list "${METASRV_REGOPT[@]}"
-  assert_line --regexp $'^ann\tquery-service\t[^\t]+\t-$'
+  assert_line --regexp $'^ann\tquery-service\t[^\t]+\t-\t-\t-$'
   metasrv_start
   metasrv_use "$T/srv" "$T/new.token"
   run --separate-stderr lake-catalog whoami

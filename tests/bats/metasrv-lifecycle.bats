@@ -100,7 +100,7 @@ state_of() {
   run --separate-stderr lake-metasrv token list "${METASRV_REGOPT[@]}" --json
   assert_clean_success
   assert_equal "$(jq -c '[.[] | [.name, .role, (keys | sort)]]' <<<"$output")" \
-    '[["admin","admin",["created_at","name","revoked_at","role"]],["bob","user",["created_at","name","revoked_at","role"]],["etl","query-service",["created_at","name","revoked_at","role"]]]'
+    '[["admin","admin",["created_at","expires_at","last_used_at","name","revoked_at","role"]],["bob","user",["created_at","expires_at","last_used_at","name","revoked_at","role"]],["etl","query-service",["created_at","expires_at","last_used_at","name","revoked_at","role"]]]'
   listed+=$output
 
   # neither list shows a token, a secret or a hash
