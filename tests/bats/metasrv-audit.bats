@@ -76,6 +76,13 @@ logged_ids() {
   assert_equal "$HTTP_CODE" 200
   metasrv_post "$ADMIN" expire '{"namespace":"m","name":"t","older_than":86400}'
   assert_equal "$HTTP_CODE" 200
+  # a grant and a revoke are rows; alice's read between them is none
+  metasrv_post "$ADMIN" grant '{"privilege":"read","on":"m.t","grantee":"alice"}'
+  assert_equal "$HTTP_CODE" 200
+  metasrv_post "$ALICE" resolve '{"namespace":"m","name":"t"}'
+  assert_equal "$HTTP_CODE" 200
+  metasrv_post "$ADMIN" revoke '{"privilege":"read","on":"m.t","grantee":"alice"}'
+  assert_equal "$HTTP_CODE" 200
   # gc through the server: its expire of every table is a row without a target
   run --separate-stderr lake-catalog gc
   assert_success
@@ -83,13 +90,12 @@ logged_ids() {
   assert_equal "$HTTP_CODE" 200
   # reads leave no row
   metasrv_post "$ADMIN" whoami
-  metasrv_post "$ALICE" resolve '{"namespace":"m","name":"t"}'
   metasrv_post "$ADMIN" catalog_snapshot '{"known_generation":-1}'
-  metasrv_log_wait 15
+  metasrv_log_wait 17
 
   assert_equal "$(trail)" "$(printf 'admin\tadmin\t%s\tok\n' create_namespace$'\t'm create_table$'\t'm.t \
     append$'\t'm.t append$'\t'm.t compact$'\t'm.t rewrite$'\t'm.t rollback$'\t'm.t alter$'\t'm.t expire$'\t'm.t \
-    expire$'\t'- drop_table$'\t'm.t)"
+    grant$'\t'm.t revoke$'\t'm.t expire$'\t'- drop_table$'\t'm.t)"
   # each row carries the id the server logged (and answered errors with)
   run --separate-stderr lake-metasrv audit "${METASRV_REGOPT[@]}" --action append
   assert_equal "$(cut -f7 <<<"$output")" "$(logged_ids append)"
