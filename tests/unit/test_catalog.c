@@ -343,8 +343,8 @@ static void testListTables(void) {
         if (i == 0 || strcmp(tables[i][0], tables[i - 1][0]) != 0) rc = registryCreateNamespace(r, tables[i][0], &g, &err);
         if (!rc) rc = registryCreateTable(r, tables[i][0], tables[i][1], "[{\"name\":\"x\",\"type\":\"TEXT\"}]", &g, &err);
     }
-    if (!rc) rc = registryAddPrincipal(r, "alice", "user", "00", &err);
-    if (!rc) rc = registryAddPrincipal(r, "bob", "user", "01", &err);
+    if (!rc) rc = registryAddPrincipal(r, "alice", "user", "00", NULL, &err);
+    if (!rc) rc = registryAddPrincipal(r, "bob", "user", "01", NULL, &err);
     if (!rc) rc = registryGrant(r, 0, "read", "n1", "alice", "test", &g, &changed, &err);
     if (!rc) rc = registryGrant(r, 0, "read", "n2.b", "role:user", "test", &g, &changed, &err);
     if (!rc) rc = registryGrant(r, 0, "write", "n2.c", "alice", "test", &g, &changed, &err);
