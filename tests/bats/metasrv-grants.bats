@@ -61,6 +61,14 @@ grant_of() {
   esac
 }
 
+# lake-catalog WORDS… exits 64 with MESSAGE: refused64 MESSAGE WORDS…
+refused64() {
+  local want=$1
+  shift
+  run --separate-stderr lake-catalog "$@"
+  assert_equal "$*: exit $status: $stderr" "$*: exit 64: lake-catalog: $want"
+}
+
 admin_grant() { # grant|revoke PRIVILEGE ON GRANTEE
   metasrv_post "$ADMIN" "$1" "{\"privilege\":\"$2\",\"on\":\"$3\",\"grantee\":\"$4\"}"
   assert_equal "$1 $2 ON $3 TO $4: HTTP $HTTP_CODE" "$1 $2 ON $3 TO $4: HTTP 200"
@@ -168,17 +176,15 @@ admin_grant() { # grant|revoke PRIVILEGE ON GRANTEE
   assert_equal "$(lake-catalog --max-age 0 status | sed -n 's/^generation=//p')" $((gen + 3))
 
   # bad input: one line and 64; a missing table 66; no admin 77
-  local c
-  for c in "grant own ON hr TO alice|own: not a privilege (read, write, modify)" \
-    "grant read ON hr TO nobody|nobody: no such principal" \
-    "grant read ON hr TO role:admin|grantee: role:user is the one role grants scope (others hold what their role gives)" \
-    "grant read ON a.b.c TO alice|on: '*' (the catalog), NS or NS.T" \
-    "grant read AT hr TO alice|usage: lake-catalog grant PRIV ON '*'|NS|NS.T TO PRINCIPAL|role:user|PUBLIC (see 'lake-catalog --help')" \
-    "revoke read ON hr TO alice|usage: lake-catalog revoke PRIV ON '*'|NS|NS.T FROM PRINCIPAL|role:user|PUBLIC (see 'lake-catalog --help')"; do
-    # shellcheck disable=SC2086 # the words of a command line
-    run --separate-stderr lake-catalog ${c%%|*}
-    assert_equal "${c%%|*}: exit $status: $stderr" "${c%%|*}: exit 64: lake-catalog: ${c#*|}"
-  done
+  refused64 "own: not a privilege (read, write, modify)" grant own ON hr TO alice
+  refused64 "nobody: no such principal" grant read ON hr TO nobody
+  refused64 "grantee: role:user is the one role grants scope (others hold what their role gives)" \
+    grant read ON hr TO role:admin
+  refused64 "on: '*' (the catalog), NS or NS.T" grant read ON a.b.c TO alice
+  refused64 "usage: lake-catalog grant PRIV ON '*'|NS|NS.T TO PRINCIPAL|role:user|PUBLIC (see 'lake-catalog --help')" \
+    grant read AT hr TO alice
+  refused64 "usage: lake-catalog revoke PRIV ON '*'|NS|NS.T FROM PRINCIPAL|role:user|PUBLIC (see 'lake-catalog --help')" \
+    revoke read ON hr TO alice
   run --separate-stderr lake-catalog grant read ON hr.nosuch TO alice
   assert_error lake-catalog 66 "hr.nosuch: no such table"
   run --separate-stderr lake-catalog grant read ON nons TO alice

@@ -24,7 +24,6 @@ setup() {
   STAGE_URL=s3://$S3_BUCKET/stage
   metasrv_init "$T/srv" "$STAGE_URL"
   metasrv_start "$T/srv"
-  ADMIN=$T/srv/admin.token
   ANN=$(metasrv_token user ann)   # the HR team
   LEO=$(metasrv_token user leo)   # the logs team
   # the clients hold no keys: every URL is the server's to sign
