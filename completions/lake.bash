@@ -218,8 +218,10 @@ _lake_complete_operand() {
         grant:3 | revoke:3 | grants:1)
             # the whole catalog ('*' for grant), a namespace or a table
             list=$(_lake_catalog_cached | cut -f1 | uniq; _lake_catalog_cached | tr '\t' '.')
-            [ "$3" = grants ] || list="'*' $list"
             _lake_compgen -W "$list" -- "$2"
+            # '*' is offered quoted, as the shell must be given it (compgen
+            # would take the quotes off and leave a glob)
+            if [ "$3" != grants ] && [[ "'*'" == "$2"* || "*" == "$2"* ]]; then COMPREPLY+=("'*'"); fi
             ;;
         grant:4)
             _lake_compgen -W 'TO' -- "$2"

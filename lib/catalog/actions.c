@@ -10,13 +10,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "catalog/listing.h"
 #include "catalog/names.h"
 #include "core/config.h"
 #include "core/jsonstrict.h"
 #include "core/rfc3339.h"
 #include "core/utf8.h"
 
+/* One page of list_tables at most: tables, and bytes of their JSON text. */
+#define LIST_TABLES_MAX_LIMIT 1000
+#define LIST_TABLES_MAX_BYTES (4LL * 1024 * 1024)
 /* One page of `history` at most: versions. */
 #define HISTORY_MAX_LIMIT 1000
 /* One page of `references` at most: locations, and bytes of their text. */
@@ -28,7 +30,7 @@ enum { R_ADMIN = 1, R_QUERY = 2, R_PEER = 4, R_USER = 8, R_ALL = 15 };
 /* roles: who may run it at all; privilege: what a user must hold on the
  * table it names (issue 29: only the user role is scoped by grants; the
  * others hold what their role gives, see lake-metasrv(8)) */
-static const struct {
+static const struct actionRow {
     const char *name;
     int roles;
     const char *privilege;
@@ -78,25 +80,24 @@ static int roleBit(const char *role) {
     return 0;
 }
 
-int actionsKnown(const char *action) {
+/* The table's row of action; NULL for none. */
+static const struct actionRow *row(const char *action) {
     for (size_t i = 0; i < NACTIONS; i++)
-        if (strcmp(actions[i].name, action) == 0) return 1;
-    return 0;
+        if (strcmp(actions[i].name, action) == 0) return &actions[i];
+    return NULL;
 }
+
+int actionsKnown(const char *action) { return row(action) != NULL; }
 
 const char *actionsAt(size_t i) { return i < NACTIONS ? actions[i].name : NULL; }
 
-int actionsWrites(const char *action) {
-    for (size_t i = 0; i < NACTIONS; i++)
-        if (strcmp(actions[i].name, action) == 0) return actions[i].writes;
-    return 0;
-}
+int actionsWrites(const char *action) { return row(action) && row(action)->writes; }
 
 int actionsAllowed(const char *role, const char *action) {
-    for (size_t i = 0; i < NACTIONS; i++)
-        if (strcmp(actions[i].name, action) == 0) return (actions[i].roles & roleBit(role)) != 0;
-    return 0;
+    return row(action) && (row(action)->roles & roleBit(role)) != 0;
 }
+
+const char *actionsPrivilege(const char *action) { return row(action) ? row(action)->privilege : NULL; }
 
 /* Request fields. */
 static const char *str(const cJSON *req, const char *key) {
@@ -149,10 +150,7 @@ static int onlyFields(const char *what, const char *fields, const cJSON *obj, la
 }
 
 static int checkFields(const char *action, const cJSON *req, lakeError *err) {
-    const char *fields = "";
-    for (size_t i = 0; i < NACTIONS; i++)
-        if (strcmp(actions[i].name, action) == 0) fields = actions[i].fields;
-    return onlyFields(action, fields, req, err);
+    return onlyFields(action, row(action) ? row(action)->fields : "", req, err);
 }
 
 /* --- vended access (DESIGN §4): URLs signed with the stage's keys ---------- */
@@ -417,12 +415,6 @@ static int vend(const actionContext *ctx, const char *action, const cJSON *req, 
 
 static int scoped(const actionContext *ctx) { return ctx->role && strcmp(ctx->role, "user") == 0; }
 
-const char *actionsPrivilege(const char *action) {
-    for (size_t i = 0; i < NACTIONS; i++)
-        if (strcmp(actions[i].name, action) == 0) return actions[i].privilege;
-    return NULL;
-}
-
 /* A held privilege (registryHolds' answer) or the one refusal, the same
  * whether the table exists or not, so no name leaks. */
 static int held(const actionContext *ctx, int h, const char *priv, const char *on, lakeError *err) {
@@ -506,13 +498,17 @@ static int userMay(const actionContext *ctx, const char *action, const cJSON *re
     if (!cJSON_GetObjectItemCaseSensitive(req, "namespace") && !cJSON_GetObjectItemCaseSensitive(req, "name"))
         return errSetStatus(err, "permission_denied", "a user's %s names its table", action);
     int rc;
-    if ((rc = names(req, 1, &ns, &name, err)) || (rc = holds(ctx, priv, ns, name, err))) return rc;
+    if ((rc = names(req, 1, &ns, &name, err))) return rc;
     /* where the server signs every URL a keyless user has (an S3 stage it
-     * holds the keys of), the locations are checked too; a local stage's
+     * holds the keys of), the locations are checked too (after the
+     * privilege, so the refusal names what is missing); a local stage's
      * objects are the file system's to guard */
     if ((strcmp(action, "append") == 0 || strcmp(action, "compact") == 0 || strcmp(action, "rewrite") == 0) &&
-        ctx->stage && stageCanPresign(ctx->stage))
-        return mayReference(ctx, req, err);
+        ctx->stage && stageCanPresign(ctx->stage) &&
+        ((rc = holds(ctx, priv, ns, name, err)) || (rc = mayReference(ctx, req, err))))
+        return rc;
+    /* else the registry checks the privilege in the action's own
+     * transaction, before it looks for the table (registrySetScope) */
     return 0;
 }
 
@@ -523,10 +519,8 @@ static int grantAction(const actionContext *ctx, int revoke, const cJSON *req, c
         return err->code;
     if (strcmp(priv, "read") && strcmp(priv, "write") && strcmp(priv, "modify"))
         return errSetStatus(err, "invalid_argument", "%.32s: not a privilege (read, write, modify)", priv);
-    const char *dot = strchr(on, '.');
-    char ns[NAME_MAX_LEN + 1] = "";
-    if (dot && (size_t)(dot - on) <= NAME_MAX_LEN) snprintf(ns, sizeof ns, "%.*s", (int)(dot - on), on);
-    if (strcmp(on, "*") != 0 && !(dot ? nameIsValid(ns) && nameIsValid(dot + 1) : nameIsValid(on)))
+    char ns[NAME_MAX_LEN + 1], name[NAME_MAX_LEN + 1];
+    if (nameTarget(on, 1, ns, name))
         return errSetStatus(err, "invalid_argument", "on: '*' (the catalog), NS or NS.T");
     char grantee[NAME_MAX_LEN + 8];
     if (strcasecmp(who, "PUBLIC") == 0) {
@@ -552,29 +546,39 @@ static int grantAction(const actionContext *ctx, int revoke, const cJSON *req, c
     return *answer ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "answer");
 }
 
+/* list_tables {"after":"NS.T","limit","namespace","known_generation"},
+ * each optional: a page of the tables the caller may read (a user: those
+ * it holds read on; any other role: all), at most LIST_TABLES_MAX_LIMIT
+ * tables and LIST_TABLES_MAX_BYTES of their text. */
+static int listTables(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
+    const char *ns, *after;
+    int64_t limit, known;
+    char after_ns[NAME_MAX_LEN + 1] = "", after_name[NAME_MAX_LEN + 1] = "";
+    if (text(req, "namespace", 0, &ns, err) || text(req, "after", 0, &after, err) ||
+        integer(req, "limit", LIST_TABLES_MAX_LIMIT, 1, &limit, err) ||
+        integer(req, "known_generation", -1, -1, &known, err))
+        return err->code;
+    if (ns && !nameIsValid(ns))
+        return errSetStatus(err, "invalid_argument", "namespace: names must match [A-Za-z_][A-Za-z0-9_]*");
+    if (after && (nameTarget(after, 0, after_ns, after_name) || !after_name[0]))
+        return errSetStatus(err, "invalid_argument", "after: expected a table name NS.T");
+    if (limit > LIST_TABLES_MAX_LIMIT) limit = LIST_TABLES_MAX_LIMIT; /* the server's limit caps the client's */
+    return registryListTables(ctx->reg, scoped(ctx) ? ctx->principal : NULL, ctx->role, ns, after ? after_ns : NULL,
+                              after ? after_name : NULL, known, limit, LIST_TABLES_MAX_BYTES, ctx->allow_unmarked,
+                              answer, err);
+}
+
 /* grants {"on"}: those on it (NS or NS.T), or all; a non-admin sees only
  * those to itself, its role and PUBLIC. */
 static int grantsAction(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
     const char *on;
-    char *ns = NULL, *name = NULL;
+    char ns[NAME_MAX_LEN + 1] = "", name[NAME_MAX_LEN + 1] = "";
     if (text(req, "on", 0, &on, err)) return err->code;
-    if (on && strchr(on, '.')) {
-        if (nameSplitTable(on, &ns, &name, err)) {
-            err->status = "invalid_argument";
-            return err->code;
-        }
-    } else if (on && !(ns = strdup(on))) {
-        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "grants");
-    }
-    if (on && !name && !nameIsValid(ns)) {
-        free(ns);
-        return errSetStatus(err, "invalid_argument", "on: NS or NS.T");
-    }
+    if (on && nameTarget(on, 0, ns, name)) return errSetStatus(err, "invalid_argument", "on: NS or NS.T");
     int admin = ctx->role && strcmp(ctx->role, "admin") == 0;
     cJSON *list = NULL;
-    int rc = registryGrants(ctx->reg, ns, name, admin ? NULL : ctx->principal, ctx->role, &list, err);
-    free(ns);
-    free(name);
+    int rc = registryGrants(ctx->reg, on ? ns : NULL, name[0] ? name : NULL, admin ? NULL : ctx->principal, ctx->role,
+                            &list, err);
     if (rc) return rc;
     *answer = cJSON_CreateObject();
     if (!*answer || !cJSON_AddItemToObject(*answer, "grants", list)) {
@@ -586,8 +590,22 @@ static int grantsAction(const actionContext *ctx, const cJSON *req, cJSON **answ
     return 0;
 }
 
+static int dispatch(const actionContext *ctx, const char *action, const cJSON *req, cJSON **answer,
+                    lakeError *err);
+
 int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *req,
                     cJSON **answer, lakeError *err) {
+    /* a user's privilege on the table the action names is checked by the
+     * registry, in the action's transaction: no transaction of its own */
+    int scope = scoped(ctx) && ctx->reg && actionsPrivilege(action);
+    if (scope) registrySetScope(ctx->reg, ctx->principal, ctx->role, actionsPrivilege(action));
+    int rc = dispatch(ctx, action, req, answer, err);
+    if (scope) registrySetScope(ctx->reg, NULL, NULL, NULL);
+    return rc;
+}
+
+static int dispatch(const actionContext *ctx, const char *action, const cJSON *req, cJSON **answer,
+                    lakeError *err) {
     *answer = NULL;
     static const cJSON empty = {0};
     const char *ns, *name;
@@ -673,7 +691,7 @@ int actionsDispatch(const actionContext *ctx, const char *action, const cJSON *r
         if (!rc && ctx->after_append) ctx->after_append();
         return rc;
     }
-    if (strcmp(action, "list_tables") == 0) return listingTables(ctx, req, answer, err);
+    if (strcmp(action, "list_tables") == 0) return listTables(ctx, req, answer, err);
     if (strcmp(action, "rollback") == 0) {
         if ((rc = names(req, 1, &ns, &name, err))) return rc;
         if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version") || !cJSON_GetObjectItemCaseSensitive(req, "version"))

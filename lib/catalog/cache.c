@@ -1636,10 +1636,13 @@ int cacheTable(catalogCache *c, const char *ns, const char *name, const cacheEnt
     return *out ? 0 : errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
 }
 
-/* 1 when a grant of grants (whoami's: those that apply to the caller)
- * gives privilege on ns.name. */
-static int grantsCover(const cJSON *grants, const char *privilege, const char *ns, const char *name) {
-    const cJSON *g;
+/* 1 when whoami's answer who lets the caller use ns.name as privilege
+ * asks: no privilege needed, no grants (a role grants do not scope), or a
+ * grant of them (those that apply to the caller) on the catalog, ns or
+ * ns.name. */
+static int grantsCover(const cJSON *who, const char *privilege, const char *ns, const char *name) {
+    const cJSON *grants = cJSON_GetObjectItemCaseSensitive(who, "grants"), *g;
+    if (!privilege || !cJSON_IsArray(grants)) return 1;
     size_t n = strlen(ns);
     cJSON_ArrayForEach(g, grants) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(g, "privilege"), *on = cJSON_GetObjectItemCaseSensitive(g, "on");
@@ -1658,18 +1661,18 @@ int cacheMayRun(catalogCache *c, const char *action, const char *ns, const char 
     cJSON *who = NULL;
     int rc = cacheWhoami(c, &who, err);
     if (rc) return rc;
-    /* a grant given since the cached whoami: asked once more, so a new
-     * grant works at once (a revoke is the server's to enforce) */
-    const char *need = actionsPrivilege(action);
-    const cJSON *held = cJSON_GetObjectItemCaseSensitive(who, "grants");
-    if (need && cJSON_IsArray(held) && !grantsCover(held, need, ns, name) && !c->opt.offline) {
+    /* a user's (whoami answers its grants): a grant given since the cached
+     * whoami is asked for once more, so a new grant works at once (a
+     * revoke is the server's to enforce) */
+    const char *priv = actionsPrivilege(action);
+    int covered = grantsCover(who, priv, ns, name);
+    if (!covered && !c->opt.offline) {
         cJSON_Delete(who);
         if ((rc = whoamiLoad(c, 1, &who, err))) return rc;
+        covered = grantsCover(who, priv, ns, name);
     }
     const cJSON *acts = cJSON_GetObjectItemCaseSensitive(who, "actions"), *a;
-    const cJSON *grants = cJSON_GetObjectItemCaseSensitive(who, "grants");
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(who, "principal");
-    const char *priv = actionsPrivilege(action);
     int may = 0;
     cJSON_ArrayForEach(a, acts) may |= cJSON_IsString(a) && strcmp(a->valuestring, action) == 0;
     if (!may) {
@@ -1677,7 +1680,7 @@ int cacheMayRun(catalogCache *c, const char *action, const char *ns, const char 
         rc = errSetStatus(err, "permission_denied", "%s: principal %s (role %s) may not run %s",
                           sourceName(c->src), cJSON_IsString(pr) ? pr->valuestring : "?",
                           cJSON_IsString(role) ? role->valuestring : "?", action);
-    } else if (cJSON_IsArray(grants) && priv && !grantsCover(grants, priv, ns, name)) {
+    } else if (!covered) {
         /* the server's own words (actions.c) */
         rc = errSetStatus(err, "permission_denied", "%s holds no %s privilege on %s.%s",
                           cJSON_IsString(pr) ? pr->valuestring : "?", priv, ns, name);

@@ -47,6 +47,18 @@ int nameSplitTable(const char *q, char **ns, char **table, lakeError *err) {
     return 0;
 }
 
+int nameTarget(const char *s, int star, char ns[NAME_MAX_LEN + 1], char name[NAME_MAX_LEN + 1]) {
+    ns[0] = name[0] = '\0';
+    if (star && strcmp(s, "*") == 0) return 0;
+    const char *dot = strchr(s, '.');
+    size_t n = dot ? (size_t)(dot - s) : strlen(s);
+    if (n > NAME_MAX_LEN || (dot && strlen(dot + 1) > NAME_MAX_LEN)) return -1;
+    memcpy(ns, s, n);
+    ns[n] = '\0';
+    if (dot) strcpy(name, dot + 1);
+    return nameIsValid(ns) && (!dot || nameIsValid(name)) ? 0 : -1;
+}
+
 static const char *canonicalType(const char *t) {
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (strcasecmp(t, types[i]) == 0) return types[i];

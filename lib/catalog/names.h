@@ -29,6 +29,11 @@ int nameIsValid(const char *s);
  * part breaks the naming rule. */
 int nameSplitTable(const char *qualified, char **ns, char **table, lakeError *err);
 
+/* A grant's target (or list_tables' after): "*" (when star), NS or NS.T;
+ * ns and name get its parts ("" when absent; both "" for "*").  0 when it
+ * is one, -1 when not. */
+int nameTarget(const char *s, int star, char ns[NAME_MAX_LEN + 1], char name[NAME_MAX_LEN + 1]);
+
 /* Parse a schema definition into canonical JSON text (caller frees).
  * Fails with 64 naming the offending column. */
 int schemaParse(const char *definition, char **json, lakeError *err);

@@ -44,6 +44,9 @@ struct registry {
     registryAudit audit; /* registrySetAudit's record, while auditing */
     int auditing;
     int audit_written;   /* rows commit() wrote since it was set */
+    /* registrySetScope's: the privilege findTable checks first, in the
+     * caller's transaction; privilege NULL: none */
+    const char *scope_principal, *scope_role, *scope_privilege;
 };
 
 /* Record a database failure: message redacted to what failed, detail in
@@ -144,13 +147,12 @@ static int run(registry *r, lakeError *err, const char *what, const char *sql, .
     return done(r, st, err, what);
 }
 
-static int auditInsert(registry *r, const registryAudit *a, const char *result, lakeError *err);
 
 /* Commit a write transaction; with an audit record set (registrySetAudit)
  * its row is inserted first, in the transaction, so the change and its
  * row are committed together or not at all. */
 static int commit(registry *r, lakeError *err) {
-    int rc = r->auditing ? auditInsert(r, &r->audit, "ok", err) : 0;
+    int rc = r->auditing ? registryAuditWrite(r, &r->audit, "ok", err) : 0;
     if (!rc) rc = exec(r, "COMMIT", err);
     if (!rc && r->auditing) r->audit_written++;
     return rc;
@@ -181,6 +183,20 @@ static int queryInt(registry *r, int64_t *out, lakeError *err, const char *sql, 
     if (!st) return err->code;
     return oneInt(r, st, out, err);
 }
+
+/* Columns first.. of st's row into o under keys[0..n), a NULL as null;
+ * 0 when out of memory. */
+static int rowInto(sqlStmt *st, int first, const char *const *keys, int n, cJSON *o) {
+    int ok = o != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        const char *v = sqlColumnText(st, first + i);
+        ok = (v ? cJSON_AddStringToObject(o, keys[i], v) : cJSON_AddNullToObject(o, keys[i])) != NULL;
+    }
+    return ok;
+}
+
+/* "role:ROLE", as grants name a role, into out. */
+static void roleGrantee(const char *role, char out[40]) { snprintf(out, 40, "role:%s", role ? role : ""); }
 
 static int metaGet(registry *r, const char *key, char **value, lakeError *err) {
     *value = NULL;
@@ -268,7 +284,8 @@ static int checkAndMigrate(registry *r, int mode, const char *stage_url, lakeErr
     char buf[32];
     snprintf(buf, sizeof buf, "%d", REGISTRY_SCHEMA_VERSION);
     if ((rc = metaSet(r, "schema_version", buf, err))) goto fail;
-    if (version > 0 && version < 5 && (rc = grantUpgraded(r, err))) goto fail;
+    int before_grants = version > 0 && version < REGISTRY_SCHEMA_GRANTS;
+    if (before_grants && (rc = grantUpgraded(r, err))) goto fail;
     if (version == 0) {
         char id[ID_LEN + 1], now[32];
         rfc3339Now(now);
@@ -279,7 +296,7 @@ static int checkAndMigrate(registry *r, int mode, const char *stage_url, lakeErr
         if (rc) goto fail;
     }
     if ((rc = exec(r, "COMMIT", err))) goto fail;
-    if (version > 0 && version < 5) grantUpgradedSay(r);
+    if (before_grants) grantUpgradedSay(r);
     return 0;
 fail:
     rollback(r);
@@ -547,6 +564,15 @@ int registrySnapshot(registry *r, int64_t known, const snapshotBounds *bounds, i
  * (in a write transaction) locks the table's row until it ends. */
 static int findTable(registry *r, const char *ns, const char *name, int lock, char id[64],
                      int64_t *version, char **schema, lakeError *err) {
+    /* a scoped caller's privilege, before the table is looked for: the
+     * same refusal whether it exists or not */
+    if (r->scope_privilege) {
+        int h = registryHolds(r, r->scope_principal, r->scope_role, r->scope_privilege, ns, name, err);
+        if (h < 0) return -h;
+        if (!h)
+            return errSetStatus(err, "permission_denied", "%s holds no %s privilege on %s.%s", r->scope_principal,
+                                r->scope_privilege, ns, name);
+    }
     char sql[160];
     snprintf(sql, sizeof sql, "SELECT id, version, schema FROM tables "
              "WHERE namespace = ? AND name = ? AND dropped = 0%s", lock ? r->db->dialect->for_update : "");
@@ -1539,16 +1565,9 @@ int registryListPrincipals(registry *r, struct cJSON **list, lakeError *err) {
     cJSON *arr = cJSON_CreateArray();
     int s = SQL_DONE;
     while (arr && (s = sqlStep(st)) == SQL_ROW) {
+        static const char *const keys[] = {"name", "role", "created_at", "revoked_at", "expires_at", "last_used_at"};
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", sqlColumnText(st, 0));
-        cJSON_AddStringToObject(o, "role", sqlColumnText(st, 1));
-        cJSON_AddStringToObject(o, "created_at", sqlColumnText(st, 2));
-        static const char *const optional[] = {"revoked_at", "expires_at", "last_used_at"};
-        for (int i = 0; i < 3; i++) {
-            const char *v = sqlColumnText(st, 3 + i);
-            if (!v) cJSON_AddNullToObject(o, optional[i]);
-            else cJSON_AddStringToObject(o, optional[i], v);
-        }
+        rowInto(st, 0, keys, 6, o);
         cJSON_AddItemToArray(arr, o);
     }
     int rc = arr && s == SQL_DONE ? 0 : arr ? sqlErr(r, err, "list principals")
@@ -1621,7 +1640,7 @@ int registryGrants(registry *r, const char *ns, const char *name, const char *pr
     char table[2 * NAME_BUF], like[NAME_BUF + 2], grole[40];
     snprintf(table, sizeof table, "%s.%s", ns ? ns : "", name ? name : "");
     snprintf(like, sizeof like, "%s.%%", ns ? ns : "");
-    snprintf(grole, sizeof grole, "role:%s", role ? role : "");
+    roleGrantee(role, grole);
     /* on NS.T: what applies to it; on NS: to it and its tables; else all.
      * For a principal (not NULL): only the grants to it, its role or
      * PUBLIC, so no other principal's access is shown to it. */
@@ -1636,14 +1655,10 @@ int registryGrants(registry *r, const char *ns, const char *name, const char *pr
     cJSON *arr = cJSON_CreateArray();
     int s = SQL_DONE;
     while (arr && (s = sqlStep(st)) == SQL_ROW) {
+        static const char *const keys[] = {"on", "privilege", "grantee", "granted_at", "granted_by"};
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, o);
-        static const char *const keys[] = {"on", "privilege", "grantee", "granted_at", "granted_by"};
-        for (int i = 0; i < 5; i++) {
-            const char *v = sqlColumnText(st, i);
-            if (v) cJSON_AddStringToObject(o, keys[i], v);
-            else cJSON_AddNullToObject(o, keys[i]);
-        }
+        rowInto(st, 0, keys, 5, o);
     }
     int rc = arr && s == SQL_DONE ? 0 : arr ? sqlErr(r, err, "list grants") : errSetErrno(err, LAKE_EFAIL, ENOMEM, "grants");
     sqlFinalize(st);
@@ -1652,10 +1667,16 @@ int registryGrants(registry *r, const char *ns, const char *name, const char *pr
     return rc;
 }
 
+void registrySetScope(registry *r, const char *principal, const char *role, const char *privilege) {
+    r->scope_principal = principal;
+    r->scope_role = role;
+    r->scope_privilege = privilege;
+}
+
 int registryHolds(registry *r, const char *principal, const char *role, const char *privilege, const char *ns,
                   const char *name, lakeError *err) {
     char table[2 * NAME_BUF], grole[40];
-    snprintf(grole, sizeof grole, "role:%s", role);
+    roleGrantee(role, grole);
     int64_t one;
     int rc;
     if (!ns) { /* on anything */
@@ -1672,24 +1693,32 @@ int registryHolds(registry *r, const char *principal, const char *role, const ch
 }
 
 /* The live references to a location (as registryReferences defines them)
- * from tables that principal (of role) may read, or its own upload. */
+ * from tables that principal (of role) may read, or its own upload.
+ * Looked up from the location (its indexes), then the few tables that
+ * refer to it: a presign costs the same however many tables there are. */
 int registryMayGet(registry *r, const char *principal, const char *role, const char *location, lakeError *err) {
     char grole[40];
-    snprintf(grole, sizeof grole, "role:%s", role);
+    roleGrantee(role, grole);
     int64_t one;
+    /* k: the table's first unexpired version (its expired ones are its
+     * oldest); a reader may read the table: a read grant names it */
+#define FIRST_UNEXPIRED(T) "(SELECT min(v.version) FROM versions v WHERE v.table_id = " T " AND v.expired_at IS NULL)"
+#define READABLE                                                                                                 \
+    " AND EXISTS (SELECT 1 FROM tables t WHERE t.id = x.table_id AND t.dropped = 0 AND EXISTS (SELECT 1 FROM"     \
+    " grants g WHERE g.privilege = 'read' AND g.grantee IN (?, ?, 'PUBLIC')"                                       \
+    " AND g.scope IN ('*', t.namespace, t.namespace || '.' || t.name)))"
     int rc = queryInt(r, &one, err,
-                      "WITH g AS (SELECT scope FROM grants WHERE privilege = 'read' AND grantee IN (?, ?, 'PUBLIC')),"
-                      " t AS (SELECT t.id, min(v.version) AS k FROM tables t JOIN versions v ON v.table_id = t.id"
-                      "  WHERE t.dropped = 0 AND v.expired_at IS NULL AND EXISTS (SELECT 1 FROM g WHERE g.scope = '*'"
-                      "   OR g.scope = t.namespace OR g.scope = t.namespace || '.' || t.name) GROUP BY t.id) "
                       "SELECT 1 FROM uploads WHERE location = ? AND principal = ?"
-                      " UNION ALL SELECT 1 FROM segments s JOIN t ON t.id = s.table_id WHERE s.location = ?"
-                      "  AND (s.removed_in IS NULL OR s.removed_in > t.k)"
-                      " UNION ALL SELECT 1 FROM version_files f JOIN t ON t.id = f.table_id WHERE f.location = ?"
-                      "  AND (f.version >= t.k OR EXISTS (SELECT 1 FROM segments x WHERE x.table_id = f.table_id"
-                      "   AND x.version = f.version AND (x.removed_in IS NULL OR x.removed_in > t.k)))"
+                      " UNION ALL SELECT 1 FROM segments x WHERE x.location = ?"
+                      "  AND (x.removed_in IS NULL OR x.removed_in > " FIRST_UNEXPIRED("x.table_id") ")" READABLE
+                      " UNION ALL SELECT 1 FROM version_files x WHERE x.location = ?"
+                      "  AND (x.version >= " FIRST_UNEXPIRED("x.table_id") " OR EXISTS (SELECT 1 FROM segments s"
+                      "   WHERE s.table_id = x.table_id AND s.version = x.version AND (s.removed_in IS NULL"
+                      "   OR s.removed_in > " FIRST_UNEXPIRED("x.table_id") ")))" READABLE
                       " LIMIT 1",
-                      principal, grole, location, principal, location, location, NULL);
+                      location, principal, location, principal, grole, location, principal, grole, NULL);
+#undef READABLE
+#undef FIRST_UNEXPIRED
     return rc < 0 ? 0 : rc > 0 ? -rc : 1;
 }
 
@@ -1781,7 +1810,7 @@ int registryListTables(registry *r, const char *principal, const char *role, con
                        cJSON **answer, lakeError *err) {
     *answer = NULL;
     char grole[40];
-    snprintf(grole, sizeof grole, "role:%s", role ? role : "");
+    roleGrantee(role, grole);
     int rc;
     /* marker, scan, marker again, as a snapshot: a page is of one generation */
     for (int scan = 1; scan <= REGISTRY_SNAPSHOT_SCANS; scan++) {
@@ -1845,17 +1874,13 @@ void registrySetAudit(registry *r, const registryAudit *a) {
 
 int registryAuditWritten(const registry *r) { return r->audit_written; }
 
-static int auditInsert(registry *r, const registryAudit *a, const char *result, lakeError *err) {
+int registryAuditWrite(registry *r, const registryAudit *a, const char *result, lakeError *err) {
     char now[32];
     rfc3339Now(now);
     return run(r, err, "write the audit trail",
                "INSERT INTO audit(at, principal, role, action, target, result, request_id)"
                " VALUES (?, NULLIF(?, ''), NULLIF(?, ''), ?, NULLIF(?, ''), ?, NULLIF(?, ''))",
                now, a->principal, a->role, a->action, a->target, result, a->request_id, NULL);
-}
-
-int registryAuditWrite(registry *r, const registryAudit *a, const char *result, lakeError *err) {
-    return auditInsert(r, a, result, err);
 }
 
 int registryAuditPrune(registry *r, const char *before, int64_t *removed, lakeError *err) {
@@ -1881,11 +1906,8 @@ int registryAuditList(registry *r, const registryAuditFilter *f, cJSON **list, l
     while (ok && (s = sqlStep(st)) == SQL_ROW) {
         static const char *const keys[] = {"at", "principal", "role", "action", "target", "result", "request_id"};
         cJSON *o = cJSON_CreateObject();
-        ok = o && cJSON_AddItemToArray(arr, o) && cJSON_AddNumberToObject(o, "seq", (double)sqlColumnInt64(st, 0));
-        for (int i = 0; ok && i < 7; i++) {
-            const char *v = sqlColumnText(st, 1 + i);
-            ok = v ? cJSON_AddStringToObject(o, keys[i], v) != NULL : cJSON_AddNullToObject(o, keys[i]) != NULL;
-        }
+        ok = o && cJSON_AddItemToArray(arr, o) && cJSON_AddNumberToObject(o, "seq", (double)sqlColumnInt64(st, 0)) &&
+             rowInto(st, 1, keys, 7, o);
     }
     int rc = !ok ? errSetErrno(err, LAKE_EFAIL, ENOMEM, "audit") : s == SQL_DONE ? 0 : sqlErr(r, err, "read the audit trail");
     sqlFinalize(st);

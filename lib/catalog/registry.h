@@ -33,6 +33,8 @@ struct cJSON;
 typedef struct registry registry;
 
 #define REGISTRY_SCHEMA_VERSION 5
+/* The version that brought grants (issue 29). */
+#define REGISTRY_SCHEMA_GRANTS 5
 #define NAME_BUF 160 /* a principal's name, NUL included */
 #define REGISTRY_SNAPSHOT_SCANS 3
 
@@ -328,6 +330,12 @@ int registryGrants(registry *r, const char *ns, const char *name, const char *pr
  * its role or to PUBLIC; 0 when not; minus an error code. */
 int registryHolds(registry *r, const char *principal, const char *role, const char *privilege, const char *ns,
                   const char *name, lakeError *err);
+/* From now on, until called again with privilege NULL, every call that
+ * names a table first checks, in its own transaction, that principal (of
+ * role) holds privilege on it (registryHolds), and answers
+ * permission_denied "P holds no PRIV privilege on NS.T" when not, before
+ * it looks for the table.  The strings must outlive the scope. */
+void registrySetScope(registry *r, const char *principal, const char *role, const char *privilege);
 /* 1 when a table principal may read refers to location (a segment of an
  * unexpired version, or a FILE value as gc counts one), or the server
  * began uploading it for principal; 0 when not; minus an error code. */

@@ -40,13 +40,6 @@ retention_zero() {
 
 # Run SQL on the registry behind the source (SQLite file or PostgreSQL
 # URL): how a test dates versions in the past without waiting for a clock.
-registry_sql() {
-  case $REGISTRY in
-    postgres*) psql -X -q -At -v ON_ERROR_STOP=1 "$REGISTRY" -c "$1" ;;
-    *) sqlite3 "$REGISTRY" "$1" ;;
-  esac
-}
-
 @test "expire --older-than an age: a version expires when the next one is that old; AT (TIMESTAMP => …) on one is 67" {
   three_versions
   # versions 0 and 1 committed in 2020, 2 in 2021, 3 now

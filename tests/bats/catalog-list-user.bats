@@ -22,6 +22,7 @@ teardown_file() { source_teardown_file; }
 setup() {
   source_setup
   [ "$LAKE_TEST_SOURCE" != local ] || skip "the embedded lake has no user principals"
+  # shellcheck disable=SC2034 # read by as_admin (helpers/metasrv.bash, loaded by source_setup)
   ADMIN=$T/srv/admin.token
   ALICE=$(metasrv_token user alice "$T/srv")
   BOB=$(metasrv_token user bob "$T/srv")
@@ -40,19 +41,6 @@ setup() {
 
 teardown() {
   source_teardown
-}
-
-as_admin() {
-  env LAKE_TOKEN_FILE="$ADMIN" "$@"
-}
-
-# One statement on the registry behind the server.
-registry_sql() {
-  if [ "$LAKE_TEST_SOURCE" = remote-pg ]; then
-    psql -X -q -At -v ON_ERROR_STOP=1 "$REGISTRY" -c "$1"
-  else
-    sqlite3 "$REGISTRY" "$1"
-  fi
 }
 
 # grant PRIVILEGE SCOPE GRANTEE, as the admin
@@ -280,10 +268,13 @@ trace: source list_tables after=c.t2 -> generation=$g tables=1 more=no"
   grant read a alice
   grant read b bob
   run --separate-stderr lake-catalog list
+  assert_success
   assert_output $'a\tt1\na\tt2\na\tt3'
   run --separate-stderr env LAKE_TOKEN_FILE="$BOB" lake-catalog list
+  assert_success
   assert_output $'b\tt1\nb\tt2\nb\tt3'
   run --separate-stderr lake-catalog --offline list
+  assert_success
   assert_output $'a\tt1\na\tt2\na\tt3'
 
   # a corrupt listing is ignored and replaced, never trusted

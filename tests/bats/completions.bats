@@ -481,6 +481,11 @@ catalog_fixture() {
   assert_output ON
   run bash_complete lake-catalog grant read ON d
   assert_equal "$(sort <<<"$output" | paste -sd,)" "docs,docs.notes,docs.papers"
+  # the whole catalog, quoted as the shell needs it (not a bare glob)
+  run bash_complete lake-catalog grant read ON ''
+  assert_equal "$(sort <<<"$output" | paste -sd,)" "'*',docs,docs.notes,docs.papers,web,web.pages"
+  run bash_complete lake-catalog grants d
+  assert_equal "$(sort <<<"$output" | paste -sd,)" "docs,docs.notes,docs.papers"
   run bash_complete lake-catalog grant read ON docs ''
   assert_output TO
   run bash_complete lake-catalog revoke read ON docs ''

@@ -60,10 +60,6 @@ open(path, 'w').write(body + 'crc32 %08x\n' % zlib.crc32(body.encode()))
 EOF
 }
 
-as_admin() {
-  env LAKE_TOKEN_FILE="$ADMIN" "$@"
-}
-
 @test "a user's fresh registration costs zero calls: resolve, show, SELECT, and a fixed version while fresh" {
   run_traced lake-catalog resolve m.t
   assert_success

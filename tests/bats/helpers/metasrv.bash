@@ -9,6 +9,7 @@
 #   metasrv_kill                       SIGKILL
 #   metasrv_use   [DIR] [TOKENFILE]    exports LAKE_METASRV, LAKE_TOKEN_FILE, LAKE_CA_FILE
 #   metasrv_token ROLE NAME [DIR]      creates a principal, prints its token file
+#   as_admin COMMAND...                runs COMMAND with $ADMIN's token
 #   metasrv_count ACTION [STATUS]      requests the server counted (/v1/metrics)
 #   metasrv_regopt [DIR]               METASRV_REGOPT: the option naming DIR's registry
 #
@@ -123,6 +124,11 @@ metasrv_gather_errors() {
 metasrv_use() {
   local dir=${1:-$T/srv}
   export LAKE_METASRV=$METASRV_URL LAKE_TOKEN_FILE=${2:-$dir/admin.token} LAKE_CA_FILE=$dir/cert.pem
+}
+
+# COMMAND… as the admin ($ADMIN), whoever the client environment is.
+as_admin() {
+  env LAKE_TOKEN_FILE="$ADMIN" "$@"
 }
 
 metasrv_token() {

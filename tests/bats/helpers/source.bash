@@ -72,6 +72,15 @@ source_setup() {
   esac
 }
 
+# One SQL statement on the registry behind the source ($REGISTRY: a
+# SQLite file, or a PostgreSQL URL), its rows as psql -At / sqlite3 print them.
+registry_sql() {
+  case $REGISTRY in
+    postgres*) psql -X -q -At -v ON_ERROR_STOP=1 "$REGISTRY" -c "$1" ;;
+    *) sqlite3 "$REGISTRY" "$1" ;;
+  esac
+}
+
 # The directory of the file:// stage the source advertises (whoami).
 source_stage_dir() {
   local url
