@@ -15,6 +15,7 @@
 #include "core/jsonstrict.h"
 #include "core/log.h"
 #include "query/prefetch.h"
+#include "query/prune.h"
 
 /* --- tokens -------------------------------------------------------------- */
 
@@ -606,7 +607,9 @@ int aggregatePlanMake(const char *sql, aggregateSchemaOf schemaOf, void *arg, ag
                         alias);
     sqlite3_free(partials);
     char *where = pl.where.b ? spanText(&pl, pl.where) : NULL;
-    if (where) sqlite3_str_appendf(seg, " WHERE %s", where);
+    /* the rowids read, one span at a time (the row ranges kept, see
+     * runSegment) */
+    if (where) sqlite3_str_appendf(seg, " WHERE (%s) AND \"%w\".rowid BETWEEN :lake_lo AND :lake_hi", where, alias);
     for (int g = 0; g < pl.ngroup; g++) sqlite3_str_appendf(seg, "%s%d", g ? ", " : " GROUP BY ", g + 1);
     plan->segment = sqlite3_str_finish(seg);
     plan->probe = sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w\" AS \"%w\"%s%s", ns, name, alias, where ? " WHERE " : "",
@@ -669,6 +672,9 @@ typedef struct aggRun {
     const char *ns, *name;
     fileValue *segs;      /* the kept segments */
     const cJSON **recs;   /* and their records */
+    const segmentSchema *cols; /* the table's columns */
+    const pruneTerm *terms; /* the scan's terms, for the segments' row ranges */
+    int nterms;
     int n, ncols;         /* how many; the columns of sql's rows */
     pthread_mutex_t mu;   /* guards what follows, and ins */
     int next;             /* the next segment to take */
@@ -705,11 +711,14 @@ static int stopped(void *arg) {
 
 /* Run the statement on kept segment i (fetched through c and st) and add
  * its rows to the partials. */
-static int runSegment(aggRun *r, segcache *c, stage *st, int i, lakeError *err) {
+static int runSegment(aggRun *r, segcache *c, stage *st, const pruneTerm *terms, int i, lakeError *err) {
     char *path = NULL;
     segmentReader *rd = NULL;
     sqlite3_stmt *q = NULL;
     int rc, locked = 0, s;
+    cJSON *ranges = NULL;
+    pruneSpan *spans = NULL;
+    int nspans = 1, kept = 0;
     if ((rc = segcacheGet(c, st, &r->segs[i], &path, err))) goto out;
     if ((rc = segmentReaderOpen(path, r->schema, r->recs[i], &rd, err))) goto out;
     sqlite3 *db = segmentReaderDb(rd);
@@ -718,21 +727,41 @@ static int runSegment(aggRun *r, segcache *c, stage *st, int i, lakeError *err) 
         rc = errSet(err, LAKE_EDATA, "%s.%s: a segment cannot be read: %s", r->ns, r->name, sqlite3_errmsg(db));
         goto out;
     }
-    /* the first step does the work; the rows after it come quickly */
-    if ((s = sqlite3_step(q)) == SQLITE_ROW) {
-        pthread_mutex_lock(&r->mu);
-        locked = 1;
+    /* the rowids of the row ranges the terms keep (all without them) */
+    int lo = sqlite3_bind_parameter_index(q, ":lake_lo"), hi = sqlite3_bind_parameter_index(q, ":lake_hi");
+    if (lo && r->nterms &&
+        (segmentRangesRead(db, "main", r->recs[i], &ranges) ||
+         (ranges && pruneRanges(ranges, r->cols, terms, r->nterms, &spans, &nspans, &kept)))) {
+        rc = errSet(err, LAKE_EFAIL, "out of memory");
+        goto out;
     }
-    for (; s == SQLITE_ROW; s = sqlite3_step(q)) {
-        for (int k = 0; k < r->ncols; k++) sqlite3_bind_value(r->ins, k + 1, sqlite3_column_value(q, k));
-        int w = sqlite3_step(r->ins);
-        sqlite3_reset(r->ins);
-        if (w != SQLITE_DONE) {
-            rc = errSet(err, LAKE_EFAIL, "%s.%s: partial results cannot be kept: %s", r->ns, r->name,
-                        sqlite3_errmsg(r->ctx->db));
-            goto out;
+    if (ranges)
+        traceLine("query", "aggregate %s.%s segment %d: %d of %d row ranges kept", r->ns, r->name, i, kept,
+                  cJSON_GetArraySize(ranges));
+    s = SQLITE_DONE;
+    /* one span after another, each adding its partial rows */
+    for (int sp = 0; sp < nspans && s == SQLITE_DONE; sp++) {
+        sqlite3_reset(q);
+        if (lo && hi) {
+            sqlite3_bind_int64(q, lo, spans ? spans[sp].first : INT64_MIN);
+            sqlite3_bind_int64(q, hi, spans ? spans[sp].last : INT64_MAX);
         }
-        r->rows++;
+        /* the first step does the work; the rows after it come quickly */
+        if ((s = sqlite3_step(q)) == SQLITE_ROW && !locked) {
+            pthread_mutex_lock(&r->mu);
+            locked = 1;
+        }
+        for (; s == SQLITE_ROW; s = sqlite3_step(q)) {
+            for (int k = 0; k < r->ncols; k++) sqlite3_bind_value(r->ins, k + 1, sqlite3_column_value(q, k));
+            int w = sqlite3_step(r->ins);
+            sqlite3_reset(r->ins);
+            if (w != SQLITE_DONE) {
+                rc = errSet(err, LAKE_EFAIL, "%s.%s: partial results cannot be kept: %s", r->ns, r->name,
+                            sqlite3_errmsg(r->ctx->db));
+                goto out;
+            }
+            r->rows++;
+        }
     }
     if (s == SQLITE_DONE) goto out;
     int code = sqlite3_errcode(db) & 0xff;
@@ -746,6 +775,8 @@ static int runSegment(aggRun *r, segcache *c, stage *st, int i, lakeError *err) 
     snprintf(err->cause, sizeof err->cause, "sqlite %d", sqlite3_extended_errcode(db));
 out:
     if (locked) pthread_mutex_unlock(&r->mu);
+    free(spans);
+    cJSON_Delete(ranges);
     sqlite3_finalize(q);
     segmentReaderClose(rd);
     if (path) segcacheRelease(c, r->segs[i].sha256);
@@ -754,11 +785,11 @@ out:
 }
 
 /* Read segments until none is left, or one fails. */
-static void readSegments(aggRun *r, segcache *c, stage *st) {
+static void readSegments(aggRun *r, segcache *c, stage *st, const pruneTerm *terms) {
     lakeError err = {0};
     for (int i; (i = take(r)) >= 0;) {
         errClear(&err);
-        if (runSegment(r, c, st, i, &err)) {
+        if (runSegment(r, c, st, terms, i, &err)) {
             failRun(r, &err);
             return;
         }
@@ -772,8 +803,16 @@ static void *worker(void *arg) {
     lakeError err = {0};
     segcache *c = NULL;
     stage *st = NULL;
+    /* the terms' values of its own: pruning may settle their numeric type */
+    pruneTerm *terms = NULL;
+    if (pruneTermsCopy(r->terms, r->nterms, &terms)) {
+        errSet(&err, LAKE_EFAIL, "out of memory");
+        failRun(r, &err);
+        return NULL;
+    }
     if (segcacheDup(r->ctx->segs, &c, &err) || stageDup(r->ctx->stage, &st, &err)) failRun(r, &err);
-    else readSegments(r, c, st);
+    else readSegments(r, c, st, terms);
+    pruneTermsFree(terms, r->nterms);
     stageClose(st);
     segcacheClose(c);
     return NULL;
@@ -814,7 +853,7 @@ static int readAll(aggRun *r, int64_t rows, lakeError *err) {
         errClear(err);
     }
     while (started < threads - 1 && pthread_create(&tid[started], NULL, worker, r) == 0) started++;
-    readSegments(r, ctx->segs, ctx->stage); /* this thread reads too */
+    readSegments(r, ctx->segs, ctx->stage, r->terms); /* this thread reads too */
     for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
     prefetchStop(r->pf);
     r->pf = NULL;
@@ -848,7 +887,9 @@ int queryAggregate(sqlite3 *db, queryContext *ctx, const char *sql, char **rewri
         !segmentCompiles(&plan, queryTableColumns(ctx, plan.ns, plan.name)))
         goto out;
     int64_t version = 0;
-    if ((rc = queryKeptSegments(ctx, plan.ns, plan.name, plan.probe, &kept, &nkept, &run.schema, &version, err)) ||
+    run.cols = queryTableColumns(ctx, plan.ns, plan.name);
+    if ((rc = queryKeptSegments(ctx, plan.ns, plan.name, plan.probe, &kept, &nkept, &run.schema, &version, &run.terms,
+                                &run.nterms, err)) ||
         !kept)
         goto out;
 

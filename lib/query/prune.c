@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/jsonstrict.h"
@@ -180,4 +181,60 @@ int pruneSegment(const cJSON *g, const segmentSchema *cols, const pruneTerm *ter
         if (termPrunes(term, &s, cols->cols[term->col].name, cols->cols[term->col].type, why, n)) return 1;
     }
     return 0;
+}
+
+int pruneRanges(const cJSON *ranges, const segmentSchema *cols, const pruneTerm *terms, int nterms, pruneSpan **spans,
+                int *nspans, int *kept) {
+    *spans = NULL;
+    *nspans = *kept = 0;
+    int n = cJSON_GetArraySize(ranges);
+    if (n == 0) return 0;
+    pruneSpan *v = malloc(sizeof *v * (size_t)n);
+    if (!v) return -1;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, ranges) {
+        int64_t first, last;
+        char why[256];
+        if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(r, "first"), 0, &first) ||
+            !jsonWhole(cJSON_GetObjectItemCaseSensitive(r, "last"), 0, &last)) {
+            /* (segmentRangesRead made them): read the segment whole */
+            v[0] = (pruneSpan){INT64_MIN, INT64_MAX};
+            *nspans = 1;
+            *kept = n;
+            break;
+        }
+        if (pruneSegment(r, cols, terms, nterms, why, sizeof why)) continue;
+        (*kept)++;
+        if (*nspans && v[*nspans - 1].last + 1 == first) v[*nspans - 1].last = last;
+        else v[(*nspans)++] = (pruneSpan){first, last};
+    }
+    if (*nspans) *spans = v;
+    else free(v);
+    return 0;
+}
+
+void pruneTermsFree(pruneTerm *terms, int n) {
+    for (int i = 0; terms && i < n; i++) {
+        for (int j = 0; j < terms[i].nvals; j++) sqlite3_value_free(terms[i].vals[j]);
+        free(terms[i].vals);
+    }
+    free(terms);
+}
+
+int pruneTermsCopy(const pruneTerm *terms, int n, pruneTerm **out) {
+    *out = NULL;
+    if (n <= 0) return 0;
+    pruneTerm *v = calloc((size_t)n, sizeof *v);
+    if (!v) return -1;
+    for (int i = 0; i < n; i++) {
+        v[i] = (pruneTerm){.op = terms[i].op, .col = terms[i].col};
+        if (terms[i].nvals && !(v[i].vals = calloc((size_t)terms[i].nvals, sizeof *v[i].vals))) goto oom;
+        for (int j = 0; j < terms[i].nvals; j++, v[i].nvals++)
+            if (!(v[i].vals[j] = sqlite3_value_dup(terms[i].vals[j]))) goto oom;
+    }
+    *out = v;
+    return 0;
+oom:
+    pruneTermsFree(v, n);
+    return -1;
 }

@@ -20,6 +20,7 @@
 #define LAKE_QUERY_PRUNE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <sqlite3.h>
 
@@ -52,6 +53,24 @@ typedef struct pruneTerm {
  * their numeric type settled by the call (sqlite3_value_numeric_type). */
 int pruneSegment(const struct cJSON *g, const segmentSchema *cols, const pruneTerm *terms, int nterms,
                  char *why, size_t n);
+
+/* A span of rowids of a segment, first to last inclusive. */
+typedef struct pruneSpan {
+    int64_t first, last;
+} pruneSpan;
+
+/* Of a segment's row ranges (segmentRangesRead's array), the spans a scan
+ * with terms must read: each range pruneSegment cannot rule out, adjacent
+ * ones merged, in rowid order, into *spans (free; NULL when none) and
+ * *nspans; *kept is how many ranges were kept.  -1 for want of memory. */
+int pruneRanges(const struct cJSON *ranges, const segmentSchema *cols, const pruneTerm *terms, int nterms,
+                pruneSpan **spans, int *nspans, int *kept);
+
+/* A copy of terms[0..n) with copies of their values, into *out (NULL
+ * when n is 0): one for another thread, or kept past the scan.  -1 for
+ * want of memory. */
+int pruneTermsCopy(const pruneTerm *terms, int n, pruneTerm **out);
+void pruneTermsFree(pruneTerm *terms, int n);
 
 /* "=", "<", … "IN", "IS NULL", "IS NOT NULL" */
 const char *pruneOpSql(pruneOp op);

@@ -108,13 +108,16 @@ struct segmentWriter {
     char **pending;          /* per column: this row's FILE location, until it is stored */
     boundValue *bound;
     statsAcc *acc;           /* per column, of the open segment */
+    statsAcc *racc;          /* per column, of the open row range (SEGMENT_RANGE_ROWS) */
+    int64_t range_first, range_last, range_rows; /* its rowids and rows */
+    sqlite3_stmt *range_ins; /* INSERT INTO lake_ranges */
     char *scratch;           /* converted text and blob bytes of the row */
     size_t scratch_len, scratch_cap;
     char *tmp;               /* NUL-terminated copies for parsing */
     size_t tmp_cap;
 };
 
-static int statsFromAcc(segmentWriter *w, cJSON **out, lakeError *err);
+static int statsFromAcc(segmentWriter *w, const statsAcc *acc, cJSON **out, lakeError *err);
 
 /* Append n bytes to the scratch buffer; its offset, or -1 when out of
  * memory. */
@@ -310,6 +313,8 @@ static int segmentBegin(segmentWriter *w, lakeError *err) {
     size_t len = 0;
     FILE *f = NULL;
     memset(w->acc, 0, sizeof *w->acc * (size_t)w->schema->ncols);
+    memset(w->racc, 0, sizeof *w->racc * (size_t)w->schema->ncols);
+    w->range_rows = 0;
     if (asprintf(&w->path, "%s/segment-%d", w->tmpdir, ++w->nseg) < 0) {
         w->path = NULL;
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
@@ -321,7 +326,8 @@ static int segmentBegin(segmentWriter *w, lakeError *err) {
     char *table = segmentSchemaTableSql(w->schema, "rows");
     if (!table) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
     char *setup = sqlite3_mprintf("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
-                                  "PRAGMA cache_size=-%d; %s; BEGIN;", SEGMENT_CACHE_KIB, table);
+                                  "PRAGMA cache_size=-%d; %s; " SEGMENT_RANGES_DDL "; BEGIN;", SEGMENT_CACHE_KIB,
+                                  table);
     sqlite3_free(table);
     if (!setup) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
     if (sqlite3_exec(w->db, setup, NULL, NULL, NULL) != SQLITE_OK) rc = sqlErr(w->db, err, w->path);
@@ -334,7 +340,9 @@ static int segmentBegin(segmentWriter *w, lakeError *err) {
     for (int i = 0; i < w->schema->ncols; i++) fprintf(f, "%s?", i ? "," : "");
     fprintf(f, ")");
     if (fclose(f) != 0) { free(sql); return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment"); }
-    if (sqlite3_prepare_v2(w->db, sql, -1, &w->ins, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(w->db, sql, -1, &w->ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(w->db, "INSERT INTO " SEGMENT_RANGES "(first, last, rows, stats) VALUES(?, ?, ?, ?)", -1,
+                           &w->range_ins, NULL) != SQLITE_OK)
         rc = sqlErr(w->db, err, w->path);
     free(sql);
     w->seg_rows = w->since_check = w->est_since_check = 0;
@@ -345,6 +353,8 @@ static int segmentBegin(segmentWriter *w, lakeError *err) {
 static void segmentDiscard(segmentWriter *w) {
     sqlite3_finalize(w->ins);
     w->ins = NULL;
+    sqlite3_finalize(w->range_ins);
+    w->range_ins = NULL;
     sqlite3_close(w->db);
     w->db = NULL;
     if (w->path) unlink(w->path);
@@ -352,6 +362,29 @@ static void segmentDiscard(segmentWriter *w) {
     w->path_slot = -1;
     free(w->path);
     w->path = NULL;
+}
+
+/* Record the open row range's statistics in the segment's SEGMENT_RANGES
+ * table and start the next range. */
+static int rangeEnd(segmentWriter *w, lakeError *err) {
+    if (w->range_rows == 0) return 0;
+    cJSON *stats = NULL;
+    int rc = statsFromAcc(w, w->racc, &stats, err);
+    char *text = rc ? NULL : cJSON_PrintUnformatted(stats);
+    cJSON_Delete(stats);
+    if (rc) return rc;
+    if (!text) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics");
+    sqlite3_reset(w->range_ins);
+    sqlite3_bind_int64(w->range_ins, 1, w->range_first);
+    sqlite3_bind_int64(w->range_ins, 2, w->range_last);
+    sqlite3_bind_int64(w->range_ins, 3, w->range_rows);
+    sqlite3_bind_text(w->range_ins, 4, text, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(w->range_ins) != SQLITE_DONE) rc = sqlErr(w->db, err, w->path);
+    sqlite3_reset(w->range_ins);
+    free(text);
+    memset(w->racc, 0, sizeof *w->racc * (size_t)w->schema->ncols);
+    w->range_rows = 0;
+    return rc;
 }
 
 /* Commit the open segment, compute its statistics, upload it, record it
@@ -364,11 +397,15 @@ static int segmentEnd(segmentWriter *w, lakeError *err) {
     if (w->seg_rows == 0) { segmentDiscard(w); return 0; }
     sqlite3_finalize(w->ins);
     w->ins = NULL;
+    rc = rangeEnd(w, err);
+    sqlite3_finalize(w->range_ins);
+    w->range_ins = NULL;
+    if (rc) goto out;
     if (sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         rc = sqlErr(w->db, err, w->path);
         goto out;
     }
-    if ((rc = statsFromAcc(w, &stats, err))) goto out;
+    if ((rc = statsFromAcc(w, w->acc, &stats, err))) goto out;
     if (sqlite3_close(w->db) != SQLITE_OK) { rc = sqlErr(w->db, err, w->path); goto out; }
     w->db = NULL;
     if ((fd = open(w->path, O_RDONLY | O_CLOEXEC)) < 0) {
@@ -440,7 +477,8 @@ int segmentWriterOpen(stage *st, const char *table_id, const char *schema_json,
     w->pending = calloc((size_t)w->schema->ncols, sizeof *w->pending);
     w->bound = calloc((size_t)w->schema->ncols, sizeof *w->bound);
     w->acc = calloc((size_t)w->schema->ncols, sizeof *w->acc);
-    if (!w->key_dir || !w->tmpdir || !w->segments || !w->pending || !w->bound || !w->acc) {
+    w->racc = calloc((size_t)w->schema->ncols, sizeof *w->racc);
+    if (!w->key_dir || !w->tmpdir || !w->segments || !w->pending || !w->bound || !w->acc || !w->racc) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment");
         goto out;
     }
@@ -603,7 +641,14 @@ static int rowAdd(segmentWriter *w, const lakeValue *vals, int n, lakeError *err
     }
     sqlite3_reset(w->ins);
     sqlite3_clear_bindings(w->ins);
-    for (int i = 0; i < n; i++) statsAdd(&w->acc[i], &w->bound[i], w->scratch);
+    for (int i = 0; i < n; i++) {
+        statsAdd(&w->acc[i], &w->bound[i], w->scratch);
+        statsAdd(&w->racc[i], &w->bound[i], w->scratch);
+    }
+    int64_t rowid = sqlite3_last_insert_rowid(w->db);
+    if (w->range_rows++ == 0) w->range_first = rowid;
+    w->range_last = rowid;
+    if (w->range_rows >= SEGMENT_RANGE_ROWS && (rc = rangeEnd(w, err))) return rc;
     if ((rc = pendingKeep(w, err))) return rc;
     w->rows++;
     w->seg_rows++;
@@ -682,6 +727,7 @@ void segmentWriterFree(segmentWriter *w) {
     free(w->files);
     free(w->bound);
     free(w->acc);
+    free(w->racc);
     free(w->scratch);
     free(w->tmp);
     free(w);
@@ -799,7 +845,7 @@ out:
 /* The statistics of the open segment from what its rows added (statsAdd),
  * in the format segmentStatsCompute gives: each column's bounds go
  * through the same statsBounds, bound to a SELECT of two parameters. */
-static int statsFromAcc(segmentWriter *w, cJSON **out, lakeError *err) {
+static int statsFromAcc(segmentWriter *w, const statsAcc *acc, cJSON **out, lakeError *err) {
     *out = NULL;
     sqlite3_stmt *q = NULL;
     cJSON *arr = cJSON_CreateArray();
@@ -809,7 +855,7 @@ static int statsFromAcc(segmentWriter *w, cJSON **out, lakeError *err) {
     }
     int rc = 0;
     for (int i = 0; i < w->schema->ncols && !rc; i++) {
-        const statsAcc *a = &w->acc[i];
+        const statsAcc *a = &acc[i];
         cJSON *e = cJSON_CreateObject();
         if (!e || !cJSON_AddItemToArray(arr, e) || !cJSON_AddNumberToObject(e, "nulls", (double)a->nulls)) {
             rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "segment statistics");
@@ -847,6 +893,56 @@ int segmentRecordFile(const cJSON *g, fileValue *out) {
     out->location = loc->valuestring;
     snprintf(out->sha256, sizeof out->sha256, "%s", sha->valuestring);
     return 1;
+}
+
+/* --- row ranges ----------------------------------------------------------- */
+
+int segmentRangesRead(sqlite3 *db, const char *schema, const cJSON *record, cJSON **out) {
+    *out = NULL;
+    sqlite3_stmt *q = NULL;
+    char *sql = sqlite3_mprintf("SELECT first, last, rows, stats FROM \"%w\"." SEGMENT_RANGES " ORDER BY first", schema);
+    if (!sql) return 1;
+    int prepared = sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK;
+    sqlite3_free(sql);
+    if (!prepared) return 0; /* a segment from before row ranges */
+    const cJSON *cols = cJSON_GetObjectItemCaseSensitive(record, "columns");
+    cJSON *arr = cJSON_CreateArray();
+    int rc = arr ? 0 : 1, ok = 1, n = 0, s = SQLITE_DONE;
+    int64_t prev = INT64_MIN;
+    while (!rc && ok && (s = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t first = sqlite3_column_int64(q, 0), last = sqlite3_column_int64(q, 1), rows = sqlite3_column_int64(q, 2);
+        const char *text = (const char *)sqlite3_column_text(q, 3);
+        cJSON *stats = text ? cJSON_Parse(text) : NULL;
+        if (!stats || !cJSON_IsArray(stats) || first < 1 || first > last || first <= prev || rows < 1 || rows - 1 > last - first ||
+            ++n > SEGMENT_RANGES_MAX) {
+            cJSON_Delete(stats);
+            ok = 0;
+            break;
+        }
+        prev = last;
+        cJSON *r = cJSON_CreateObject();
+        if (!r || !cJSON_AddItemToArray(arr, r)) {
+            cJSON_Delete(r);
+            cJSON_Delete(stats);
+            rc = 1;
+            break;
+        }
+        if (!cJSON_AddNumberToObject(r, "first", (double)first) || !cJSON_AddNumberToObject(r, "last", (double)last) ||
+            !cJSON_AddNumberToObject(r, "rows", (double)rows) || !cJSON_AddItemToObject(r, "stats", stats))
+            rc = 1;
+        if (!rc && cols && !cJSON_AddItemToObject(r, "columns", cJSON_Duplicate(cols, 1))) rc = 1;
+    }
+    if (!rc && ok && s != SQLITE_DONE) ok = 0;
+    /* the ranges cover every row of the segment, or are not used */
+    int64_t rows = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) rows += (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "rows"));
+    if (!rc && ok && record && jsonWhole(cJSON_GetObjectItemCaseSensitive(record, "rows"), 0, &prev) && prev != rows)
+        ok = 0;
+    sqlite3_finalize(q);
+    if (rc || !ok) cJSON_Delete(arr);
+    else *out = arr;
+    return rc;
 }
 
 /* --- reader -------------------------------------------------------------- */

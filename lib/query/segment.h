@@ -170,6 +170,39 @@ int segmentStatsCompute(sqlite3 *db, const segmentSchema *s, struct cJSON **out,
  * the record lacks one of them or they are malformed. */
 int segmentRecordFile(const struct cJSON *segment, fileValue *out);
 
+/* --- row ranges ----------------------------------------------------------- */
+
+/* Statistics per row range inside a segment (lake(7), SEGMENTS): every
+ * writer records, beside `rows`, a table SEGMENT_RANGES of one row per
+ * SEGMENT_RANGE_ROWS rows written (the last range may be shorter):
+ *   first, last  the range's first and last rowid in `rows` (inclusive)
+ *   rows         its row count
+ *   stats        the statistics of those rows, JSON in the format of a
+ *                segment record's "stats" (catalog/schema.h), the columns
+ *                in the file's order
+ * so a scan reads only the rowids of the ranges its WHERE can match
+ * (query/prune.h).  The table is inside the file, so the segment's size
+ * and SHA-256 cover it.  A segment written before (no such table) is read
+ * whole. */
+#define SEGMENT_RANGE_ROWS 65536
+#define SEGMENT_RANGES "lake_ranges"
+#define SEGMENT_RANGES_DDL                                                                                      \
+    "CREATE TABLE " SEGMENT_RANGES "(first INTEGER NOT NULL, last INTEGER NOT NULL, rows INTEGER NOT NULL, " \
+    "stats TEXT NOT NULL)"
+/* More ranges than this in one file (a segment holds SEGMENT_MAX_ROWS /
+ * SEGMENT_RANGE_ROWS): the file's ranges are not used. */
+#define SEGMENT_RANGES_MAX 4096
+
+/* The row ranges of the segment attached to db as schema (its record,
+ * for the file's "columns"), in rowid order, into *out: an array of
+ * objects {"first","last","rows","stats"[,"columns"]}, each read as a
+ * segment record by segmentStatsColumn and pruneSegment (caller deletes).
+ * *out is NULL when the file has no range statistics (written before
+ * them) or they are unusable (malformed, overlapping, more than
+ * SEGMENT_RANGES_MAX): the segment is then read whole.  1 for want of
+ * memory. */
+int segmentRangesRead(sqlite3 *db, const char *schema, const struct cJSON *record, struct cJSON **out);
+
 /* A local segment file opened read-only. */
 typedef struct segmentReader segmentReader;
 

@@ -33,6 +33,9 @@
 /* A table of at most this many rows is scanned, not looked up. */
 #define LOOKUP_MIN_ROWS 64
 
+/* The rowids a plan reads of a segment: one span at a time (pruneRanges). */
+#define SPAN_SQL "rowid BETWEEN :lake_lo AND :lake_hi"
+
 /* A lookup store: the rows one plan of a table keeps (its constant terms
  * applied), copied once per statement and indexed by the lookup column's
  * key (query/lookup.h), so that the inner table of a join answers each
@@ -59,6 +62,8 @@ typedef struct queryTable {
     const cJSON **segv;     /* its segment records, in order */
     int nseg;
     unsigned char *marked;  /* [nseg] while collecting: the segments some scan kept */
+    pruneTerm *cterms;      /* while collecting: the terms of its one scan (for row ranges) */
+    int ncterms, cscans;    /* how many; the scans seen (more than one: no terms) */
     int64_t rows;           /* of the pinned version */
     lookupStore *stores;    /* built for this statement */
     segmentWriter *writer;  /* rows this statement inserts */
@@ -72,6 +77,10 @@ typedef struct openSegment {
     segmentReader *rd;
     sqlite3_stmt *st;
     char sha[SHA256_HEX_LEN + 1];
+    int lo, hi;             /* st's parameters :lake_lo and :lake_hi, 0 when the plan has none */
+    cJSON *ranges;          /* the file's row ranges (segmentRangesRead), NULL when it has none */
+    pruneSpan *spans;       /* of the scan: the rowids read, when ranges were pruned (else all) */
+    int nspans, span;       /* how many; the one being read */
 } openSegment;
 
 typedef struct queryCursor {
@@ -128,6 +137,9 @@ static void freeStores(queryTable *t) {
 
 static void unpin(queryTable *t) {
     freeStores(t);
+    pruneTermsFree(t->cterms, t->ncterms);
+    t->cterms = NULL;
+    t->ncterms = t->cscans = 0;
     cJSON_Delete(t->pinned);
     t->pinned = NULL;
     free(t->segv);
@@ -296,7 +308,7 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
     int lookup = -1;
     sqlite3_str *plan = sqlite3_str_new(NULL), *sel = sqlite3_str_new(NULL), *terms = sqlite3_str_new(NULL),
                 *where = sqlite3_str_new(NULL);
-    int nsel = 0, narg = 0, nterm = 0, nwhere = 0;
+    int nsel = 0, narg = 0, nterm = 0, nwhere = 0, nprune = 0;
     for (int i = 0; i < cols->ncols; i++) {
         if (!all && !(info->colUsed & ((sqlite3_uint64)1 << (i < 63 ? i : 63)))) continue;
         sqlite3_str_appendf(plan, "%s%d", nsel ? " " : "", i);
@@ -327,6 +339,7 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
         if (op == PRUNE_ISNULL || op == PRUNE_NOTNULL) {
             sqlite3_str_appendf(terms, "%s%c%d:0", nterm++ ? " " : "", op, k->iColumn);
             sqlite3_str_appendf(where, " %s \"%w\" %s", nwhere++ ? "AND" : "WHERE", name, pruneOpSql(op));
+            nprune++;
             continue;
         }
         const char *coll = sqlite3_vtab_collation(info, i);
@@ -350,9 +363,13 @@ static int xBestIndex(sqlite3_vtab *v, sqlite3_index_info *info) {
         info->aConstraintUsage[i].argvIndex = ++narg;
         info->aConstraintUsage[i].omit = 0; /* SQLite checks again */
         sqlite3_str_appendf(terms, "%s%c%d:%d", nterm++ ? " " : "", op, k->iColumn, narg);
+        nprune++;
         if (op != PRUNE_IN)
             sqlite3_str_appendf(where, " %s \"%w\" %s ?%d", nwhere++ ? "AND" : "WHERE", name, pruneOpSql(op), narg);
     }
+    /* a term may rule out row ranges of a segment (SEGMENT_RANGES): the
+     * rowids read are bound per span (openSegment) */
+    if (nprune) sqlite3_str_appendf(where, " %s " SPAN_SQL, nwhere++ ? "AND" : "WHERE");
     char *list = sqlite3_str_finish(sel), *termList = sqlite3_str_finish(terms), *cond = sqlite3_str_finish(where);
     /* the segment's rowid first: the outer rowid (see xRowid) */
     sqlite3_str_appendf(plan, "\n%s\nSELECT rowid%s%s FROM rows%s", termList ? termList : "", nsel ? ", " : "",
@@ -402,6 +419,8 @@ static int xOpen(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
 
 static void closeOpen(queryTable *t, openSegment *o) {
     sqlite3_finalize(o->st);
+    cJSON_Delete(o->ranges);
+    free(o->spans);
     segmentReaderClose(o->rd);
     if (o->sha[0]) segcacheRelease(t->ctx->segs, o->sha);
     memset(o, 0, sizeof *o);
@@ -441,11 +460,7 @@ static void freePlan(queryCursor *c) {
     sqlite3_free(c->args);
     c->args = NULL;
     c->nargs = 0;
-    for (int i = 0; i < c->nterms; i++) {
-        for (int j = 0; j < c->terms[i].nvals; j++) sqlite3_value_free(c->terms[i].vals[j]);
-        sqlite3_free(c->terms[i].vals);
-    }
-    sqlite3_free(c->terms);
+    pruneTermsFree(c->terms, c->nterms);
     c->terms = NULL;
     c->nterms = 0;
     prefetchStop(c->pf);
@@ -485,12 +500,40 @@ static int bindArgs(queryTable *t, queryCursor *c, sqlite3_stmt *st) {
     return SQLITE_OK;
 }
 
+/* Bind the span being read of an open segment (all rowids when its
+ * ranges were not pruned). */
+static void bindSpan(openSegment *o) {
+    if (!o->lo || !o->hi || o->span >= o->nspans) return;
+    sqlite3_bind_int64(o->st, o->lo, o->spans ? o->spans[o->span].first : INT64_MIN);
+    sqlite3_bind_int64(o->st, o->hi, o->spans ? o->spans[o->span].last : INT64_MAX);
+}
+
+/* The spans of rowids the scan reads of open segment i: those of the row
+ * ranges its terms cannot rule out, or all when the file has no ranges
+ * (or the plan no span parameters). */
+static int chooseSpans(queryTable *t, queryCursor *c, openSegment *o, int i) {
+    free(o->spans);
+    o->spans = NULL;
+    o->span = 0;
+    o->nspans = 1;
+    if (o->lo && o->ranges) {
+        int kept;
+        if (pruneRanges(o->ranges, t->cols, c->terms, c->nterms, &o->spans, &o->nspans, &kept)) return SQLITE_NOMEM;
+        if (traceEnabled())
+            traceLine("query", "scan %s.%s segment %d: %d of %d row ranges kept, %d span%s", t->ns, t->name, i, kept,
+                      cJSON_GetArraySize(o->ranges), o->nspans, o->nspans == 1 ? "" : "s");
+    }
+    bindSpan(o);
+    return SQLITE_OK;
+}
+
 /* Make segment i of the pinned version the one being read: open already
  * (from an earlier scan of this cursor) or opened now. */
 static int enterSegment(queryTable *t, queryCursor *c, int i) {
     openSegment *o = &c->open[i];
     c->cur = i;
-    if (o->st) return bindArgs(t, c, o->st);
+    int rc;
+    if (o->st) return (rc = bindArgs(t, c, o->st)) != SQLITE_OK ? rc : chooseSpans(t, c, o, i);
     fileValue fv;
     if (!segmentRecordFile(t->segv[i], &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
     char *path = NULL;
@@ -498,12 +541,16 @@ static int enterSegment(queryTable *t, queryCursor *c, int i) {
     if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
     c->nopen++;
     snprintf(o->sha, sizeof o->sha, "%s", fv.sha256);
-    int rc = segmentReaderOpen(path, t->schema, t->segv[i], &o->rd, err);
+    rc = segmentReaderOpen(path, t->schema, t->segv[i], &o->rd, err);
     free(path);
     if (rc) return fail(t, err);
     if (sqlite3_prepare_v2(segmentReaderDb(o->rd), c->sql, -1, &o->st, NULL) != SQLITE_OK)
         return failf(t, LAKE_EDATA, "a segment cannot be read");
-    return bindArgs(t, c, o->st);
+    o->lo = sqlite3_bind_parameter_index(o->st, ":lake_lo");
+    o->hi = sqlite3_bind_parameter_index(o->st, ":lake_hi");
+    if (o->lo && segmentRangesRead(segmentReaderDb(o->rd), "main", t->segv[i], &o->ranges)) return SQLITE_NOMEM;
+    if ((rc = bindArgs(t, c, o->st)) != SQLITE_OK) return rc;
+    return chooseSpans(t, c, o, i);
 }
 
 /* Move to the next row, across the kept segments. */
@@ -522,9 +569,15 @@ static int advance(queryTable *t, queryCursor *c) {
     }
     for (;;) {
         if (c->cur >= 0) {
-            int s = sqlite3_step(c->open[c->cur].st);
+            openSegment *o = &c->open[c->cur];
+            int s = o->span < o->nspans ? sqlite3_step(o->st) : SQLITE_DONE;
             if (s == SQLITE_ROW) return SQLITE_OK;
             if (s != SQLITE_DONE) return failf(t, LAKE_EDATA, "a segment cannot be read");
+            if (++o->span < o->nspans) { /* the next span of rowids */
+                sqlite3_reset(o->st);
+                bindSpan(o);
+                continue;
+            }
             leaveSegment(t, c);
             c->k++;
         }
@@ -564,7 +617,7 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
         c->nargs = argc;
     }
     int most = (int)(nl2 - nl) / 4 + 1; /* a term takes at least 4 bytes */
-    if (!(c->terms = sqlite3_malloc64(sizeof *c->terms * (size_t)most))) return SQLITE_NOMEM;
+    if (!(c->terms = malloc(sizeof *c->terms * (size_t)most))) return SQLITE_NOMEM;
     for (const char *p = nl + 1; p < nl2;) {
         pruneTerm *term = &c->terms[c->nterms];
         char *end;
@@ -593,7 +646,7 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
         if (term->op == PRUNE_IN) {
             int rc;
             for (rc = sqlite3_vtab_in_first(in, &v); rc == SQLITE_OK && v; rc = sqlite3_vtab_in_next(in, &v)) {
-                sqlite3_value **more = sqlite3_realloc64(term->vals, sizeof *more * (size_t)(term->nvals + 1));
+                sqlite3_value **more = realloc(term->vals, sizeof *more * (size_t)(term->nvals + 1));
                 if (!more) return SQLITE_NOMEM;
                 term->vals = more;
                 if (!(term->vals[term->nvals] = sqlite3_value_dup(v))) return SQLITE_NOMEM;
@@ -604,7 +657,7 @@ static int takePlan(queryTable *t, queryCursor *c, const char *idxStr, int argc,
         }
         /* one copy bound to the segments' statements, one for pruning
          * (which may settle its numeric type) */
-        if (!(term->vals = sqlite3_malloc64(sizeof *term->vals)) || !(term->vals[0] = sqlite3_value_dup(in)) ||
+        if (!(term->vals = malloc(sizeof *term->vals)) || !(term->vals[0] = sqlite3_value_dup(in)) ||
             !(c->args[arg - 1] = sqlite3_value_dup(in)))
             return SQLITE_NOMEM;
         term->nvals = 1;
@@ -635,8 +688,42 @@ static int fetchAhead(queryTable *t, queryCursor *c) {
     return SQLITE_OK;
 }
 
+/* For --explain: the row ranges of kept segment i that the plan keeps
+ * (the segment is fetched and opened to read them). */
+static int explainRanges(queryTable *t, queryCursor *c, int i, sqlite3_str *ex) {
+    fileValue fv;
+    if (!segmentRecordFile(t->segv[i], &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
+    char *path = NULL;
+    lakeError *err = &t->ctx->err;
+    if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
+    segmentReader *rd = NULL;
+    cJSON *ranges = NULL;
+    pruneSpan *spans = NULL;
+    int nspans = 0, kept = 0;
+    int rc = segmentReaderOpen(path, t->schema, t->segv[i], &rd, err) ? fail(t, err) : SQLITE_OK;
+    if (rc == SQLITE_OK && (segmentRangesRead(segmentReaderDb(rd), "main", t->segv[i], &ranges) ||
+                            (ranges && pruneRanges(ranges, t->cols, c->terms, c->nterms, &spans, &nspans, &kept))))
+        rc = SQLITE_NOMEM;
+    if (rc == SQLITE_OK && !ranges) sqlite3_str_appendall(ex, ", no row ranges (read whole)");
+    if (rc == SQLITE_OK && ranges) {
+        int n = cJSON_GetArraySize(ranges);
+        sqlite3_str_appendf(ex, ", row ranges: %d of %d kept", kept, n);
+        for (int k = 0; k < nspans && k < 4; k++)
+            sqlite3_str_appendf(ex, "%s%lld-%lld", k ? ", " : " (rowids ", (long long)spans[k].first,
+                                (long long)spans[k].last);
+        if (nspans) sqlite3_str_appendf(ex, "%s)", nspans > 4 ? ", …" : "");
+    }
+    free(spans);
+    cJSON_Delete(ranges);
+    segmentReaderClose(rd);
+    free(path);
+    segcacheRelease(t->ctx->segs, fv.sha256);
+    return rc;
+}
+
 /* Choose the segments the scan reads; under LAKE_TRACE, or for
- * --explain, say which were pruned and why. */
+ * --explain, say which were pruned and why (and, when a term may rule
+ * out row ranges, which ranges of the kept ones are read). */
 static int choose(queryTable *t, queryCursor *c) {
     queryContext *ctx = t->ctx;
     if (t->nseg > 0 && !(c->keep = malloc(sizeof *c->keep * (size_t)t->nseg))) return SQLITE_NOMEM;
@@ -655,9 +742,16 @@ static int choose(queryTable *t, queryCursor *c) {
             if (ex) sqlite3_str_appendf(ex, "  pruned %5d  %s  %s\n", i, loc ? loc : "?", why);
             continue;
         }
-        if (ex)
-            sqlite3_str_appendf(ex, "  kept   %5d  %s  %lld row%s\n", i, loc ? loc : "?", (long long)rows,
+        if (ex) {
+            sqlite3_str_appendf(ex, "  kept   %5d  %s  %lld row%s", i, loc ? loc : "?", (long long)rows,
                                 rows == 1 ? "" : "s");
+            int rc = strstr(c->sql, ":lake_lo") ? explainRanges(t, c, i, ex) : SQLITE_OK;
+            sqlite3_str_appendall(ex, "\n");
+            if (rc != SQLITE_OK) {
+                sqlite3_free(sqlite3_str_finish(ex));
+                return rc;
+            }
+        }
         c->keep[c->nkeep++] = i;
     }
     if (trace)
@@ -673,6 +767,15 @@ static int choose(queryTable *t, queryCursor *c) {
     }
     if (ctx->collect == t) { /* queryKeptSegments: note them, read nothing */
         if (!t->marked && t->nseg > 0 && !(t->marked = calloc((size_t)t->nseg, 1))) return SQLITE_NOMEM;
+        /* the terms of the one scan, for row ranges; of several (an OR
+         * scanned term by term), none */
+        pruneTermsFree(t->cterms, t->ncterms);
+        t->cterms = NULL;
+        t->ncterms = 0;
+        if (++t->cscans == 1 && strstr(c->sql, ":lake_lo")) {
+            if (pruneTermsCopy(c->terms, c->nterms, &t->cterms)) return SQLITE_NOMEM;
+            t->ncterms = c->nterms;
+        }
         for (int k = 0; k < c->nkeep; k++) t->marked[c->keep[k]] = 1;
         c->nkeep = 0;
         return SQLITE_OK;
@@ -725,14 +828,26 @@ static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *i
         rc = failf(t, LAKE_EDATA, "a segment cannot be read");
     sqlite3_free(attach);
     if (rc == SQLITE_OK) {
+        openSegment o = {0}; /* its spans of rowids, as a scan's */
         if (sqlite3_prepare_v2(db, insSql, -1, &st, NULL) != SQLITE_OK) rc = failf(t, LAKE_EDATA, "a segment cannot be read");
         else {
             for (int a = 0; a < c->nargs; a++)
                 if (c->args[a]) sqlite3_bind_value(st, a + 1, c->args[a]);
             sqlite3_bind_int(st, c->nargs + 1, i); /* after the plan's own */
+            o.st = st;
+            o.lo = sqlite3_bind_parameter_index(st, ":lake_lo");
+            o.hi = sqlite3_bind_parameter_index(st, ":lake_hi");
+            if (o.lo && segmentRangesRead(db, "s", t->segv[i], &o.ranges)) rc = SQLITE_NOMEM;
+            else rc = chooseSpans(t, c, &o, i);
+        }
+        for (; rc == SQLITE_OK && o.span < o.nspans; o.span++) {
+            sqlite3_reset(st);
+            bindSpan(&o);
             if (sqlite3_step(st) != SQLITE_DONE) rc = failf(t, LAKE_EDATA, "a segment cannot be read");
             else *rows += sqlite3_changes64(db);
         }
+        cJSON_Delete(o.ranges);
+        free(o.spans);
         sqlite3_finalize(st);
         if (view) sqlite3_exec(db, "DROP VIEW temp.rows", NULL, NULL, NULL);
         sqlite3_exec(db, "DETACH s", NULL, NULL, NULL);
@@ -1242,11 +1357,19 @@ const segmentSchema *queryTableColumns(queryContext *ctx, const char *ns, const 
 }
 
 int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const char *probe,
-                      const cJSON ***kept, int *nkept, const char **schema, int64_t *version, lakeError *err) {
+                      const cJSON ***kept, int *nkept, const char **schema, int64_t *version, const pruneTerm **terms,
+                      int *nterms, lakeError *err) {
     queryTable *t = declared(ctx, ns, name);
     sqlite3_stmt *st = NULL;
     *kept = NULL;
     *nkept = 0;
+    *terms = NULL;
+    *nterms = 0;
+    if (t) {
+        pruneTermsFree(t->cterms, t->ncterms);
+        t->cterms = NULL;
+        t->ncterms = t->cscans = 0;
+    }
     if (!t || sqlite3_prepare_v2(ctx->db, probe, -1, &st, NULL) != SQLITE_OK) {
         sqlite3_finalize(st);
         return 0;
@@ -1268,6 +1391,10 @@ int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const
         if (t->marked && t->marked[i]) (*kept)[(*nkept)++] = t->segv[i];
     free(t->marked);
     t->marked = NULL;
+    if (t->cscans == 1) {
+        *terms = t->cterms;
+        *nterms = t->ncterms;
+    }
     *schema = t->schema;
     *version = 0;
     jsonWhole(cJSON_GetObjectItemCaseSensitive(t->pinned, "version"), 0, version);

@@ -47,6 +47,8 @@
 #include "query/segment.h"
 #include "stage/stage.h"
 
+struct pruneTerm;
+
 /* SQLite's default limit on attached schemas: a statement may name tables
  * of at most this many namespaces. */
 #define QUERY_MAX_NAMESPACES 10
@@ -118,10 +120,14 @@ const segmentSchema *queryTableColumns(queryContext *ctx, const char *ns, const 
  * registration (valid until queryUnpin), *schema the table's schema JSON
  * (valid while it is declared), *version the pinned version.  *kept is
  * NULL, and nothing failed, when probe does not compile; a failure to
- * resolve is the lake error. */
+ * resolve is the lake error.  *terms and *nterms are the terms of probe's
+ * scan (query/prune.h), for pruning the kept segments' row ranges
+ * (pruneRanges), valid until the next call or queryUnpin; none when
+ * probe has no term to prune by, or SQLite scanned the table more than
+ * once (an OR, term by term). */
 int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const char *probe,
                       const struct cJSON ***kept, int *nkept, const char **schema, int64_t *version,
-                      lakeError *err);
+                      const struct pruneTerm **terms, int *nterms, lakeError *err);
 
 /* End of a statement: drop every pin so the next statement resolves
  * afresh, and the partials of a split aggregate. */
