@@ -50,12 +50,14 @@ int main(void) {
           "SELECT k % 100, count(*), sum(x), total(length(s)), count(length(s)) FROM rows AS \"t\" GROUP BY 1",
           "g0 | coalesce(sum(p0), 0) | sum(p1) | (total(p2) / sum(p3))", " GROUP BY g0");
     split("SELECT count(*), min(s), max(s) FROM a.t WHERE k BETWEEN 1 AND 9",
-          "SELECT count(*), min(s), max(s) FROM rows AS \"t\" WHERE k BETWEEN 1 AND 9",
+          "SELECT count(*), min(s), max(s) FROM rows AS \"t\" WHERE (k BETWEEN 1 AND 9) AND \"t\".rowid BETWEEN :lake_lo "
+          "AND :lake_hi",
           "coalesce(sum(p0), 0) | min(p1) | max(p2)", "");
     /* equal partials are shared; an alias names the group key */
     split("select s AS name, count(k), avg(k), sum(k) from a.t t where t.k > 0 group by name having count(k) > 1 "
           "order by 3 desc, name limit 5 offset 1;",
-          "SELECT s, count(k), total(k), sum(k) FROM rows AS \"t\" WHERE t.k > 0 GROUP BY 1",
+          "SELECT s, count(k), total(k), sum(k) FROM rows AS \"t\" WHERE (t.k > 0) AND \"t\".rowid BETWEEN :lake_lo AND "
+          ":lake_hi GROUP BY 1",
           "g0 | coalesce(sum(p0), 0) | (total(p1) / sum(p0)) | sum(p2)",
           " GROUP BY g0 HAVING coalesce(sum(p0), 0) > 1 ORDER BY 3 desc, name LIMIT 5 offset 1");
     split("SELECT k, x, count(*) FROM \"a\".\"t\" GROUP BY x, k ORDER BY k",
