@@ -8,7 +8,10 @@
 #     resolves plainly instead, with the same answer;
 #   - the registry the old release wrote is served by today's server, and
 #     the user's cache filled through the old server is revalidated with a
-#     not_modified.
+#     not_modified;
+#   - segments the old release's lake-query wrote have no row ranges
+#     (issue 30): today's lake-query reads them whole, with the answers of
+#     LAKE_QUERY_NO_PUSHDOWN, beside new segments that have them.
 
 load helpers/common
 load helpers/metasrv
@@ -24,10 +27,10 @@ setup_file() {
   git -C "$LAKE_SRC" archive "$OLD_REV" | tar -x -C "$src"
   # the old release's server, built as that release builds it (plainly:
   # not with the SANITIZE=1 that make check SANITIZE=1 passes down)
-  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$src" -j2 SANITIZE= GIT_REV="$OLD_REV" build/bin/lake-metasrv \
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$src" -j2 SANITIZE= GIT_REV="$OLD_REV" build/bin/lake-metasrv build/bin/lake-query \
     >"$BATS_FILE_TMPDIR/old-build.log" 2>&1 ||
     { cat "$BATS_FILE_TMPDIR/old-build.log" >&3; return 1; }
-  export OLD_METASRV=$src/build/bin/lake-metasrv
+  export OLD_METASRV=$src/build/bin/lake-metasrv OLD_QUERY=$src/build/bin/lake-query
 }
 
 setup() {
@@ -150,4 +153,38 @@ trace: source resolve m.t -> version=1"
   assert_equal "$(untraced_stderr)" "lake-catalog: gc: the metadata server expires no versions (it is older than expiry)
 lake-catalog: gc: 1 object, 6 bytes removed; 1 kept (referenced), 0 kept (younger than the grace)"
   assert_equal "$(lake-query -c 'SELECT count(*) FROM m.t')" 1
+}
+
+@test "segments the previous release wrote, without row ranges: read whole, the same answers as with pushdown off" {
+  old_start
+  metasrv_use "$SRV"
+  lake-catalog create-namespace m
+  lake-catalog create m.r 'k INTEGER, s TEXT'
+  # 100000 rows in one segment, written by the old release's lake-query
+  awk 'BEGIN { print "k,s"; for (k = 1; k <= 100000; k++) printf "%d,s%d\n", k, k }' | "$OLD_QUERY" -q --import m.r --csv
+  local seg
+  seg=$(lake-catalog --max-age 0 resolve m.r | jq -r '.segments[0].location' | sed 's|^file://||')
+  run sqlite3 "$seg" "SELECT count(*) FROM sqlite_master WHERE name = 'lake_ranges'"
+  assert_output 0
+  run --separate-stderr lake-query --explain -c "SELECT * FROM m.r WHERE k BETWEEN 70000 AND 70010"
+  assert_clean_success
+  assert_line --index 2 --regexp '^  kept +0  .+  100000 rows, no row ranges \(read whole\)$'
+  local q
+  for q in "SELECT count(*), sum(k), min(s) FROM m.r WHERE k BETWEEN 70000 AND 70010" \
+    "SELECT k, s FROM m.r WHERE k IN (3, 65537, 99999) ORDER BY k"; do
+    run --separate-stderr lake-query -c "$q"
+    assert_clean_success
+    local pushed=$output
+    run --separate-stderr env LAKE_QUERY_NO_PUSHDOWN=1 lake-query -c "$q"
+    assert_clean_success
+    assert_equal "$pushed" "$output"
+  done
+  run lake-query -c "SELECT count(*), sum(k), min(s) FROM m.r WHERE k BETWEEN 70000 AND 70010"
+  assert_output $'11\t770055\ts70000'
+  # today's writes to the same table carry row ranges beside the old segment
+  awk 'BEGIN { print "k,s"; for (k = 100001; k <= 100010; k++) printf "%d,s%d\n", k, k }' |
+    LAKE_COMPACT_THRESHOLD=0 lake-query -q --import m.r --csv
+  run --separate-stderr lake-query --explain -c "SELECT * FROM m.r WHERE k >= 50000"
+  assert_line --index 2 --regexp '^  kept +0  .+  100000 rows, no row ranges \(read whole\)$'
+  assert_line --index 3 --regexp '^  kept +1  .+  10 rows, row ranges: 1 of 1 kept \(rowids 1-10\)$'
 }
