@@ -688,19 +688,33 @@ static int fetchAhead(queryTable *t, queryCursor *c) {
     return SQLITE_OK;
 }
 
+/* Fetch segment i of the pinned version (fv, its object) and open it
+ * (segmentReaderOpen's checks) into *rd.  Once *path is set (free) the
+ * segment is pinned in the cache: segcacheRelease(fv->sha256) when done,
+ * whatever the answer. */
+static int fetchOpen(queryTable *t, int i, fileValue *fv, char **path, segmentReader **rd) {
+    *path = NULL;
+    *rd = NULL;
+    if (!segmentRecordFile(t->segv[i], fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
+    lakeError *err = &t->ctx->err;
+    if (segcacheGet(t->ctx->segs, t->ctx->stage, fv, path, err)) {
+        *path = NULL;
+        return fail(t, err);
+    }
+    return segmentReaderOpen(*path, t->schema, t->segv[i], rd, err) ? fail(t, err) : SQLITE_OK;
+}
+
 /* For --explain: the row ranges of kept segment i that the plan keeps
  * (the segment is fetched and opened to read them). */
 static int explainRanges(queryTable *t, queryCursor *c, int i, sqlite3_str *ex) {
     fileValue fv;
-    if (!segmentRecordFile(t->segv[i], &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
-    char *path = NULL;
-    lakeError *err = &t->ctx->err;
-    if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
-    segmentReader *rd = NULL;
+    char *path;
+    segmentReader *rd;
+    int rc = fetchOpen(t, i, &fv, &path, &rd);
+    if (!path) return rc;
     cJSON *ranges = NULL;
     pruneSpan *spans = NULL;
     int nspans = 0, kept = 0;
-    int rc = segmentReaderOpen(path, t->schema, t->segv[i], &rd, err) ? fail(t, err) : SQLITE_OK;
     if (rc == SQLITE_OK && (segmentRangesRead(segmentReaderDb(rd), "main", t->segv[i], &ranges) ||
                             (ranges && pruneRanges(ranges, t->cols, c->terms, c->nterms, &spans, &nspans, &kept))))
         rc = SQLITE_NOMEM;
@@ -811,13 +825,11 @@ static char *storeKey(const queryCursor *c, const char *idxStr) {
  * attached, read-only, and read by insSql with the plan's arguments. */
 static int copySegment(queryTable *t, queryCursor *c, sqlite3 *db, const char *insSql, int i, int64_t *rows) {
     fileValue fv;
-    if (!segmentRecordFile(t->segv[i], &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
-    char *path = NULL;
-    lakeError *err = &t->ctx->err;
-    if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
-    segmentReader *rd = NULL;
+    char *path;
+    segmentReader *rd;
+    int rc = fetchOpen(t, i, &fv, &path, &rd);
+    if (!path) return rc;
     char *view = NULL;
-    int rc = segmentReaderOpen(path, t->schema, t->segv[i], &rd, err) ? fail(t, err) : SQLITE_OK;
     if (rc == SQLITE_OK && segmentReaderViewSql(rd, "s", &view)) rc = SQLITE_NOMEM;
     segmentReaderClose(rd);
     char *attach = rc == SQLITE_OK ? sqlite3_mprintf("ATTACH 'file:%q?mode=ro&immutable=1' AS s", path) : NULL;
