@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -393,6 +394,10 @@ int main(int argc, char **argv) {
             (!a.role || (strcmp(a.role, "admin") && strcmp(a.role, "query-service") &&
                          strcmp(a.role, "metadata-peer") && strcmp(a.role, "user"))))
             cliUsageError(&spec, "token create needs --role admin|query-service|metadata-peer|user");
+        /* PUBLIC is every principal's grantee (lake-catalog grant), so no
+         * principal may be called that, in any case (as PostgreSQL's) */
+        if (strcmp(sub, "create") == 0 && strcasecmp(a.name, "PUBLIC") == 0)
+            cliUsageError(&spec, "token create: --name %s: the name PUBLIC is reserved for grants to everyone", a.name);
         rc = cmdToken(sub, &a, &err);
     }
     if (rc) logError(&err);

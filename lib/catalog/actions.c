@@ -260,12 +260,27 @@ static int presignGet(const actionContext *ctx, const cJSON *req, cJSON **answer
 }
 
 /* One PUT when the request has an md5, else a multipart upload. */
+/* upload_begin's "table", when given, is NS.T, whoever asks (a user's
+ * write on it is checked before, by mayUpload). */
+static int tableField(const cJSON *req, lakeError *err) {
+    const char *table;
+    char *ns = NULL, *name = NULL;
+    if (text(req, "table", 0, &table, err)) return err->code;
+    if (table && nameSplitTable(table, &ns, &name, err)) {
+        err->status = "invalid_argument";
+        return err->code;
+    }
+    free(ns);
+    free(name);
+    return 0;
+}
+
 static int uploadBegin(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
     stagePutReq pr = {0};
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(req, "size");
     if (text(req, "dir", 0, &pr.key_dir, err) || text(req, "content_type", 1, &pr.content_type, err) ||
         text(req, "sha256", 0, &pr.sha256, err) || text(req, "md5", 0, &pr.md5, err) ||
-        integer(req, "size", -1, 0, &pr.size, err))
+        integer(req, "size", -1, 0, &pr.size, err) || tableField(req, err))
         return err->code;
     if (pr.md5) {
         int64_t expires = expiryDefault(ctx);

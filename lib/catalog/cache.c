@@ -51,6 +51,7 @@
 #include "catalog/actions.h"
 #include "catalog/names.h"
 #include "core/fsutil.h"
+#include "core/interrupt.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
 
@@ -610,7 +611,8 @@ static int listingKeep(const cJSON *tables, cJSON *entries, char *after, size_t 
  * answer (*out, the caller frees): list_tables page by page, the first
  * conditional on known, all of one generation (a generation that moves
  * between pages starts the listing again, LISTING_ATTEMPTS times at
- * most).  LAKE_TEST_LIST_PAGE=N asks for pages of N tables (tests). */
+ * most).  LAKE_TEST_LIST_PAGE=N asks for pages of N tables (tests), and
+ * LAKE_TEST_LIST_HOLD holds after each page (interrupt.h's testHold). */
 static int listingFetch(catalogCache *c, int64_t known, cJSON **out, lakeError *err) {
     *out = NULL;
     const char *knob = getenv("LAKE_TEST_LIST_PAGE");
@@ -644,6 +646,7 @@ static int listingFetch(catalogCache *c, int64_t known, cJSON **out, lakeError *
                 if (more && !cJSON_GetArraySize(tables)) rc = errSetStatus(err, "internal", "list_tables: an empty page");
                 else rc = listingKeep(tables, entries, after, sizeof after, &count, err);
             }
+            testHold("LAKE_TEST_LIST_HOLD"); /* the listing suite: a change between two pages */
             cJSON_Delete(ans);
         }
         if (rc || moved) {

@@ -12,7 +12,9 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -194,4 +196,15 @@ void interruptExit(void) {
     if (!sig) return;
     fflush(stdout);
     die(sig);
+}
+
+void testHold(const char *knob) {
+    const char *p = getenv(knob);
+    if (!p || !*p || access(p, F_OK) == 0) return;
+    char held[PATH_MAX];
+    snprintf(held, sizeof held, "%s.held", p);
+    FILE *f = fopen(held, "w");
+    if (f) fclose(f);
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    while (access(p, F_OK) != 0 && !interruptPending()) nanosleep(&pause, NULL);
 }

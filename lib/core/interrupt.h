@@ -90,4 +90,11 @@ void interruptFatal(int code, const char *fmt, ...) __attribute__((format(printf
  * signal.  Returns only when none arrived. */
 void interruptExit(void);
 
+/* Test-only, for the suites that must change the lake at one exact point
+ * of a run (a race made deterministic, never a timing): when the
+ * environment variable knob names a PATH, create PATH.held and wait until
+ * PATH exists or a stop signal arrives.  Unset or empty: returns at once.
+ * Once PATH exists every later hold on it passes straight through. */
+void testHold(const char *knob);
+
 #endif

@@ -5,12 +5,9 @@
 #include "query/rewrite.h"
 
 #include <cjson/cJSON.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/interrupt.h"
 #include "core/jsonstrict.h"
@@ -86,20 +83,6 @@ static int isMarked(void *arg, int64_t rowid) {
     return rowid >= 0 && rowid < m->nbits && (m->bits[rowid / 8] >> (rowid % 8) & 1);
 }
 
-/* Test-only (the crash and race suites): with LAKE_TEST_REWRITE_HOLD=PATH,
- * the commit waits, its segments uploaded, until PATH exists; PATH.held
- * says it waits. */
-static void testHold(void) {
-    const char *p = getenv("LAKE_TEST_REWRITE_HOLD");
-    if (!p || !*p) return;
-    char held[PATH_MAX];
-    snprintf(held, sizeof held, "%s.held", p);
-    FILE *f = fopen(held, "w");
-    if (f) fclose(f);
-    struct timespec pause = {0, 10 * 1000 * 1000};
-    while (access(p, F_OK) != 0 && !interruptPending()) nanosleep(&pause, NULL);
-}
-
 int rewriteCommit(queryRewrite *w, catalogCache *c, segcache *segs, stage *st, const char *ns, const char *name,
                   const cJSON *const *segv, int64_t expected, int64_t *version, lakeError *err) {
     *version = expected;
@@ -123,7 +106,7 @@ int rewriteCommit(queryRewrite *w, catalogCache *c, segcache *segs, stage *st, c
             rc = compactCopySegment(segs, st, w->schema, segv[i], isMarked, &w->segs[i], w->w, err);
     }
     if (!rc) rc = segmentWriterFinish(w->w, &written, &files, err);
-    if (!rc) testHold();
+    if (!rc) testHold("LAKE_TEST_REWRITE_HOLD"); /* the crash and race suites: segments uploaded, not committed */
     if (!rc && interruptPending()) rc = errSet(err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
     if (!rc) rc = cacheRewrite(c, ns, name, expected, w->operation, replace, written, files, version, err);
     cJSON_Delete(replace);

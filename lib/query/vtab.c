@@ -12,6 +12,7 @@
 
 #include "catalog/names.h"
 #include "core/config.h"
+#include "core/interrupt.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
 #include "query/at.h"
@@ -188,6 +189,7 @@ static int pinWith(queryTable *t, cJSON *reg) {
         t->rows += rows;
         t->segv[t->nseg++] = g;
     }
+    testHold("LAKE_TEST_PIN_HOLD"); /* the grants suites: a revoke between the pin and the reads */
     return SQLITE_OK;
 }
 

@@ -6,7 +6,9 @@
 # counted with LAKE_TRACE=1:
 #   - only the tables it holds read on: grants on the catalog, the
 #     namespace or the table, to it, to role:user or to PUBLIC;
-#   - pages (LAKE_TEST_LIST_PAGE) return every table once, in order;
+#   - pages (LAKE_TEST_LIST_PAGE) return every table once, in order, and
+#     a generation that moves between two pages (LAKE_TEST_LIST_HOLD)
+#     starts the listing again;
 #   - the listing is cached as the snapshot is: zero calls while fresh,
 #     one conditional list_tables when stale (not_modified, or the new
 #     listing once a grant changed the generation);
@@ -140,6 +142,26 @@ trace: source list_tables after=c.t2 -> generation=$g tables=1 more=no"
     metasrv_expect_error 400 invalid_argument
   done
   metasrv_check_errors
+}
+
+@test "a grant between two pages starts the listing again: every table of one generation, none twice" {
+  grant read a alice
+  local g
+  g=$(generation)
+  LAKE_TEST_LIST_PAGE=2 LAKE_TEST_LIST_HOLD=$T/go LAKE_TRACE=1 lake-catalog list >"$T/list.out" 2>"$T/list.err" &
+  local pid=$!
+  held_wait "$T/go" "$pid" "$T/list.err"
+  grant read b.t2 alice # the generation moves under the listing
+  held_release "$T/go" "$pid"
+  assert_equal "exit $HELD_STATUS" "exit 0"
+  assert_equal "$(cat "$T/list.out")" $'a\tt1\na\tt2\na\tt3\nb\tt2'
+  stderr=$(cat "$T/list.err")
+  local g2=$((g + 1))
+  assert_equal "$(trace_lines 'source list_tables')" "trace: source list_tables -> generation=$g tables=2 more=yes
+trace: source list_tables after=a.t2 -> generation=$g2 tables=2 more=no
+trace: source list_tables -> generation=$g2 tables=2 more=yes
+trace: source list_tables after=a.t2 -> generation=$g2 tables=2 more=no"
+  assert_equal "$(untraced_stderr)" ""
 }
 
 @test "a fresh listing costs zero calls; a stale one one conditional list_tables; a new grant is seen after the TTL" {

@@ -9,6 +9,8 @@
 #   - the registry the old release wrote is served by today's server, and
 #     the user's cache filled through the old server is revalidated with a
 #     not_modified;
+#   - a user's list meets a server with no list_tables (issue 29): that
+#     release's refusal, and the tables it resolved listed offline;
 #   - segments the old release's lake-query wrote have no row ranges
 #     (issue 30): today's lake-query reads them whole, with the answers of
 #     LAKE_QUERY_NO_PUSHDOWN, beside new segments that have them.
@@ -153,6 +155,25 @@ trace: source resolve m.t -> version=1"
   assert_equal "$(untraced_stderr)" "lake-catalog: gc: the metadata server expires no versions (it is older than expiry)
 lake-catalog: gc: 1 object, 6 bytes removed; 1 kept (referenced), 0 kept (younger than the grace)"
   assert_equal "$(lake-query -c 'SELECT count(*) FROM m.t')" 1
+}
+
+@test "a user's list against the previous release's server, which has no list_tables: that release's refusal, one line, 77" {
+  old_start
+  metasrv_use "$SRV"
+  lake-catalog create-namespace m
+  lake-catalog create m.t 'id INTEGER'
+  export LAKE_TOKEN_FILE=$ALICE
+  run --separate-stderr env LAKE_TRACE=1 lake-catalog list
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$(trace_lines source)" "trace: source catalog_snapshot known=-1 -> error permission_denied
+trace: source list_tables -> error not_found"
+  assert_equal "$(untraced_stderr)" "lake-catalog: role user may not list the whole catalog: name a table (lake-catalog show NS.T, lake-query), or see the tables resolved on this host with lake-catalog --offline list"
+  # what it resolved is still listed from this host's cache
+  lake-catalog resolve m.t >/dev/null
+  run --separate-stderr lake-catalog --offline list
+  assert_success
+  assert_output $'m\tt'
+  assert_equal "$stderr" "lake-catalog: this principal may not list the whole catalog; these are the tables it resolved on this host"
 }
 
 @test "segments the previous release wrote, without row ranges: read whole, the same answers as with pushdown off" {

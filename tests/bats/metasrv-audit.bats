@@ -302,6 +302,11 @@ logged_ids() {
   assert_clean_success
   assert_equal "$(jq -r '.[] | select(.name == "x") | .name' <<<"$output")" ""
   assert_equal "$(jq -c '[.[] | select(.name == "alice") | .expires_at]' <<<"$output")" '[null]'
+  # -H: the same rows under their column names
+  run --separate-stderr lake-metasrv token list "${METASRV_REGOPT[@]}" -H
+  assert_clean_success
+  assert_equal "$(head -1 <<<"$output")" $'name\trole\tcreated_at\trevoked_at\texpires_at\tlast_used_at'
+  assert_equal "$(awk -F'\t' '$1 == "gone" { print $2, ($4 != "-"), $5 }' <<<"$output")" "user 1 -"
 }
 
 @test "token list shows last_used_at: written at a token's first use, then at most once a minute" {

@@ -277,3 +277,39 @@ admin_grant() { # grant|revoke PRIVILEGE ON GRANTEE
   # what was refused appended nothing: versions 1 (admin), 2, 3 (alice), 4 (delete)
   assert_equal "$(LAKE_TOKEN_FILE=$ADMIN lake-catalog --max-age 0 resolve docs.papers | jq .version)" 4
 }
+
+@test "PUBLIC names every principal in a grant, so no principal may be called that" {
+  local name
+  for name in PUBLIC public Public; do
+    run --separate-stderr lake-metasrv token create "${METASRV_REGOPT[@]}" --role user --name "$name"
+    assert_error lake-metasrv 64 "token create: --name $name: the name PUBLIC is reserved for grants to everyone"
+  done
+  assert_equal "$(lake-metasrv token list "${METASRV_REGOPT[@]}" | cut -f1 | sort | paste -sd,)" admin,alice,bob
+  # a grant to it, in any case, is the grant to everyone
+  lake-catalog create-namespace hr
+  lake-catalog grant read ON hr TO public
+  assert_equal "$(lake-catalog grants | cut -f1-3)" $'hr\tread\tPUBLIC'
+}
+
+@test "the embedded lake stores grants to PUBLIC and role:user for a server to enforce later; it has no principals to name" {
+  unset LAKE_METASRV LAKE_TOKEN_FILE LAKE_CA_FILE
+  export LAKE_HOME=$T/home
+  lake-catalog create-namespace hr
+  lake-catalog create hr.scans 'f FILE'
+  run --separate-stderr lake-catalog grant read ON hr TO PUBLIC
+  assert_clean_success
+  run --separate-stderr lake-catalog grant write ON hr.scans TO role:user
+  assert_clean_success
+  run --separate-stderr lake-catalog grant read ON hr TO alice
+  assert_error lake-catalog 64 "alice: no such principal"
+  assert_equal "$(lake-catalog grants | cut -f1-3,5)" $'hr\tread\tPUBLIC\tlocal:'"$(id -un)"$'\nhr.scans\twrite\trole:user\tlocal:'"$(id -un)"
+  run --separate-stderr lake-catalog revoke read ON hr FROM PUBLIC
+  assert_clean_success
+  assert_equal "$(lake-catalog grants | cut -f1-3)" $'hr.scans\twrite\trole:user'
+  # the embedded lake's own principal holds everything: a revoke limits no one here
+  run --separate-stderr lake-query -c "SELECT count(*) FROM hr.scans"
+  assert_clean_success
+  assert_output 0
+  # and a server started on that registry enforces what it stored
+  assert_equal "$(sqlite3 "$LAKE_HOME/registry.db" "SELECT scope || ' ' || privilege || ' ' || grantee FROM grants")" "hr.scans write role:user"
+}

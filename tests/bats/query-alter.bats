@@ -140,14 +140,11 @@ locations() {
   local_only "LAKE_TEST_REWRITE_HOLD stops the embedded client between its read and its commit"
   LAKE_TEST_REWRITE_HOLD=$T/go lake-query -c "UPDATE d.t SET s = 'up' WHERE k = 1" 2>"$T/u.err" &
   local held=$!
-  while [ ! -e "$T/go.held" ]; do
-    kill -0 "$held" 2>/dev/null || fail "the UPDATE ended: $(cat "$T/u.err")"
-    sleep 0.05
-  done
+  held_wait "$T/go" "$held" "$T/u.err"
   lake-catalog alter d.t drop-column x
   lake-catalog alter d.t rename-column s label
-  touch "$T/go"
-  wait "$held" || fail "the UPDATE failed: $(cat "$T/u.err")"
+  held_release "$T/go" "$held"
+  [ "$HELD_STATUS" = 0 ] || fail "the UPDATE failed: $(cat "$T/u.err")"
   assert_equal "$(cat "$T/u.err")" "lake-query: d.t: 1 row updated"
   assert_equal "$(lake-catalog history d.t | cut -f4 | tail -3 | paste -sd,)" "alter,alter,update"
   assert_equal "$(lake-query -c "SELECT k, label FROM d.t WHERE k <= 2 ORDER BY k")" $'0\ts0\n1\tup\n2\ts2'

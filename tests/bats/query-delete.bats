@@ -118,15 +118,12 @@ locations() {
 hold() {
   LAKE_TEST_REWRITE_HOLD=$T/$1 LAKE_TRACE=1 lake-query -c "$2" >/dev/null 2>"$T/$1.err" &
   HELD=$!
-  while [ ! -e "$T/$1.held" ]; do
-    kill -0 "$HELD" 2>/dev/null || fail "the held statement ended: $(cat "$T/$1.err")"
-    sleep 0.05
-  done
+  held_wait "$T/$1" "$HELD" "$T/$1.err"
 }
 
 release() {
-  touch "$T/$1"
-  wait "$HELD" || fail "the held statement failed: $(cat "$T/$1.err")"
+  held_release "$T/$1" "$HELD"
+  [ "$HELD_STATUS" = 0 ] || fail "the held statement failed: $(cat "$T/$1.err")"
 }
 
 @test "an append made while a DELETE runs commutes with it; a DELETE that lost a race for a segment runs again on the new version" {

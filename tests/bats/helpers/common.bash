@@ -144,3 +144,20 @@ assert_calls() {
   assert_equal "source calls: $(trace_count source)" "source calls: $1"
   assert_equal "$(untraced_stderr)" ""
 }
+
+# The LAKE_TEST_*_HOLD knobs (interrupt.h's testHold): held_wait PATH PID
+# ERRFILE waits until the process PID holds at PATH (PATH.held exists),
+# failing with ERRFILE's text if PID ended first; held_release PATH PID
+# lets it go on and waits for it, leaving its exit status in $HELD_STATUS.
+held_wait() {
+  while [ ! -e "$1.held" ]; do
+    kill -0 "$2" 2>/dev/null || fail "the held command ended: $(cat "$3")"
+    sleep 0.05
+  done
+}
+# shellcheck disable=SC2034 # HELD_STATUS is the suites' to read
+held_release() {
+  touch "$1"
+  HELD_STATUS=0
+  wait "$2" || HELD_STATUS=$?
+}
