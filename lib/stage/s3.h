@@ -7,6 +7,7 @@
  *   s3presign.c SigV4 query-signed URLs (presigned), for keyless clients
  *   s3put.c     the multipart upload engine: parts in flight on a libcurl
  *               multi handle, driven by a thread of its own
+ *   s3get.c     parallel ranged GETs of one object, taken in order
  *   s3.c        the backend: put (one PUT or a multipart upload), get,
  *               containment
  *
@@ -122,6 +123,8 @@ typedef struct s3Xfer {
     /* the answer */
     long status;
     int64_t length;           /* Content-Length, -1 when absent */
+    int64_t range_total;      /* the size after the '/' of Content-Range
+                                 (a ranged answer), -1 when absent */
     char etag[S3_ETAG_MAX];
     char meta_sha256[SHA256_HEX_LEN + 1]; /* x-amz-meta-sha256 */
     char *body;               /* a non-2xx answer, or any answer without a
@@ -238,6 +241,20 @@ int s3Md5Base64(const void *buf, size_t len, char out[STAGE_MD5_B64_LEN + 1]);
  * upload id with a key derived from the secret (stage.h).  "" on OOM. */
 void s3UploadTicket(const s3Client *c, const char *location, const char *upload_id,
                     char out[STAGE_TICKET_LEN + 1]);
+
+/* --- s3get.c: parallel ranged reads ----------------------------------------- */
+
+/* Read the object at key (location names it in messages; vended: through
+ * the stage's vendor) of size bytes, more than part_size, as ranged GETs
+ * of part_size bytes, up to jobs at once on connections of their own,
+ * into jobs + 1 buffers of part_size bytes; the bytes go to w in order,
+ * exactly once, hashed into sha (NULL: not).  Every answer must give the
+ * object's size as size (else 65).  *meta_sha256 gets the object's
+ * x-amz-meta-sha256 ("" when none).  0, or the code of the first part
+ * that failed for good (the writer has then seen a prefix of the object). */
+int s3GetParts(s3Stage *ss, const char *key, const char *location, int64_t size, size_t part_size,
+               int jobs, lakeWriter *w, sha256Ctx *sha, progress *prog,
+               char meta_sha256[SHA256_HEX_LEN + 1], lakeError *err);
 
 /* --- s3put.c: multipart uploads -------------------------------------------- */
 
