@@ -772,8 +772,13 @@ static void *worker(void *arg) {
     lakeError err = {0};
     segcache *c = NULL;
     stage *st = NULL;
-    if (segcacheDup(r->ctx->segs, &c, &err) || stageDup(r->ctx->stage, &st, &err)) failRun(r, &err);
-    else readSegments(r, c, st);
+    if (segcacheDup(r->ctx->segs, &c, &err) || stageDup(r->ctx->stage, &st, &err)) {
+        failRun(r, &err);
+    } else {
+        /* the threads read segments side by side already: one GET each */
+        stageSetGetJobs(st, 1, 0);
+        readSegments(r, c, st);
+    }
     stageClose(st);
     segcacheClose(c);
     return NULL;

@@ -328,6 +328,40 @@ get_through_fault() {
   assert_equal "$(find "$T/out" -mindepth 1)" ""
 }
 
+# --- parallel ranged gets in flight (lake-get --jobs) -----------------------
+
+@test "rgw get --jobs 3: three ranged GETs at once; SIGTERM while they wait on the frozen osd, to -o DIR: 143, 'interrupted', nothing in DIR" {
+  put_big $((40 * MIB))
+  osd_stop
+  bg get lake-get --jobs 3 --part-size 5MiB -o "$T/out" "$V"
+  # one connection a part: three parts in flight, held by radosgw
+  wait_conns "$BG" 3
+  kill -TERM "$BG"
+  wait_bg get
+  osd_cont
+  assert_traced_error lake-get 143 "lake-get: interrupted"
+  assert_equal "$(find "$T/out" -mindepth 1)" ""
+}
+
+@test "rgw get --jobs 4: SIGINT while the writer is stalled mid-object (stdout a FIFO not read): 130, 'interrupted'; then the same get is right" {
+  put_big $((64 * MIB))
+  rm -f "$T/fifo"
+  mkfifo "$T/fifo"
+  # SIGINT at its default (a background job of a script starts with it ignored)
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die' lake-get --jobs 4 --part-size 5MiB "$V" \
+    >"$T/fifo" 2>"$T/get.err" 3>&- &
+  BG=$!
+  exec 5<"$T/fifo"
+  wait_conns "$BG" 4
+  kill -INT "$BG"
+  wait_bg get
+  exec 5<&-
+  assert_traced_error lake-get 130 "lake-get: interrupted"
+  run_to "$T/got" lake-get --jobs 4 --part-size 5MiB "$V"
+  assert_equal "exit $status" "exit 0"
+  cmp "$T/in/big" "$T/got"
+}
+
 # --- gc: paging, and faults during gc --------------------------------------
 
 # stage_garbage REFS UNREFS: REFS small objects put with lake-put into the

@@ -355,3 +355,76 @@ reader_error_after() {
   s3_curl "$S3_ENDPOINT$(s3_path "$loc")" -o "$T/curl.got"
   cmp "$T/in/data" "$T/curl.got"
 }
+
+# --- parallel ranged gets (lake-get --jobs) ----------------------------------
+
+# put_object BYTES: BYTES random bytes in $T/in/data, put (5 MiB parts when
+# more than one); the FILE value in V.
+put_object() {
+  head -c "$1" /dev/urandom >"$T/in/data"
+  V=$(lake-put -q --part-size 5MiB --jobs 2 "$T/in/data" 2>/dev/null)
+  [ -n "$V" ] || fail "lake-put failed"
+}
+
+@test "rgw get --jobs 3: 21 MiB + 3 bytes as five 5 MiB ranged GETs (206), every byte once in order; --jobs 1 is one GET (200) of the same bytes" {
+  put_object $((21 * MIB + 3))
+  run_to "$T/got" lake-get --jobs 3 --part-size 5MiB "$V"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_equal "$(count_requests GET '')" 5
+  assert_equal "$(count_requests GET ' -> 206$')" 5
+  cmp "$T/in/data" "$T/got"
+  # the default (4 jobs of 8 MiB): three ranged GETs
+  run_to "$T/got4" lake-get "$V"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(count_requests GET ' -> 206$')" 3
+  cmp "$T/in/data" "$T/got4"
+  run_to "$T/got1" lake-get --jobs 1 --part-size 5MiB "$V"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(count_requests GET '')" 1
+  assert_equal "$(count_requests GET ' -> 200$')" 1
+  cmp "$T/in/data" "$T/got1"
+  # -o DIR: the same
+  run_to "$T/o.log" lake-get --jobs 3 --part-size 5MiB -o "$T/out" "$V"
+  assert_equal "exit $status" "exit 0"
+  cmp "$T/in/data" "$T/out/data"
+}
+
+@test "rgw get --jobs: a wrong SHA-256 is refused with 65 and nothing under the final name; a wrong size is 65 before any byte, even with --no-verify" {
+  put_object $((12 * MIB))
+  bad=$(jq -c '.sha256 = ("0" * 64)' <<<"$V")
+  run_to "$T/o.log" lake-get --jobs 4 --part-size 5MiB -o "$T/out" "$bad"
+  assert_traced_error lake-get 65 "SHA-256 mismatch (expected $(printf '0%.0s' {1..64}), got $(sha_of "$T/in/data"))"
+  assert_equal "$(count_requests GET ' -> 206$')" 3
+  assert_equal "$(find "$T/out" -mindepth 1)" ""
+  for size in $((12 * MIB + 1)) $((12 * MIB - 1)); do
+    run_to "$T/got" lake-get --jobs 2 --part-size 5MiB --no-verify "$(jq -c --argjson s "$size" '.size = $s' <<<"$V")"
+    assert_traced_error lake-get 65 "$((12 * MIB)) bytes in the stage, not $size"
+    assert_equal "$(stat -c %s "$T/got")" 0
+  done
+}
+
+@test "rgw get --jobs 4: an object smaller than one part and a zero-byte object are one GET each (200), right" {
+  put_object $((3 * MIB))
+  run_to "$T/got" lake-get --jobs 4 --part-size 5MiB "$V"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(count_requests GET '')" 1
+  assert_equal "$(count_requests GET ' -> 200$')" 1
+  cmp "$T/in/data" "$T/got"
+  : >"$T/in/empty"
+  V=$(lake-put -q "$T/in/empty")
+  assert_equal "$(json_field size "$V")" 0
+  run_to "$T/got0" lake-get --jobs 4 --part-size 5MiB -o "$T/out" "$V"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_equal "$(count_requests GET ' -> 200$')" 1
+  assert_equal "$(stat -c %s "$T/out/empty")" 0
+}
+
+@test "rgw get: --jobs and --part-size out of range are usage errors (64)" {
+  for a in "--jobs 0" "--jobs 65" "--jobs x" "--part-size 4MiB" "--part-size 6GiB" "--part-size x"; do
+    # shellcheck disable=SC2086 # $a is an option and its value
+    run_to "$T/got" lake-get $a s3://nowhere/x
+    assert_error lake-get 64 "${a%% *}: '${a#* }'"
+  done
+}
