@@ -277,16 +277,17 @@ put_big() {
   V=$(LAKE_TRACE='' lake-put --jobs 2 "$T/in/big")
 }
 
-# get_through_fault V WHEN FAULT: lake-get V to a FIFO that is not read,
-# so that it stalls mid-object; then FAULT (a command) runs, before the
-# reading goes on (WHEN=stalled) or while it goes on (WHEN=reading: radosgw
-# needs the osd for the next chunks).  The output in $T/get.out, the
-# status and stderr set.
+# get_through_fault V WHEN FAULT [OPTION...]: lake-get OPTION... V to a
+# FIFO that is not read, so that it stalls mid-object; then FAULT (a
+# command) runs, before the reading goes on (WHEN=stalled) or while it goes
+# on (WHEN=reading: radosgw needs the osd for the next chunks).  The output
+# in $T/get.out, the status and stderr set.
 get_through_fault() {
   local v=$1 when=$2 fault=$3 reader=
+  shift 3
   rm -f "$T/fifo"
   mkfifo "$T/fifo"
-  lake-get "$v" >"$T/fifo" 2>"$T/get.err" 3>&- &
+  lake-get "$@" "$v" >"$T/fifo" 2>"$T/get.err" 3>&- &
   BG=$!
   # opened, not read: lake-get stalls once the pipe is full, mid-object
   exec 5<"$T/fifo"
@@ -308,7 +309,8 @@ get_through_fault() {
 
 @test "rgw fault: radosgw killed and restarted during a get to stdout: resumed with Range, every byte once, verified" {
   put_big $((128 * MIB))
-  get_through_fault "$V" stalled rgw_kill_restart
+  # one GET (--jobs 1), so that a 206 is a resumption
+  get_through_fault "$V" stalled rgw_kill_restart --jobs 1
   assert_equal "exit $status" "exit 0"
   assert_equal "$(untraced_stderr)" ""
   # the first GET broke off, a later one (Range) answered 206
@@ -548,7 +550,10 @@ put_get_through() {
   v=$(cat "$T/put.out")
   assert_stored_sha "$v" "$(sha_of "$T/in/data")"
   assert_equal "$(s3_uploads)" ""
-  get_through_fault "$v" reading "$1"
+  # ranged GETs, 2 at once of 5 MiB: what lake-get and radosgw hold ahead
+  # of the stalled writer (3 buffers, 2 parts) is far less than 96 MiB
+  get_through_fault "$v" reading "$1" --jobs 2 --part-size 5MiB
+  grep -qE '^trace: stage GET .* -> 206$' <<<"$stderr" || fail "no ranged GET: $stderr"
   assert_equal "exit $status" "exit 0"
   assert_equal "$(untraced_stderr)" ""
   assert_fault_met
