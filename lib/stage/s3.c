@@ -368,10 +368,7 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
         }
         s3XferFree(&x);
         if (!retry) {
-            if (rc && x.retryable) {
-                size_t n = strlen(err->msg);
-                snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", attempt);
-            }
+            if (rc && x.retryable) s3NoteAttempts(err, attempt);
             break;
         }
         if (retrySleep(s3BackoffMs(attempt), NULL)) break;

@@ -534,11 +534,25 @@ int s3XferRun(s3Xfer *x, lakeError *err) {
             return errSet(err, LAKE_EFAIL, "%s: interrupted", x->what);
         rc = 0;
     }
-    if (rc == LAKE_ETEMP || (rc == LAKE_EUNAVAIL && x->retryable)) {
-        size_t n = strlen(err->msg);
-        snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", x->attempts);
-    }
+    if (rc == LAKE_ETEMP || (rc == LAKE_EUNAVAIL && x->retryable)) s3NoteAttempts(err, x->attempts);
     return rc;
+}
+
+void s3NoteAttempts(lakeError *err, int attempts) {
+    size_t n = strlen(err->msg);
+    snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", attempts);
+}
+
+int s3ThreadStart(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int e = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
 }
 
 long s3BackoffMs(int attempt) {

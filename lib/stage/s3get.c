@@ -150,10 +150,7 @@ static int fetchPart(getEngine *g, CURL *h, int64_t p, char *buf, lakeError *err
         pthread_mutex_unlock(&g->mu);
         s3XferFree(&x);
         if (!retry) {
-            if (rc && x.retryable) {
-                size_t n = strlen(err->msg);
-                snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", attempt);
-            }
+            if (rc && x.retryable) s3NoteAttempts(err, attempt);
             break;
         }
         if (retrySleep(s3BackoffMs(attempt), NULL) || atomic_load(&g->cancel)) break;
@@ -219,19 +216,12 @@ int s3GetParts(s3Stage *ss, const char *key, const char *location, int64_t size,
     atomic_init(&g.cancel, 0);
     if (ss->vendor.get && (rc = ss->vendor.get(ss->vendor.ctx, location, 0, &g.url, err))) goto out;
 
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
     for (int i = 0; i < jobs; i++) {
-        int e = pthread_create(&threads[nthreads], NULL, worker, &g);
+        int e = s3ThreadStart(&threads[nthreads], worker, &g);
         if (e && !nthreads) rc = errSetErrno(err, LAKE_EFAIL, e, "%s: a thread", location);
         if (e) break; /* fewer connections than asked: still a get */
         nthreads++;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     for (int64_t p = 0; !rc && p < g.nparts; p++) {
         slot *s = &g.slots[p % g.nslots];
