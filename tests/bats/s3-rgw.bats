@@ -421,6 +421,25 @@ put_object() {
   assert_equal "$(stat -c %s "$T/out/empty")" 0
 }
 
+@test "rgw get --jobs 2: a part cut off mid-answer is asked again from where it stopped, a part answered 500 again whole; every byte once, verified" {
+  put_object $((15 * MIB))
+  # the fault proxy (helpers/s3fault.js) cuts the first GET after half its
+  # body and answers the next one 500; it logs each request's Range
+  s3_fault 'GET:cut:1,GET:500:1'
+  run_to "$T/got" lake-get --jobs 2 --part-size 5MiB "$V"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  cmp "$T/in/data" "$T/got"
+  # five GETs: the three parts from their starts, one of the first two
+  # again from its start (the 500), the other from past it (the cut)
+  local starts="(0|$((5 * MIB))|$((10 * MIB)))"
+  assert_equal "$(grep -cE '^GET .* range=bytes=' "$T/fault.err")" 5
+  assert_equal "$(grep -cE "^GET .* range=bytes=$starts-" "$T/fault.err")" 4
+  assert_equal "$(grep -cE "^GET .* range=bytes=[0-9]+-$((15 * MIB - 1)) " "$T/fault.err")" 1
+  grep -qE "^GET .* -> forwarded range=bytes=[1-9][0-9]*-$((5 * MIB - 1)) |^GET .* -> forwarded range=bytes=[0-9]+-$((10 * MIB - 1)) " \
+    <(grep -vE "range=bytes=$starts-" "$T/fault.err") || fail "no resumption: $(cat "$T/fault.err")"
+}
+
 @test "rgw get: --jobs and --part-size out of range are usage errors (64)" {
   for a in "--jobs 0" "--jobs 65" "--jobs x" "--part-size 4MiB" "--part-size 6GiB" "--part-size x"; do
     # shellcheck disable=SC2086 # $a is an option and its value

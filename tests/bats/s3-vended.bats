@@ -182,6 +182,22 @@ with_keys() {
   cmp "$T/data" "$T/got"
 }
 
+@test "keyless: a ranged GET refused with 403 (an expired URL) has the URL asked for again, once, and the get goes on" {
+  # the first presigned GET (not the server's probe of its keys) refused
+  s3_fault 'GET?X-Amz-Signature:403:1' # exports AWS_ENDPOINT_URL: the proxy
+  keyless_setup
+  export LAKE_TRACE=1
+  head -c $((11 * MIB)) /dev/urandom >"$T/data"
+  value=$(lake-put -q --part-size 5MiB "$T/data" 2>/dev/null)
+  run_to "$T/got" lake-get --jobs 3 --part-size 5MiB "$value"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_equal "$(grep -c '^trace: source presign_get' <<<"$stderr")" 2
+  assert_equal "$(count_requests GET ' -> 403$')" 1
+  assert_equal "$(count_requests GET ' -> 206$')" 3
+  cmp "$T/data" "$T/got"
+}
+
 @test "keyless: SIGINT mid-upload aborts through the server (no upload left); SIGKILL leaves one that gc, run by a key holder, aborts" {
   keyless_setup
   mkfifo "$T/fifo"
