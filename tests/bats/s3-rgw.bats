@@ -440,6 +440,30 @@ put_object() {
     <(grep -vE "range=bytes=$starts-" "$T/fault.err") || fail "no resumption: $(cat "$T/fault.err")"
 }
 
+@test "rgw query: a 12.6 MiB segment the scan waits for is read as two ranged GETs and verified; changed in the stage it is 65, nothing cached" {
+  lake-catalog create-namespace t
+  lake-catalog create t.b 'id INTEGER, b BLOB'
+  lake-query -c "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+                 INSERT INTO t.b SELECT i, randomblob(65536) FROM n"
+  run_to "$T/q" lake-query -c "SELECT count(*), sum(length(b)) FROM t.b WHERE id > 0"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(cat "$T/q")" "$(printf '200\t13107200')"
+  assert_equal "$(count_requests GET ' -> 206$')" 2
+  assert_equal "$(count_requests GET '')" 2
+  # the same bytes but one, under the segment's key: refused, not cached
+  local key
+  key=$(grep -oE "^trace: stage GET s3://$S3_BUCKET/[^ ]+" <<<"$stderr" | head -n 1 | sed -E "s|^trace: stage GET s3://$S3_BUCKET/||")
+  s3_curl "$S3_ENDPOINT/$S3_BUCKET/$key" -o "$T/seg"
+  printf 'x' | dd of="$T/seg" bs=1 seek=$((9 * MIB)) conv=notrunc status=none
+  s3_curl -T "$T/seg" "$S3_ENDPOINT/$S3_BUCKET/$key" -o /dev/null
+  rm -rf "$XDG_CACHE_HOME/lake/segments"
+  run_to "$T/q" lake-query -c "SELECT sum(length(b)) FROM t.b WHERE id > 0"
+  assert_traced_error lake-query 65 "SHA-256 mismatch"
+  assert_equal "$(count_requests GET ' -> 206$')" 2
+  [ -d "$XDG_CACHE_HOME/lake/segments" ] || fail "no segment cache"
+  assert_equal "$(find "$XDG_CACHE_HOME/lake/segments" -type f ! -name .lock)" ""
+}
+
 @test "rgw get: --jobs and --part-size out of range are usage errors (64)" {
   for a in "--jobs 0" "--jobs 65" "--jobs x" "--part-size 4MiB" "--part-size 6GiB" "--part-size x"; do
     # shellcheck disable=SC2086 # $a is an option and its value
