@@ -27,9 +27,9 @@ _lake_opts_lake_put='-q --quiet --name --content-type --size --sha256 --part-siz
 _lake_args_lake_put='--name --content-type --size --sha256 --part-size --jobs --table --column --set
     --max-skipped --stage'
 
-_lake_opts_lake_get='-q --quiet -o --output --archive --presign --no-verify --stage
-    --progress --no-progress -h --help --version'
-_lake_args_lake_get='-o --output --presign --stage'
+_lake_opts_lake_get='-q --quiet -o --output --archive --presign --no-verify --jobs --part-size
+    --stage --progress --no-progress -h --help --version'
+_lake_args_lake_get='-o --output --presign --jobs --part-size --stage'
 
 _lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
     --strict -h --help --version'

@@ -1,7 +1,8 @@
 /*
  * lake-get - stream FILE values back out of the managed stage, verified.
  *
- *   lake-get [-q] [-o DIR | --archive | --presign DURATION] [--no-verify] [--stage URL] [REF...]
+ *   lake-get [-q] [-o DIR | --archive | --presign DURATION] [--no-verify]
+ *            [--jobs N] [--part-size BYTES] [--stage URL] [REF...]
  *
  * A REF is a location, a FILE value, or a JSON row with exactly one FILE
  * value; without REF arguments they are read one per line from stdin.
@@ -11,7 +12,9 @@
  * worse than none).  --archive writes one pax tar stream instead
  * (archive.c), which a failure leaves visibly truncated.  --presign
  * prints a URL per REF that anyone may GET the object with until it
- * expires (stagePresignGet), and reads no object byte.
+ * expires (stagePresignGet), and reads no object byte.  --jobs and
+ * --part-size say how an S3 object of known size is read: ranged GETs
+ * in parallel (stageSetGetJobs).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +43,7 @@
 #define REF_LINE_MAX (1024 * 1024)
 
 enum { OPT_OUT = 'o', OPT_NO_VERIFY = 0x100, OPT_STAGE, OPT_PROGRESS, OPT_NO_PROGRESS,
-       OPT_ARCHIVE, OPT_PRESIGN };
+       OPT_ARCHIVE, OPT_PRESIGN, OPT_JOBS, OPT_PART_SIZE };
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
@@ -50,6 +53,8 @@ static const cliOption options[] = {
     {OPT_PRESIGN, 0, "presign", "DURATION",
      "print a URL per REF that anyone may GET for DURATION (1s to 7d), read no object"},
     {OPT_NO_VERIFY, 0, "no-verify", NULL, "do not check sizes and SHA-256 digests"},
+    {OPT_JOBS, 0, "jobs", "N", "S3: ranged GETs of an object at once (default 4; 1: one GET)"},
+    {OPT_PART_SIZE, 0, "part-size", "BYTES", "S3: bytes per ranged GET (default 8MiB, at least 5MiB)"},
     {OPT_STAGE, 0, "stage", "URL", "the managed stage (overrides LAKE_STAGE)"},
     {OPT_PROGRESS, 0, "progress", NULL, "draw a progress bar even if stderr is no terminal"},
     {OPT_NO_PROGRESS, 0, "no-progress", NULL, "never draw a progress bar"},
@@ -57,7 +62,8 @@ static const cliOption options[] = {
 };
 
 static const cliSpec spec = {
-    "[-q] [-o DIR | --archive | --presign DURATION] [--no-verify] [--stage URL] [REF...]",
+    "[-q] [-o DIR | --archive | --presign DURATION] [--no-verify] [--jobs N] [--part-size BYTES]"
+    " [--stage URL] [REF...]",
     "Stream objects out of the lake's managed stage, verifying SHA-256; REFs are "
     "locations, FILE values or JSON rows, as arguments or one per line on stdin.",
     options,
@@ -236,7 +242,9 @@ int main(int argc, char **argv) {
     logInit(argv[0]);
     getRun run = {.verify = 1, .progress = PROGRESS_AUTO};
     const char *arg, *stageUrlOpt = NULL;
-    int c, first, archive = 0;
+    int c, first, archive = 0, jobs = STAGE_GET_JOBS_DEFAULT;
+    int64_t part_size = 0;
+    lakeError perr = {0};
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
         switch (c) {
         case 'q': logSetQuiet(1); run.progress = PROGRESS_OFF; break;
@@ -248,6 +256,12 @@ int main(int argc, char **argv) {
                               arg);
             break;
         case OPT_NO_VERIFY: run.verify = 0; break;
+        case OPT_JOBS:
+            if (stageParseJobs(arg, &jobs, &perr)) cliUsageError(&spec, "%s", perr.msg);
+            break;
+        case OPT_PART_SIZE:
+            if (stageParsePartSize(arg, &part_size, &perr)) cliUsageError(&spec, "%s", perr.msg);
+            break;
         case OPT_STAGE: stageUrlOpt = arg; break;
         case OPT_PROGRESS: if (!logQuiet()) run.progress = PROGRESS_ON; break;
         case OPT_NO_PROGRESS: run.progress = PROGRESS_OFF; break;
@@ -274,6 +288,7 @@ int main(int argc, char **argv) {
     if (!rc) rc = configLoad(&cfg, ov, 1, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
     if (!rc) rc = catalogStageOpen(&cfg, NULL, NULL, &run.st, &err);
+    if (!rc) stageSetGetJobs(run.st, jobs, part_size);
     if (!rc && archive) rc = tarOpen(&run.tar, STDOUT_FILENO, &err);
     for (int i = first; !rc && i < argc; i++) rc = getRef(&run, argv[i], NULL, &err);
     if (!rc && first == argc) rc = getStdin(&run, &err);

@@ -111,9 +111,8 @@ static long long parseSize(const char *s) {
 
 static long long parsePartSize(const char *s) {
     int64_t v;
-    if (bytesParse(s, &v)) cliUsageError(&spec, "--part-size: '%s' is not a number of bytes", s);
-    if (v < STAGE_PART_MIN || v > STAGE_PART_MAX)
-        cliUsageError(&spec, "--part-size: '%s' is outside 5MiB..5GiB", s);
+    lakeError err = {0};
+    if (stageParsePartSize(s, &v, &err)) cliUsageError(&spec, "%s", err.msg);
     return v;
 }
 
@@ -124,12 +123,10 @@ static long long parseMaxSkipped(const char *s) {
 }
 
 static int parseJobs(const char *s) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > STAGE_JOBS_MAX)
-        cliUsageError(&spec, "--jobs: '%s' is not a number from 1 to %d", s, STAGE_JOBS_MAX);
-    return (int)v;
+    int v;
+    lakeError err = {0};
+    if (stageParseJobs(s, &v, &err)) cliUsageError(&spec, "%s", err.msg);
+    return v;
 }
 
 /* --archive: the objects of a batch are put with defer_sync; their FILE

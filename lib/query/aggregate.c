@@ -810,8 +810,13 @@ static void *worker(void *arg) {
         failRun(r, &err);
         return NULL;
     }
-    if (segcacheDup(r->ctx->segs, &c, &err) || stageDup(r->ctx->stage, &st, &err)) failRun(r, &err);
-    else readSegments(r, c, st, terms);
+    if (segcacheDup(r->ctx->segs, &c, &err) || stageDup(r->ctx->stage, &st, &err)) {
+        failRun(r, &err);
+    } else {
+        /* the threads read segments side by side already: one GET each */
+        stageSetGetJobs(st, 1, 0);
+        readSegments(r, c, st, terms);
+    }
     pruneTermsFree(terms, r->nterms);
     stageClose(st);
     segcacheClose(c);

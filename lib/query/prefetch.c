@@ -36,6 +36,8 @@ static void *worker(void *arg) {
     segcache *c = NULL;
     stage *st = NULL;
     if (segcacheDup(p->cache, &c, &err) || stageDup(p->stage, &st, &err)) goto out;
+    /* the fetches ahead are parallel already: one GET each, streamed */
+    stageSetGetJobs(st, 1, 0);
     for (int i; (i = take(p)) >= 0;) {
         char *path = NULL;
         errClear(&err);

@@ -8,6 +8,9 @@
  *    segment cache handle of its own (stageDup, segcacheDup), and none
  *    reaches more than PREFETCH_AHEAD segments beyond the one the scan is
  *    reading; only the segments given (those the scan kept) are fetched.
+ *    Each is one GET, streamed (stageSetGetJobs 1): the scan's own fetch
+ *    alone reads in parallel ranged GETs, so memory stays bounded by one
+ *    get's (jobs + 1) parts.
  *  - A prefetched segment is verified and published exactly as the
  *    scan's own fetch would be (segcache.h); the scan then finds it there,
  *    or waits for the fetch in progress on its digest lock.  A failed

@@ -63,6 +63,8 @@ typedef struct stageVendOps {
 struct stage {
     const stageOps *ops;
     char *url; /* normalised */
+    int get_jobs;          /* stageSetGetJobs */
+    int64_t get_part_size;
 };
 
 int localStageOpen(const char *url, stage **out, lakeError *err);

@@ -310,7 +310,9 @@ static int getSink(void *ctx, const char *buf, size_t len) {
 
 /* GetObject to w.  A transfer that breaks off after some bytes is resumed
  * from where it stopped (Range), so nothing is written twice; objects never
- * change under their key, so the rest is the rest of the same bytes. */
+ * change under their key, so the rest is the rest of the same bytes.  An
+ * object of known size larger than a part is read in parallel ranged GETs
+ * instead (s3get.c), when the stage's get jobs are more than one. */
 static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progress *prog,
                  lakeError *err) {
     s3Stage *ss = (s3Stage *)s;
@@ -332,7 +334,17 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
     char want[SHA256_HEX_LEN + 1] = "";
     snprintf(want, sizeof want, "%s", fv->sha256);
     if (!rc && verify && !(g.sha = sha256New())) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
-    for (int attempt = 1; !rc; attempt++) {
+    /* an object of known size over one part: ranged GETs in parallel */
+    size_t part_size = (size_t)s->get_part_size;
+    int parallel = s->get_jobs > 1 && fv->size > (int64_t)part_size;
+    if (!rc && parallel) {
+        char meta[SHA256_HEX_LEN + 1];
+        rc = s3GetParts(ss, key, fv->location, fv->size, part_size, s->get_jobs, w, g.sha, prog,
+                        meta, err);
+        if (!rc) g.delivered = fv->size;
+        if (!want[0] && meta[0]) memcpy(want, meta, sizeof want);
+    }
+    for (int attempt = 1; !rc && !parallel; attempt++) {
         if (vended && !url && (rc = ss->vendor.get(ss->vendor.ctx, fv->location, 0, &url, err))) break;
         if ((rc = vended ? s3XferInitUrl(&x, &ss->client, ss->client.easy, "GET", url, fv->location, err)
                          : s3XferInit(&x, &ss->client, ss->client.easy, "GET", key, NULL, err)))
@@ -356,10 +368,7 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
         }
         s3XferFree(&x);
         if (!retry) {
-            if (rc && x.retryable) {
-                size_t n = strlen(err->msg);
-                snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", attempt);
-            }
+            if (rc && x.retryable) s3NoteAttempts(err, attempt);
             break;
         }
         if (retrySleep(s3BackoffMs(attempt), NULL)) break;

@@ -7,6 +7,7 @@
  *   s3presign.c SigV4 query-signed URLs (presigned), for keyless clients
  *   s3put.c     the multipart upload engine: parts in flight on a libcurl
  *               multi handle, driven by a thread of its own
+ *   s3get.c     parallel ranged GETs of one object, taken in order
  *   s3.c        the backend: put (one PUT or a multipart upload), get,
  *               containment
  *
@@ -24,6 +25,7 @@
 #define LAKE_STAGE_S3_H
 
 #include "core/curl.h"
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -122,6 +124,8 @@ typedef struct s3Xfer {
     /* the answer */
     long status;
     int64_t length;           /* Content-Length, -1 when absent */
+    int64_t range_total;      /* the size after the '/' of Content-Range
+                                 (a ranged answer), -1 when absent */
     char etag[S3_ETAG_MAX];
     char meta_sha256[SHA256_HEX_LEN + 1]; /* x-amz-meta-sha256 */
     char *body;               /* a non-2xx answer, or any answer without a
@@ -170,6 +174,13 @@ int s3XferOutcome(s3Xfer *x, CURLcode cc, lakeError *err);
  * failure is retryable, backing off between attempts. */
 int s3XferRun(s3Xfer *x, lakeError *err);
 void s3XferFree(s3Xfer *x);
+
+/* Say in err's message that the request was tried attempts times. */
+void s3NoteAttempts(lakeError *err, int attempts);
+/* pthread_create with the stop signals (SIGINT, SIGTERM, SIGHUP) blocked
+ * in the new thread, so that they reach the caller's thread; its error
+ * number, or 0. */
+int s3ThreadStart(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* Milliseconds to wait before attempt number attempt + 1 (attempt >= 1):
  * retryCeilingMs (core/retry.h) with equal jitter (half of it at least). */
@@ -238,6 +249,20 @@ int s3Md5Base64(const void *buf, size_t len, char out[STAGE_MD5_B64_LEN + 1]);
  * upload id with a key derived from the secret (stage.h).  "" on OOM. */
 void s3UploadTicket(const s3Client *c, const char *location, const char *upload_id,
                     char out[STAGE_TICKET_LEN + 1]);
+
+/* --- s3get.c: parallel ranged reads ----------------------------------------- */
+
+/* Read the object at key (location names it in messages; vended: through
+ * the stage's vendor) of size bytes, more than part_size, as ranged GETs
+ * of part_size bytes, up to jobs at once on connections of their own,
+ * into jobs + 1 buffers of part_size bytes; the bytes go to w in order,
+ * exactly once, hashed into sha (NULL: not).  Every answer must give the
+ * object's size as size (else 65).  *meta_sha256 gets the object's
+ * x-amz-meta-sha256 ("" when none).  0, or the code of the first part
+ * that failed for good (the writer has then seen a prefix of the object). */
+int s3GetParts(s3Stage *ss, const char *key, const char *location, int64_t size, size_t part_size,
+               int jobs, lakeWriter *w, sha256Ctx *sha, progress *prog,
+               char meta_sha256[SHA256_HEX_LEN + 1], lakeError *err);
 
 /* --- s3put.c: multipart uploads -------------------------------------------- */
 

@@ -171,7 +171,7 @@ static void xferReset(s3Xfer *x, const s3Client *c, CURL *h, const char *method)
     x->h = h;
     x->c = c;
     x->method = method;
-    x->length = -1;
+    x->length = x->range_total = -1;
     curl_easy_reset(h);
 }
 
@@ -226,14 +226,20 @@ static int headerValue(const char *buf, size_t len, const char *name, char *out,
 static size_t onHeader(char *buf, size_t size, size_t n, void *ctx) {
     s3Xfer *x = ctx;
     size_t len = size * n;
-    char num[32];
+    char num[32], cr[96];
     if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) { /* a new answer (after 100) */
         x->etag[0] = x->meta_sha256[0] = '\0';
-        x->length = -1;
+        x->length = x->range_total = -1;
     } else if (headerValue(buf, len, "content-length", num, sizeof num)) {
         char *end;
         long long v = strtoll(num, &end, 10);
         x->length = (end != num && *end == '\0' && v >= 0) ? v : -1;
+    } else if (headerValue(buf, len, "content-range", cr, sizeof cr)) {
+        /* "bytes A-B/TOTAL" */
+        const char *slash = strchr(cr, '/');
+        char *end;
+        long long v = slash ? strtoll(slash + 1, &end, 10) : -1;
+        x->range_total = (slash && end != slash + 1 && *end == '\0' && v >= 0) ? v : -1;
     } else if (!headerValue(buf, len, "etag", x->etag, sizeof x->etag)) {
         char sha[SHA256_HEX_LEN + 2];
         if (headerValue(buf, len, "x-amz-meta-sha256", sha, sizeof sha) && sha256IsHex(sha))
@@ -384,7 +390,7 @@ int s3XferArm(s3Xfer *x, lakeError *err) {
 void s3XferRestart(s3Xfer *x) {
     x->send_off = 0;
     x->status = 0;
-    x->length = -1;
+    x->length = x->range_total = -1;
     x->etag[0] = x->meta_sha256[0] = '\0';
     free(x->body);
     x->body = NULL;
@@ -528,11 +534,25 @@ int s3XferRun(s3Xfer *x, lakeError *err) {
             return errSet(err, LAKE_EFAIL, "%s: interrupted", x->what);
         rc = 0;
     }
-    if (rc == LAKE_ETEMP || (rc == LAKE_EUNAVAIL && x->retryable)) {
-        size_t n = strlen(err->msg);
-        snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", x->attempts);
-    }
+    if (rc == LAKE_ETEMP || (rc == LAKE_EUNAVAIL && x->retryable)) s3NoteAttempts(err, x->attempts);
     return rc;
+}
+
+void s3NoteAttempts(lakeError *err, int attempts) {
+    size_t n = strlen(err->msg);
+    snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", attempts);
+}
+
+int s3ThreadStart(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int e = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return e;
 }
 
 long s3BackoffMs(int attempt) {

@@ -277,10 +277,7 @@ static void finishPart(s3Upload *u, CURLMsg *m) {
         pthread_mutex_unlock(&u->mu);
         return;
     }
-    if (p->x.retryable) {
-        size_t n = strlen(p->err.msg);
-        snprintf(p->err.msg + n, sizeof p->err.msg - n, " after %d attempts", p->x.attempts);
-    }
+    if (p->x.retryable) s3NoteAttempts(&p->err, p->x.attempts);
     pthread_mutex_lock(&u->mu);
     p->state = PART_FAILED;
     pthread_mutex_unlock(&u->mu);
@@ -426,15 +423,7 @@ int s3UploadBegin(s3Upload *u, const char *content_type, const char *sha256_hex,
     if (rc) return rc;
 
     if (!(u->multi = curl_multi_init())) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
-    /* The thread inherits a mask that blocks the stop signals. */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    int e = pthread_create(&u->thread, NULL, sender, u);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int e = s3ThreadStart(&u->thread, sender, u);
     if (e) return errSetErrno(err, LAKE_EFAIL, e, "upload thread");
     u->running = 1;
     return 0;

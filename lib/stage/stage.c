@@ -12,18 +12,48 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/bytesize.h"
 #include "core/fsutil.h"
 
 int stageOpen(const char *url, stage **out, lakeError *err) {
+    int rc;
     *out = NULL;
-    if (strncmp(url, "file://", 7) == 0) return localStageOpen(url, out, err);
-    if (strncmp(url, "s3://", 5) == 0) return s3StageOpen(url, out, err);
-    return errSet(err, LAKE_ECONFIG,
-                  "%s: stage must be file:///abs/dir or s3://bucket/prefix", url);
+    if (strncmp(url, "file://", 7) == 0) rc = localStageOpen(url, out, err);
+    else if (strncmp(url, "s3://", 5) == 0) rc = s3StageOpen(url, out, err);
+    else return errSet(err, LAKE_ECONFIG,
+                       "%s: stage must be file:///abs/dir or s3://bucket/prefix", url);
+    if (!rc) stageSetGetJobs(*out, STAGE_GET_JOBS_DEFAULT, 0);
+    return rc;
+}
+
+void stageSetGetJobs(stage *s, int jobs, int64_t part_size) {
+    s->get_jobs = jobs < 1 ? 1 : jobs > STAGE_JOBS_MAX ? STAGE_JOBS_MAX : jobs;
+    s->get_part_size = part_size < STAGE_PART_MIN || part_size > STAGE_PART_MAX ? STAGE_PART_DEFAULT
+                                                                               : part_size;
+}
+
+int stageParseJobs(const char *text, int *jobs, lakeError *err) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < 1 || v > STAGE_JOBS_MAX)
+        return errSet(err, LAKE_EUSAGE, "--jobs: '%s' is not a number from 1 to %d", text,
+                      STAGE_JOBS_MAX);
+    *jobs = (int)v;
+    return 0;
+}
+
+int stageParsePartSize(const char *text, int64_t *bytes, lakeError *err) {
+    if (bytesParse(text, bytes))
+        return errSet(err, LAKE_EUSAGE, "--part-size: '%s' is not a number of bytes", text);
+    if (*bytes < STAGE_PART_MIN || *bytes > STAGE_PART_MAX)
+        return errSet(err, LAKE_EUSAGE, "--part-size: '%s' is outside 5MiB..5GiB", text);
+    return 0;
 }
 
 int stageDup(const stage *s, stage **out, lakeError *err) {
     int rc = stageOpen(s->url, out, err);
+    if (!rc) stageSetGetJobs(*out, s->get_jobs, s->get_part_size);
     if (rc || !stageVended(s)) return rc;
     stageVendor v = *s->ops->vend->vendor(s);
     v.free = NULL; /* s owns the vendor's context */

@@ -113,6 +113,23 @@ int stagePut(stage *s, lakeReader *r, const stagePutOptions *opt, fileValue *out
 int stagePutInto(stage *s, const char *key_dir, lakeReader *r, const stagePutOptions *opt,
                  fileValue *out, lakeError *err);
 
+/* How gets read an object of known size (a FILE value's) from S3: as
+ * ranged GETs of part_size bytes (0: STAGE_PART_DEFAULT, else
+ * STAGE_PART_MIN..STAGE_PART_MAX), up to jobs at once (1..STAGE_JOBS_MAX;
+ * 1: one GET, streamed), taken in order.  Memory is bounded by
+ * (jobs + 1) x part_size a get.  An object no larger than one part, or a
+ * bare location (size unknown), is one GET whatever this says.  A stage
+ * opens with STAGE_GET_JOBS_DEFAULT; stageDup keeps the setting.  The
+ * local backend ignores it. */
+#define STAGE_GET_JOBS_DEFAULT 4
+void stageSetGetJobs(stage *s, int jobs, int64_t part_size);
+
+/* The option texts of lake-put's and lake-get's --jobs (1..STAGE_JOBS_MAX)
+ * and --part-size (bytes, STAGE_PART_MIN..STAGE_PART_MAX): 0, or 64 with
+ * a one-line message naming the option. */
+int stageParseJobs(const char *text, int *jobs, lakeError *err);
+int stageParsePartSize(const char *text, int64_t *bytes, lakeError *err);
+
 /* Stream the object fv names to w.  verify=0 skips the digest check.  A
  * value without a known digest (a bare location) is verified against the
  * digest the backend recorded at put time, when there is one. */

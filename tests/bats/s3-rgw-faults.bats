@@ -277,16 +277,17 @@ put_big() {
   V=$(LAKE_TRACE='' lake-put --jobs 2 "$T/in/big")
 }
 
-# get_through_fault V WHEN FAULT: lake-get V to a FIFO that is not read,
-# so that it stalls mid-object; then FAULT (a command) runs, before the
-# reading goes on (WHEN=stalled) or while it goes on (WHEN=reading: radosgw
-# needs the osd for the next chunks).  The output in $T/get.out, the
-# status and stderr set.
+# get_through_fault V WHEN FAULT [OPTION...]: lake-get OPTION... V to a
+# FIFO that is not read, so that it stalls mid-object; then FAULT (a
+# command) runs, before the reading goes on (WHEN=stalled) or while it goes
+# on (WHEN=reading: radosgw needs the osd for the next chunks).  The output
+# in $T/get.out, the status and stderr set.
 get_through_fault() {
   local v=$1 when=$2 fault=$3 reader=
+  shift 3
   rm -f "$T/fifo"
   mkfifo "$T/fifo"
-  lake-get "$v" >"$T/fifo" 2>"$T/get.err" 3>&- &
+  lake-get "$@" "$v" >"$T/fifo" 2>"$T/get.err" 3>&- &
   BG=$!
   # opened, not read: lake-get stalls once the pipe is full, mid-object
   exec 5<"$T/fifo"
@@ -308,7 +309,8 @@ get_through_fault() {
 
 @test "rgw fault: radosgw killed and restarted during a get to stdout: resumed with Range, every byte once, verified" {
   put_big $((128 * MIB))
-  get_through_fault "$V" stalled rgw_kill_restart
+  # one GET (--jobs 1), so that a 206 is a resumption
+  get_through_fault "$V" stalled rgw_kill_restart --jobs 1
   assert_equal "exit $status" "exit 0"
   assert_equal "$(untraced_stderr)" ""
   # the first GET broke off, a later one (Range) answered 206
@@ -326,6 +328,40 @@ get_through_fault() {
   wait_bg get
   assert_traced_error lake-get 69 "the object store is unreachable"
   assert_equal "$(find "$T/out" -mindepth 1)" ""
+}
+
+# --- parallel ranged gets in flight (lake-get --jobs) -----------------------
+
+@test "rgw get --jobs 3: three ranged GETs at once; SIGTERM while they wait on the frozen osd, to -o DIR: 143, 'interrupted', nothing in DIR" {
+  put_big $((40 * MIB))
+  osd_stop
+  bg get lake-get --jobs 3 --part-size 5MiB -o "$T/out" "$V"
+  # one connection a part: three parts in flight, held by radosgw
+  wait_conns "$BG" 3
+  kill -TERM "$BG"
+  wait_bg get
+  osd_cont
+  assert_traced_error lake-get 143 "lake-get: interrupted"
+  assert_equal "$(find "$T/out" -mindepth 1)" ""
+}
+
+@test "rgw get --jobs 4: SIGINT while the writer is stalled mid-object (stdout a FIFO not read): 130, 'interrupted'; then the same get is right" {
+  put_big $((64 * MIB))
+  rm -f "$T/fifo"
+  mkfifo "$T/fifo"
+  # SIGINT at its default (a background job of a script starts with it ignored)
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die' lake-get --jobs 4 --part-size 5MiB "$V" \
+    >"$T/fifo" 2>"$T/get.err" 3>&- &
+  BG=$!
+  exec 5<"$T/fifo"
+  wait_conns "$BG" 4
+  kill -INT "$BG"
+  wait_bg get
+  exec 5<&-
+  assert_traced_error lake-get 130 "lake-get: interrupted"
+  run_to "$T/got" lake-get --jobs 4 --part-size 5MiB "$V"
+  assert_equal "exit $status" "exit 0"
+  cmp "$T/in/big" "$T/got"
 }
 
 # --- gc: paging, and faults during gc --------------------------------------
@@ -514,7 +550,10 @@ put_get_through() {
   v=$(cat "$T/put.out")
   assert_stored_sha "$v" "$(sha_of "$T/in/data")"
   assert_equal "$(s3_uploads)" ""
-  get_through_fault "$v" reading "$1"
+  # ranged GETs, 2 at once of 5 MiB: what lake-get and radosgw hold ahead
+  # of the stalled writer (3 buffers, 2 parts) is far less than 96 MiB
+  get_through_fault "$v" reading "$1" --jobs 2 --part-size 5MiB
+  grep -qE '^trace: stage GET .* -> 206$' <<<"$stderr" || fail "no ranged GET: $stderr"
   assert_equal "exit $status" "exit 0"
   assert_equal "$(untraced_stderr)" ""
   assert_fault_met

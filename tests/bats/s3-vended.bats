@@ -91,6 +91,28 @@ with_keys() {
   curl -fsS "$output" | cmp - "$T/small"
 }
 
+@test "keyless: lake-get --jobs 3 reads 21 MiB + 3 bytes as five ranged GETs through one vended URL; the same bytes as --jobs 1; a wrong SHA-256 is 65, nothing kept" {
+  keyless_setup
+  export LAKE_TRACE=1
+  head -c $((21 * MIB + 3)) /dev/urandom >"$T/big"
+  big=$(lake-put -q --part-size 5MiB --jobs 2 "$T/big" 2>/dev/null)
+  run_to "$T/got" lake-get --jobs 3 --part-size 5MiB "$big"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  # one URL asked for, every part read through it (Range is not signed)
+  assert_equal "$(grep -c '^trace: source presign_get' <<<"$stderr")" 1
+  assert_equal "$(count_requests GET ' -> 206$')" 5
+  cmp "$T/big" "$T/got"
+  run_to "$T/got1" lake-get --jobs 1 "$big"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(count_requests GET ' -> 200$')" 1
+  cmp "$T/big" "$T/got1"
+  mkdir "$T/out"
+  run_to "$T/o.log" lake-get --jobs 3 --part-size 5MiB -o "$T/out" "$(jq -c '.sha256 = ("f" * 64)' <<<"$big")"
+  assert_traced_error lake-get 65 "SHA-256 mismatch"
+  assert_equal "$(find "$T/out" -mindepth 1)" ""
+}
+
 @test "keyless: no object byte passes through lake-metasrv (a 64 KiB request cap and a 64 KiB answer cap, 12 MiB each way)" {
   SERVE_ARGS="--max-body 65536" keyless_setup
   export LAKE_MAX_RESPONSE=65536
@@ -157,6 +179,22 @@ with_keys() {
   assert_equal "$(grep -c '^trace: source upload_parts' <<<"$stderr")" 4 # 1, 2, 2 again, 3
   run_to "$T/got" lake-get "$value"
   assert_equal "exit $status" "exit 0"
+  cmp "$T/data" "$T/got"
+}
+
+@test "keyless: a ranged GET refused with 403 (an expired URL) has the URL asked for again, once, and the get goes on" {
+  # the first presigned GET (not the server's probe of its keys) refused
+  s3_fault 'GET?X-Amz-Signature:403:1' # exports AWS_ENDPOINT_URL: the proxy
+  keyless_setup
+  export LAKE_TRACE=1
+  head -c $((11 * MIB)) /dev/urandom >"$T/data"
+  value=$(lake-put -q --part-size 5MiB "$T/data" 2>/dev/null)
+  run_to "$T/got" lake-get --jobs 3 --part-size 5MiB "$value"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_equal "$(grep -c '^trace: source presign_get' <<<"$stderr")" 2
+  assert_equal "$(count_requests GET ' -> 403$')" 1
+  assert_equal "$(count_requests GET ' -> 206$')" 3
   cmp "$T/data" "$T/got"
 }
 
