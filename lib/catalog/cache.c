@@ -26,8 +26,9 @@
  * Names are [A-Za-z0-9_], ids are base32 and schema JSON is printed
  * without white space, so no field can hold a tab or a newline.
  *
- * A principal denied the snapshot (role user) keeps the tables it may
- * read, as list_tables pages them, in the file "listing" of the same
+ * A principal denied the snapshot (role user), or refused it as larger
+ * than the server's caps, keeps the tables it may read, as list_tables
+ * pages them, in the file "listing" of the same
  * format (its tables section empty, a namespace entry before the first
  * table of each namespace), and refreshes it by the same protocol: the
  * refresh functions work on c->snap and c->path, which listingSwap points
@@ -503,9 +504,13 @@ static void deniedRecord(catalogCache *c, const lakeError *err);
 static void deniedClear(catalogCache *c);
 
 /* The source refused the directory to this principal (not "who are you":
- * unauthenticated is never remembered). */
+ * unauthenticated is never remembered), or refused it as too large: past
+ * the server's --max-entries or --max-bytes, or this client's
+ * CACHE_MAX_BYTES.  Either way the principal works as one denied it: the
+ * tables by name (resolve), the list by list_tables, page by page. */
 static int isDenied(const lakeError *err) {
-    return err->status && strcmp(err->status, "permission_denied") == 0;
+    return err->status &&
+           (strcmp(err->status, "permission_denied") == 0 || strcmp(err->status, "payload_too_large") == 0);
 }
 
 /* Why the cache is serving what it has, naming the source once:
