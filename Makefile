@@ -90,7 +90,7 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
               valgrind postgresql libpq-dev shellcheck radosgw ceph-mon ceph-osd \
-              debhelper dpkg-dev fakeroot lintian
+              debhelper dpkg-dev fakeroot lintian gnuplot-nox
 # The npm peers, pinned by tests/package-lock.json: DuckDB
 # (@duckdb/node-api), a benchmark peer of bench/query only, never used by
 # the programs or the tests (the S3 peer is radosgw, and the fault proxy
