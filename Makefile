@@ -12,7 +12,9 @@
 #   make demo            deps, build, a put -> get round trip on a fresh LAKE_HOME
 #   make bench           benchmarks: ratios against peers measured in one run,
 #                        one table, bench/RESULTS.md (BENCH="load s3": some;
-#                        BENCH_QUICK=1: every size shrunk, a smoke test)
+#                        BENCH_QUICK=1: every size shrunk, a smoke test;
+#                        BENCH_SCALE=1|10|100: bench/scale's largest sizes,
+#                        its curves drawn into bench/plots/ by gnuplot)
 #   make install         PREFIX=/usr/local DESTDIR= (and uninstall)
 #   make deb             the Debian packages lake and lake-metasrv (debian/,
 #                        debhelper), built from a copy of the tree under
