@@ -12,7 +12,9 @@
 #   make demo            deps, build, a put -> get round trip on a fresh LAKE_HOME
 #   make bench           benchmarks: ratios against peers measured in one run,
 #                        one table, bench/RESULTS.md (BENCH="load s3": some;
-#                        BENCH_QUICK=1: every size shrunk, a smoke test)
+#                        BENCH_QUICK=1: every size shrunk, a smoke test;
+#                        BENCH_SCALE=1|10|100: bench/scale's largest sizes,
+#                        its curves drawn into bench/plots/ by gnuplot)
 #   make install         PREFIX=/usr/local DESTDIR= (and uninstall)
 #   make deb             the Debian packages lake and lake-metasrv (debian/,
 #                        debhelper), built from a copy of the tree under
@@ -90,7 +92,7 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
               valgrind postgresql libpq-dev shellcheck radosgw ceph-mon ceph-osd \
-              debhelper dpkg-dev fakeroot lintian
+              debhelper dpkg-dev fakeroot lintian gnuplot-nox
 # The npm peers, pinned by tests/package-lock.json: DuckDB
 # (@duckdb/node-api), a benchmark peer of bench/query only, never used by
 # the programs or the tests (the S3 peer is radosgw, and the fault proxy

@@ -26,8 +26,9 @@
  * Names are [A-Za-z0-9_], ids are base32 and schema JSON is printed
  * without white space, so no field can hold a tab or a newline.
  *
- * A principal denied the snapshot (role user) keeps the tables it may
- * read, as list_tables pages them, in the file "listing" of the same
+ * A principal denied the snapshot (role user), or refused it as larger
+ * than the server's caps, keeps the tables it may read, as list_tables
+ * pages them, in the file "listing" of the same
  * format (its tables section empty, a namespace entry before the first
  * table of each namespace), and refreshes it by the same protocol: the
  * refresh functions work on c->snap and c->path, which listingSwap points
@@ -36,6 +37,7 @@
 #include "catalog/cache.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -503,9 +505,13 @@ static void deniedRecord(catalogCache *c, const lakeError *err);
 static void deniedClear(catalogCache *c);
 
 /* The source refused the directory to this principal (not "who are you":
- * unauthenticated is never remembered). */
+ * unauthenticated is never remembered), or refused it as too large: past
+ * the server's --max-entries or --max-bytes, or this client's
+ * CACHE_MAX_BYTES.  Either way the principal works as one denied it: the
+ * tables by name (resolve), the list by list_tables, page by page. */
 static int isDenied(const lakeError *err) {
-    return err->status && strcmp(err->status, "permission_denied") == 0;
+    return err->status &&
+           (strcmp(err->status, "permission_denied") == 0 || strcmp(err->status, "payload_too_large") == 0);
 }
 
 /* Why the cache is serving what it has, naming the source once:
@@ -1051,6 +1057,36 @@ static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
     return j;
 }
 
+/* Keep the CACHE_REG_KEEP newest registrations of the table in dir: the
+ * older ones are asked for again if ever needed (AT an old version). */
+static void regPrune(const char *dir) {
+    int64_t keep[CACHE_REG_KEEP + 1];
+    size_t n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    /* first pass: the CACHE_REG_KEEP highest versions, in keep[] */
+    for (struct dirent *e; (e = readdir(d));) {
+        char *end;
+        long long v = strtoll(e->d_name, &end, 10);
+        if (end == e->d_name || strcmp(end, ".json") != 0 || v < 0) continue;
+        size_t i = n < CACHE_REG_KEEP ? n++ : CACHE_REG_KEEP;
+        if (i == CACHE_REG_KEEP && v <= keep[CACHE_REG_KEEP - 1]) continue;
+        if (i == CACHE_REG_KEEP) i--;
+        while (i > 0 && keep[i - 1] < v) { keep[i] = keep[i - 1]; i--; }
+        keep[i] = v;
+    }
+    if (n == CACHE_REG_KEEP) {
+        rewinddir(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            char *end;
+            long long v = strtoll(e->d_name, &end, 10);
+            if (end == e->d_name || strcmp(end, ".json") != 0 || v >= keep[CACHE_REG_KEEP - 1]) continue;
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
+    }
+    closedir(d);
+}
+
 static void regStore(const catalogCache *c, const cJSON *reg) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(reg, "version");
@@ -1060,6 +1096,7 @@ static void regStore(const catalogCache *c, const cJSON *reg) {
     snprintf(dir, sizeof dir, "%s/registrations/%s", c->dir, id->valuestring);
     snprintf(name, sizeof name, "%lld.json", (long long)n);
     checkedJsonStore(dir, name, reg);
+    regPrune(dir);
 }
 
 static int64_t mtimeMs(const char *path) {

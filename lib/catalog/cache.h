@@ -59,6 +59,10 @@ struct cJSON;
 #define CACHE_MAX_ENTRIES 1000000
 #define CACHE_MAX_BYTES (64LL * 1024 * 1024)
 #define CACHE_FILE_MAX (2 * CACHE_MAX_BYTES + 16 * 1024 * 1024)
+/* The registrations of a table kept in the cache: the newest versions this
+ * many (each holds every segment of its version: all of them would grow as
+ * versions x segments). */
+#define CACHE_REG_KEEP 8
 
 typedef struct cacheEntry {
     const char *ns;

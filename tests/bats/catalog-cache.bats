@@ -5,7 +5,8 @@
 # (not_modified); refresh and refresh --force; a change made elsewhere;
 # thirty processes on an expired cache make one call between them; a
 # corrupt snapshot file is ignored and replaced; an outage serves the last
-# good snapshot with a warning (exit 0), or 69 with --strict; --offline.
+# good snapshot with a warning (exit 0), or 69 with --strict; --offline;
+# the registrations kept, a table's 8 newest versions.
 
 load helpers/common
 load helpers/source
@@ -517,4 +518,22 @@ empty_file() {
   [[ $(untraced_stderr) == *"another process is still refreshing; serving generation"* ]] ||
     fail "no warning: $stderr"
   [ "$took" -le 5 ] || fail "waited $took s"
+}
+
+@test "the registration cache keeps a table's 8 newest versions; an older one is asked for again, and answered" {
+  export LAKE_COMPACT_THRESHOLD=0 # a version per INSERT
+  lake-catalog create-namespace r
+  lake-catalog create r.t 'k INTEGER'
+  local i
+  for i in $(seq 12); do lake-query -q -c "INSERT INTO r.t VALUES ($i)"; done
+  lake-catalog resolve r.t >/dev/null
+  cached() { (cd "$XDG_CACHE_HOME"/lake/*/registrations/*/ && ls | sort -n | paste -sd' '); }
+  # every version from 0 to 12 was resolved here; the 8 newest are kept
+  assert_equal "$(cached)" "5.json 6.json 7.json 8.json 9.json 10.json 11.json 12.json"
+  run_traced lake-query -c 'SELECT count(*) FROM r.t AT (VERSION => 2)'
+  assert_success
+  assert_output 2
+  [[ $(trace_lines 'source resolve') == *"resolve r.t version=2 -> version=2"* ]] ||
+    fail "version 2 not asked for: $(trace_lines source)"
+  assert_equal "$(cached)" "5.json 6.json 7.json 8.json 9.json 10.json 11.json 12.json"
 }

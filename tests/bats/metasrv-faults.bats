@@ -298,6 +298,33 @@ make_table() {
   kill -0 "$METASRV_PID" || fail "lake-metasrv died"
 }
 
+@test "bounds: an admin with no snapshot past --max-entries keeps working: list through list_tables (paged, every table), resolve by name, the refusal remembered" {
+  metasrv_tables m t 5
+  local port=$METASRV_PORT
+  metasrv_stop
+  metasrv_start "$SRV" "$port" --max-entries 3
+  export XDG_CACHE_HOME=$T/fresh-cache LAKE_CATALOG_TTL=3600
+  run_traced env LAKE_TEST_LIST_PAGE=2 lake-catalog list
+  assert_success
+  assert_output $'m\tt1\nm\tt2\nm\tt3\nm\tt4\nm\tt5'
+  assert_equal "$(trace_lines source | sed 's/generation=[0-9]*/generation=G/')" "trace: source catalog_snapshot known=-1 -> error payload_too_large
+trace: source list_tables -> generation=G tables=2 more=yes
+trace: source list_tables after=m.t2 -> generation=G tables=2 more=yes
+trace: source list_tables after=m.t4 -> generation=G tables=1 more=no"
+  assert_equal "$(untraced_stderr)" ""
+  # a table by name: resolve, no snapshot asked for (the refusal is kept)
+  run_traced lake-catalog resolve m.t4
+  assert_success
+  assert_equal "$(jq -r .name <<<"$output")" t4
+  assert_equal "$(trace_lines 'source catalog_snapshot')" ""
+  # and the list again: the cached listing, no call
+  run_traced lake-catalog list
+  assert_success
+  assert_equal "$(wc -l <<<"$output")" 5
+  assert_equal "$(trace_lines source)" ""
+  [ -z "$(snapshot_files)" ] || fail "a snapshot was written past the bound"
+}
+
 @test "an answer larger than LAKE_MAX_RESPONSE is a clear error (exit 1, one line), not a crash or a truncated catalog" {
   metasrv_tables m t 20
   run --separate-stderr env LAKE_MAX_RESPONSE=1024 lake-catalog list
