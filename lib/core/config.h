@@ -84,4 +84,9 @@ void configFree(lakeConfig *cfg);
  * setting's value, from a file or the environment). */
 int configWholeIn(const char *text, long long min, long long max, long long *v);
 
+/* $VAR if set and absolute, else $HOME/fallback (malloc'd); when neither
+ * is, NULL and an error naming the setting that answers directly (direct:
+ * LAKE_HOME, LAKE_CACHE_DIR, ...). */
+char *configXdgDir(const char *var, const char *fallback, const char *direct, lakeError *err);
+
 #endif

@@ -94,6 +94,11 @@ void interruptCatch(int coop) {
 
 int interruptPending(void) { return stopSignal; }
 
+void interruptClear(void) {
+    say = sayLine;
+    stopSignal = 0;
+}
+
 const volatile sig_atomic_t *interruptFlag(void) { return &stopSignal; }
 
 static atomic_int woken;
