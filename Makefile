@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # lake: build, install, deps, check, bench, demo.
 #
 #   make                 build the programs into build/bin

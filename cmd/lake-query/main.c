@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lake-query - SQL (SQLite's engine) over lake tables.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * query.h - what lake-query's parts share: the run (its options and the
  * lake it opened on first use), running a script of statements, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * shell.c - lake-query at a terminal: the interactive shell (lake-query(1),
  * INTERACTIVE USE).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.h - the on-disk catalog snapshot cache (DESIGN §5).
  *

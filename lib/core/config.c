@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config.c - resolving lakeConfig from options, environment, file, defaults.
  *

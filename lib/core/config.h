@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config.h - where a lake is and how to reach it (DESIGN §2).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * interrupt.c - the stop signals and the registry of temporary names (see
  * interrupt.h).  The handler uses only async-signal-safe calls: write,

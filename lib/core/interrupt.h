@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * interrupt.h - SIGINT, SIGTERM and SIGHUP end a run cleanly.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vtab.c - the "lake" virtual-table module (see vtab.h).
  */

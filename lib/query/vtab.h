@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vtab.h - lake tables in SQLite: the "lake" virtual-table module.
  *

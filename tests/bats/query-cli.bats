@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-query as people and scripts run it (issue 14): one exit status rule
 # for SQL errors, DDL on lake tables refused, -c repeated, SCRIPT:LINE in
 # errors, NUL bytes, a hint at a terminal and for SQL given as a file name,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-query at a terminal (issue 32): the interactive shell, driven
 # through a real pseudo-terminal (helpers/terminal.py): keystrokes in, the
 # screen out.  Statements over lines and several on a line, the

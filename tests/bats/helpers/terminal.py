@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Drive a program through a pseudo-terminal, as a person at a keyboard.
 
     terminal.py SCREEN COMMAND [ARG...] < STEPS
