@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # lake: build, install, deps, check, bench, demo.
 #
 #   make                 build the programs into build/bin
@@ -38,7 +39,7 @@ BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
 
 CC         ?= cc
-PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib libmicrohttpd gnutls libpq
+PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib libmicrohttpd gnutls libpq libedit
 SANITIZE   ?=
 ifeq ($(SANITIZE),1)
 BUILD      := build-san
@@ -66,8 +67,9 @@ endif
 GITREV_FILE = $(BUILD)/gitrev
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# libcurl is loaded at run time (lib/core/curl.h): its headers, not its library
-PKG_LIBS   := $(filter-out -lcurl,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
+# libcurl is loaded at run time (lib/core/curl.h), and libedit by
+# lake-query's shell (cmd/lake-query/shell.c): their headers, not their libraries
+PKG_LIBS   := $(filter-out -lcurl -ledit,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
 CFLAGS     ?= $(OPT)
 ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
               -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP
@@ -89,7 +91,7 @@ MANALL     := $(wildcard man/*.[1-9])
 # Every Debian package the build, the tests and the benchmarks need.
 DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libcjson-dev libarchive-dev libsqlite3-dev libmicrohttpd-dev libgnutls28-dev \
-              libmagic-dev zlib1g-dev mandoc bats bats-support bats-assert bats-file \
+              libmagic-dev zlib1g-dev libedit-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
               valgrind postgresql libpq-dev shellcheck radosgw ceph-mon ceph-osd \
               debhelper dpkg-dev fakeroot lintian gnuplot-nox

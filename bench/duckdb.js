@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // bench/duckdb.js - DuckDB (npm @duckdb/node-api, pinned in tests/) as a
 // benchmark peer, driven line by line so that its runs alternate with the
 // other commands' in the same run (bench/query).

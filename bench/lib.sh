@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # bench/lib.sh - the set-up every benchmark shares; sourced, not run.
 #

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- bench/load.lua - wrk's mix for bench/load: 70% resolve, 20% conditional
 -- catalog_snapshot, 10% append.  Environment (set by bench/load):
 --   LOAD_TOKEN   bearer token (a query-service principal)

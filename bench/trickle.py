@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """bench/trickle.py - slow clients for bench/load.
 
     trickle.py URL CAFILE TOKEN COUNT SECONDS LIMIT

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # bash completion for the lake programs                    -*- shell-script -*-
 #
 # One file for every program: it is installed under each program's name (so

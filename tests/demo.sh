@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # make demo: the whole story on the embedded default, in a fresh LAKE_HOME
 # that is removed afterwards: a table, a directory in through --archive, a
 # query, the files back out through --archive, verified with diff -r.

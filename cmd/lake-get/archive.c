@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * archive.c - lake-get --archive: a pax tar stream written by libarchive.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * archive.h - lake-get --archive: one pax tar stream of stage objects,
  * written by libarchive to a file descriptor.

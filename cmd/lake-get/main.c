@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lake-get - stream FILE values back out of the managed stage, verified.
  *

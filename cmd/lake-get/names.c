@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * names.c - the names one lake-get run writes (see names.h).
  */

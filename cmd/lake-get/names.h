@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * names.h - the names one lake-get run writes, unique within the run, for
  * -o DIR and --archive alike.

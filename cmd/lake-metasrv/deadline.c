@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * deadline.c - the request deadline of lake-metasrv (see deadline.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * deadline.h - cut off connections whose request does not arrive in time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lake-metasrv - the metadata authority: an authenticated, bounded HTTP +
  * JSON action server over a durable registry: a SQLite file, or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * regwork.c - lake-metasrv's registry lanes and probe (see regwork.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * regwork.h - lake-metasrv's registry work, off the threads that accept
  * connections and answer requests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * server.c - lake-metasrv's HTTP front: libmicrohttpd in, the shared action
  * dispatcher (lib/catalog/actions) behind it.

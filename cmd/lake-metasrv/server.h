@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * server.h - the lake-metasrv HTTP server (libmicrohttpd), used only by
  * lake-metasrv's main.c.

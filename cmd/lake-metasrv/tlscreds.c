@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tlscreds.c - the certificate and key served, reloadable (see tlscreds.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tlscreds.h - the certificate and key lake-metasrv serves, read again on
  * SIGHUP without dropping a connection.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * detect.c - content types on a helper thread (see detect.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * detect.h - lake-put --archive: content types detected on a helper thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * entries.c - lake-put --archive: read an archive with libarchive and hand
  * out its regular entries one at a time (see entries.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * entries.h - lake-put --archive: the regular entries of an archive, one at
  * a time, each as a lakeReader over its data.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lake-put - stream bytes into the managed stage, one FILE value per object.
  *

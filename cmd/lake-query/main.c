@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lake-query - SQL (SQLite's engine) over lake tables.
  *
@@ -14,6 +15,7 @@
  * "SCRIPT:LINE: message"; SQL's own errors are bad input (65), a table
  * that does not exist 66, DDL on lake tables a usage error (64).
  * SIGINT, SIGTERM and SIGHUP stop the run cleanly (core/interrupt.h).
+ * With no SQL at a terminal, the interactive shell (shell.c).
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -47,6 +49,7 @@
 #include "query/segcache.h"
 #include "query/segment.h"
 #include "query/vtab.h"
+#include "query.h"
 
 /* The largest SQL script read from a file or stdin. */
 #define SCRIPT_MAX (16 * 1024 * 1024)
@@ -74,36 +77,25 @@ static const cliOption options[] = {
 static const cliSpec spec = {
     "[-f tsv|csv|json|jsonl|table] [-H] [--explain] [-c SQL]... [SQL-FILE | -]\n"
     "--import NS.T [--csv | --jsonl] [--strict] < DATA",
-    "Run SQL over lake tables (namespace.table); INSERT and --import append new table versions.",
+    "Run SQL over lake tables (namespace.table); INSERT and --import append new table versions.\n"
+    "With no SQL at a terminal: an interactive shell (.help lists its commands).",
     options,
     0,
     1,
 };
 
-typedef enum { FMT_TSV, FMT_CSV, FMT_JSON, FMT_JSONL, FMT_TABLE } format;
-
-typedef struct run {
-    format fmt;
-    int header, printedHeader;
-    const char **sqls; /* the -c arguments, in order */
-    int nsql;
-    const char *import;
-    importFormat importFmt;
-    int strict;
-    int explain;       /* --explain */
-    int lakeRc;        /* lakeOpen: 0 not yet, -1 open, else its failure */
-    lakeError lakeErr;
-    int refreshed;     /* the one catalog refresh on an unknown table done */
-    int guard;         /* the user's statement is being compiled: DDL checks */
-    progressMode progress;
-    lakeConfig cfg;
-    catalogSource *src;
-    catalogCache *cache;
-    stage *stage;
-    segcache *segs;
-    queryContext q;
-    sqlite3 *db;
-} run;
+int formatParse(const char *name, format *f) {
+    static const struct {
+        const char *name;
+        format fmt;
+    } names[] = {{"tsv", FMT_TSV}, {"csv", FMT_CSV}, {"json", FMT_JSON}, {"jsonl", FMT_JSONL}, {"table", FMT_TABLE}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].name) == 0) {
+            *f = names[i].fmt;
+            return 0;
+        }
+    return -1;
+}
 
 /* --- output ------------------------------------------------------------ */
 
@@ -442,7 +434,7 @@ out:
  * names a lake table or calls a FILE function (SQL without either needs
  * no catalog and no writable cache directory).  A failure is kept and
  * returned again. */
-static int lakeOpen(run *r, lakeError *err) {
+int lakeOpen(run *r, lakeError *err) {
     if (r->lakeRc) {
         if (r->lakeRc > 0) *err = r->lakeErr;
         return r->lakeRc > 0 ? r->lakeRc : 0;
@@ -539,15 +531,6 @@ static int isDdl(const char *sql) {
 }
 
 /* --- running ------------------------------------------------------------- */
-
-/* One script: its text and the name errors give it ("report.sql",
- * "stdin", "-c" or "-c#2"); located: errors carry SCRIPT:LINE. */
-typedef struct script {
-    const char *text;
-    char label[64];
-    const char *name; /* the file name, when longer than label */
-    int located;
-} script;
 
 /* SQLite stops a statement that runs when a stop signal has arrived. */
 static int onProgress(void *arg) {
@@ -716,7 +699,7 @@ static int explain(run *r, sqlite3_stmt *st, const char *text, const char *end, 
     return s == SQLITE_DONE ? 0 : sqlFailure(r, text, 0, err);
 }
 
-static int runScript(run *r, const script *sc, lakeError *err) {
+int runScript(run *r, const script *sc, lakeError *err) {
     int attempt = 1; /* of the statement at tail (a DELETE or UPDATE runs again after a lost race) */
     for (const char *tail = sc->text; tail && *tail;) {
         sqlite3_stmt *st = NULL;
@@ -820,7 +803,7 @@ static int looksLikeSql(const char *s) {
 
 /* The whole script of a file or stdin ("-"), bounded; a NUL byte is
  * refused (65, naming its line) rather than silently ending the script. */
-static char *readScript(const char *path, lakeError *err) {
+char *readScript(const char *path, lakeError *err) {
     const char *what = strcmp(path, "-") == 0 ? "stdin" : path;
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f && errno == ENOENT && looksLikeSql(path)) {
@@ -854,7 +837,7 @@ int main(int argc, char **argv) {
     /* people at a terminal get the aligned table, scripts TSV */
     run r = {.fmt = isatty(STDOUT_FILENO) ? FMT_TABLE : FMT_TSV, .importFmt = IMPORT_AUTO};
     const char *arg;
-    int c, first;
+    int c, first, fmtGiven = 0;
     if (!(r.sqls = calloc((size_t)argc, sizeof *r.sqls))) {
         logErrorf("out of memory");
         return LAKE_EFAIL;
@@ -865,12 +848,8 @@ int main(int argc, char **argv) {
         case OPT_PROGRESS: if (!logQuiet()) r.progress = PROGRESS_ON; break;
         case OPT_NO_PROGRESS: r.progress = PROGRESS_OFF; break;
         case OPT_FORMAT:
-            if (strcmp(arg, "tsv") == 0) r.fmt = FMT_TSV;
-            else if (strcmp(arg, "csv") == 0) r.fmt = FMT_CSV;
-            else if (strcmp(arg, "json") == 0) r.fmt = FMT_JSON;
-            else if (strcmp(arg, "jsonl") == 0) r.fmt = FMT_JSONL;
-            else if (strcmp(arg, "table") == 0) r.fmt = FMT_TABLE;
-            else cliUsageError(&spec, "--format: '%s' is not tsv, csv, json, jsonl or table", arg);
+            if (formatParse(arg, &r.fmt)) cliUsageError(&spec, "--format: '%s' is not tsv, csv, json, jsonl or table", arg);
+            fmtGiven = 1;
             break;
         case OPT_HEADER: r.header = 1; break;
         case OPT_SQL: r.sqls[r.nsql++] = arg; break;
@@ -888,8 +867,10 @@ int main(int argc, char **argv) {
     if (r.strict && r.importFmt == IMPORT_JSONL) cliUsageError(&spec, "--strict is for CSV; JSON Lines are always strict");
     if (r.nsql && operands) cliUsageError(&spec, "give SQL with -c or as a file, not both");
     if (operands > 1) cliUsageError(&spec, "one SQL file at most");
-    if (!r.import && !r.nsql && !operands && isatty(STDIN_FILENO))
-        cliUsageError(&spec, "no SQL: give it with -c 'SQL', as a file, or on standard input");
+    /* no SQL at a terminal: the interactive shell, the aligned table
+     * unless -f says otherwise (wherever stdout goes) */
+    int interactive = !r.import && !r.nsql && !operands && isatty(STDIN_FILENO);
+    if (interactive && !fmtGiven) r.fmt = FMT_TABLE;
     interruptCatch(1); /* stop cleanly: statements and imports look */
 
     lakeError err = {0};
@@ -913,7 +894,8 @@ int main(int argc, char **argv) {
         snprintf(sc.label, sizeof sc.label, r.nsql > 1 ? "-c#%d" : "-c", i + 1);
         rc = runScript(&r, &sc, &err);
     }
-    if (!rc && !r.import && !r.nsql) {
+    if (!rc && interactive) rc = shellRun(&r, &err);
+    else if (!rc && !r.import && !r.nsql) {
         const char *path = operands ? argv[first] : "-";
         script sc = {.located = 1};
         if (!(text = readScript(path, &err))) rc = err.code;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * actions.c - role checks, request validation and dispatch to the registry.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * actions.h - the action protocol of DESIGN §5, served over a registry.
  *

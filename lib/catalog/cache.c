@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.c - the snapshot file, its locks, and the refresh protocol.
  *
@@ -472,14 +473,28 @@ static void pointFree(pointTable *p) {
     free(p);
 }
 
-void cacheClose(catalogCache *c) {
-    if (!c) return;
+/* What this process read or resolved, let go (cacheForget, cacheClose). */
+static void forget(catalogCache *c) {
     for (pointTable *p = c->points, *next; p; p = next) {
         next = p->next;
         pointFree(p);
     }
+    c->points = NULL;
     snapFree(&c->snap);
     snapFree(&c->lsnap);
+}
+
+void cacheForget(catalogCache *c) {
+    if (!c) return;
+    forget(c);
+    c->refreshed = c->lrefreshed = c->listing = 0;
+    c->warned = c->warned_stale = c->warned_whoami = 0;
+    c->warned_table[0] = '\0';
+}
+
+void cacheClose(catalogCache *c) {
+    if (!c) return;
+    forget(c);
     free(c->lpath);
     free(c->pts.rows);
     free(c->pentries);

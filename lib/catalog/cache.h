@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.h - the on-disk catalog snapshot cache (DESIGN §5).
  *
@@ -92,6 +93,11 @@ typedef struct catalogCache catalogCache;
 int cacheOpen(const lakeConfig *cfg, catalogSource *src, const cacheOptions *opt,
               catalogCache **out, lakeError *err);
 void cacheClose(catalogCache *c);
+/* Forget what this process read from the cache's files or asked the
+ * source, so the next question is answered as a new process's would be
+ * (an interactive program, between two inputs): the files read again,
+ * fresh or not, and the source asked as they say. */
+void cacheForget(catalogCache *c);
 
 /* The directory, sorted by (namespace, name), a namespace before its
  * tables.  *entries stays owned by the cache until the next call. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gc.c - garbage collection of the managed stage: see gc.h for what it
  * promises and why the order (list, then read references, then delete)

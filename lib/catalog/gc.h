@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * gc.h - garbage collection of the managed stage (lake-catalog gc).
  *

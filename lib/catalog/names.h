@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * names.h - lake names and table schemas (DESIGN §6, §9).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * registry.c - the registry's logic, once, over the SQL driver interface
  * (registry/sqldb.h): SQLite (the embedded default) or PostgreSQL.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * registry.h - the authority's data: a SQLite or PostgreSQL registry
  * (DESIGN §5).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * schema.c - schemas and segment statistics (see schema.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * schema.h - a table's schema and a segment's statistics, as the catalog
  * stores, checks and answers them (DESIGN §6): the model both the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * source.c - choosing a CatalogSource, tracing calls, typed wrappers.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * source.h - CatalogSource: the one narrow interface to the metadata
  * authority (DESIGN §5).

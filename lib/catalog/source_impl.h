@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * source_impl.h - what a CatalogSource implementation provides (private
  * to lib/catalog).

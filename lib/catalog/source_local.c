@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * source_local.c - the local CatalogSource: the registry file in-process.
  *

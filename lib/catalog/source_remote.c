@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * source_remote.c - the remote CatalogSource: lake-metasrv over HTTPS.
  *

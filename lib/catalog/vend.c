@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vend.c - the client's side of vended access: a stageVendor that asks
  * lake-metasrv for the URLs (DESIGN §4, §5: presign_get, upload_begin,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vend.h - opening a command's stage, with vended access when the client
  * holds no S3 keys (DESIGN §2 s3_access, §4 "Vended access").

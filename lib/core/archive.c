@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * archive.c - binding libarchive at run time (see archive.h for why).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bytesize.c - byte counts with binary suffixes (see bytesize.h).
  */

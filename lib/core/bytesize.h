@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bytesize.h - byte counts as people write them on a command line.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cli.c - getopt_long driven by a cliSpec.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cli.h - one option table per program feeds parsing, --help and the
  * completion checks, so the three cannot drift.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * clock.h - the monotonic clock in the forms the programs use: whole
  * milliseconds to measure waits and deadlines, and an absolute timespec a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config.c - resolving lakeConfig from options, environment, file, defaults.
  *
@@ -158,9 +159,7 @@ static int readFile(lakeConfig *cfg, layerState *st, const char *path,
     return rc;
 }
 
-/* $VAR if set and absolute, else $HOME/fallback; when neither is, the
- * error names the setting that answers directly (LAKE_HOME, LAKE_CACHE_DIR). */
-static char *xdgDir(const char *var, const char *fallback, const char *direct, lakeError *err) {
+char *configXdgDir(const char *var, const char *fallback, const char *direct, lakeError *err) {
     const char *v = getenv(var);
     char buf[PATH_MAX];
     if (v && v[0] == '/') {
@@ -200,7 +199,7 @@ static int wholeSetting(const char *key, const char *text, long min, long max, c
 static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     if (!cfg->metasrv) cfg->metasrv = strdup("local");
     if (!cfg->home) {
-        char *d = xdgDir("XDG_DATA_HOME", ".local/share", "LAKE_HOME", err);
+        char *d = configXdgDir("XDG_DATA_HOME", ".local/share", "LAKE_HOME", err);
         if (!d) return err->code;
         size_t n = strlen(d) + sizeof "/lake";
         cfg->home = malloc(n);
@@ -208,7 +207,7 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
         free(d);
     }
     if (!cfg->cache_dir) {
-        char *d = xdgDir("XDG_CACHE_HOME", ".cache", "LAKE_CACHE_DIR", err);
+        char *d = configXdgDir("XDG_CACHE_HOME", ".cache", "LAKE_CACHE_DIR", err);
         if (!d) return err->code;
         size_t n = strlen(d) + sizeof "/lake";
         cfg->cache_dir = malloc(n);
@@ -289,7 +288,7 @@ int configLoad(lakeConfig *cfg, const configOverride *ov, int n, lakeError *err)
     if (explicit && *explicit) {
         rc = readFile(cfg, &st, explicit, 1, err);
     } else {
-        char *dir = xdgDir("XDG_CONFIG_HOME", ".config", "LAKE_CONFIG", NULL);
+        char *dir = configXdgDir("XDG_CONFIG_HOME", ".config", "LAKE_CONFIG", NULL);
         if (dir) {
             char path[PATH_MAX];
             snprintf(path, sizeof path, "%s/lake/config", dir);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config.h - where a lake is and how to reach it (DESIGN §2).
  *
@@ -83,5 +84,10 @@ void configFree(lakeConfig *cfg);
 /* text as a whole decimal number in [min, max] into *v: 0, or -1 (a
  * setting's value, from a file or the environment). */
 int configWholeIn(const char *text, long long min, long long max, long long *v);
+
+/* $VAR if set and absolute, else $HOME/fallback (malloc'd); when neither
+ * is, NULL and an error naming the setting that answers directly (direct:
+ * LAKE_HOME, LAKE_CACHE_DIR, ...). */
+char *configXdgDir(const char *var, const char *fallback, const char *direct, lakeError *err);
 
 #endif

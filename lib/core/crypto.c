@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * crypto.c - binding libcrypto at run time (see crypto.h for why).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * crypto.h - libcrypto (OpenSSL), loaded on first use.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * curl.c - binding libcurl at run time (see curl.h for why).
  */

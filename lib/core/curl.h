@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * curl.h - libcurl, loaded on first use.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dlib.c - loading and binding a library on first use (see dlib.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dlib.h - a shared library loaded on first use, not linked.
  *

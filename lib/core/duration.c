@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * duration.c - "1d", "12h", "30m", "45s" or plain seconds.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fsutil.c - atomic files, directory creation, full I/O, flock.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fsutil.h - durable files: atomic creation and replacement, locks, full
  * reads and writes.

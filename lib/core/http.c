@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http.c - JSON calls over libcurl with timeouts, ceilings and verification.
  */

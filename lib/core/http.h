@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http.h - a small JSON-over-HTTPS client on libcurl, for the metadata
  * authority (DESIGN §5).

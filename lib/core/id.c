@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * id.c - ULID-style ids from the clock and the kernel's random numbers
  * (getrandom(2), what OpenSSL's RNG is seeded from: no libcrypto for an id).

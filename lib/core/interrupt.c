@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * interrupt.c - the stop signals and the registry of temporary names (see
  * interrupt.h).  The handler uses only async-signal-safe calls: write,
@@ -93,6 +94,11 @@ void interruptCatch(int coop) {
 }
 
 int interruptPending(void) { return stopSignal; }
+
+void interruptClear(void) {
+    say = sayLine;
+    stopSignal = 0;
+}
 
 const volatile sig_atomic_t *interruptFlag(void) { return &stopSignal; }
 

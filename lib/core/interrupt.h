@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * interrupt.h - SIGINT, SIGTERM and SIGHUP end a run cleanly.
  *
@@ -39,6 +40,10 @@ void interruptCatch(int cooperative);
 
 /* The signal that asked the run to stop, or 0. */
 int interruptPending(void);
+/* The stop is dealt with and the program goes on (an interactive program
+ * cancelled what ran): the next signal is the first again, handled as
+ * above, and a note given is forgotten. */
+void interruptClear(void);
 /* The same, as a flag to poll (a stage's put options take one). */
 const volatile sig_atomic_t *interruptFlag(void);
 

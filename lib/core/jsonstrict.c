@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * jsonstrict.c - RFC 8259 strictness in front of cJSON (see jsonstrict.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * jsonstrict.h - RFC 8259 strictness in front of cJSON.
  *

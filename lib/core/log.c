@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * log.c - stderr diagnostics and LAKE_TRACE lines.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * realtext.c - shortest round-trip text of a double (see realtext.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * realtext.h - a double as the shortest decimal text that reads back as the
  * same double.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * retry.c - the backoff schedule of retry.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * retry.h - how long to wait before trying again: exponential backoff
  * with full jitter, as AWS's "Exponential Backoff and Jitter" describes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rfc3339.c - RFC 3339 times (see rfc3339.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rfc3339.h - the lake's one reading and writing of RFC 3339 times.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sha256.c - SHA-256 through OpenSSL's EVP interface (libcrypto loaded on
  * the first hash: core/crypto.h).

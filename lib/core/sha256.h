@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sha256.h - streaming SHA-256 over OpenSSL EVP.
  *

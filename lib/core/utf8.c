@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * utf8.c - UTF-8 checks (see utf8.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * utf8.h - UTF-8, checked the strict way (RFC 3629): no overlong forms, no
  * surrogates, nothing past U+10FFFF.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * version.c - what --version prints: the program's version, the git
  * revision it was built from, and the versions of the libraries it links,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * version.h - the text of --version (cli.c prints it).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * aggregate.c - aggregates computed segment by segment and merged (see
  * aggregate.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * aggregate.h - aggregates computed segment by segment, on several
  * threads, and merged (lake-query(1), AGGREGATES).

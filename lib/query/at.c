@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * at.c - AT (VERSION => N) and AT (TIMESTAMP => '…') rewritten into
  * names SQLite reads (see at.h).

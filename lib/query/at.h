@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * at.h - time travel in SQL: a lake table read at an older version.
  *

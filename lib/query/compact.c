@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * compact.c - rewriting a table's small segments into few large ones (see
  * compact.h).

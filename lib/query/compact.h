@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * compact.h - table compaction (issue 18, DESIGN §6): a table's small
  * segments rewritten into few large ones and committed as one new version

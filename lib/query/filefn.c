@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * filefn.c - the FILE functions of SQL, over filevalue.h and stage.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * filefn.h - FILE values in SQL (DESIGN §3): the fl_get_* accessors and
  * to_file, registered on a SQLite connection, and the check a FILE column

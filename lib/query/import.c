@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * import.c - CSV and JSON Lines record readers (see import.h).
  *

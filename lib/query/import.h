@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * import.h - streaming record readers for `lake-query --import` (DESIGN §9):
  * CSV (RFC 4180, a header row naming the columns) and JSON Lines (one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lookup.c - the rows a join looks up, in memory (see lookup.h).
  *

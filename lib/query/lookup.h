@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * lookup.h - the rows a join looks up, held in memory and hashed by key.
  *

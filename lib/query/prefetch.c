@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * prefetch.c - segments fetched ahead of a scan (see prefetch.h).
  */

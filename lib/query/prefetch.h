@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * prefetch.h - fetching the segments a scan reads next into the segment
  * cache, several at once, while the scan reads the current one (a cold

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * prune.c - pruning segments by their statistics (see prune.h).
  */

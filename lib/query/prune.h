@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * prune.h - deciding from a segment's statistics (query/segment.h) that
  * it holds no row a scan wants, so the scan never fetches or opens it.

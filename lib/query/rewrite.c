@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rewrite.c - DELETE and UPDATE by copy-on-write of the touched segments
  * (see rewrite.h).

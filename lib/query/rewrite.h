@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rewrite.h - DELETE and UPDATE of a lake table (issue 28): copy-on-write
  * of the segments that hold a row the statement changed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * segcache.c - the segment cache: digest-named files, flock coalescing,
  * atime-ordered eviction.  The protocol is in segcache.h.

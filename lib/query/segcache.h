@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * segcache.h - the segment cache (issue 6 part 3, DESIGN §6): segments
  * fetched once from the stage into cache_dir/segments/<sha256>, verified,

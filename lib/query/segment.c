@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * segment.c - writing and reading table segments (see segment.h).
  *

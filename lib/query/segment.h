@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * segment.h - table segments (DESIGN §6): immutable SQLite files with one
  * table `rows` typed from the lake schema, written locally, uploaded

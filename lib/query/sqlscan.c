@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sqlscan.c - SQL tokens (see sqlscan.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sqlscan.h - the tokens of SQL text as far as lake needs them: what is a
  * string literal or a comment (never a name), what is an identifier

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vtab.c - the "lake" virtual-table module (see vtab.h).
  */
@@ -1488,6 +1489,21 @@ static int declareOne(sqlite3 *db, queryContext *ctx, const char *ns, const char
     }
     if (rc != SQLITE_OK) return errSet(err, LAKE_EFAIL, "%s.%s: %s", ns, name, sqlite3_errmsg(db));
     return 0;
+}
+
+void queryForget(sqlite3 *db) {
+    for (;;) { /* one at a time: a DETACH changes the list being read */
+        sqlite3_stmt *st = NULL;
+        char *sql = NULL;
+        if (sqlite3_prepare_v2(db, "SELECT name FROM pragma_database_list WHERE name NOT IN ('main', 'temp') LIMIT 1",
+                               -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            sql = sqlite3_mprintf("DETACH \"%w\"", (const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        int rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_DONE;
+        sqlite3_free(sql);
+        if (rc != SQLITE_OK) return;
+    }
 }
 
 int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vtab.h - lake tables in SQLite: the "lake" virtual-table module.
  *
@@ -100,6 +101,11 @@ int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err);
  * literals and comments) that the cached directory knows.  SQL with no
  * such pair asks nothing of the catalog. */
 int queryDeclare(sqlite3 *db, queryContext *ctx, const char *sql, lakeError *err);
+
+/* Undeclare every lake table (detach every namespace: all but main and
+ * temp), so the next statement declares them from the catalog again, with
+ * the columns and ids they have then; temp's own tables stay. */
+void queryForget(sqlite3 *db);
 
 /* If the statement at sql is exactly "SELECT count(*) FROM NS.T" (a
  * declared lake table, optionally ended by ';'), its answer comes from

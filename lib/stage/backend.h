@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * backend.h - what a stage backend provides (private to lib/stage).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ctype.c - content types from the first bytes, through libmagic.
  *

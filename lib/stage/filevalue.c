@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * filevalue.c - FILE values and REFs, through cJSON.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * filevalue.h - FILE values (DESIGN §3): parse, validate, print canonically.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * s3.h - the parts of the s3:// stage backend (private to lib/stage).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * s3client.c - talking to S3: the AWS environment, one signed request and
  * its outcome as a lake exit code, retries with backoff, XML answers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * s3get.c - reading one object as parallel ranged GETs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * s3presign.c - SigV4 query-signed URLs ("presigned"): AWS's
  * "Authenticating Requests: Using Query Parameters".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * s3url.c - S3 stage URLs, locations and keys, and the part-size plan.
  *

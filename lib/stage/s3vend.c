@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * s3vend.c - vended access to an S3 stage (stage.h, DESIGN §4).
  *

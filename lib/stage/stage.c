@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stage.c - choosing a backend by URL, and what all backends share.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stage.h - the managed stage (DESIGN §4): where object bytes live.
  *

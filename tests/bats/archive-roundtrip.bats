@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The whole day of a shell user (issue 7): a tree goes in through
 # `lake-put --archive --table` as tar, zip, cpio, 7z and compressed tars, a
 # query picks the rows, `lake-get --archive | tar -x` brings the tree back,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Bad input to lake-put and lake-get: each is the exit status of DESIGN §1,
 # exactly one line on stderr prefixed with the program name, nothing on
 # stdout, and nothing left under a final name.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The on-disk snapshot cache of DESIGN §5, seen through lake-catalog with
 # LAKE_TRACE=1 (one "trace: source ACTION" line per call to the source):
 # zero calls while fresh; one conditional catalog_snapshot when expired

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Compaction (issue 18 part 4), run against the source LAKE_TEST_SOURCE
 # names (helpers/source.bash): lake-catalog compact rewrites a table's
 # small segments into few large ones as one new version with the same rows

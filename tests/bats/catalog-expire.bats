@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Retention and erasure (issue 28 part 4), run against the source
 # LAKE_TEST_SOURCE names (helpers/source.bash): `lake-catalog expire`
 # marks the versions whose next version is older than an age (the current

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-catalog gc, run against the source LAKE_TEST_SOURCE names
 # (helpers/source.bash): what is unreferenced (a put without --table, the
 # segments and files of a dropped table) is listed by --dry-run and removed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # A user's listing (issue 29): a principal denied the bulk snapshot (role
 # user) lists the tables it may read through list_tables, against a real
 # TLS lake-metasrv on a SQLite and a PostgreSQL registry (the remote and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The embedded source's registry file: created on first use; a file that is
 # not a lake registry, or one from a newer schema version, is refused (78)
 # and left byte for byte as it was; a registry without a directory marker is

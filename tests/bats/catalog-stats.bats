@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Segment statistics in registrations (issue 18, part 1; the format is
 # query/segment.h's, lake-query(1) Statistics): every writer (lake-query
 # --import, INSERT, lake-put --table) records per column the null count

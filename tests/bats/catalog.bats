@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-catalog's DDL and reads, run against the source LAKE_TEST_SOURCE
 # names (helpers/source.bash): create-namespace, create (every column
 # type), list, show, resolve, drop and status round trips; the catalog

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # --help and --version of the programs (DESIGN §1: every program).
 
 load helpers/common

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The upgrade path of the conditional resolve (issue 25) and of gc's expire
 # (issue 28: an older server has none, and gc goes on): the lake-metasrv
 # of the release before it (OLD_REV, built here from this checkout's git

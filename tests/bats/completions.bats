@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # completions.bats - the bash and zsh completions and the man pages agree with
 # what the programs' --help prints, so the three cannot drift apart.
 #   LAKE_BIN  the built programs; every lake-* in it is checked

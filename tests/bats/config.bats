@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Configuration (DESIGN §2): option > environment > config file > default,
 # seen through where lake-put puts an object and what lake-get accepts.
 

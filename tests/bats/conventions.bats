@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Conventions shared by the programs: progress, -q, LAKE_TRACE lines,
 # make install/uninstall, and shellcheck over the repository's shell.
 
@@ -217,4 +218,22 @@ shell_scripts() {
   run grep -nE '^[[:space:]]*# shellcheck disable=' "${files[@]}"
   run grep -nvE '# shellcheck disable=SC[0-9]+(,SC[0-9]+)* # [^ ].*' <<<"$output"
   assert_output ""
+}
+
+@test "every source file names its license (SPDX: BSD-2-Clause) in its first lines; LICENSE and debian/copyright give the text" {
+  git -C "$LAKE_SRC" rev-parse --git-dir >/dev/null 2>&1 || skip "not a git checkout"
+  local f missing=()
+  while IFS= read -r f; do
+    case $f in
+      # data, not source: JSON, fuzz dictionaries and corpora, the plots
+      # bench/plot draws, prose, the
+      # packaging (debian/copyright covers it), tool settings
+      *.json | *.dict | *.md | tests/fuzz/corpus/* | bench/plots/* | debian/* | .gitignore | .shellcheckrc | tests/valgrind.supp | LICENSE) continue ;;
+    esac
+    head -3 "$LAKE_SRC/$f" | grep -q "SPDX-License-Identifier: BSD-2-Clause" || missing+=("$f")
+  done < <(git -C "$LAKE_SRC" ls-files)
+  [ ${#missing[@]} -eq 0 ] || fail "no SPDX line in the first 3 lines of: ${missing[*]}"
+  assert_equal "$(sed -n '1p;3p' "$LAKE_SRC/LICENSE")" $'BSD 2-Clause License\nCopyright (c) 2026, The lake authors'
+  grep -qx "License: BSD-2-Clause" "$LAKE_SRC/debian/copyright" || fail "debian/copyright names no BSD-2-Clause"
+  grep -qx "Copyright: 2026 The lake authors" "$LAKE_SRC/debian/copyright" || fail "debian/copyright: no copyright line"
 }

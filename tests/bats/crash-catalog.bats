@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-catalog SIGKILLed 30 times during a refresh (issue 8), against a real
 # lake-metasrv with 1500 tables, so that a refresh takes long enough to be
 # killed in flight; each round first changes the directory (one more

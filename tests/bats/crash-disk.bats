@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # A full disk (issue 8): a small tmpfs, mounted by the test when it runs as
 # root (skipped with a message otherwise), holds the stage or the registry.
 #   - lake-put of more bytes than fit fails with one clear line (exit 1, an

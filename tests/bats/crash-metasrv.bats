@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-metasrv SIGKILLed 10 times during an append storm (issue 8): 8
 # clients insert one row each per lake-query, in a loop, and record every
 # append they were acknowledged (exit 0, with the version from their trace)

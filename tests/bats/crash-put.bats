@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-put SIGKILLed at random moments (issue 8): 15 kills into a local stage
 # and 15 into an S3 stage (radosgw, helpers/rgw.bash), each at a delay
 # drawn over the whole lifetime of the put, from before its first byte to

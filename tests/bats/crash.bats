@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # A lake-put killed with SIGKILL in the middle of a slow pipe leaves no
 # object under a final name (DESIGN §4: temp file, fsync, rename).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # make demo's story (tests/demo.sh) in a fresh LAKE_HOME: a table, a
 # directory in through lake-put --archive, a query, the files back out
 # through lake-get --archive, compared with diff -r.

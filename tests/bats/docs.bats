@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The pages say what the programs do (issue 14, "Docs that disagree with
 # the programs"): each test runs what a page promises, as a user would,
 # and where a page gives commands to copy, runs those very commands,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-get --archive: one pax tar stream of the requested objects, read back
 # with GNU tar: names, sizes and mtimes from the FILE values, unsafe and
 # duplicate names, a corrupt object or a refused REF leaving a stream that

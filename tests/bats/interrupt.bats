@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # SIGINT, SIGTERM and SIGHUP (issue 14, core/interrupt.h): lake-get,
 # lake-put and lake-catalog erase a progress bar, remove their temporary
 # files, say "PROG: interrupted" in one line and die of the signal (a

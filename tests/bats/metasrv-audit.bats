@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-metasrv's audit trail and expiring tokens (issue 29): every mutating
 # action, and every unauthenticated or permission_denied request, is a row
 # in the registry that `lake-metasrv audit` reads (filters, TSV, JSON); a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-metasrv's authentication and roles (DESIGN §5, issue 4): every
 # action × every kind of caller over HTTPS with curl (200, 401, 403, and
 # what each call changed), GET /v1/actions filtered by role, health without

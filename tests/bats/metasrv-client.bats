@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The remote CatalogSource against a real lake-metasrv (issue 4), beyond
 # the catalog suites' parity runs: what a command costs, counted at the
 # server (/v1/metrics); an outage answered at once from the last good

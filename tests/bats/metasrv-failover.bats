@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Several endpoints in LAKE_METASRV (issue 9, part 3): two real lake-metasrv
 # instances over TLS serve one registry (a SQLite file in WAL mode, which
 # two processes on one host may share); clients try the endpoints in order,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-metasrv under load and faults (DESIGN §5, issue 4): snapshot permits
 # (64 concurrent snapshots, 2 permits: 503 with Retry-After for some, the
 # rest correct, the server lives on); generation fencing under a change

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Grants (issue 29): who may read, write and modify which tables.  A real
 # lake-metasrv over TLS (helpers/metasrv), on both registries.
 #   - the generated matrix: every action a user's grants scope x the grant

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Action bodies are strict JSON (issue 15, sections 1 and 2; lake-metasrv(8)
 # REQUESTS): a \u0000 in a namespace or name, a number outside RFC 8259, an
 # invalid escape, a raw control character in a string, text after the

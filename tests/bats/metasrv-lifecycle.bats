@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-metasrv's life cycle (DESIGN §9, issue 4): init (which never touches
 # an existing file), tokens (printed once, stored only as their SHA-256,
 # never listed), serve's first stdout line, and the drain on SIGTERM and

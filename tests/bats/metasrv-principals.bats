@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # What each role can do with the shipped programs against a real TLS
 # lake-metasrv (issue 14, DESIGN §5):
 #   - a `user` token (may resolve and append, may not take the bulk

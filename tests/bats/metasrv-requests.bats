@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Bad requests to lake-metasrv (DESIGN §5, issue 4 "Bad input and faults"):
 # malformed JSON, a body that is not one object, wrong types and unknown
 # fields (400 invalid_argument), an oversized body (413, with and without

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The rewrite action (DELETE and UPDATE, issue 28) of a real TLS
 # lake-metasrv: its checks and answers over HTTPS, and lake-query's DELETE
 # and UPDATE racing 8 appending clients.  tests/run runs this on a SQLite

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # What running lake-metasrv as a service needs (issue 20), against a real
 # server on an ephemeral loopback port (helpers/metasrv):
 #  - SIGHUP reads the TLS certificate and key again: the next handshakes

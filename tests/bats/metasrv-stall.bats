@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # A stalled registry never stalls lake-metasrv (issue 26): registry work
 # runs on worker threads in two lanes, reads and writes, so that writes
 # waiting on the registry (a SQLite write lock held by another process, a

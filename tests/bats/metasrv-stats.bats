@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Segment statistics sent to a real TLS lake-metasrv's append (issue 18,
 # part 1; lake-metasrv(8) ACTIONS, the format in lake-query(1)
 # Statistics): statistics that break the format's rules are 400

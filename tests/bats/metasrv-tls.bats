@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The TLS lake-metasrv offers (issue 15, part 3), against a real server on
 # an ephemeral loopback port with an ECDSA and with an RSA certificate
 # (helpers/metasrv), asked by openssl s_client:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The catalog cache's promises for a principal that may not take the bulk
 # snapshot (role user; issue 25, DESIGN §5), against a real TLS
 # lake-metasrv on a SQLite and a PostgreSQL registry (tests/run runs every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The Debian packages (issue 20): make deb, then what a user of them gets.
 #  - make deb builds lake and lake-metasrv from a copy of the sources that
 #    is not a git checkout (what a Debian source package is: the build's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The registry on a PostgreSQL primary and its streaming standby (issue
 # 19): one pair for this file (helpers/pg.bash: initdb, pg_basebackup -R,
 # synchronous replication, both on 127.0.0.1), a fresh database per test,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The registry on PostgreSQL (issue 9): one real PostgreSQL for this file
 # (helpers/pg.bash, or the one tests/run started), a fresh database per
 # test, two real lake-metasrv instances over TLS sharing it.  DDL through

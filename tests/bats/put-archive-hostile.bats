@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-put --archive against archives that lie: bombs and loops are 65 with
 # a bounded memory (lake-put(1) "Limits of archive reading"), formats lake
 # does not document are refused, a stuck reader and a signal end it, and an

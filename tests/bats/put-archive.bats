@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-put --archive: every regular entry of a tar, zip or tar.zst (on stdin
 # or named) becomes its own object, named by its path, in archive order;
 # --table adds one row per entry in one append; links skipped, unsafe names

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Round trips through the embedded (file://) stage: lake-put then lake-get,
 # to stdout and into -o DIR, compared with sha256sum and cmp; the fields of
 # the FILE value; REFs as JSON rows; concurrent puts.

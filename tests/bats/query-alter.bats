@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Schema evolution (issue 28, part 2): lake-catalog alter NS.T
 # add-column | rename-column | drop-column makes a new version whose
 # schema changed; no segment is rewritten: older segments are read through

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-query as people and scripts run it (issue 14): one exit status rule
 # for SQL errors, DDL on lake tables refused, -c repeated, SCRIPT:LINE in
 # errors, NUL bytes, a hint at a terminal and for SQL given as a file name,
@@ -135,11 +136,10 @@ EOF
   assert_error lake-query 66 "$T/missing.sql: No such file or directory"
 }
 
-@test "lake-query alone on a terminal prints a usage hint and exits 64 instead of waiting" {
-  command -v script >/dev/null || skip "script(1) is not installed"
-  run timeout 10 script -qec "lake-query" /dev/null
-  assert_equal "exit $status" "exit 64"
-  assert_output --partial "lake-query: no SQL: give it with -c 'SQL', as a file, or on standard input"
+@test "lake-query alone on a terminal opens the shell (query-shell.bats), and leaves at Ctrl-D with 0" {
+  printf '%s\n' 'prompt lake> ' 'send \x04' 'wait' |
+    LAKE_QUERY_HISTORY='' python3 "$BATS_TEST_DIRNAME/helpers/terminal.py" "$T/screen" lake-query
+  grep -q "^lake> " "$T/screen" || fail "no prompt: $(cat "$T/screen")"
 }
 
 @test "SQL that names no lake table needs no catalog and no writable cache directory" {

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-query under concurrency (issue 6): 8 processes inserting into one
 # table at once lose nothing and add versions one by one; a query that runs
 # while another process appends sees one consistent version for its whole

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # CSV edges of lake-query --import (issue 15): each input is also read by
 # the real sqlite3 command's `.import --csv` (into a new table, so its
 # first line is the header), and the same SELECT of quote()s is compared.

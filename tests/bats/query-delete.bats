@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # DELETE and UPDATE of lake tables (issue 28): copy-on-write of the
 # segments holding a changed row, committed as one version with the
 # `rewrite` action; a lost race runs the statement again on the new

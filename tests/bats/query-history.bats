@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # History and time travel (issue 28, part 3): lake-catalog history lists
 # every version with what made it; lake-query reads a table AT (VERSION =>
 # N) or AT (TIMESTAMP => '…'); lake-catalog rollback makes a new version

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-query's values and bad input (issue 6): every column type through
 # INSERT, --import and SELECT; CSV quoting, embedded newlines and a BOM;
 # bad input of every kind leaves the table's version and rows unchanged;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Joins (issue 27): the inner table of an equi-join is looked up by the
 # join's column in a temporary index of the rows its plan keeps, built
 # once per statement, instead of scanned once per outer row.  Every

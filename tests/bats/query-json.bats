@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Strict JSON where lake reads it from users (issue 15, sections 1 and 2):
 # --import --jsonl lines, lake-get REFs and to_file().  A \u0000 in a key
 # or a TEXT value, a number outside RFC 8259, an invalid escape, a raw

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # What a query reads (issue 18): segments pruned by their statistics
 # (=, ranges, IN, IS NULL), count(*) from the registration, LIMIT, the
 # open segments a join reuses, --explain, and LAKE_QUERY_NO_PUSHDOWN as the

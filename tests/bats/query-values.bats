@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Every value comes back exactly as it was written (DESIGN §6): NULL, ''
 # and x'' are three values; the INTEGER and REAL extremes, TEXT with NUL
 # bytes and invalid UTF-8 as a BLOB survive INSERT, --import --csv,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-query over real lake tables: imports, SELECT in every format, INSERT
 # with FILE values, the FILE functions, pinning and the segment cache.  The
 # source is a parameter (tests/run runs this against the embedded registry

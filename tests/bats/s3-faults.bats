@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Bad input and faults with an S3 stage (DESIGN §1, §4): the documented exit
 # status, one line of diagnostics, and no object under the key after any
 # failure; containment decided before any request; retries on 5xx,

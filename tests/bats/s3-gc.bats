@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # lake-catalog gc on an S3 stage against radosgw (helpers/rgw.bash): the
 # unreferenced objects go in DeleteObjects requests of up to 1,000 keys
 # (Quiet mode, Content-MD5), keys with XML-special characters included;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Grants down to the bytes (issue 29): two teams' keyless clients on one
 # radosgw stage, served by one lake-metasrv that holds the S3 keys.  Each
 # user may read and write its own team's tables; neither can read, list,

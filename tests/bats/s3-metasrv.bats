@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # An S3 stage advertised by the metadata authority (issue 5, DESIGN §4, §5):
 # lake-metasrv init --stage s3://... needs no AWS credentials, whoami
 # advertises the stage, append refuses segments and FILEs outside it (the

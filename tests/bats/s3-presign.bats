@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Sharing a file as a link (issue 17, part 3) against a real S3 server,
 # radosgw (helpers/rgw.bash: one cluster for the file or the run, a bucket
 # per test), which verifies query-signed URLs and their expiry: an embedded

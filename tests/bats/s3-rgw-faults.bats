@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Faults of the server, against a real S3 server: Ceph radosgw
 # (helpers/rgw.bash), one throw-away cluster for the file, a bucket per
 # test.  A failure while every part buffer of lake-put --jobs N is in use

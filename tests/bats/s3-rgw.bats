@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # The S3 promises that an emulator cannot show, against a real S3 server: Ceph
 # radosgw (helpers/rgw.bash), one throw-away cluster for the file, a bucket
 # per test.  Authentication (a wrong secret, an unknown key: 77, the cause

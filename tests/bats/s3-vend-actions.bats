@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck disable=SC2030,SC2031 # bats runs each test in a subshell: no test reads what another set
 # Vended access, the server's side (issue 17 part 1, DESIGN §4, §5): a real
 # TLS lake-metasrv whose S3 stage is on radosgw signs URLs with its own

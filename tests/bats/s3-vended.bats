@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Keyless clients (issue 17, DESIGN §4 "Vended access"): lake-metasrv holds
 # the S3 keys (AWS_* in its environment only), the clients hold a lake
 # token and nothing else, and move the bytes to and from radosgw through

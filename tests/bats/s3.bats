@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Round trips through an S3 stage against a real S3 server (radosgw, one
 # cluster for the file or the run, a bucket per test: helpers/rgw.bash):
 # lake-put then lake-get, checked with sha256sum and cmp,

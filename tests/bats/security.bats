@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # Security checks (issue 8, part 5), against a real lake-metasrv over TLS
 # on an ephemeral loopback port (helpers/metasrv):
 #  - plain HTTP is refused off loopback;

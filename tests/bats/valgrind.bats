@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
 # valgrind memcheck over the programs as users run them (issue 8, part 4):
 # lake-put (a pipe and a file), lake-get, lake-catalog list and refresh
 # over HTTPS from a real lake-metasrv, lake-query with an INSERT and a

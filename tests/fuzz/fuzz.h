@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz.h - what the libFuzzer harnesses share: an assertion that aborts
  * (libFuzzer saves the input that made it), the contract every lake error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_action.c - the action protocol as lake-metasrv serves it: request
  * body decoding and dispatch (actionsHandle) over a real registry, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_aggregate.c - the planner of aggregates split by segment
  * (aggregatePlanMake) on arbitrary SQL text.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_filevalue.c - FILE values (fileValueFromJson), REFs (refParse) and
  * the safe relative name of a FILE (fileNameSafe).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_import.c - the CSV and JSON Lines readers of `lake-query --import`
  * (importOpen, importNext) over bytes in memory.

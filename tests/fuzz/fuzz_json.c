@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_json.c - the strict JSON pass (jsonStrictParse) against cJSON.
  *

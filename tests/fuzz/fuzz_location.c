@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_location.c - stage URLs (stageOpen: file:// and s3://) and the
  * containment of locations (stageRelativePath, stageContains).

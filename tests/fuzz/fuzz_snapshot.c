@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz_snapshot.c - the readers of the on-disk catalog cache's files: the
  * snapshot (cacheSnapshotCheck) and the points file of a principal denied

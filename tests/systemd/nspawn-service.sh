@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck disable=SC2016 # the commands in single quotes expand in the container, not here
 # tests/systemd/nspawn-service.sh: the packaged lake-metasrv.service under a
 # real systemd (issue 20), following lake-metasrv(8), "The Debian package

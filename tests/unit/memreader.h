@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * memreader.h - a lakeReader over bytes in memory, for unit tests and fuzz
  * harnesses.  chunk, when not 0, is the most one read hands out, so that

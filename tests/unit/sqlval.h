@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sqlval.h - test values as SQLite makes them: sqlval(db, "1.5"),
  * sqlval(db, "x'00ff'"), sqlval(db, "NULL") … (the caller frees with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tap.h - the smallest TAP producer: ok(cond, name...), then tapDone().
  * tests/run counts the "ok" / "not ok" lines.

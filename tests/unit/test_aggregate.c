@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_aggregate.c - unit tests of lib/query/aggregate's planner: which
  * statements are split by segment, and the SQL each part runs.

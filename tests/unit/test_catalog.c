@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_catalog.c - the catalog below the command line: appends (no CLI for
  * them yet), segment statistics through append and resolve,

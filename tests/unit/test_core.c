@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_core.c - unit tests of lib/core: ids, SHA-256, errors, atomic files.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_filefn.c - unit tests of lib/query/filefn: the FILE functions of SQL
  * over a real object put into a temporary local stage.

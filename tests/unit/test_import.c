@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_import.c - unit tests of lib/query/import: CSV and JSON Lines edge
  * cases, line numbers in errors, auto-detection, the record cap on an

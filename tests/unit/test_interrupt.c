@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_interrupt.c - unit tests of core/interrupt: the registry of
  * temporary names and both ways of stopping, each in a forked child that

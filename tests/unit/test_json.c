@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_json.c - the strict JSON pass (lib/core/jsonstrict.c): texts RFC
  * 8259 accepts and lake takes, and texts refused with the reason and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_lookup.c - unit tests of lib/query/lookup: which values share a
  * key (every pair SQLite finds equal must), the order rows are found in,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_prune.c - unit tests of lib/query/prune: which segments a term
  * excludes, from statistics in the format of query/segment.h, with values

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_s3.c - unit tests of the S3 stage's string work: stage URLs,
  * locations and containment (before any request), the part-size plan, the

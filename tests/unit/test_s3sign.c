@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_s3sign.c - the S3 requests lake sends are signed right: AWS's
  * published SigV4 examples for S3 ("Examples: Signature Calculations",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_segcache.c - unit tests of lib/query/segcache: fetch once, hits cost
  * no stage request, corrupt copies are refetched, LRU eviction under the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_segment.c - unit tests of lib/query/segment: every column type
  * written into segments (a tiny size bound forces rollover), uploaded to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_source.c - the remote source's retries of a catalog that answers
  * 503 (source_remote.c), and sourceNoRetry.

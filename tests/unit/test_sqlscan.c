@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_sqlscan.c - the SQL tokens lake reads (query/sqlscan.h) and the AT
  * clauses rewritten on them (query/at.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_stage.c - unit tests of lib/stage: containment, FILE values, REFs.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pg.c - the PostgreSQL driver of the registry (sqldb.h), through libpq.
  *

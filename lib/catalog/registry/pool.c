@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pool.c - a bounded pool of registry connections (pool.h): a stack of
  * idle connections, the list of those in use and a count of open ones

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pool.h - a bounded pool of registry connections shared by a server's
  * worker threads (lake-metasrv: one pool per lane, a connection per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sqldb.h - the small SQL driver interface under the registry: one
  * connection, statements with ? placeholders, text and integer binds,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sqlite.c - the SQLite driver of the registry (sqldb.h): WAL,
  * synchronous=FULL, foreign keys on, a busy timeout so that concurrent

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Background programs for the signal tests (interrupt.bats,
 # query-cli.bats): start one, wait for a condition, reap it.  The caller's
 # teardown kills $BG if it is still set.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """blackhole.py LISTEN TARGET: a TCP proxy that can stop answering on demand.
 
 A FAULT INJECTOR for the tests (metasrv-stall.bats), not a model of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shared set-up for every bats suite: a fresh, private lake per test.
 #   LAKE_BIN is the directory of the built programs (tests/run exports it).
 load /usr/lib/bats/bats-support/load.bash

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Helpers of the crash-safety suites (tests/bats/crash-*.bats): kill moments
 # drawn from a seeded generator, logged so that a failure can be replayed.
 # Load after helpers/common.

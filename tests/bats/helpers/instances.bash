@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Two real lake-metasrv instances over one registry, for the suites that
 # share a PostgreSQL registry between them (pg-registry.bats,
 # pg-failover.bats).  Load after helpers/common and helpers/metasrv; SRV

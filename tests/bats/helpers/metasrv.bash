@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # A real lake-metasrv for a test: TLS on an ephemeral loopback port, a fresh
 # registry, test certificates made with the openssl command.  Load after
 # helpers/common.  Every function works in a directory (default $T/srv).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # A real PostgreSQL for the tests: Debian's server binaries, initdb into a
 # temporary directory, pg_ctl on a unix socket in that directory (no TCP
 # port to collide on), stopped afterwards.  initdb refuses root, so as root

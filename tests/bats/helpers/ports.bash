@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Free TCP ports on loopback, and daemons that hold no pipe of bats, for
 # the helpers that start servers (pg.bash, rgw.bash).  A file of its own,
 # not common.bash: tests/run and the benches source those helpers outside

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """reset-reader.py PORTFILE BYTES GOFILE: a reader that fails for real.
 
 Listens on an ephemeral loopback port (written to PORTFILE once ready),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # A real S3 peer for the bats suites: Ceph radosgw (the Debian packages
 # radosgw ceph-mon ceph-osd, make deps installs them), as a throw-away
 # single-node cluster under a temporary directory: one mon, one osd on a

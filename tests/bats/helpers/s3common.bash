@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # The S3 test helpers that do not depend on how the server is run: loaded
 # by helpers/rgw.bash (radosgw), which sets S3_ENDPOINT, S3_PORT,
 # S3_BUCKET, S3_KEY and S3_SECRET in s3_start.

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: BSD-2-Clause
 // s3fault.js - a fault-injecting HTTP proxy in front of the S3 server
 // (radosgw), for the retry tests (tests/bats/s3-faults.bats, s3-rgw.bats).
 // Node's http module only.

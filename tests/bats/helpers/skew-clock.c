@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* skew-clock.c - an LD_PRELOAD shim that moves time(2) by
  * LAKE_TEST_CLOCK_SKEW seconds, for the skewed-clock test of s3-rgw.bats
  * (faketime is not installed here).  libcurl takes the date it signs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # The catalog suites' parameter: which CatalogSource they run against.
 #   LAKE_TEST_SOURCE=local   (the default) the embedded registry under LAKE_HOME
 #   LAKE_TEST_SOURCE=remote  a real lake-metasrv over TLS on a loopback port

@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * shell.c - lake-query at a terminal: the interactive shell (lake-query(1),
+ * INTERACTIVE USE).
+ *
+ * Lines are read with libedit's readline interface.  A statement may span
+ * lines and ends at a ';' that ends it for SQLite (sqlite3_complete: not
+ * one inside a string or a comment); a line may hold several.  A line that
+ * starts with '.' while no statement is pending is a meta-command: sqlite3's
+ * dot-commands, since the engine is SQLite and its shell is the one people
+ * who know it know.  Each input runs as one -c would: its tables pinned
+ * afresh, so a version appended elsewhere is seen by the next statement.
+ *
+ * Ctrl-C while a statement runs cancels it (core/interrupt.h, cooperative:
+ * SQLite's progress handler stops it and the statement's writes roll back,
+ * so a cancelled INSERT appends nothing); at the prompt it drops the input
+ * being typed.  Ctrl-D on an empty line ends the session.  Errors print
+ * their one line and the shell goes on; the session exits 0.
+ *
+ * History: $LAKE_QUERY_HISTORY (empty: none), else
+ * $XDG_STATE_HOME/lake/query_history (~/.local/state/...), mode 0600, the
+ * last SHELL_HISTORY_MAX inputs.  TAB completes SQL keywords, NS.T names
+ * and the columns of the tables the input names, from the on-disk catalog
+ * cache: never a call to the source.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include <cjson/cJSON.h>
+#include <editline/readline.h>
+
+#include "catalog/names.h"
+#include "core/dlib.h"
+#include "core/fsutil.h"
+#include "core/interrupt.h"
+#include "core/log.h"
+#include "query.h"
+
+/* libedit, loaded when the shell starts (core/dlib.h): a script or -c
+ * run does not pay for it and its libraries at start-up.  Its readline
+ * interface: functions, and the addresses of the variables it reads. */
+#define EDIT_NAMES(X)                                                                                              \
+    X(readline) X(add_history) X(read_history) X(write_history) X(stifle_history) X(rl_completion_matches)          \
+    X(rl_line_buffer) X(rl_completion_append_character) X(rl_attempted_completion_over)                            \
+    X(rl_completer_word_break_characters) X(rl_attempted_completion_function) X(rl_getc_function) X(rl_readline_name)
+typedef struct editApi {
+    char *(*readline)(const char *);
+    int (*add_history)(const char *);
+    int (*read_history)(const char *);
+    int (*write_history)(const char *);
+    void (*stifle_history)(int);
+    char **(*rl_completion_matches)(const char *, rl_compentry_func_t *);
+    char **rl_line_buffer;
+    int *rl_completion_append_character;
+    int *rl_attempted_completion_over;
+    char **rl_completer_word_break_characters;
+    rl_completion_func_t **rl_attempted_completion_function;
+    int (**rl_getc_function)(FILE *);
+    const char **rl_readline_name;
+} editApi;
+LAKE_DLIB_DEFINE(editApi, EDIT_NAMES, "libedit.so.2", "libedit 2 (the interactive shell)", editLoad, editHandle)
+static const editApi *ed;
+
+#define SHELL_HISTORY_MAX 1000
+/* TAB looks at the columns of at most this many tables the input does
+ * not name (when it names none). */
+#define SHELL_COLUMN_TABLES_MAX 1000
+#define PROMPT "lake> "
+#define PROMPT_MORE "  ...> "
+
+typedef struct shell {
+    run *r;
+    char *history; /* its file, or NULL */
+    int timer;
+    int done;
+} shell;
+
+/* --- completion ----------------------------------------------------------- */
+
+/* A list of owned strings, each once. */
+typedef struct strv {
+    char **v;
+    size_t n, cap;
+} strv;
+
+static void strvClear(strv *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    *l = (strv){0};
+}
+
+static void strvAdd(strv *l, const char *s, size_t len) {
+    for (size_t i = 0; i < l->n; i++)
+        if (strlen(l->v[i]) == len && strncmp(l->v[i], s, len) == 0) return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (!v) return;
+        l->v = v;
+        l->cap = cap;
+    }
+    char *c = strndup(s, len);
+    if (c) l->v[l->n++] = c;
+}
+
+/* What TAB offers, made afresh at each completion, and the next to hand
+ * to libedit. */
+static strv cands;
+static size_t candNext;
+
+/* The pending statement's earlier lines, for the columns of the tables it
+ * names (NULL when none). */
+static const char *pendingText;
+
+/* Does text name table ns.name as a whole word? */
+static int names(const char *text, const char *ns, const char *name) {
+    size_t nl = strlen(ns), tl = strlen(name);
+    for (const char *p = text ? strcasestr(text, ns) : NULL; p; p = strcasestr(p + 1, ns)) {
+        if (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '.')) continue;
+        const char *q = p + nl;
+        if (*q != '.' || strncasecmp(q + 1, name, tl) != 0) continue;
+        q += 1 + tl;
+        if (!isalnum((unsigned char)*q) && *q != '_') return 1;
+    }
+    return 0;
+}
+
+/* The column names of schema (the canonical schema JSON) that start with
+ * word, into l. */
+static void addColumns(strv *l, const char *schema, const char *word, size_t wl) {
+    cJSON *s = cJSON_Parse(schema), *col;
+    cJSON_ArrayForEach(col, s) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(col, "name");
+        if (cJSON_IsString(name) && strncasecmp(name->valuestring, word, wl) == 0)
+            strvAdd(l, name->valuestring, strlen(name->valuestring));
+    }
+    cJSON_Delete(s);
+}
+
+/* The tables the on-disk cache knows, with no call to the source: the
+ * directory, else (a principal denied it) its listing, else the tables it
+ * resolved on this host.  Calls fn for each entry. */
+static void cachedTables(void (*fn)(const cacheEntry *e, void *arg), void *arg) {
+    lakeConfig cfg = {0};
+    catalogSource *src = NULL;
+    catalogCache *cache = NULL;
+    lakeError err = {0};
+    const cacheEntry *e = NULL;
+    size_t n = 0;
+    if (configLoad(&cfg, NULL, 0, &err) == 0 && sourceOpen(&cfg, &src, &err) == 0) {
+        cacheOptions opt = {cfg.catalog_ttl, 1, 0}; /* offline: never a call */
+        if (cacheOpen(&cfg, src, &opt, &cache, &err) == 0 && cacheDirectory(cache, &e, &n, &err) &&
+            cacheListing(cache, &e, &n, &err) && cacheResolvedTables(cache, &e, &n, &err))
+            n = 0;
+    }
+    for (size_t i = 0; i < n; i++) fn(&e[i], arg);
+    cacheClose(cache);
+    sourceClose(src);
+    configFree(&cfg);
+}
+
+typedef struct wordArg {
+    const char *word;
+    size_t wl;
+    const char *dot;  /* in word, or NULL */
+    int named;        /* tables the input names */
+    size_t others;    /* tables it does not, whose columns were looked at */
+    strv otherCols;   /* their columns */
+} wordArg;
+
+static void offerEntry(const cacheEntry *e, void *arg) {
+    wordArg *w = arg;
+    char full[2 * NAME_MAX_LEN + 2];
+    if (!e->name) { /* a namespace: "NS." leads to its tables */
+        snprintf(full, sizeof full, "%s.", e->ns);
+        if (!w->dot && strncasecmp(full, w->word, w->wl) == 0) strvAdd(&cands, full, strlen(full));
+        return;
+    }
+    snprintf(full, sizeof full, "%s.%s", e->ns, e->name);
+    if (w->dot) {
+        if (strncasecmp(full, w->word, w->wl) == 0) strvAdd(&cands, full, strlen(full));
+    } else if (e->schema && (names(*ed->rl_line_buffer, e->ns, e->name) || names(pendingText, e->ns, e->name))) {
+        w->named++;
+        addColumns(&cands, e->schema, w->word, w->wl);
+    } else if (e->schema && !w->named && w->others++ < SHELL_COLUMN_TABLES_MAX) {
+        addColumns(&w->otherCols, e->schema, w->word, w->wl);
+    }
+}
+
+static char *nextCandidate(const char *text, int state) {
+    (void)text;
+    if (state == 0) candNext = 0;
+    return candNext < cands.n ? strdup(cands.v[candNext++]) : NULL;
+}
+
+/* TAB: the candidates for the word before the cursor: keywords, "NS."
+ * and NS.T names, and the columns of the tables the input names (of
+ * every table, up to SHELL_COLUMN_TABLES_MAX, when it names none). */
+static char **complete(const char *text, int start, int end) {
+    (void)start;
+    (void)end;
+    *ed->rl_attempted_completion_over = 1; /* never file names */
+    strvClear(&cands);
+    wordArg w = {text, strlen(text), strchr(text, '.'), 0, 0, {0}};
+    if (!w.dot) { /* keywords, in the case the word was typed in */
+        int lower = w.wl && islower((unsigned char)text[0]);
+        for (int i = 0; i < sqlite3_keyword_count(); i++) {
+            const char *k;
+            int kl;
+            char buf[32];
+            if (sqlite3_keyword_name(i, &k, &kl) != SQLITE_OK || kl >= (int)sizeof buf) continue;
+            for (int j = 0; j < kl; j++) buf[j] = lower ? (char)tolower((unsigned char)k[j]) : k[j];
+            if ((size_t)kl >= w.wl && strncasecmp(buf, text, w.wl) == 0) strvAdd(&cands, buf, (size_t)kl);
+        }
+    }
+    cachedTables(offerEntry, &w);
+    for (size_t i = 0; !w.named && i < w.otherCols.n; i++) strvAdd(&cands, w.otherCols.v[i], strlen(w.otherCols.v[i]));
+    strvClear(&w.otherCols);
+    /* "NS." goes on to its tables: no space after it */
+    int allNs = cands.n > 0;
+    for (size_t i = 0; i < cands.n && allNs; i++) allNs = cands.v[i][strlen(cands.v[i]) - 1] == '.';
+    *ed->rl_completion_append_character = allNs ? '\0' : ' ';
+    return cands.n ? ed->rl_completion_matches(text, nextCandidate) : NULL;
+}
+
+/* --- history ---------------------------------------------------------------- */
+
+/* The history file: $LAKE_QUERY_HISTORY, else under $XDG_STATE_HOME/lake
+ * (made 0700); NULL for none. */
+static char *historyPath(void) {
+    const char *env = getenv("LAKE_QUERY_HISTORY");
+    if (env) return *env ? strdup(env) : NULL;
+    lakeError err = {0};
+    char *state = configXdgDir("XDG_STATE_HOME", ".local/state", "LAKE_QUERY_HISTORY", &err), *path = NULL;
+    if (state && asprintf(&path, "%s/lake", state) > 0 && mkdirs(path, 0700, &err) == 0) {
+        free(path);
+        path = asprintf(&path, "%s/lake/query_history", state) > 0 ? path : NULL;
+    } else {
+        if (!err.code) errSetErrno(&err, LAKE_EFAIL, errno, "history");
+        logWarn("no history kept: %s", err.msg);
+        free(path);
+        path = NULL;
+    }
+    free(state);
+    return path;
+}
+
+/* Write the history, its file made 0600 before anything is in it. */
+static void historySave(shell *sh) {
+    if (!sh->history) return;
+    int fd = open(sh->history, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        fchmod(fd, 0600);
+        close(fd);
+    }
+    if (fd < 0 || ed->write_history(sh->history) != 0) {
+        logWarn("%s: history not written: %s", sh->history, strerror(errno ? errno : EIO));
+        free(sh->history);
+        sh->history = NULL; /* said once */
+    }
+}
+
+/* --- meta-commands ---------------------------------------------------------- */
+
+static const char *const helpText =
+    ".explain on|off    list what each scan keeps and prunes instead of running (--explain)\n"
+    ".headers on|off    a header row in tsv and csv (-H)\n"
+    ".help              this list\n"
+    ".mode [FORMAT]     the output format: table, tsv, csv, json or jsonl (-f)\n"
+    ".quit              leave (so does .exit, or Ctrl-D on an empty line)\n"
+    ".read FILE         run the statements of FILE\n"
+    ".schema NS.T       the columns of a table\n"
+    ".tables [NS]       the tables (of namespace NS), as lake-catalog list\n"
+    ".timer on|off      the time each input took, on standard error\n"
+    "Statements end at ';' and may span lines; Ctrl-C cancels the one running.\n";
+
+/* "on" or "off" into *flag; -1 (said) otherwise. */
+static int onOff(const char *cmd, const char *arg, int *flag) {
+    if (arg && strcmp(arg, "on") == 0) *flag = 1;
+    else if (arg && strcmp(arg, "off") == 0) *flag = 0;
+    else {
+        logErrorf("%s: on or off", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+static int metaTables(shell *sh, const char *ns, lakeError *err) {
+    const cacheEntry *e;
+    size_t n;
+    if (ns && !nameIsValid(ns)) return errSet(err, LAKE_EUSAGE, ".tables: %s: not a valid namespace name", ns);
+    int rc = lakeOpen(sh->r, err);
+    if (!rc) rc = cacheListing(sh->r->cache, &e, &n, err);
+    if (rc) return rc;
+    for (size_t i = 0; i < n; i++)
+        if (e[i].name && (!ns || strcmp(e[i].ns, ns) == 0)) printf("%s.%s\n", e[i].ns, e[i].name);
+    return 0;
+}
+
+static int metaSchema(shell *sh, const char *table, lakeError *err) {
+    char *ns = NULL, *name = NULL;
+    const cacheEntry *e;
+    if (!table) return errSet(err, LAKE_EUSAGE, ".schema: which table? (.schema NS.T)");
+    int rc = nameSplitTable(table, &ns, &name, err);
+    if (!rc) rc = lakeOpen(sh->r, err);
+    if (!rc) rc = cacheTable(sh->r->cache, ns, name, &e, err);
+    cJSON *s = rc ? NULL : cJSON_Parse(e->schema), *col;
+    if (!rc && !s) rc = errSet(err, LAKE_EFAIL, "%s: a malformed schema in the cache", table);
+    cJSON_ArrayForEach(col, s) {
+        const cJSON *cn = cJSON_GetObjectItemCaseSensitive(col, "name"), *ct = cJSON_GetObjectItemCaseSensitive(col, "type");
+        if (cJSON_IsString(cn) && cJSON_IsString(ct)) printf("%s\t%s\n", cn->valuestring, ct->valuestring);
+    }
+    cJSON_Delete(s);
+    free(ns);
+    free(name);
+    return rc;
+}
+
+static int runText(shell *sh, const char *text, const char *label, const char *file);
+
+static int metaRead(shell *sh, const char *path, lakeError *err) {
+    if (!path) return errSet(err, LAKE_EUSAGE, ".read: which file? (.read FILE)");
+    char *text = readScript(path, err);
+    if (!text) return err->code;
+    runText(sh, text, "", path);
+    free(text);
+    return 0;
+}
+
+/* One meta-command line. */
+static void meta(shell *sh, char *line) {
+    char *argv[4] = {0}, *save = NULL;
+    int argc = 0;
+    for (char *t = strtok_r(line, " \t", &save); t && argc < 4; t = strtok_r(NULL, " \t", &save)) argv[argc++] = t;
+    const char *cmd = argv[0];
+    lakeError err = {0};
+    int rc = 0;
+    if (argc > 2 || (argc == 2 && (!strcmp(cmd, ".help") || !strcmp(cmd, ".quit") || !strcmp(cmd, ".exit")))) {
+        rc = errSet(&err, LAKE_EUSAGE, "%s: too many arguments (.help lists the commands)", cmd);
+    } else if (!strcmp(cmd, ".quit") || !strcmp(cmd, ".exit")) {
+        sh->done = 1;
+    } else if (!strcmp(cmd, ".help")) {
+        fputs(helpText, stdout);
+    } else if (!strcmp(cmd, ".tables")) {
+        rc = metaTables(sh, argv[1], &err);
+    } else if (!strcmp(cmd, ".schema")) {
+        rc = metaSchema(sh, argv[1], &err);
+    } else if (!strcmp(cmd, ".mode")) {
+        static const char *const fmtName[] = {"tsv", "csv", "json", "jsonl", "table"};
+        if (!argv[1]) printf("%s\n", fmtName[sh->r->fmt]);
+        else if (formatParse(argv[1], &sh->r->fmt))
+            rc = errSet(&err, LAKE_EUSAGE, ".mode: '%s' is not table, tsv, csv, json or jsonl", argv[1]);
+    } else if (!strcmp(cmd, ".headers")) {
+        onOff(cmd, argv[1], &sh->r->header);
+    } else if (!strcmp(cmd, ".timer")) {
+        onOff(cmd, argv[1], &sh->timer);
+    } else if (!strcmp(cmd, ".explain")) {
+        onOff(cmd, argv[1], &sh->r->explain);
+    } else if (!strcmp(cmd, ".read")) {
+        rc = metaRead(sh, argv[1], &err);
+    } else {
+        rc = errSet(&err, LAKE_EUSAGE, "%s: no such command (.help lists them)", cmd);
+    }
+    if (rc) logError(&err);
+    fflush(stdout);
+}
+
+/* --- running ------------------------------------------------------------------ */
+
+static double seconds(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
+
+/* Run the statements of text as one -c would, each pinned afresh; a
+ * failure prints its line (a cancelled one "interrupted") and returns. */
+static int runText(shell *sh, const char *text, const char *label, const char *file) {
+    run *r = sh->r;
+    script sc = {.text = text, .name = file, .located = file != NULL};
+    snprintf(sc.label, sizeof sc.label, "%s", label);
+    /* as a new process would: the catalog cache's files read again, the
+     * tables declared again, an unknown one asked for again */
+    cacheForget(r->cache);
+    queryForget(r->db);
+    r->refreshed = 0;
+    r->printedHeader = 0;
+    struct timespec t0, t1;
+    struct rusage u0, u1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    getrusage(RUSAGE_SELF, &u0);
+    lakeError err = {0};
+    int rc = runScript(r, &sc, &err);
+    fflush(stdout);
+    if (interruptPending()) {
+        interruptClear();
+        logErrorf("interrupted");
+        rc = LAKE_EFAIL;
+    } else if (rc) {
+        logError(&err);
+    }
+    if (sh->timer) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        getrusage(RUSAGE_SELF, &u1);
+        fprintf(stderr, "Run Time: real %.3f user %.3f sys %.3f\n",
+                (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                seconds(u1.ru_utime) - seconds(u0.ru_utime), seconds(u1.ru_stime) - seconds(u0.ru_stime));
+    }
+    return rc;
+}
+
+/* libedit's reads of the terminal, one character at a time (decoded in
+ * the locale's encoding, as libedit's own reads are): through
+ * interruptReadSome, which notices a Ctrl-C within 100 ms wherever it
+ * arrived, so the prompt always comes back (a signal that came while the
+ * editor was not blocked in read(2) would otherwise wait for a key).
+ * EOF at the end of the input and when a stop signal came. */
+static int shellGetc(FILE *in) {
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    for (;;) {
+        char ch;
+        if (interruptReadSome(fileno(in), &ch, 1) != 1) return EOF;
+        wchar_t wc;
+        size_t n = mbrtowc(&wc, &ch, 1, &st);
+        if (n == (size_t)-2) continue; /* more bytes of one character */
+        if (n == (size_t)-1) return (unsigned char)ch; /* not the locale's: the byte */
+        return (int)wc;
+    }
+}
+
+/* Is line only blanks? */
+static int blank(const char *line) {
+    while (isspace((unsigned char)*line)) line++;
+    return !*line;
+}
+
+int shellRun(run *r, lakeError *err) {
+    shell sh = {.r = r, .history = historyPath()};
+    char *pending = NULL; /* the statement's lines so far */
+    size_t plen = 0;
+    setlocale(LC_CTYPE, ""); /* the terminal's characters, as the editor shows them */
+    ed = editLoad();
+    *ed->rl_readline_name = "lake-query";
+    *ed->rl_getc_function = shellGetc;
+    *ed->rl_attempted_completion_function = complete;
+    /* '.' is part of a word: NS.T completes as one */
+    static char breaks[] = " \t\n\"'`@$><=;|&{(,";
+    *ed->rl_completer_word_break_characters = breaks;
+    ed->stifle_history(SHELL_HISTORY_MAX);
+    if (sh.history) ed->read_history(sh.history);
+    if (isatty(STDOUT_FILENO)) {
+        printf("lake-query %s: SQL over lake tables; .help for help, Ctrl-D to leave\n", LAKE_VERSION);
+        fflush(stdout);
+    }
+    while (!sh.done) {
+        pendingText = pending;
+        errno = 0;
+        char *line = ed->readline(pending ? PROMPT_MORE : PROMPT);
+        if (interruptPending()) { /* Ctrl-C at the prompt: the input goes */
+            interruptClear();
+            free(line);
+            free(pending);
+            pending = NULL;
+            plen = 0;
+            putchar('\n');
+            continue;
+        }
+        if (!line) { /* Ctrl-D, or the end of the terminal */
+            if (pending && !blank(pending)) logWarn("an unfinished statement was not run");
+            if (isatty(STDOUT_FILENO)) putchar('\n');
+            break;
+        }
+        if (!pending && line[0] == '.') {
+            ed->add_history(line);
+            historySave(&sh);
+            meta(&sh, line);
+            free(line);
+            continue;
+        }
+        if (!pending && blank(line)) {
+            free(line);
+            continue;
+        }
+        size_t ll = strlen(line);
+        char *grown = realloc(pending, plen + ll + 2);
+        if (!grown) {
+            free(line);
+            free(pending);
+            return errSetErrno(err, LAKE_EFAIL, ENOMEM, "input");
+        }
+        pending = grown;
+        if (plen) pending[plen++] = '\n';
+        memcpy(pending + plen, line, ll + 1);
+        plen += ll;
+        free(line);
+        if (!sqlite3_complete(pending)) continue;
+        ed->add_history(pending);
+        historySave(&sh);
+        runText(&sh, pending, "", NULL);
+        free(pending);
+        pending = NULL;
+        plen = 0;
+    }
+    pendingText = NULL;
+    strvClear(&cands);
+    free(pending);
+    free(sh.history);
+    return 0;
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
+# lake-query at a terminal (issue 32): the interactive shell, driven
+# through a real pseudo-terminal (helpers/terminal.py): keystrokes in, the
+# screen out.  Statements over lines and several on a line, the
+# dot-commands, TAB completion from the on-disk catalog cache (no call to
+# the source), history kept 0600 and read back, Ctrl-C at a prompt and
+# during a running INSERT (nothing appended), Ctrl-D, each statement
+# pinned afresh; piped input stays a script.  Embedded, and remote with
+# the stage on S3 (tests/run).
+
+load helpers/common
+load helpers/source
+
+setup_file() { source_setup_file; }
+teardown_file() { source_teardown_file; }
+
+setup() {
+  source_setup
+  export XDG_STATE_HOME=$T/state
+  lake-catalog create-namespace hr
+  lake-catalog create hr.scans 'who TEXT, pages INTEGER'
+  lake-catalog create hr.payroll 'who TEXT, salary REAL'
+  lake-query -c "INSERT INTO hr.scans VALUES ('ann', 3), ('bob', 5)"
+}
+
+teardown() {
+  source_teardown
+}
+
+# shell STEP...: lake-query at a terminal, playing the steps
+# (helpers/terminal.py); its exit status in $status, the screen without
+# carriage returns, bells and cursor moves in $screen.
+shell() {
+  local rc=0
+  printf '%s\n' "$@" | python3 "$BATS_TEST_DIRNAME/helpers/terminal.py" "$T/screen" lake-query || rc=$?
+  status=$rc
+  screen=$(sed -e 's/\r//g' -e 's/\x07//g' -e 's/\x1b\[[0-9;]*[A-Za-z]//g' "$T/screen")
+}
+
+# The screen has this line.
+assert_line_shown() {
+  grep -qxF -- "$1" <<<"$screen" || fail "no line '$1' on the screen: $screen"
+}
+
+@test "a statement over two lines, two on one line, the table format, UTF-8 typed; an error is one line and the shell goes on; Ctrl-D leaves with 0" {
+  LC_ALL=C.UTF-8 shell 'prompt lake> ' 'send SELECT who, pages\r' 'prompt \.\.\.> ' 'send FROM hr.scans ORDER BY who;\r' \
+    'prompt lake> ' 'send SELECT 1 AS one; SELECT 2 AS two;\r' \
+    "prompt lake> " "send SELECT 'snö ☃' AS text;\r" \
+    'prompt lake> ' 'send SELECT nosuch FROM hr.scans;\r' \
+    'prompt lake> ' 'send SELECT count(*) AS n FROM hr.scans;\r' \
+    'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  [[ $screen == "lake-query "*": SQL over lake tables; .help for help, Ctrl-D to leave"* ]] || fail "no banner: $screen"
+  assert_equal "$(sed -n '/^  \.\.\.> FROM/,/^lake> SELECT 1/p' <<<"$screen")" "  ...> FROM hr.scans ORDER BY who;
+who  pages
+---  -----
+ann  3
+bob  5
+lake> SELECT 1 AS one; SELECT 2 AS two;"
+  assert_equal "$(sed -n '/^lake> SELECT 1 AS one/,/^lake> SELECT .sn/p' <<<"$screen" | sed '1d;$d')" $'one\n---\n1\ntwo\n---\n2'
+  assert_line_shown "snö ☃" # typed and shown in the terminal's encoding
+  assert_line_shown "lake-query: no such column: nosuch"
+  assert_equal "$(sed -n '/^lake> SELECT count/,$p' <<<"$screen")" $'lake> SELECT count(*) AS n FROM hr.scans;\nn\n-\n2\nlake> ^D'
+}
+
+@test "dot-commands: .tables, .schema, .mode, .headers, .timer, .explain, .read, .help; an unknown one is one line" {
+  printf "SELECT who FROM hr.scans\nWHERE pages > 4;\n" >"$T/q.sql"
+  printf "SELECT nosuch;\n" >"$T/bad.sql"
+  shell 'prompt lake> ' 'send .tables\r' 'prompt lake> ' 'send .tables nosuch\r' \
+    'prompt lake> ' 'send .schema hr.payroll\r' \
+    'prompt lake> ' 'send .mode csv\r' 'prompt lake> ' 'send .headers on\r' \
+    'prompt lake> ' 'send SELECT who, pages FROM hr.scans ORDER BY who;\r' \
+    'prompt lake> ' 'send .mode\r' 'prompt lake> ' 'send .mode yaml\r' \
+    'prompt lake> ' 'send .headers off\r' 'prompt lake> ' 'send .mode tsv\r' \
+    "prompt lake> " "send .read $T/q.sql\r" "prompt lake> " "send .read $T/bad.sql\r" \
+    'prompt lake> ' 'send .timer on\r' 'prompt lake> ' 'send SELECT 7;\r' 'prompt lake> ' 'send .timer off\r' \
+    'prompt lake> ' 'send .explain on\r' 'prompt lake> ' 'send SELECT who FROM hr.scans WHERE pages > 4;\r' \
+    'prompt lake> ' 'send .explain off\r' 'prompt lake> ' 'send .help\r' \
+    'prompt lake> ' 'send .frobnicate\r' 'prompt lake> ' 'send .quit\r' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(sed -n '/^lake> \.tables$/,/^lake> \.tables nosuch/p' <<<"$screen" | sed '1d;$d')" $'hr.payroll\nhr.scans'
+  assert_equal "$(sed -n '/^lake> \.tables nosuch/,/^lake> \.schema/p' <<<"$screen" | sed '1d;$d')" ""
+  assert_equal "$(sed -n '/^lake> \.schema/,/^lake> \.mode csv/p' <<<"$screen" | sed '1d;$d')" $'who\tTEXT\nsalary\tREAL'
+  assert_equal "$(sed -n '/^lake> SELECT who, pages/,/^lake> \.mode$/p' <<<"$screen" | sed '1d;$d')" $'who,pages\nann,3\nbob,5'
+  assert_equal "$(sed -n '/^lake> \.mode$/,/^lake> \.mode yaml/p' <<<"$screen" | sed '1d;$d')" csv
+  assert_line_shown "lake-query: .mode: 'yaml' is not table, tsv, csv, json or jsonl"
+  assert_equal "$(sed -n '/^lake> \.read .*q\.sql/,/^lake> \.read/p' <<<"$screen" | sed '1d;$d')" bob
+  assert_line_shown "lake-query: $T/bad.sql:1: no such column: nosuch"
+  assert_equal "$(sed -n '/^lake> SELECT 7;/,/^lake> \.timer off/p' <<<"$screen" | sed '1d;$d' | sed 's/[0-9]\.[0-9]\{3\}/N/g')" \
+    $'7\nRun Time: real N user N sys N'
+  grep -q "^hr.scans version 1: 1 segment, 1 kept" <<<"$(sed -n '/^lake> SELECT who FROM hr.scans WHERE pages/,/^lake> \.explain off/p' <<<"$screen")" ||
+    fail "no explanation: $screen"
+  assert_line_shown ".schema NS.T       the columns of a table"
+  assert_line_shown "lake-query: .frobnicate: no such command (.help lists them)"
+}
+
+@test "TAB completes keywords, namespaces, NS.T names and columns from the on-disk cache, with no call to the source" {
+  lake-catalog list >/dev/null # the cache holds the catalog
+  export LAKE_TRACE=1
+  shell 'prompt lake> ' 'send sel\t' 'expect ect ' 'send * FROM hr\t' 'expect \.' 'send sc\t' 'expect ans ' \
+    'send WHERE pag\t' 'expect es ' 'send > 4;' 'expect 4;' 'send \x03' \
+    'prompt lake> ' 'send SELECT sal\t' 'expect ary ' 'send \x03' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  # what was typed, completed (and dropped with Ctrl-C, never run)
+  grep -qF "select * FROM hr.scans WHERE pages > 4;" <<<"$screen" || fail "not completed: $screen"
+  grep -qF "SELECT salary " <<<"$screen" || fail "no column of a table not named: $screen"
+  ! grep -q "^trace: source" <<<"$screen" || fail "TAB asked the source: $screen"
+}
+
+@test "history: kept 0600 under XDG_STATE_HOME/lake, read back by the next session; LAKE_QUERY_HISTORY moves it or, empty, keeps none" {
+  shell 'prompt lake> ' 'send SELECT count(*) AS n\r' 'prompt \.\.\.> ' 'send FROM hr.scans;\r' \
+    'prompt lake> ' 'send .mode tsv\r' 'prompt lake> ' 'send \x04' 'wait'
+  local h=$T/state/lake/query_history
+  assert_equal "$(stat -c %a "$h") $(stat -c %a "$T/state/lake")" "600 700"
+  # the next session: up twice is the statement, whole
+  shell 'prompt lake> ' 'send \x1b[A\x1b[A\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(sed -n '/^n$/,/^lake> /p' <<<"$screen")" $'n\n-\n2\nlake> ^D'
+
+  LAKE_QUERY_HISTORY=$T/elsewhere shell 'prompt lake> ' 'send SELECT 1;\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "$(stat -c %a "$T/elsewhere")" 600
+  grep -q "SELECT\\\\0401;" "$T/elsewhere" || fail "not in its history: $(cat "$T/elsewhere")"
+  ! grep -q "SELECT\\\\0401;" "$h" || fail "written to the default too"
+  rm -rf "$T/state"
+  LAKE_QUERY_HISTORY='' shell 'prompt lake> ' 'send SELECT 1;\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  [ ! -e "$T/state" ] || fail "a history kept: $(find "$T/state")"
+}
+
+@test "Ctrl-C drops the input at a prompt and cancels a running INSERT, which appends nothing; the shell goes on" {
+  local before
+  before=$(lake-catalog --max-age 0 resolve hr.scans | jq .version)
+  shell 'prompt lake> ' 'send SELECT 1 +\r' 'prompt \.\.\.> ' 'send \x03' \
+    'prompt lake> ' "send INSERT INTO hr.scans WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT 'w', x FROM c;\r" \
+    'busy' 'send \x03' 'prompt lake> ' 'send SELECT count(*) AS n FROM hr.scans;\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  # the dropped input's fresh prompt
+  assert_equal "$(grep -A1 '^  \.\.\.> $' <<<"$screen" | tail -1 | cut -c1-18)" "lake> INSERT INTO "
+  grep -q "lake-query: interrupted$" <<<"$screen" || fail "no interruption said: $screen"
+  assert_equal "$(sed -n '/^n$/,/^lake> /p' <<<"$screen")" $'n\n-\n2\nlake> ^D'
+  assert_equal "$(lake-catalog --max-age 0 resolve hr.scans | jq .version)" "$before"
+  assert_equal "$(lake-query -c 'SELECT count(*) FROM hr.scans')" 2
+}
+
+@test "each statement pins its tables afresh: another process's INSERT is seen by the next statement" {
+  shell 'prompt lake> ' 'send SELECT count(*) AS n FROM hr.scans;\r' 'prompt lake> ' \
+    "run lake-query -c \"INSERT INTO hr.scans VALUES ('cy', 1)\"" \
+    'send SELECT count(*) AS n FROM hr.scans;\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(grep -A2 '^n$' <<<"$screen" | grep -v '^[-n]' | paste -sd,)" 2,3
+}
+
+@test "input that is not a terminal is a script as before: no prompt, no history, the failure's exit status" {
+  run --separate-stderr lake-query <<<"SELECT count(*) FROM hr.scans; SELECT nosuch;"
+  assert_equal "exit $status" "exit 65"
+  assert_output 2
+  assert_equal "$stderr" "lake-query: stdin:1: no such column: nosuch"
+  [ ! -e "$T/state" ] || fail "a history kept: $(find "$T/state")"
+}
