@@ -74,6 +74,35 @@ teardown() {
   assert_output 0
 }
 
+# True once lake-put $1 has written at least $2 bytes to its unnamed
+# temporary file in the stage.
+put_wrote() {
+  local fd pos
+  fd=$(unnamed_stage_fd "$1")
+  [ -n "$fd" ] || return 1
+  pos=$(fd_pos "$1" "$fd")
+  [ -n "$pos" ] && [ "$pos" -ge "$2" ]
+}
+
+@test "lake-put of a pipe interrupted while its writer thread runs leaves no object and no temporary file" {
+  mkfifo "$T/fifo"
+  start_bg "$T/fifo" "$T/out" "$T/err" lake-put
+  exec 4>"$T/fifo"
+  # 8 MiB, eight times the put's ring (lake-put(1)): once every byte has
+  # reached the unnamed file, the put waits for more, its writer thread
+  # beside it
+  head -c $((8 * 1024 * 1024)) /dev/urandom >&4
+  wait_for put_wrote "$BG" $((8 * 1024 * 1024))
+  assert_equal "$(awk '$1 == "Threads:" { print $2 }' "/proc/$BG/status")" 2
+  kill -INT "$BG"
+  wait_bg
+  exec 4>&-
+  assert_equal "exit $status" "exit 130"
+  assert_equal "$(cat "$T/err")" "lake-put: interrupted"
+  assert_equal "$(wc -c <"$T/out")" 0
+  assert_no_objects
+}
+
 @test "lake-catalog interrupted while it waits for a hung server says so and dies of the signal" {
   source "${BATS_TEST_DIRNAME}/helpers/metasrv.bash"
   metasrv_init "$T/srv"
