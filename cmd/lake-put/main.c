@@ -49,6 +49,9 @@ enum { OPT_NAME = 0x100, OPT_CTYPE, OPT_SIZE, OPT_SHA, OPT_STAGE, OPT_PROGRESS,
 /* --archive: the data of skipped entries an archive may hold (lake-put(1)
  * "Limits of archive reading"), unless --max-skipped says otherwise */
 #define MAX_SKIPPED_DEFAULT (1LL << 30)
+/* The size a pipe given as input is asked to take (openInput): Linux's
+ * default most for an unprivileged process (/proc/sys/fs/pipe-max-size). */
+#define PIPE_SIZE (1024 * 1024)
 
 static const cliOption options[] = {
     {'q', 'q', "quiet", NULL, "print no warnings or progress"},
@@ -294,7 +297,9 @@ static int putStream(stage *st, const putArgs *a, rowPlan *plan, outBatch *batch
 }
 
 /* Open an input ("-" is stdin): the descriptor, or -1 with err set (66 for
- * a missing file or a directory). */
+ * a missing file or a directory).  A pipe is asked to hold PIPE_SIZE
+ * bytes (best effort: the kernel may refuse), so that its writer runs
+ * ahead while a chunk is hashed, instead of waiting on every 64 KiB. */
 static int openInput(const char *input, lakeError *err) {
     struct stat sb;
     int fd = STDIN_FILENO;
@@ -304,11 +309,13 @@ static int openInput(const char *input, lakeError *err) {
         if (fd < 0) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", input), -1;
         what = input;
     }
-    if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    if (fstat(fd, &sb) < 0) return fd; /* the first read will say why */
+    if (S_ISDIR(sb.st_mode)) {
         errSet(err, LAKE_ENOINPUT, "%s: is a directory", what);
         if (fd != STDIN_FILENO) close(fd);
         return -1;
     }
+    if (S_ISFIFO(sb.st_mode) && fcntl(fd, F_GETPIPE_SZ) < PIPE_SIZE) (void)fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE);
     return fd;
 }
 

@@ -5,7 +5,8 @@
  * Objects live under the stage root as files/YYYY/MM/<id>, or <key_dir>/<id>
  * for stagePutInto.  A put writes an
  * unnamed (or ".tmp-") file in the destination directory, fsyncs it, links
- * it under its final name and fsyncs the directory (core/fsutil).  The
+ * it under its final name and fsyncs the directory (core/fsutil); an input
+ * larger than its buffer is hashed and written on two threads (PUT_CHUNK).  The
  * digest is also recorded in the user.lake.sha256 extended attribute where
  * the filesystem allows, so a bare location can still be verified.
  *
@@ -35,12 +36,18 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "core/writering.h"
 #include "stage/backend.h"
 
 #define XATTR_SHA256 "user.lake.sha256"
 /* Start writeback every this many bytes so the final fsync is short and
  * dirty pages do not pile up. */
 #define WRITEBACK_EVERY (8 * 1024 * 1024)
+/* A put's bytes move through one ring of STAGE_BUF_SIZE bytes, read and
+ * hashed a chunk at a time by the calling thread while a second thread
+ * writes the chunks before (core/writering.h): a put takes the longer of
+ * hashing and writing, not their sum. */
+#define PUT_CHUNK (STAGE_BUF_SIZE / 4)
 
 typedef struct localStage {
     stage base;
@@ -149,13 +156,13 @@ static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePut
     localStage *ls = (localStage *)s;
     atomicFile af = {.fd = -1, .dirfd = -1};
     sha256Ctx *h = sha256New();
-    char *buf = malloc(STAGE_BUF_SIZE);
+    writeRing *ring = NULL;
     char *ctype = NULL;
     int rc = 0;
-    int64_t total = 0, synced = 0;
+    int64_t total = 0;
     memset(out, 0, sizeof *out);
     out->size = -1;
-    if (!h || !buf) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"); goto out; }
+    if (!h) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"); goto out; }
 
     char id[ID_LEN + 1], keydir[STAGE_KEY_DIR_BUF], dir[PATH_MAX];
     if (idNew(id, err)) { rc = err->code; goto out; }
@@ -165,27 +172,30 @@ static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePut
     if ((rc = mkdirs(dir, 0755, err))) goto out;
     if ((rc = atomicOpen(&af, dir, id, 0, 0644, err))) goto out;
     af.nosync = opt->defer_sync;
+    if (!(ring = writeRingNew(af.fd, STAGE_BUF_SIZE, PUT_CHUNK, WRITEBACK_EVERY))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");
+        goto out;
+    }
 
-    for (;;) {
-        ssize_t n = r->read(r->ctx, buf, STAGE_BUF_SIZE);
+    /* the first read may fill the whole ring: the type is detected from
+     * up to STAGE_BUF_SIZE bytes */
+    for (size_t want = STAGE_BUF_SIZE;; want = PUT_CHUNK) {
+        size_t room;
+        char *buf = writeRingSpace(ring, want, &room);
+        if (!buf) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", dir); goto out; }
+        ssize_t n = r->read(r->ctx, buf, room);
         if (stageStopped(opt)) { rc = stageInterrupted(r, err); goto out; }
         if (n < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", r->what); goto out; }
         if (n == 0) break;
         if (total == 0 && !opt->content_type) ctype = contentTypeDetect(buf, (size_t)n);
         sha256Update(h, buf, (size_t)n);
-        if (writeAll(af.fd, buf, (size_t)n) < 0) {
-            rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", dir);
-            goto out;
-        }
+        writeRingQueue(ring, (size_t)n);
         total += n;
         if ((rc = stageOverStated(r, opt, total, err))) goto out;
-        if (total - synced >= WRITEBACK_EVERY) {
-            sync_file_range(af.fd, synced, total - synced, SYNC_FILE_RANGE_WRITE);
-            synced = total;
-        }
         if (opt->progress) progressAdd(opt->progress, n);
     }
-    if (!ctype && !opt->content_type) ctype = contentTypeDetect(buf, 0); /* empty input */
+    if (!ctype && !opt->content_type) ctype = contentTypeDetect("", 0); /* empty input */
+    if (writeRingFinish(ring) < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", dir); goto out; }
     sha256FinalHex(h, out->sha256);
     if ((rc = stageCheckStated(r, opt, total, out->sha256, err))) goto out;
     /* Best effort: not every filesystem keeps user xattrs. */
@@ -207,9 +217,9 @@ static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePut
     if (traceEnabled()) traceLine("stage", "PUT %s -> %lld bytes", out->location, (long long)total);
 out:
     if (rc) fileValueFree(out);
+    writeRingFree(ring); /* the writer stops before its file is closed */
     atomicAbort(&af);
     sha256Free(h);
-    free(buf);
     free(ctype);
     return rc;
 }

@@ -94,6 +94,30 @@ put_sample() {
   assert_no_objects
 }
 
+# Past the put's 1 MiB ring, a second thread writes while the input is
+# read and hashed (lake-put(1)): a failure found by the reading side stops it.
+@test "lake-put: a pipe longer than --size (9 MiB of a stated 5 MiB) is 65 mid-stream and leaves no object" {
+  run --separate-stderr bash -c 'head -c 9M /dev/urandom | lake-put --size 5242880'
+  assert_error lake-put 65 "stdin: more than the stated 5242880 bytes"
+  assert_output ""
+  assert_no_objects
+}
+
+@test "lake-put: a --sha256 mismatch on a 16 MiB pipe is 65 and leaves no object" {
+  head -c 16M /dev/urandom >"$T/in/r"
+  local sum other
+  sum=$(sha_of "$T/in/r")
+  other=$(printf 'other' | sha256sum | cut -c1-64)
+  run --separate-stderr bash -c 'cat "$1" | lake-put --sha256 "$2"' _ "$T/in/r" "$other"
+  assert_error lake-put 65 "stdin: SHA-256 is $sum, not the stated $other"
+  assert_output ""
+  assert_no_objects
+  # the same bytes with their digest are stored whole
+  run --separate-stderr bash -c 'cat "$1" | lake-put --sha256 "$2"' _ "$T/in/r" "$sum"
+  assert_clean_success
+  assert_equal "$(sha_of "$(loc_path "$(json_field location "$output")")")" "$sum"
+}
+
 @test "lake-put: a LAKE_HOME that cannot be created is 1, naming the path" {
   : >"$T/plain"
   export LAKE_HOME="$T/plain/lake"

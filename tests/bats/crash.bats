@@ -24,27 +24,6 @@ teardown() {
   common_teardown
 }
 
-# The descriptor of lake-put (pid $1) open on an unnamed file in the stage,
-# or nothing.  Linux shows an O_TMPFILE file as "DIR/#INODE (deleted)".
-unnamed_stage_fd() {
-  local fd target
-  for fd in /proc/"$1"/fd/*; do
-    target=$(readlink "$fd" 2>/dev/null) || continue
-    if [[ $target == "$STAGE/files/"*"/#"*" (deleted)" ]]; then
-      printf '%s\n' "${fd##*/}"
-      return 0
-    fi
-  done
-}
-
-# The file offset of descriptor $2 of process $1 (from /proc/PID/fdinfo).
-fd_pos() {
-  local k v
-  while read -r k v; do
-    if [ "$k" = pos: ]; then printf "%s\n" "$v"; return 0; fi
-  done <"/proc/$1/fdinfo/$2" 2>/dev/null
-}
-
 # kill_mid_put BYTES MIN: pipe BYTES of data into lake-put, then stall; once
 # the put holds its temporary file with at least MIN bytes written to it,
 # SIGKILL lake-put itself (not the shell, not the writer) and check what is

@@ -54,6 +54,18 @@ teardown() {
   cmp "$T/big" "$T/dir/big"
 }
 
+# put_interrupted SIG STATUS: send SIG to the lake-put in the background
+# (its input the FIFO on fd 4), reap it, and check that it died of it
+# (STATUS), said so in one line and printed nothing.
+put_interrupted() {
+  kill -"$1" "$BG"
+  wait_bg
+  exec 4>&-
+  assert_equal "exit $status" "exit $2"
+  assert_equal "$(cat "$T/err")" "lake-put: interrupted"
+  assert_equal "$(wc -c <"$T/out")" 0
+}
+
 @test "lake-put interrupted says so in one line, keeps no temporary segment and dies of the signal" {
   lake-catalog create-namespace t
   lake-catalog create t.e 'id INTEGER, f FILE'
@@ -64,15 +76,34 @@ teardown() {
   head -c 100000 /dev/urandom >&4
   # the segment writer's temporary directory is there before the signal
   wait_for sh -c 'ls -A "$1" | grep -q .' _ "$T/tmp"
-  kill -HUP "$BG"
-  wait_bg
-  exec 4>&-
-  assert_equal "exit $status" "exit 129"
-  assert_equal "$(cat "$T/err")" "lake-put: interrupted"
-  assert_equal "$(wc -c <"$T/out")" 0
+  put_interrupted HUP 129
   assert_equal "$(find "$T/tmp" -mindepth 1 | wc -l)" 0
   run lake-query -c "SELECT count(*) FROM t.e"
   assert_output 0
+}
+
+# True once lake-put $1 has written at least $2 bytes to its unnamed
+# temporary file in the stage.
+put_wrote() {
+  local fd pos
+  fd=$(unnamed_stage_fd "$1")
+  [ -n "$fd" ] || return 1
+  pos=$(fd_pos "$1" "$fd")
+  [ -n "$pos" ] && [ "$pos" -ge "$2" ]
+}
+
+@test "lake-put of a pipe interrupted while its writer thread runs leaves no object and no temporary file" {
+  mkfifo "$T/fifo"
+  start_bg "$T/fifo" "$T/out" "$T/err" lake-put
+  exec 4>"$T/fifo"
+  # 8 MiB, eight times the put's ring (lake-put(1)): once every byte has
+  # reached the unnamed file, the put waits for more, its writer thread
+  # beside it
+  head -c $((8 * 1024 * 1024)) /dev/urandom >&4
+  wait_for put_wrote "$BG" $((8 * 1024 * 1024))
+  assert_equal "$(awk '$1 == "Threads:" { print $2 }' "/proc/$BG/status")" 2
+  put_interrupted INT 130
+  assert_no_objects
 }
 
 @test "lake-catalog interrupted while it waits for a hung server says so and dies of the signal" {

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * test_core.c - unit tests of lib/core: ids, SHA-256, errors, atomic files.
+ * test_core.c - unit tests of lib/core: ids, SHA-256, errors, atomic files,
+ * the write ring.
  */
 #include <fcntl.h>
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +24,7 @@
 #include "core/rfc3339.h"
 #include "core/sha256.h"
 #include "core/utf8.h"
+#include "core/writering.h"
 #include "stage/filevalue.h"
 #include "tap.h"
 
@@ -307,7 +311,105 @@ static void testTempSweep(void) {
     rmdir(dir);
 }
 
+/* The threads of this process, from /proc/self/status. */
+static int threadCount(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1) break;
+    if (f) fclose(f);
+    return n;
+}
+
+/* Byte i of the test stream: not periodic in the ring's size. */
+static char streamByte(size_t i) { return (char)((i * 31 + i / 977) % 251); }
+
+/* Put len bytes of the test stream through a ring of cap bytes (chunk
+ * cap/4) into fd, asking for odd amounts and queueing less than given at
+ * times.  Returns 0, or -1 with errno at the first failure; *threads is
+ * the most threads the process had meanwhile. */
+static int ringStream(int fd, size_t cap, size_t len, int *threads) {
+    writeRing *w = writeRingNew(fd, cap, cap / 4, 4096);
+    size_t done = 0, step = 0;
+    int rc = 0;
+    *threads = threadCount();
+    while (w && done < len) {
+        size_t want = 1 + (step * 7919) % (cap / 3), got;
+        char *p = writeRingSpace(w, want, &got);
+        if (!p) { rc = -1; break; }
+        if (got < 1 || got > want) { errno = EINVAL; rc = -1; break; }
+        size_t n = got - (step % 3 == 0 && got > 1); /* sometimes less than given */
+        if (n > len - done) n = len - done;
+        for (size_t i = 0; i < n; i++) p[i] = streamByte(done + i);
+        writeRingQueue(w, n);
+        done += n;
+        step++;
+        int t = threadCount();
+        if (t > *threads) *threads = t;
+    }
+    int e = errno;
+    if (!w) rc = -1, e = ENOMEM;
+    else if (!rc && writeRingFinish(w) < 0) rc = -1, e = errno;
+    writeRingFree(w);
+    errno = e;
+    return rc;
+}
+
+/* The write ring: bytes in order whatever the pieces, a thread only past
+ * the ring's size, a failed write reported with its errno. */
+static void testWriteRing(void) {
+    char path[] = "/tmp/lake-unit-ring-XXXXXX";
+    int fd = mkstemp(path), threads = 0, base = threadCount();
+    if (fd < 0) { ok(0, "mkstemp"); return; }
+    unlink(path);
+
+    int rc = ringStream(fd, 65536, 60000, &threads);
+    ok(rc == 0 && lseek(fd, 0, SEEK_CUR) == 60000, "a stream smaller than the ring is written whole");
+    ok(threads == base, "... by the caller alone (%d threads, %d before)", threads, base);
+
+    size_t len = 3 * 1024 * 1024 + 12345;
+    ftruncate(fd, 0);
+    lseek(fd, 0, SEEK_SET);
+    rc = ringStream(fd, 65536, len, &threads);
+    ok(rc == 0 && lseek(fd, 0, SEEK_CUR) == (off_t)len, "a stream 48 times the ring is written whole");
+    ok(threads == base + 1, "... by a second thread (%d threads, %d before)", threads, base);
+    ok(threadCount() == base, "which has ended at the finish");
+    char *back = malloc(len);
+    size_t same = 0;
+    if (back && pread(fd, back, len, 0) == (ssize_t)len)
+        while (same < len && back[same] == streamByte(same)) same++;
+    ok(same == len, "its bytes are in order (first difference at %zu of %zu)", same, len);
+    free(back);
+    close(fd);
+
+    int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+    if (full < 0) { ok(0, "/dev/full"); return; }
+    errno = 0;
+    rc = ringStream(full, 65536, 100, &threads);
+    ok(rc < 0 && errno == ENOSPC, "a failed write of a small stream is reported at the finish (%s)", strerror(errno));
+    errno = 0;
+    rc = ringStream(full, 65536, 1024 * 1024, &threads);
+    ok(rc < 0 && errno == ENOSPC, "a failed write of the writer thread stops the stream (%s)", strerror(errno));
+    close(full);
+
+    /* given up with chunks queued: the thread ends, nothing leaks (ASan) */
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    writeRing *w = writeRingNew(null, 65536, 16384, 0);
+    size_t got, queued = 0;
+    char *p;
+    while (w && queued < 1024 * 1024 && (p = writeRingSpace(w, 16384, &got))) {
+        memset(p, 'x', got);
+        writeRingQueue(w, got);
+        queued += got;
+    }
+    writeRingFree(w);
+    ok(w && queued == 1024 * 1024 && threadCount() == base, "a ring freed mid-stream ends its thread");
+    close(null);
+}
+
 int main(void) {
+    testWriteRing();
     testTempSweep();
     testDurations();
     testByteSizes();

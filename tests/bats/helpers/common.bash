@@ -96,6 +96,28 @@ assert_no_objects() {
   fi
 }
 
+# The descriptor of lake-put (pid $1) open on an unnamed file in the stage
+# (crash.bats, interrupt.bats), or nothing.  Linux shows an O_TMPFILE file
+# as "DIR/#INODE (deleted)".
+unnamed_stage_fd() {
+  local fd target
+  for fd in /proc/"$1"/fd/*; do
+    target=$(readlink "$fd" 2>/dev/null) || continue
+    if [[ $target == "$STAGE/files/"*"/#"*" (deleted)" ]]; then
+      printf '%s\n' "${fd##*/}"
+      return 0
+    fi
+  done
+}
+
+# The file offset of descriptor $2 of process $1 (from /proc/PID/fdinfo).
+fd_pos() {
+  local k v
+  while read -r k v; do
+    if [ "$k" = pos: ]; then printf "%s\n" "$v"; return 0; fi
+  done <"/proc/$1/fdinfo/$2" 2>/dev/null
+}
+
 # The SHA-256 of a file, as 64 lower-case hex digits.
 sha_of() {
   sha256sum <"$1" | cut -c1-64
