@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * writering.c - a bounded ring written to a descriptor by a second thread
  * (see writering.h).

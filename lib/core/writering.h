@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * writering.h - write a stream to a descriptor beside the work that
  * produces it.
