@@ -64,7 +64,7 @@ static const cliOption options[] = {
     {OPT_FORMAT, 'f', "format", "FMT", "output: tsv, csv, json, jsonl or table (default: table on a terminal, else tsv)"},
     {OPT_HEADER, 'H', "header", NULL, "print a header row (tsv, csv)"},
     {OPT_SQL, 'c', "command", "SQL", "run SQL instead of reading a script (repeatable: run in order)"},
-    {OPT_EXPLAIN, 0, "explain", NULL, "read nothing: list per table the segments each scan keeps and prunes, and why"},
+    {OPT_EXPLAIN, 0, "explain", NULL, "read no row: list per table the segments (and row ranges) each scan keeps and prunes, and why"},
     {OPT_IMPORT, 0, "import", "NS.T", "append the rows of CSV or JSON Lines on stdin to a table"},
     {OPT_CSV, 0, "csv", NULL, "with --import: the input is CSV with a header row"},
     {OPT_JSONL, 0, "jsonl", NULL, "with --import: the input is JSON Lines"},
