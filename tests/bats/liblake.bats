@@ -155,10 +155,10 @@ read after lake_close: 0 ok"
     sed -e 's/\\e/\\/g' -e 's/\\&//g' >"$T/example.c"
   grep -q 'lake_put_fd' "$T/example.c" || fail "no example in liblake(3): $(cat "$T/example.c")"
   local san=()
-  [ -z "$SAN" ] || san=(-fsanitize=address,undefined)
+  [ -z "$SAN" ] || san=("-fsanitize=address,undefined")
   # shellcheck disable=SC2046 # pkg-config's words are meant to split
   cc -Wall -Wextra -Werror "${san[@]}" -o "$T/example" "$T/example.c" $(pkg-config --cflags --libs lake)
-  # shellcheck disable=SC2046
+  # shellcheck disable=SC2046 # as above
   cc -Wall -Wextra -Werror "${san[@]}" -o "$T/roundtrip" "$LAKE_SRC/examples/roundtrip.c" $(pkg-config --cflags --libs lake)
   head -c 1500000 /dev/urandom >"$T/in"
   LD_LIBRARY_PATH=$lib run_to "$T/out" "$T/example" <"$T/in"
