@@ -10,6 +10,9 @@
  *                        value and how often progress was called
  *   roundtrip stop FILE  put FILE through lake_put_cb, stopped by its
  *                        progress callback after the first chunk
+ *   roundtrip list [NS]  the catalog's tables (lake_catalog_list)
+ *   roundtrip resolve NS.T [VERSION]
+ *                        a table's registration (lake_resolve)
  *   roundtrip misuse     call the API with NULL and bad arguments; one
  *                        line "CALL: STATUS CODE" each
  *
@@ -112,6 +115,17 @@ static int putCb(lake_client *c, const char *path, long stop_after, lake_error *
     return 0;
 }
 
+static int catalog(lake_client *c, int argc, char **argv, lake_error *e) {
+    char *json;
+    int rc = strcmp(argv[1], "list") == 0
+                 ? lake_catalog_list(c, argc > 2 ? argv[2] : NULL, &json, e)
+                 : lake_resolve(c, argv[2], argc > 3 ? strtoll(argv[3], NULL, 10) : -1, &json, e);
+    if (rc) return rc;
+    printf("%s\n", json);
+    lake_free(json);
+    return 0;
+}
+
 static void say(const char *call, int rc, const lake_error *e) {
     printf("%s: %d %s\n", call, rc, e->code);
 }
@@ -135,6 +149,10 @@ static int misuse(void) {
     say("lake_file_from_json(null)", lake_file_from_json("null", &f, &e), &e);
     say("lake_open_file(NULL client)", lake_open_file(NULL, "{}", &r, &e), &e);
     say("lake_reader_read(NULL)", (int)lake_reader_read(NULL, buf, sizeof buf, &e), &e);
+    char *json;
+    say("lake_catalog_list(NULL client)", lake_catalog_list(NULL, NULL, &json, &e), &e);
+    say("lake_resolve(NULL table)", lake_resolve(NULL, NULL, -1, &json, &e), &e);
+    lake_free(NULL);
     printf("lake_put_fd(NULL error): %d\n", lake_put_fd(NULL, 0, "x", &f, NULL));
     printf("NULL accessors: %s %s %lld\n", lake_file_json(NULL) ? "json" : "(null)",
            lake_stage_url(NULL) ? "url" : "(null)", (long long)lake_file_size(NULL));
@@ -144,6 +162,8 @@ static int misuse(void) {
     lake_interrupt(NULL);
     if (lake_open(&c, NULL, &e)) return die(&e);
     say("lake_put_fd(bad fd)", lake_put_fd(c, -1, "x", &f, &e), &e);
+    say("lake_catalog_list(bad namespace)", lake_catalog_list(c, "no such", &json, &e), &e);
+    say("lake_resolve(not NS.T)", lake_resolve(c, "nodot", -1, &json, &e), &e);
     say("lake_open_file(outside the stage)",
         lake_open_file(c, "{\"location\":\"file:///etc/passwd\",\"size\":1,\"sha256\":"
                           "\"0000000000000000000000000000000000000000000000000000000000000000\"}",
@@ -173,13 +193,17 @@ int main(int argc, char **argv) {
         printf("%s %s\n", lake_version(), LIBLAKE_VERSION);
         return 0;
     }
-    if (argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
-                                     strcmp(argv[1], "stop") == 0))) {
-        fprintf(stderr, "usage: roundtrip FILE | get REF | cb FILE | stop FILE | misuse | version\n");
+    int cat = (argc == 2 || argc == 3) && strcmp(argv[1], "list") == 0;
+    cat |= (argc == 3 || argc == 4) && strcmp(argv[1], "resolve") == 0;
+    if (!cat && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
+                                             strcmp(argv[1], "stop") == 0))) {
+        fprintf(stderr, "usage: roundtrip FILE | get REF | cb FILE | stop FILE | list [NS] | "
+                        "resolve NS.T [VERSION] | misuse | version\n");
         return 64;
     }
     if (lake_open(&c, NULL, &e)) return die(&e);
-    if (argc == 3 && strcmp(argv[1], "get") == 0) rc = get(c, argv[2], &e);
+    if (cat) rc = catalog(c, argc, argv, &e);
+    else if (argc == 3 && strcmp(argv[1], "get") == 0) rc = get(c, argv[2], &e);
     else if (argc == 3) rc = putCb(c, argv[2], strcmp(argv[1], "stop") == 0 ? 1 : 0, &e);
     else {
         lake_file *f;

@@ -150,6 +150,27 @@ ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e);
 /* Stop reading and free r, at any point.  NULL is fine. */
 void lake_reader_close(lake_reader *r);
 
+/* The catalog, as lake-catalog(1) reads it, through the same on-disk
+ * snapshot cache, with the same TTL and the same behaviour when the
+ * metadata server is unreachable (a stale snapshot served with a
+ * warning, within its limits).  One thread at a time per client. */
+
+/* The tables, of namespace ns when not NULL, as the JSON array
+ * lake-catalog --json list prints: [{"namespace":"docs","name":"scans"}].
+ * 66 for an unknown namespace, 64 for an invalid name.  *json is freed
+ * with lake_free. */
+int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e);
+
+/* The registration of table ("NS.T") at version (the current one when
+ * negative), the JSON lake-catalog resolve prints.  66 for an unknown
+ * table or version, 67 for an expired one.  *json is freed with
+ * lake_free. */
+int lake_resolve(lake_client *c, const char *table, int64_t version, char **json, lake_error *e);
+
+/* Free what the library allocated for the program (JSON text).  NULL is
+ * fine.  Thread-safe. */
+void lake_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif

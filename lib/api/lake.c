@@ -10,6 +10,9 @@
  * signal handler is installed: lake_interrupt sets the flag a put polls,
  * which is what lake-put's SIGINT handler sets.
  *
+ * The catalog calls are lake-catalog's list and resolve over the same
+ * snapshot cache (cacheOpen with lake.conf's TTL), opened on first use.
+ *
  * A reader pulls what stageGet pushes: stageGet runs on a thread of the
  * reader's own (all signals blocked, a stage handle of its own from
  * stageDup) and writes into a bounded ring the reader drains; its result,
@@ -29,7 +32,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "catalog/cache.h"
+#include "catalog/names.h"
+#include "catalog/source.h"
 #include "catalog/vend.h"
+#include <cjson/cJSON.h>
 #include "core/config.h"
 #include "core/log.h"
 #include "stage/stage.h"
@@ -44,6 +51,8 @@ struct lake_client {
     int refs;
     lakeConfig cfg;
     stage *st;
+    catalogSource *src; /* the catalog, opened on first use */
+    catalogCache *cache;
     logSink sink; /* warnings; fn NULL: dropped */
     volatile sig_atomic_t stop;
 };
@@ -140,6 +149,8 @@ static void clientUnref(lake_client *c) {
     int left = --c->refs;
     pthread_mutex_unlock(&c->mu);
     if (left > 0) return;
+    cacheClose(c->cache);
+    sourceClose(c->src);
     stageClose(c->st);
     configFree(&c->cfg);
     pthread_mutex_destroy(&c->mu);
@@ -341,6 +352,91 @@ int lake_put_cb(lake_client *c, lake_read_fn read, void *read_ctx, const char *n
     putSrc src = {.fd = -1, .read = read, .ctx = read_ctx, .progress = progress, .pctx = progress_ctx,
                   .total = total < 0 ? -1 : total};
     return put(c, &src, name, out, e);
+}
+
+/* --- the catalog ------------------------------------------------------------ */
+
+void lake_free(void *p) { free(p); }
+
+/* The client's catalog cache, opened on first use, as lake-catalog's. */
+static int catalog(lake_client *c, lakeError *err) {
+    if (c->cache) return 0;
+    cacheOptions copt = {c->cfg.catalog_ttl, 0, 0};
+    int rc = c->src ? 0 : sourceOpen(&c->cfg, &c->src, err);
+    if (!rc) rc = cacheOpen(&c->cfg, c->src, &copt, &c->cache, err);
+    return rc;
+}
+
+/* *out: j's one-line text in memory lake_free frees. */
+static int jsonOut(const cJSON *j, char **out, lakeError *err) {
+    char *text = cJSON_PrintUnformatted(j);
+    *out = text ? strdup(text) : NULL;
+    cJSON_free(text);
+    return *out ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "output");
+}
+
+/* The tables of e[0..n), of namespace ns when not NULL, as
+ * lake-catalog --json list prints them. */
+static int listJson(const cacheEntry *e, size_t n, const char *ns, char **out, lakeError *err) {
+    cJSON *arr = cJSON_CreateArray();
+    int bad = !arr;
+    for (size_t i = 0; !bad && i < n; i++) {
+        if (!e[i].name || (ns && strcmp(e[i].ns, ns) != 0)) continue;
+        cJSON *o = cJSON_CreateObject();
+        bad = !o || !cJSON_AddItemToArray(arr, o) || !cJSON_AddStringToObject(o, "namespace", e[i].ns) ||
+              !cJSON_AddStringToObject(o, "name", e[i].name);
+    }
+    int rc = bad ? errSetErrno(err, LAKE_EFAIL, ENOMEM, "output") : jsonOut(arr, out, err);
+    cJSON_Delete(arr);
+    return rc;
+}
+
+int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e) {
+    if (!json) return misuse(e, "lake_catalog_list: json is NULL");
+    *json = NULL;
+    if (!c) return misuse(e, "lake_catalog_list: no client");
+    if (ns && !nameIsValid(ns)) return misuse(e, "%s: not a valid namespace name", ns);
+    const cacheEntry *ents;
+    size_t n;
+    lakeError err = {0};
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = catalog(c, &err);
+    if (!rc) rc = cacheListing(c->cache, &ents, &n, &err);
+    /* created elsewhere since? ask once, as lake-catalog list does */
+    if (!rc && ns && !cacheHasNamespace(c->cache, ns) &&
+        !(rc = cacheRefresh(c->cache, 0, &err)))
+        rc = cacheListing(c->cache, &ents, &n, &err);
+    if (!rc && ns && !cacheHasNamespace(c->cache, ns)) rc = errSet(&err, LAKE_ENOINPUT, "%s: no such namespace", ns);
+    if (!rc) rc = listJson(ents, n, ns, json, &err);
+    logSinkSet(old);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
+int lake_resolve(lake_client *c, const char *table, int64_t version, char **json, lake_error *e) {
+    if (!json) return misuse(e, "lake_resolve: json is NULL");
+    *json = NULL;
+    if (!c) return misuse(e, "lake_resolve: no client");
+    if (!table) return misuse(e, "lake_resolve: no table");
+    char *ns = NULL, *name = NULL;
+    cJSON *reg = NULL;
+    lakeError err = {0};
+    if (nameSplitTable(table, &ns, &name, &err)) {
+        err.code = LAKE_EUSAGE;
+        return fail(e, &err, NULL);
+    }
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = catalog(c, &err);
+    if (!rc) rc = cacheResolve(c->cache, ns, name, version < 0 ? -1 : version, &reg, &err);
+    if (!rc) rc = jsonOut(reg, json, &err);
+    logSinkSet(old);
+    cJSON_Delete(reg);
+    free(ns);
+    free(name);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
 }
 
 /* --- readers --------------------------------------------------------------- */

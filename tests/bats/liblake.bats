@@ -111,11 +111,42 @@ lake_file_from_json(not JSON): 65 data
 lake_file_from_json(null): 65 data
 lake_open_file(NULL client): 64 usage
 lake_reader_read(NULL): -1 usage
+lake_catalog_list(NULL client): 64 usage
+lake_resolve(NULL table): 64 usage
 lake_put_fd(NULL error): 64
 NULL accessors: (null) (null) -1
 lake_put_fd(bad fd): 64 usage
+lake_catalog_list(bad namespace): 64 usage
+lake_resolve(not NS.T): 64 usage
 lake_open_file(outside the stage): 65 data
 read after lake_close: 0 ok"
+}
+
+@test "lake_catalog_list and lake_resolve answer what lake-catalog --json list and resolve print" {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'path TEXT, f FILE'
+  lake-catalog create-namespace other
+  lake-catalog create other.t 'x INTEGER'
+  run --separate-stderr "$RT" list
+  assert_success
+  assert_equal "$stderr" ""
+  assert_output "$(lake-catalog --json list)"
+  assert_equal "$(jq -c 'map(.namespace + "." + .name)' <<<"$output")" '["docs.scans","other.t"]'
+  run "$RT" list docs
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  run --separate-stderr "$RT" list nope
+  assert_error roundtrip 66 "nope: no such namespace" "(no_input)"
+  lake-put --table docs.scans "$BATS_TEST_FILENAME" >/dev/null
+  run "$RT" resolve docs.scans
+  assert_success
+  assert_output "$(lake-catalog resolve docs.scans)"
+  assert_equal "$(jq .version <<<"$output")" 1
+  run "$RT" resolve docs.scans 0
+  assert_output "$(lake-catalog resolve --version 0 docs.scans)"
+  run --separate-stderr "$RT" resolve docs.nope
+  assert_error roundtrip 66 "docs.nope: no such table" "(no_input)"
+  run --separate-stderr "$RT" resolve docs.scans 9
+  assert_error roundtrip 66 "no version 9" "(no_input)"
 }
 
 @test "lake_open reads lake.conf(5) and the environment as the commands do: a bad stage is 78" {
