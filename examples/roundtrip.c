@@ -17,7 +17,8 @@
  *                        line "CALL: STATUS CODE" each
  *
  * Uses nothing but <lake.h>.  Exits with the failing call's exit status,
- * after "roundtrip: MESSAGE (CODE)" on stderr.
+ * after "roundtrip: MESSAGE (CODE)" on stderr; the library's warnings
+ * (lake_set_warn) are "roundtrip: warning: LINE" there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,11 @@
 #include <unistd.h>
 
 #include <lake.h>
+
+static void warn(void *ctx, const char *line) {
+    (void)ctx;
+    fprintf(stderr, "roundtrip: warning: %s\n", line);
+}
 
 static int die(const lake_error *e) {
     fprintf(stderr, "roundtrip: %s (%s)\n", e->message, e->code);
@@ -152,6 +158,7 @@ static int misuse(void) {
     char *json;
     say("lake_catalog_list(NULL client)", lake_catalog_list(NULL, NULL, &json, &e), &e);
     say("lake_resolve(NULL table)", lake_resolve(NULL, NULL, -1, &json, &e), &e);
+    printf("lake_set_warn(NULL): %d\n", lake_set_warn(NULL, warn, NULL));
     lake_free(NULL);
     printf("lake_put_fd(NULL error): %d\n", lake_put_fd(NULL, 0, "x", &f, NULL));
     printf("NULL accessors: %s %s %lld\n", lake_file_json(NULL) ? "json" : "(null)",
@@ -202,6 +209,7 @@ int main(int argc, char **argv) {
         return 64;
     }
     if (lake_open(&c, NULL, &e)) return die(&e);
+    lake_set_warn(c, warn, NULL);
     if (cat) rc = catalog(c, argc, argv, &e);
     else if (argc == 3 && strcmp(argv[1], "get") == 0) rc = get(c, argv[2], &e);
     else if (argc == 3) rc = putCb(c, argv[2], strcmp(argv[1], "stop") == 0 ? 1 : 0, &e);

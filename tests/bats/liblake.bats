@@ -7,6 +7,7 @@
 # against it with pkg-config, as a user would.
 
 load helpers/common
+load helpers/metasrv
 
 setup() {
   common_setup
@@ -16,7 +17,10 @@ setup() {
   SAN=
   if [[ $BUILD == */build-san ]]; then SAN=1; fi
 }
-teardown() { common_teardown; }
+teardown() {
+  metasrv_stop
+  common_teardown
+}
 
 @test "liblake.so.0: its soname, and it exports exactly the functions lake.h declares" {
   so=$BUILD/liblake.so.0
@@ -113,6 +117,7 @@ lake_open_file(NULL client): 64 usage
 lake_reader_read(NULL): -1 usage
 lake_catalog_list(NULL client): 64 usage
 lake_resolve(NULL table): 64 usage
+lake_set_warn(NULL): 64
 lake_put_fd(NULL error): 64
 NULL accessors: (null) (null) -1
 lake_put_fd(bad fd): 64 usage
@@ -147,6 +152,31 @@ read after lake_close: 0 ok"
   assert_error roundtrip 66 "docs.nope: no such table" "(no_input)"
   run --separate-stderr "$RT" resolve docs.scans 9
   assert_error roundtrip 66 "no version 9" "(no_input)"
+}
+
+@test "remote: the same round trip through lake-metasrv's stage and catalog; an outage serves the cached catalog with a warning through lake_set_warn" {
+  metasrv_init "$T/srv"
+  metasrv_start "$T/srv"
+  metasrv_use "$T/srv"
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'path TEXT, f FILE'
+  head -c 3000000 /dev/urandom >"$T/in"
+  run --separate-stderr "$RT" "$T/in"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_line --index 1 "read back 3000000 bytes: the same"
+  [[ ${lines[0]} == *"\"location\":\"file://$T/srv/stage/files/"* ]] || fail "not in the server's stage: ${lines[0]}"
+  run "$RT" list
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  run "$RT" resolve docs.scans
+  assert_output "$(lake-catalog resolve docs.scans)"
+  metasrv_stop
+  LAKE_CATALOG_TTL=0 run --separate-stderr "$RT" list
+  assert_success
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "roundtrip: warning: "*"serving generation "*" fetched "*" s ago"* ]] ||
+    fail "no stale warning: $stderr"
 }
 
 @test "lake_open reads lake.conf(5) and the environment as the commands do: a bad stage is 78" {
