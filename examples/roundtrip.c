@@ -132,6 +132,15 @@ static int catalog(lake_client *c, int argc, char **argv, lake_error *e) {
     return 0;
 }
 
+/* 2 MiB of a pattern, for a reader closed halfway */
+static ssize_t patternRead(void *ctx, void *buf, size_t len) {
+    long *left = ctx;
+    size_t n = len < (size_t)*left ? len : (size_t)*left;
+    memset(buf, 'p', n);
+    *left -= (long)n;
+    return (ssize_t)n;
+}
+
 static void say(const char *call, int rc, const lake_error *e) {
     printf("%s: %d %s\n", call, rc, e->code);
 }
@@ -188,6 +197,15 @@ static int misuse(void) {
     say("read after lake_close", (int)lake_reader_read(r, buf, sizeof buf, &e), &e);
     lake_reader_close(r);
     lake_file_free(g);
+    /* a reader closed halfway through an object larger than its ring */
+    long left = 2L << 20;
+    if (lake_open(&c, NULL, &e) || lake_put_cb(c, patternRead, &left, "p", -1, NULL, NULL, &g, &e) ||
+        lake_open_file(c, lake_file_json(g), &r, &e))
+        return die(&e);
+    say("read a little, then close", (int)lake_reader_read(r, buf, sizeof buf, &e), &e);
+    lake_reader_close(r);
+    lake_file_free(g);
+    lake_close(c);
     return 0;
 }
 

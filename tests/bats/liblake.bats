@@ -124,7 +124,8 @@ lake_put_fd(bad fd): 64 usage
 lake_catalog_list(bad namespace): 64 usage
 lake_resolve(not NS.T): 64 usage
 lake_open_file(outside the stage): 65 data
-read after lake_close: 0 ok"
+read after lake_close: 0 ok
+read a little, then close: 16 ok"
 }
 
 @test "lake_catalog_list and lake_resolve answer what lake-catalog --json list and resolve print" {
