@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # lake: build, install, deps, check, bench, demo.
 #
-#   make                 build the programs into build/bin
+#   make                 build the programs into build/bin, liblake.a and
+#                        liblake.so.0 (liblake(3)) into build/, and the
+#                        examples (examples/*.c) into build/examples
 #   make deps            install the Debian packages the build and tests need
 #   make check           deps, the npm test peers, build, every test; last line
 #                        "N passed, N failed".  The tests start their own peers
@@ -278,7 +280,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
-                -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(FUZZ_SAN) -O1 -g -MMD -MP
+                -DLAKE_VERSION='"$(VERSION)"' -Iinclude -Ilib $(PKG_CFLAGS) $(FUZZ_SAN) -O1 -g -MMD -MP
 FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS    := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
