@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # lake: build, install, deps, check, bench, demo.
 #
-#   make                 build the programs into build/bin
+#   make                 build the programs into build/bin, liblake.a and
+#                        liblake.so.0 (liblake(3)) into build/, and the
+#                        examples (examples/*.c) into build/examples
 #   make deps            install the Debian packages the build and tests need
 #   make check           deps, the npm test peers, build, every test; last line
 #                        "N passed, N failed".  The tests start their own peers
@@ -16,7 +18,10 @@
 #                        BENCH_QUICK=1: every size shrunk, a smoke test;
 #                        BENCH_SCALE=1|10|100: bench/scale's largest sizes,
 #                        its curves drawn into bench/plots/ by gnuplot)
-#   make install         PREFIX=/usr/local DESTDIR= (and uninstall)
+#   make install         PREFIX=/usr/local DESTDIR= LIBDIR=PREFIX/lib (and
+#                        uninstall): the programs, their manual and
+#                        completions, and liblake (lake.h, liblake.a,
+#                        liblake.so.0, lake.pc, section 3)
 #   make deb             the Debian packages lake and lake-metasrv (debian/,
 #                        debhelper), built from a copy of the tree under
 #                        build/deb/, where the .deb files land; lintian's
@@ -37,6 +42,9 @@ BINDIR     := $(PREFIX)/bin
 MANDIR     := $(PREFIX)/share/man
 BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR := $(PREFIX)/include
+PCDIR      := $(LIBDIR)/pkgconfig
 
 CC         ?= cc
 PKGS       := libcurl libcrypto libcjson libarchive sqlite3 libmagic zlib libmicrohttpd gnutls libpq libedit
@@ -72,20 +80,30 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(filter-out -lcurl -ledit,$(shell pkg-config --libs $(PKGS) 2>/dev/null))
 CFLAGS     ?= $(OPT)
 ALL_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
-              -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP
+              -DLAKE_VERSION='"$(VERSION)"' -Iinclude -Ilib $(PKG_CFLAGS) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS := -Wl,--as-needed $(SANFLAGS) $(LDFLAGS)
 LIBS       := $(PKG_LIBS) -lpthread -ldl
 
-LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c lib/catalog/registry/*.c lib/query/*.c)
+LIB_SRC    := $(wildcard lib/core/*.c lib/stage/*.c lib/catalog/*.c lib/catalog/registry/*.c lib/query/*.c lib/api/*.c)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/%.o)
 PROG_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/*/*.c))
 LIBLAKE    := $(BUILD)/liblake.a
+# The public library (liblake(3)): include/lake.h, liblake.so.0 exporting
+# exactly lib/api/liblake.map's names, and lake.pc at install.  The
+# library's objects are position-independent, so that the static archive
+# the programs link and the shared library are made of the same objects.
+SOMAJOR    := 0
+SONAME     := liblake.so.$(SOMAJOR)
+LIBLAKE_SO := $(BUILD)/liblake.so.$(VERSION)
+SO_LINKS   := $(BUILD)/$(SONAME) $(BUILD)/liblake.so
+EXAMPLES   := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 PROGRAMS   := lake-put lake-get lake-catalog lake-metasrv lake-query
 BINS       := $(PROGRAMS:%=$(BUILD)/bin/%)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 MAN1       := $(wildcard man/*.1)
+MAN3       := $(wildcard man/man3/*.3)
 MANALL     := $(wildcard man/*.[1-9])
 
 # Every Debian package the build, the tests and the benchmarks need.
@@ -106,7 +124,7 @@ NPM_STAMP  := tests/node_modules/.package-lock.json
 
 .PHONY: all deps check unit-bins lint demo bench install uninstall clean objects deb
 
-all: $(BINS)
+all: $(BINS) $(LIBLAKE_SO) $(SO_LINKS) $(EXAMPLES)
 
 # Named here so that make does not take the objects of the link rules below
 # for intermediate files and delete them after a build (the next make then
@@ -125,6 +143,28 @@ $(LIBLAKE): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(call say,AR,$@)ar rcs $@ $^
+
+# Objects made before they were position-independent are made again once.
+# No semantic interposition: only liblake.map's names are exported, so
+# calls inside the library are inlined and bound as in a static build.
+$(LIB_OBJ): ALL_CFLAGS += -fPIC -fno-semantic-interposition
+$(LIB_OBJ): $(BUILD)/pic.stamp
+$(BUILD)/pic.stamp:
+	@mkdir -p $(dir $@) && touch $@
+
+$(LIBLAKE_SO): $(LIB_OBJ) lib/api/liblake.map
+	$(call say,LD,$@)$(CC) -shared $(ALL_LDFLAGS) -Wl,-soname,$(SONAME) \
+	  -Wl,--version-script=lib/api/liblake.map -Wl,--no-undefined -o $@ $(LIB_OBJ) $(LIBS)
+$(SO_LINKS): $(LIBLAKE_SO)
+	@ln -sf $(notdir $<) $@
+
+# The examples are built as a program using the library would be: the
+# public header alone, linked with the shared library (found at run time
+# next to it, $ORIGIN/..).
+$(BUILD)/examples/%: examples/%.c include/lake.h $(SO_LINKS)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -Iinclude $(SANFLAGS) $(OPT) \
+	  -o $@ $< -L$(BUILD) -llake -Wl,-rpath,'$$ORIGIN/..'
 
 # A program is every .c file of its cmd/ folder over the library.
 objs_of = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/$(1)/*.c))
@@ -185,10 +225,23 @@ install: all
 	$(if $(wildcard man/*.8),install -m 644 $(wildcard man/*.8) $(DESTDIR)$(MANDIR)/man8/)
 	for p in $(PROGRAMS); do install -m 644 completions/lake.bash $(DESTDIR)$(BASHCOMPDIR)/$$p; done
 	install -m 644 completions/_lake $(DESTDIR)$(ZSHCOMPDIR)/_lake
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man3
+	install -m 644 include/lake.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(LIBLAKE) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIBLAKE_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIBLAKE_SO)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/liblake.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(LIBS))|' lib/api/lake.pc.in \
+	  >$(DESTDIR)$(PCDIR)/lake.pc
+	install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
 
 uninstall:
 	rm -f $(PROGRAMS:%=$(DESTDIR)$(BINDIR)/%) $(PROGRAMS:%=$(DESTDIR)$(BASHCOMPDIR)/%) \
 	  $(DESTDIR)$(ZSHCOMPDIR)/_lake
+	rm -f $(DESTDIR)$(INCLUDEDIR)/lake.h $(DESTDIR)$(LIBDIR)/liblake.a $(DESTDIR)$(LIBDIR)/$(notdir $(LIBLAKE_SO)) \
+	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/liblake.so $(DESTDIR)$(PCDIR)/lake.pc \
+	  $(patsubst man/man3/%,$(DESTDIR)$(MANDIR)/man3/%,$(MAN3))
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1)) \
 	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man5/%,$(wildcard man/*.5)) \
 	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7)) \
@@ -204,7 +257,7 @@ uninstall:
 # nor SANITIZE is passed on.
 DEB_DIR    := build/deb
 DEB_SRC    := $(DEB_DIR)/lake-$(VERSION)
-DEB_FILES  := Makefile README.md cmd lib man completions debian
+DEB_FILES  := Makefile README.md cmd lib include examples man completions debian
 
 deb:
 	@v=$$(dpkg-parsechangelog -l debian/changelog -S Version) && [ "$$v" = "$(VERSION)" ] || \
@@ -229,7 +282,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Wpedantic -Werror -D_GNU_SOURCE \
-                -DLAKE_VERSION='"$(VERSION)"' -Ilib $(PKG_CFLAGS) $(FUZZ_SAN) -O1 -g -MMD -MP
+                -DLAKE_VERSION='"$(VERSION)"' -Iinclude -Ilib $(PKG_CFLAGS) $(FUZZ_SAN) -O1 -g -MMD -MP
 FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS    := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)

@@ -74,6 +74,10 @@ static const keySpec *findKey(const char *key) {
     return NULL;
 }
 
+int configKnownKey(const char *key) {
+    return key && findKey(key) != NULL;
+}
+
 /* Set key to value unless a higher layer already did.  Returns -1 on OOM. */
 static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
                       const char *value) {

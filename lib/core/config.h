@@ -59,6 +59,9 @@ typedef struct configOverride {
 int configLoad(lakeConfig *cfg, const configOverride *overrides, int n,
                lakeError *err);
 
+/* True when key is one of lake.conf(5)'s (an override's key must be). */
+int configKnownKey(const char *key);
+
 /* True when the configuration selects the embedded (local) mode. */
 int configIsLocal(const lakeConfig *cfg);
 

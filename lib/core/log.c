@@ -14,6 +14,14 @@
 static const char *progname = "lake";
 static int quiet;
 static int errored; /* an error line was printed */
+/* this thread's sink (logSinkSet), or NULL: stderr */
+static _Thread_local const logSink *sink;
+
+const logSink *logSinkSet(const logSink *s) {
+    const logSink *old = sink;
+    sink = s;
+    return old;
+}
 
 void logInit(const char *name) {
     const char *slash = strrchr(name, '/');
@@ -32,6 +40,10 @@ int logErrored(void) { return errored; }
 static void logLine(const char *prefix, const char *text) {
     char folded[2048];
     utf8Fold(text, folded, sizeof folded);
+    if (sink) {
+        if (sink->fn) sink->fn(sink->ctx, folded);
+        return;
+    }
     fprintf(stderr, "%s: %s\n", prefix, folded);
 }
 

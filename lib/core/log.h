@@ -15,6 +15,16 @@
 
 /* Set the program name used as prefix (basename of argv[0] is fine). */
 void logInit(const char *progname);
+
+/* Where this thread's error and warning lines go in place of stderr (the
+ * public library, lib/api: never print unless asked): fn gets the folded
+ * text without the program's name; a NULL fn drops them.  s NULL: stderr
+ * again.  Returns the sink that was set, to be put back. */
+typedef struct logSink {
+    void (*fn)(void *ctx, const char *line);
+    void *ctx;
+} logSink;
+const logSink *logSinkSet(const logSink *s);
 const char *logProgname(void);
 void logSetQuiet(int quiet);
 int logQuiet(void);

@@ -11,6 +11,7 @@
 #include "stage/backend.h"
 
 #include <magic.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,9 @@ static struct {
 static lakeDlib lib = LAKE_DLIB_INIT("libmagic.so.1", "libmagic 5");
 static magic_t cookie;
 static int loaded; /* 1 ok, -1 failed */
+/* libmagic's cookie serves one thread at a time: puts on several threads
+ * (lake-put's detector, the public library's clients) take turns */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void *lakeMagicHandle(void) {
     return lakeDlibOpen(&lib);
@@ -33,6 +37,7 @@ void *lakeMagicHandle(void) {
 
 char *contentTypeDetect(const void *buf, size_t len) {
     const char *t = NULL;
+    pthread_mutex_lock(&mu);
     if (!loaded) {
         static const char *const names[] = {MAGIC_FUNCS(LAKE_DLIB_NAME)};
         static void **const slots[] = {MAGIC_FUNCS(SLOT)};
@@ -42,7 +47,9 @@ char *contentTypeDetect(const void *buf, size_t len) {
     }
     if (loaded > 0 && len > 0) t = lm.magic_buffer(cookie, buf, len);
     if (!t || strcmp(t, "application/x-empty") == 0) t = "application/octet-stream";
-    return strdup(t);
+    char *r = strdup(t);
+    pthread_mutex_unlock(&mu);
+    return r;
 }
 
 char *stageDetectContentType(const void *buf, size_t len) {
@@ -50,7 +57,9 @@ char *stageDetectContentType(const void *buf, size_t len) {
 }
 
 void contentTypeRelease(void) {
+    pthread_mutex_lock(&mu);
     if (loaded > 0) lm.magic_close(cookie);
     cookie = NULL;
     loaded = 0;
+    pthread_mutex_unlock(&mu);
 }

@@ -213,8 +213,8 @@ int stageTypeInValue(const stage *s);
 
 /* The content type libmagic finds in the first bytes of an object, as a
  * put without a content_type records it; application/octet-stream when it
- * finds none.  Never NULL; the caller frees.  Not thread-safe: one thread
- * at a time. */
+ * finds none.  Never NULL; the caller frees.  Thread-safe (calls take
+ * turns on libmagic's one cookie). */
 char *stageDetectContentType(const void *buf, size_t len);
 
 /* Called per unfinished multipart upload that stageAbortUploads aborts

@@ -84,12 +84,20 @@ teardown() { common_teardown; }
   for m in "$LAKE_SRC"/man/man[1-9]/*.[1-9]; do
     assert_file_exist "$root/opt/lake/share/man/$(basename "$(dirname "$m")")/$(basename "$m")"
   done
+  # liblake (liblake(3)): the header, both libraries, the soname's links, lake.pc
+  assert_file_exist "$root/opt/lake/include/lake.h"
+  assert_file_exist "$root/opt/lake/lib/liblake.a"
+  assert_file_exist "$root/opt/lake/lib/liblake.so.$(sed -n 's/^VERSION *:= *//p' "$LAKE_SRC/Makefile")"
+  assert_link_exist "$root/opt/lake/lib/liblake.so.0"
+  assert_link_exist "$root/opt/lake/lib/liblake.so"
+  run grep -x 'includedir=/opt/lake/include' "$root/opt/lake/lib/pkgconfig/lake.pc"
+  assert_success
   run "$root/opt/lake/bin/lake-put" --version
   assert_success
   assert_line --index 0 --regexp '^lake-put [0-9]+\.[0-9]+\.[0-9]+( \(git [0-9a-f-]+(dirty)?\))?$'
   run make -s -C "$LAKE_SRC" uninstall DESTDIR="$root" PREFIX=/opt/lake
   assert_success
-  [ -z "$(find "$root" -type f)" ]
+  [ -z "$(find "$root" ! -type d)" ]
 }
 
 @test "make: after a build nothing is left to do (no object deleted); quiet lines, V=1 the commands" {

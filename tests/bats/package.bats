@@ -34,7 +34,7 @@ setup_file() {
   done
   # the sources a Debian source package holds, outside any git checkout
   mkdir -p "$PKG/src"
-  (cd "$LAKE_SRC" && tar -cf - Makefile README.md cmd lib man completions debian) | tar -xf - -C "$PKG/src"
+  (cd "$LAKE_SRC" && tar -cf - Makefile README.md cmd lib include examples man completions debian) | tar -xf - -C "$PKG/src"
   # SANITIZE=1, as make check SANITIZE=1 passes it on: the package is
   # built as debian/rules says all the same
   make -C "$PKG/src" SANITIZE=1 deb >"$PKG/deb.out" 2>&1

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * lake.h - liblake, the lake client as a C library (liblake(3)).
+ *
+ * The one public header: every name it declares begins with lake_ (or
+ * LIBLAKE_ for the macros), and nothing of the library's internals (lib/)
+ * is reachable through it.  The ABI is that of liblake.so.0: a minor
+ * release may add functions, error codes and option keys; it never
+ * changes or removes what is here (liblake(3), STABILITY).
+ *
+ * Conventions (as SQLite's and libcurl's):
+ *  - Handles are opaque (lake_client, lake_file, lake_reader).  Each is
+ *    freed by its own function, which accepts NULL and may be called at
+ *    any point, whatever is still open: a reader keeps what it needs of
+ *    its client alive until it is closed.
+ *  - A function that can fail returns 0 on success, else the exit status
+ *    the lake commands give for the same failure (lake(7)), and fills the
+ *    lake_error it is given (which may be NULL).  NULL handles and other
+ *    misuse are errors (64, code "usage"), never a crash.
+ *  - The library never calls exit(), never installs a signal handler and
+ *    never writes to stdout or stderr: warnings the commands print go to
+ *    the callback lake_set_warn installs, or nowhere.  The one exception
+ *    is a trace asked for with LAKE_TRACE in the environment (lake(7)).
+ *  - No global state to set up: lake_open reads lake.conf(5) and the
+ *    environment per client.
+ *  - Thread safety is stated per function below.
+ */
+#ifndef LAKE_H
+#define LAKE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this header; lake_version() is the library's. */
+#define LIBLAKE_VERSION "0.1.0"
+#define LIBLAKE_VERSION_MAJOR 0
+#define LIBLAKE_VERSION_MINOR 1
+#define LIBLAKE_VERSION_PATCH 0
+#define LIBLAKE_VERSION_NUMBER                                                    \
+    ((LIBLAKE_VERSION_MAJOR << 16) | (LIBLAKE_VERSION_MINOR << 8) | LIBLAKE_VERSION_PATCH)
+
+typedef struct lake_client lake_client;
+typedef struct lake_file lake_file;
+typedef struct lake_reader lake_reader;
+
+/* What went wrong.  exit_status is 0 after success, else the exit status
+ * of lake(7) the commands give for the same failure (1, 64..78); code a
+ * stable lower-case word for it ("usage", "data", "no_input", "expired",
+ * "unavailable", "temporary", "permission", "config", "failed",
+ * "interrupted"; a minor release may add codes); message one line of
+ * UTF-8 with no credential in it, as a command would print it. */
+typedef struct lake_error {
+    int exit_status;
+    const char *code;      /* static storage, never NULL after a call */
+    char message[512];
+} lake_error;
+
+/* The library's version, "0.1.0".  Thread-safe. */
+const char *lake_version(void);
+
+/* Open a client: lake.conf(5) and the environment, read exactly as the
+ * commands read them (LAKE_CONFIG, LAKE_HOME, LAKE_METASRV, LAKE_STAGE,
+ * ...), embedded or remote.  options is NULL or a NULL-terminated list of
+ * key, value pairs of lake.conf(5) keys that win over both, as a
+ * command's options do: {"stage", "file:///srv/lake/stage", NULL}.  An
+ * unknown key is 64; a bad configuration 78.  *out is NULL on failure.
+ * Thread-safe (each call makes a client of its own). */
+int lake_open(lake_client **out, const char *const *options, lake_error *e);
+
+/* Free a client.  Readers still open stay usable until they are closed.
+ * NULL is fine.  Not to be called while another thread uses c. */
+void lake_close(lake_client *c);
+
+/* Where warnings go (a stale catalog served, a digest not recorded...):
+ * fn is called with one line, without a newline, on the thread that
+ * made the call that warns (or a reader's); NULL (the default): nowhere,
+ * as are lake_open's own warnings (before there is a client).
+ * 64 for a NULL c.  Not to be called while another thread uses c. */
+typedef void (*lake_warn_fn)(void *ctx, const char *line);
+int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
+
+/* Ask the put running on c, or the next one, to give up: it cleans up as
+ * lake-put does on SIGINT (no object is left; an S3 upload is aborted)
+ * and fails with code "interrupted".  The request is used up by the put
+ * it stops.  Async-signal-safe (it stores one flag): a program that wants
+ * ^C to stop a long put calls it from its own SIGINT handler.  NULL is
+ * fine.  Callable from any thread. */
+void lake_interrupt(lake_client *c);
+
+/* The managed stage c puts into, as a URL ("file:///...", "s3://...").
+ * Valid until lake_close; NULL for a NULL c. */
+const char *lake_stage_url(const lake_client *c);
+
+/* Stream what fd reads, to its end, into the stage as one new object
+ * named name (may be NULL), with its SHA-256 computed on the way and its
+ * content type detected, as lake-put does; *out is its FILE value, once
+ * the object is durable.  fd is read, not closed.  Memory is bounded (a
+ * part at a time), whatever the size.  One thread at a time per client;
+ * different clients in parallel. */
+int lake_put_fd(lake_client *c, int fd, const char *name, lake_file **out, lake_error *e);
+
+/* A source of bytes: up to len bytes into buf; returns how many, 0 at
+ * the end, -1 (errno set) on failure. */
+typedef ssize_t (*lake_read_fn)(void *ctx, void *buf, size_t len);
+/* Progress: done bytes of total (-1 when not known) read so far.  A
+ * non-zero return stops the put, as lake_interrupt does. */
+typedef int (*lake_progress_fn)(void *ctx, int64_t done, int64_t total);
+
+/* As lake_put_fd, the bytes from read(read_ctx, ...); total is the size
+ * to report to progress (-1: unknown), which may be NULL.  Threads: as
+ * lake_put_fd. */
+int lake_put_cb(lake_client *c, lake_read_fn read, void *read_ctx, const char *name, int64_t total,
+                lake_progress_fn progress, void *progress_ctx, lake_file **out, lake_error *e);
+
+/* A FILE value from its JSON text, or from anything lake-get takes as a
+ * REF (a location, a JSON row with one FILE value).  65 for malformed
+ * text or a null FILE.  Thread-safe. */
+int lake_file_from_json(const char *json, lake_file **out, lake_error *e);
+
+/* The canonical JSON text of f (what lake-put prints), valid until
+ * lake_file_free; NULL for a NULL f.  Its parts: the location, the size
+ * (-1 for a bare location), the SHA-256 in hex ("" when not known), the
+ * name and content type (NULL when absent).  Thread-safe on a given f. */
+const char *lake_file_json(const lake_file *f);
+const char *lake_file_location(const lake_file *f);
+int64_t lake_file_size(const lake_file *f);
+const char *lake_file_sha256(const lake_file *f);
+const char *lake_file_name(const lake_file *f);
+const char *lake_file_content_type(const lake_file *f);
+/* NULL is fine. */
+void lake_file_free(lake_file *f);
+
+/* Open the object a FILE value (JSON text, or any REF as above) names
+ * for reading, verified: its location must lie in c's stage (65, before
+ * any I/O).  Thread-safe against other calls on c: the reader has a
+ * stage handle of its own. */
+int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lake_error *e);
+
+/* Read up to len bytes: how many, 0 at the end of an object whose size
+ * and SHA-256 matched its FILE value, -1 with e filled otherwise: a
+ * mismatch is 65 at the end, after the bytes (a program that publishes
+ * what it reads writes to a temporary name first, as lake-get -o does).
+ * One thread at a time per reader. */
+ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e);
+
+/* Stop reading and free r, at any point.  NULL is fine. */
+void lake_reader_close(lake_reader *r);
+
+/* The catalog, as lake-catalog(1) reads it, through the same on-disk
+ * snapshot cache, with the same TTL and the same behaviour when the
+ * metadata server is unreachable (a stale snapshot served with a
+ * warning, within its limits).  One thread at a time per client. */
+
+/* The tables, of namespace ns when not NULL, as the JSON array
+ * lake-catalog --json list prints: [{"namespace":"docs","name":"scans"}].
+ * 66 for an unknown namespace, 64 for an invalid name.  *json is freed
+ * with lake_free. */
+int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e);
+
+/* The registration of table ("NS.T") at version (the current one when
+ * negative), the JSON lake-catalog resolve prints.  66 for an unknown
+ * table or version, 67 for an expired one.  *json is freed with
+ * lake_free. */
+int lake_resolve(lake_client *c, const char *table, int64_t version, char **json, lake_error *e);
+
+/* Free what the library allocated for the program (JSON text).  NULL is
+ * fine.  Thread-safe. */
+void lake_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

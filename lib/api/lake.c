@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * lake.c - liblake: the public C API of include/lake.h over the library.
+ *
+ * Each call does what the command does with the same internals: a client
+ * is lake-put's and lake-get's configuration and stage (configLoad,
+ * catalogStageOpen), a put is stagePut, a reader is stageGet.  What the
+ * library would print (logWarn) goes to the client's warning callback or
+ * nowhere (logSinkSet, per thread, for the duration of a call), and no
+ * signal handler is installed: lake_interrupt sets the flag a put polls,
+ * which is what lake-put's SIGINT handler sets.
+ *
+ * The catalog calls are lake-catalog's list and resolve over the same
+ * snapshot cache (cacheOpen with lake.conf's TTL), opened on first use.
+ *
+ * A reader pulls what stageGet pushes: stageGet runs on a thread of the
+ * reader's own (all signals blocked, a stage handle of its own from
+ * stageDup) and writes into a bounded ring the reader drains; its result,
+ * a digest mismatch included, is the reader's at the end.  A client is
+ * counted: each reader holds it, so lake_close may come before the
+ * readers are closed.
+ */
+#include "lake.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog/cache.h"
+#include "catalog/names.h"
+#include "catalog/source.h"
+#include "catalog/vend.h"
+#include <cjson/cJSON.h>
+#include "core/config.h"
+#include "core/log.h"
+#include "stage/stage.h"
+
+/* lake_open's options: key, value pairs, at most this many. */
+#define OPTIONS_MAX 32
+/* A reader's ring: what its thread may read ahead of the program. */
+#define RING (256 * 1024)
+
+struct lake_client {
+    pthread_mutex_t mu; /* refs */
+    int refs;
+    lakeConfig cfg;
+    stage *st;
+    catalogSource *src; /* the catalog, opened on first use */
+    catalogCache *cache;
+    logSink sink; /* warnings; fn NULL: dropped */
+    volatile sig_atomic_t stop;
+};
+
+struct lake_file {
+    fileValue fv;
+    char *json;
+};
+
+struct lake_reader {
+    lake_client *c;
+    stage *st;
+    fileValue fv;
+    logSink sink;
+    pthread_t th;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char *buf;
+    size_t head, len;
+    int done, closed, rc;
+    lakeError err;
+};
+
+/* --- errors ---------------------------------------------------------------- */
+
+static const char *codeOf(int status) {
+    switch (status) {
+    case LAKE_OK: return "ok";
+    case LAKE_EUSAGE: return "usage";
+    case LAKE_EDATA: return "data";
+    case LAKE_ENOINPUT: return "no_input";
+    case LAKE_EEXPIRED: return "expired";
+    case LAKE_EUNAVAIL: return "unavailable";
+    case LAKE_ETEMP: return "temporary";
+    case LAKE_EPERM: return "permission";
+    case LAKE_ECONFIG: return "config";
+    default: return "failed";
+    }
+}
+
+/* The messages are the commands' (no secret in them); a signed URL's
+ * signature, credential or session token, should one be quoted, is
+ * replaced all the same. */
+static void redact(char *msg) {
+    static const char *const keys[] = {"X-Amz-Signature=", "X-Amz-Credential=", "X-Amz-Security-Token="};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char *p = msg;
+        while ((p = strstr(p, keys[i]))) {
+            p += strlen(keys[i]);
+            size_t n = strcspn(p, "& \t\"'");
+            if (n <= 8) continue;
+            memcpy(p, "REDACTED", 8);
+            memmove(p + 8, p + n, strlen(p + n) + 1);
+        }
+    }
+}
+
+static void ok(lake_error *e) {
+    if (!e) return;
+    e->exit_status = 0;
+    e->code = "ok";
+    e->message[0] = '\0';
+}
+
+static int fail(lake_error *e, const lakeError *err, const char *code) {
+    int status = err->code ? (int)err->code : LAKE_EFAIL;
+    if (!e) return status;
+    e->exit_status = status;
+    e->code = code ? code : codeOf(status);
+    snprintf(e->message, sizeof e->message, "%s", err->msg[0] ? err->msg : "failed");
+    redact(e->message);
+    return status;
+}
+
+/* NULL handles and other misuse: 64, as a command's bad argument. */
+__attribute__((format(printf, 2, 3))) static int misuse(lake_error *e, const char *fmt, ...) {
+    lakeError err = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err.msg, sizeof err.msg, fmt, ap);
+    va_end(ap);
+    err.code = LAKE_EUSAGE;
+    return fail(e, &err, NULL);
+}
+
+/* --- clients --------------------------------------------------------------- */
+
+const char *lake_version(void) { return LAKE_VERSION; }
+
+static void clientUnref(lake_client *c) {
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    int left = --c->refs;
+    pthread_mutex_unlock(&c->mu);
+    if (left > 0) return;
+    cacheClose(c->cache);
+    sourceClose(c->src);
+    stageClose(c->st);
+    configFree(&c->cfg);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+int lake_open(lake_client **out, const char *const *options, lake_error *e) {
+    configOverride ov[OPTIONS_MAX];
+    int n = 0;
+    if (!out) return misuse(e, "lake_open: out is NULL");
+    *out = NULL;
+    for (int i = 0; options && options[i]; i += 2) {
+        if (!options[i + 1]) return misuse(e, "lake_open: option '%s' has no value", options[i]);
+        if (!configKnownKey(options[i]))
+            return misuse(e, "lake_open: unknown option '%s' (the keys are lake.conf(5)'s)", options[i]);
+        if (n == OPTIONS_MAX) return misuse(e, "lake_open: more than %d options", OPTIONS_MAX);
+        ov[n++] = (configOverride){options[i], options[i + 1]};
+    }
+    lake_client *c = calloc(1, sizeof *c);
+    lakeError err = {0};
+    if (!c) {
+        errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open");
+        return fail(e, &err, NULL);
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    c->refs = 1;
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = configLoad(&c->cfg, ov, n, &err);
+    /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
+    if (!rc) rc = catalogStageOpen(&c->cfg, NULL, NULL, &c->st, &err);
+    logSinkSet(old);
+    if (rc) {
+        clientUnref(c);
+        return fail(e, &err, NULL);
+    }
+    *out = c;
+    ok(e);
+    return 0;
+}
+
+void lake_close(lake_client *c) { clientUnref(c); }
+
+int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx) {
+    if (!c) return misuse(NULL, "lake_set_warn: no client");
+    c->sink = (logSink){fn, ctx};
+    return 0;
+}
+
+void lake_interrupt(lake_client *c) {
+    if (c) c->stop = 1;
+}
+
+const char *lake_stage_url(const lake_client *c) { return c ? stageUrl(c->st) : NULL; }
+
+/* --- FILE values ----------------------------------------------------------- */
+
+/* A lake_file taking over fv (emptied either way). */
+static int fileWrap(fileValue *fv, lake_file **out, lakeError *err) {
+    lake_file *f = calloc(1, sizeof *f);
+    if (f) f->json = fileValueToJson(fv);
+    if (!f || !f->json) {
+        free(f);
+        fileValueFree(fv);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "FILE value");
+    }
+    f->fv = *fv;
+    memset(fv, 0, sizeof *fv);
+    *out = f;
+    return 0;
+}
+
+/* A REF as lake-get reads it; a null FILE has nothing to name: 65. */
+static int refRead(const char *text, fileValue *fv, lakeError *err) {
+    int rc = refParse(text, fv, err);
+    if (!rc && !fv->location) rc = errSet(err, LAKE_EDATA, "a null FILE value names no object");
+    if (rc) fileValueFree(fv);
+    return rc;
+}
+
+int lake_file_from_json(const char *json, lake_file **out, lake_error *e) {
+    if (!out) return misuse(e, "lake_file_from_json: out is NULL");
+    *out = NULL;
+    if (!json) return misuse(e, "lake_file_from_json: no JSON text");
+    fileValue fv;
+    lakeError err = {0};
+    int rc = refRead(json, &fv, &err);
+    if (!rc) rc = fileWrap(&fv, out, &err);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
+const char *lake_file_json(const lake_file *f) { return f ? f->json : NULL; }
+const char *lake_file_location(const lake_file *f) { return f ? f->fv.location : NULL; }
+int64_t lake_file_size(const lake_file *f) { return f ? f->fv.size : -1; }
+const char *lake_file_sha256(const lake_file *f) { return f ? f->fv.sha256 : NULL; }
+const char *lake_file_name(const lake_file *f) { return f ? f->fv.name : NULL; }
+const char *lake_file_content_type(const lake_file *f) { return f ? f->fv.content_type : NULL; }
+
+void lake_file_free(lake_file *f) {
+    if (!f) return;
+    fileValueFree(&f->fv);
+    free(f->json);
+    free(f);
+}
+
+/* --- put ------------------------------------------------------------------- */
+
+/* The source of a put: a descriptor or the program's callback, read until
+ * len bytes or the end (as fdRead), with progress and the stop flag
+ * looked at between reads. */
+typedef struct putSrc {
+    lake_client *c;
+    int fd;
+    lake_read_fn read;
+    void *ctx;
+    lake_progress_fn progress;
+    void *pctx;
+    int64_t done, total;
+} putSrc;
+
+static ssize_t readSome(putSrc *s, void *buf, size_t len) {
+    ssize_t n;
+    if (s->read) {
+        n = s->read(s->ctx, buf, len);
+        if (n > (ssize_t)len) {
+            errno = EINVAL; /* a callback that says it read more than it was given room for */
+            return -1;
+        }
+        return n;
+    }
+    do n = read(s->fd, buf, len);
+    while (n < 0 && errno == EINTR && !s->c->stop);
+    return n;
+}
+
+static ssize_t srcRead(void *ctx, void *buf, size_t len) {
+    putSrc *s = ctx;
+    size_t got = 0;
+    while (got < len) {
+        if (s->c->stop) {
+            errno = EINTR;
+            return -1;
+        }
+        ssize_t n = readSome(s, (char *)buf + got, len - got);
+        if (n < 0) return -1;
+        if (n == 0) break;
+        got += (size_t)n;
+        s->done += n;
+        if (s->progress && s->progress(s->pctx, s->done, s->total)) {
+            s->c->stop = 1;
+            errno = EINTR;
+            return -1;
+        }
+    }
+    return (ssize_t)got;
+}
+
+static int put(lake_client *c, putSrc *src, const char *name, lake_file **out, lake_error *e) {
+    if (!out) return misuse(e, "lake_put: out is NULL");
+    *out = NULL;
+    if (!c) return misuse(e, "lake_put: no client");
+    src->c = c;
+    lakeError err = {0};
+    const char *what = name ? name : src->read ? "input" : "descriptor";
+    const logSink *old = logSinkSet(&c->sink);
+    lakeReader r = {srcRead, src, what};
+    stagePutOptions opt = {.name = name, .expect_size = -1, .stop = &c->stop};
+    fileValue fv;
+    int rc = stagePut(c->st, &r, &opt, &fv, &err);
+    const char *code = NULL;
+    if (rc && c->stop) { /* the stop asked for, not the read it broke */
+        c->stop = 0;
+        errSet(&err, LAKE_EFAIL, "%s: interrupted", what);
+        code = "interrupted";
+    }
+    if (!rc) rc = fileWrap(&fv, out, &err);
+    logSinkSet(old);
+    if (rc) return fail(e, &err, code);
+    ok(e);
+    return 0;
+}
+
+int lake_put_fd(lake_client *c, int fd, const char *name, lake_file **out, lake_error *e) {
+    if (fd < 0) {
+        if (out) *out = NULL;
+        return misuse(e, "lake_put_fd: descriptor %d", fd);
+    }
+    putSrc src = {.fd = fd, .total = -1};
+    return put(c, &src, name, out, e);
+}
+
+int lake_put_cb(lake_client *c, lake_read_fn read, void *read_ctx, const char *name, int64_t total,
+                lake_progress_fn progress, void *progress_ctx, lake_file **out, lake_error *e) {
+    if (!read) {
+        if (out) *out = NULL;
+        return misuse(e, "lake_put_cb: no read function");
+    }
+    putSrc src = {.fd = -1, .read = read, .ctx = read_ctx, .progress = progress, .pctx = progress_ctx,
+                  .total = total < 0 ? -1 : total};
+    return put(c, &src, name, out, e);
+}
+
+/* --- the catalog ------------------------------------------------------------ */
+
+void lake_free(void *p) { free(p); }
+
+/* The client's catalog cache, opened on first use, as lake-catalog's. */
+static int catalog(lake_client *c, lakeError *err) {
+    if (c->cache) return 0;
+    cacheOptions copt = {c->cfg.catalog_ttl, 0, 0};
+    int rc = c->src ? 0 : sourceOpen(&c->cfg, &c->src, err);
+    if (!rc) rc = cacheOpen(&c->cfg, c->src, &copt, &c->cache, err);
+    return rc;
+}
+
+/* *out: j's one-line text in memory lake_free frees. */
+static int jsonOut(const cJSON *j, char **out, lakeError *err) {
+    char *text = cJSON_PrintUnformatted(j);
+    *out = text ? strdup(text) : NULL;
+    cJSON_free(text);
+    return *out ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "output");
+}
+
+/* The tables of e[0..n), of namespace ns when not NULL, as
+ * lake-catalog --json list prints them. */
+static int listJson(const cacheEntry *e, size_t n, const char *ns, char **out, lakeError *err) {
+    cJSON *arr = cJSON_CreateArray();
+    int bad = !arr;
+    for (size_t i = 0; !bad && i < n; i++) {
+        if (!e[i].name || (ns && strcmp(e[i].ns, ns) != 0)) continue;
+        cJSON *o = cJSON_CreateObject();
+        bad = !o || !cJSON_AddItemToArray(arr, o) || !cJSON_AddStringToObject(o, "namespace", e[i].ns) ||
+              !cJSON_AddStringToObject(o, "name", e[i].name);
+    }
+    int rc = bad ? errSetErrno(err, LAKE_EFAIL, ENOMEM, "output") : jsonOut(arr, out, err);
+    cJSON_Delete(arr);
+    return rc;
+}
+
+int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e) {
+    if (!json) return misuse(e, "lake_catalog_list: json is NULL");
+    *json = NULL;
+    if (!c) return misuse(e, "lake_catalog_list: no client");
+    if (ns && !nameIsValid(ns)) return misuse(e, "%s: not a valid namespace name", ns);
+    const cacheEntry *ents;
+    size_t n;
+    lakeError err = {0};
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = catalog(c, &err);
+    if (!rc) rc = cacheListing(c->cache, &ents, &n, &err);
+    /* created elsewhere since? ask once, as lake-catalog list does */
+    if (!rc && ns && !cacheHasNamespace(c->cache, ns) &&
+        !(rc = cacheRefresh(c->cache, 0, &err)))
+        rc = cacheListing(c->cache, &ents, &n, &err);
+    if (!rc && ns && !cacheHasNamespace(c->cache, ns)) rc = errSet(&err, LAKE_ENOINPUT, "%s: no such namespace", ns);
+    if (!rc) rc = listJson(ents, n, ns, json, &err);
+    logSinkSet(old);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
+int lake_resolve(lake_client *c, const char *table, int64_t version, char **json, lake_error *e) {
+    if (!json) return misuse(e, "lake_resolve: json is NULL");
+    *json = NULL;
+    if (!c) return misuse(e, "lake_resolve: no client");
+    if (!table) return misuse(e, "lake_resolve: no table");
+    char *ns = NULL, *name = NULL;
+    cJSON *reg = NULL;
+    lakeError err = {0};
+    if (nameSplitTable(table, &ns, &name, &err)) {
+        err.code = LAKE_EUSAGE;
+        return fail(e, &err, NULL);
+    }
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = catalog(c, &err);
+    if (!rc) rc = cacheResolve(c->cache, ns, name, version < 0 ? -1 : version, &reg, &err);
+    if (!rc) rc = jsonOut(reg, json, &err);
+    logSinkSet(old);
+    cJSON_Delete(reg);
+    free(ns);
+    free(name);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
+/* --- readers --------------------------------------------------------------- */
+
+/* stageGet's writer: into the ring, waiting while it is full; a reader
+ * closed meanwhile ends the get. */
+static int ringWrite(void *ctx, const void *buf, size_t len) {
+    lake_reader *r = ctx;
+    const char *p = buf;
+    pthread_mutex_lock(&r->mu);
+    while (len > 0) {
+        while (r->len == RING && !r->closed) pthread_cond_wait(&r->cv, &r->mu);
+        if (r->closed) {
+            pthread_mutex_unlock(&r->mu);
+            errno = ECANCELED;
+            return -1;
+        }
+        size_t tail = (r->head + r->len) % RING, k = RING - r->len;
+        if (k > RING - tail) k = RING - tail;
+        if (k > len) k = len;
+        memcpy(r->buf + tail, p, k);
+        r->len += k;
+        p += k;
+        len -= k;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+static void *readerMain(void *arg) {
+    lake_reader *r = arg;
+    logSinkSet(&r->sink);
+    progress prog;
+    progressStart(&prog, PROGRESS_OFF, "", r->fv.size);
+    lakeWriter w = {ringWrite, r, r->fv.location};
+    lakeError err = {0};
+    int rc = stageGet(r->st, &r->fv, &w, 1, &prog, &err);
+    pthread_mutex_lock(&r->mu);
+    r->done = 1;
+    r->rc = rc;
+    r->err = err;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lake_error *e) {
+    if (!out) return misuse(e, "lake_open_file: out is NULL");
+    *out = NULL;
+    if (!c) return misuse(e, "lake_open_file: no client");
+    if (!file_json) return misuse(e, "lake_open_file: no FILE value");
+    lakeError err = {0};
+    lake_reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->buf = malloc(RING))) {
+        free(r);
+        errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
+        return fail(e, &err, NULL);
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    pthread_mutex_lock(&c->mu);
+    c->refs++;
+    pthread_mutex_unlock(&c->mu);
+    r->c = c;
+    r->sink = c->sink;
+    int rc = refRead(file_json, &r->fv, &err);
+    if (!rc) rc = stageContains(c->st, r->fv.location, &err); /* before any I/O */
+    if (!rc) rc = stageDup(c->st, &r->st, &err);
+    if (!rc) {
+        /* the signals are the program's: none is delivered to this thread */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int t = pthread_create(&r->th, NULL, readerMain, r);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (t) rc = errSetErrno(&err, LAKE_EFAIL, t, "lake_open_file: a thread");
+        else r->started = 1;
+    }
+    if (rc) {
+        lake_reader_close(r);
+        return fail(e, &err, NULL);
+    }
+    *out = r;
+    ok(e);
+    return 0;
+}
+
+ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e) {
+    if (!r) return misuse(e, "lake_reader_read: no reader"), -1;
+    if (!buf || len == 0) return misuse(e, "lake_reader_read: no room to read into"), -1;
+    if (len > SSIZE_MAX) len = SSIZE_MAX;
+    pthread_mutex_lock(&r->mu);
+    while (r->len == 0 && !r->done) pthread_cond_wait(&r->cv, &r->mu);
+    size_t k = r->len < len ? r->len : len, first = k < RING - r->head ? k : RING - r->head;
+    memcpy(buf, r->buf + r->head, first);
+    memcpy((char *)buf + first, r->buf, k - first);
+    r->head = (r->head + k) % RING;
+    r->len -= k;
+    int rc = r->rc;
+    if (k) pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (k || !rc) {
+        ok(e);
+        return (ssize_t)k;
+    }
+    return fail(e, &r->err, NULL), -1;
+}
+
+void lake_reader_close(lake_reader *r) {
+    if (!r) return;
+    pthread_mutex_lock(&r->mu);
+    r->closed = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (r->started) pthread_join(r->th, NULL);
+    stageClose(r->st);
+    fileValueFree(&r->fv);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r->buf);
+    clientUnref(r->c);
+    free(r);
+}

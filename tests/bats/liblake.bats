@@ -1,0 +1,235 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: BSD-2-Clause
+# liblake (issue 31): the public C library, as a program uses it.
+# examples/roundtrip.c is built by make next to the library (build/ or,
+# SANITIZE=1, build-san/, where ASan and UBSan watch the library too);
+# the last tests install the tree into a DESTDIR and build programs
+# against it with pkg-config, as a user would.
+
+load helpers/common
+load helpers/metasrv
+
+setup() {
+  common_setup
+  BUILD=${LAKE_BIN%/bin}
+  RT=$BUILD/examples/roundtrip
+  [ -x "$RT" ] || fail "$RT is not built (make)"
+  SAN=
+  if [[ $BUILD == */build-san ]]; then SAN=1; fi
+}
+teardown() {
+  metasrv_stop
+  common_teardown
+}
+
+@test "liblake.so.0: its soname, and it exports exactly the functions lake.h declares" {
+  so=$BUILD/liblake.so.0
+  assert_file_exist "$so"
+  run objdump -p "$so"
+  assert_success
+  assert_line --regexp '^ +SONAME +liblake\.so\.0$'
+  nm -D --defined-only "$so" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort >"$T/exported"
+  grep -oE '\blake_[a-z0-9_]+\(' "$LAKE_SRC/include/lake.h" | tr -d '(' | sort -u >"$T/declared"
+  [ "$(wc -l <"$T/declared")" -ge 19 ] || fail "too few functions in lake.h: $(cat "$T/declared")"
+  run diff "$T/declared" "$T/exported"
+  assert_success
+  # nothing else is defined for the dynamic linker but the version node
+  run bash -c "nm -D --defined-only '$so' | awk '\$2 != \"T\" && \$3 != \"LIBLAKE_0\"'"
+  assert_output ""
+  # the header names nothing but lake_ and LIBLAKE_ (and its guard)
+  run bash -c "grep -oE '^#define [A-Za-z_]+|typedef [^;]*\\b[a-z_]+;' '$LAKE_SRC/include/lake.h' | grep -vE 'LIBLAKE_|LAKE_H|lake_'"
+  assert_output ""
+}
+
+@test "lake_version is the header's and the Makefile's version" {
+  run "$RT" version
+  assert_success
+  v=$(sed -n 's/^VERSION *:= *//p' "$LAKE_SRC/Makefile")
+  assert_output "$v $v"
+}
+
+@test "round trip: a few MiB put with lake_put_fd read back verified; lake-get reads the same object" {
+  head -c 5000000 /dev/urandom >"$T/scan.bin"
+  run --separate-stderr "$RT" "$T/scan.bin"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_line --index 1 "read back 5000000 bytes: the same"
+  fv=${lines[0]}
+  assert_equal "$(json_field size "$fv")" 5000000
+  assert_equal "$(json_field name "$fv")" scan.bin
+  assert_equal "$(json_field sha256 "$fv")" "$(sha256sum <"$T/scan.bin" | cut -d' ' -f1)"
+  assert_equal "$(stage_objects | wc -l)" 1
+  lake-get "$fv" >"$T/back"
+  cmp "$T/scan.bin" "$T/back"
+  # and the library reads what lake-put stored
+  fv2=$(lake-put "$T/scan.bin")
+  run_to "$T/back2" "$RT" get "$fv2"
+  assert_equal "$status" 0
+  cmp "$T/scan.bin" "$T/back2"
+}
+
+@test "a tampered object is 65 at the end of the read, as lake-get; outside the stage is 65 before any read" {
+  head -c 3000000 /dev/urandom >"$T/in"
+  fv=$(lake-put "$T/in")
+  obj=$(stage_objects)
+  printf 'X' | dd of="$obj" bs=1 seek=1000 conv=notrunc status=none
+  run_to "$T/out" "$RT" get "$fv"
+  assert_error roundtrip 65 "SHA-256 mismatch" "(data)"
+  run --separate-stderr lake-get "$fv"
+  assert_failure 65
+  run --separate-stderr "$RT" get '{"location":"file:///etc/passwd","size":1,"sha256":"0000000000000000000000000000000000000000000000000000000000000000"}'
+  assert_error roundtrip 65 "outside the managed stage" "(data)"
+  assert_equal "$output" ""
+  # a truncated object: the size is wrong
+  fv=$(printf 'hello world' | lake-put)
+  truncate -s 5 "$(stage_objects | grep -v "$obj")"
+  run --separate-stderr "$RT" get "$fv"
+  assert_error roundtrip 65 "(data)"
+}
+
+@test "lake_put_cb reports progress; a progress callback that stops the put leaves no object, code interrupted" {
+  head -c 2000000 /dev/urandom >"$T/in"
+  run --separate-stderr "$RT" cb "$T/in"
+  assert_success
+  assert_line --index 1 "progress called yes"
+  assert_equal "$(json_field sha256 "${lines[0]}")" "$(sha256sum <"$T/in" | cut -d' ' -f1)"
+  assert_equal "$(stage_objects | wc -l)" 1
+  run --separate-stderr "$RT" stop "$T/in"
+  assert_error roundtrip 1 "cb: interrupted" "(interrupted)"
+  assert_equal "$(stage_objects | wc -l)" 1
+  run find "$STAGE" -name '.tmp-*'
+  assert_output ""
+}
+
+@test "NULL handles and misuse are errors with a status and a code, never a crash; handles free in any order" {
+  run --separate-stderr "$RT" misuse
+  assert_success
+  assert_equal "$stderr" ""
+  assert_output "lake_open(NULL): 64 usage
+lake_open(unknown key): 64 usage
+lake_open(key without value): 64 usage
+lake_put_fd(NULL client): 64 usage
+lake_put_cb(NULL read): 64 usage
+lake_file_from_json(NULL): 64 usage
+lake_file_from_json(not JSON): 65 data
+lake_file_from_json(null): 65 data
+lake_open_file(NULL client): 64 usage
+lake_reader_read(NULL): -1 usage
+lake_catalog_list(NULL client): 64 usage
+lake_resolve(NULL table): 64 usage
+lake_set_warn(NULL): 64
+lake_put_fd(NULL error): 64
+NULL accessors: (null) (null) -1
+lake_put_fd(bad fd): 64 usage
+lake_catalog_list(bad namespace): 64 usage
+lake_resolve(not NS.T): 64 usage
+lake_open_file(outside the stage): 65 data
+read after lake_close: 0 ok
+read a little, then close: 16 ok"
+}
+
+@test "lake_catalog_list and lake_resolve answer what lake-catalog --json list and resolve print" {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'path TEXT, f FILE'
+  lake-catalog create-namespace other
+  lake-catalog create other.t 'x INTEGER'
+  run --separate-stderr "$RT" list
+  assert_success
+  assert_equal "$stderr" ""
+  assert_output "$(lake-catalog --json list)"
+  assert_equal "$(jq -c 'map(.namespace + "." + .name)' <<<"$output")" '["docs.scans","other.t"]'
+  run "$RT" list docs
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  run --separate-stderr "$RT" list nope
+  assert_error roundtrip 66 "nope: no such namespace" "(no_input)"
+  lake-put --table docs.scans "$BATS_TEST_FILENAME" >/dev/null
+  run "$RT" resolve docs.scans
+  assert_success
+  assert_output "$(lake-catalog resolve docs.scans)"
+  assert_equal "$(jq .version <<<"$output")" 1
+  run "$RT" resolve docs.scans 0
+  assert_output "$(lake-catalog resolve --version 0 docs.scans)"
+  run --separate-stderr "$RT" resolve docs.nope
+  assert_error roundtrip 66 "docs.nope: no such table" "(no_input)"
+  run --separate-stderr "$RT" resolve docs.scans 9
+  assert_error roundtrip 66 "no version 9" "(no_input)"
+}
+
+@test "remote: the same round trip through lake-metasrv's stage and catalog; an outage serves the cached catalog with a warning through lake_set_warn" {
+  metasrv_init "$T/srv"
+  metasrv_start "$T/srv"
+  metasrv_use "$T/srv"
+  lake-catalog create-namespace docs
+  lake-catalog create docs.scans 'path TEXT, f FILE'
+  head -c 3000000 /dev/urandom >"$T/in"
+  run --separate-stderr "$RT" "$T/in"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_line --index 1 "read back 3000000 bytes: the same"
+  [[ ${lines[0]} == *"\"location\":\"file://$T/srv/stage/files/"* ]] || fail "not in the server's stage: ${lines[0]}"
+  run "$RT" list
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  run "$RT" resolve docs.scans
+  assert_output "$(lake-catalog resolve docs.scans)"
+  metasrv_stop
+  LAKE_CATALOG_TTL=0 run --separate-stderr "$RT" list
+  assert_success
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  assert_equal "${#stderr_lines[@]}" 1
+  [[ ${stderr_lines[0]} == "roundtrip: warning: "*"serving generation "*" fetched "*" s ago"* ]] ||
+    fail "no stale warning: $stderr"
+}
+
+@test "lake_open reads lake.conf(5) and the environment as the commands do: a bad stage is 78" {
+  LAKE_STAGE=ftp://nowhere run --separate-stderr "$RT" "$BATS_TEST_FILENAME"
+  assert_error roundtrip 78 "(config)"
+  LAKE_STAGE=ftp://nowhere run --separate-stderr lake-put "$BATS_TEST_FILENAME"
+  assert_failure 78
+  mkdir -p "$XDG_CONFIG_HOME/lake"
+  echo "stage = file://$T/other" >"$XDG_CONFIG_HOME/lake/config"
+  mkdir "$T/other"
+  run --separate-stderr "$RT" "$BATS_TEST_FILENAME"
+  assert_success
+  [[ ${lines[0]} == *"\"location\":\"file://$T/other/files/"* ]] || fail "not in lake.conf's stage: ${lines[0]}"
+}
+
+@test "installed with make install: lake.h, liblake.so.0, lake.pc; programs built with pkg-config, the liblake(3) example among them" {
+  root="$T/root"
+  run make -s -C "$LAKE_SRC" ${SAN:+SANITIZE=1} install DESTDIR="$root" PREFIX=/opt/lake
+  assert_success
+  lib=$root/opt/lake/lib
+  assert_file_exist "$root/opt/lake/include/lake.h"
+  assert_file_exist "$lib/liblake.a"
+  assert_file_exist "$lib/liblake.so.0.1.0"
+  assert_equal "$(readlink "$lib/liblake.so.0")" liblake.so.0.1.0
+  assert_equal "$(readlink "$lib/liblake.so")" liblake.so.0
+  assert_file_exist "$lib/pkgconfig/lake.pc"
+  assert_file_exist "$root/opt/lake/share/man/man3/liblake.3"
+  assert_file_exist "$root/opt/lake/share/man/man3/lake_open.3"
+  export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
+  run pkg-config --modversion lake
+  assert_output "$(sed -n 's/^VERSION *:= *//p' "$LAKE_SRC/Makefile")"
+  run pkg-config --cflags --libs lake
+  assert_equal "${output% }" "-I$root/opt/lake/include -L$lib -llake"
+  # the page's example, as printed, and the tree's example
+  awk '/^\.Sh EXAMPLES/ { f = 1 } f == 1 && /^\.Bd -literal/ { f = 2; next }
+       f == 2 && /^\.Ed/ { exit } f == 2 { print }' "$LAKE_SRC/man/man3/liblake.3" |
+    sed -e 's/\\e/\\/g' -e 's/\\&//g' >"$T/example.c"
+  grep -q 'lake_put_fd' "$T/example.c" || fail "no example in liblake(3): $(cat "$T/example.c")"
+  local san=()
+  [ -z "$SAN" ] || san=("-fsanitize=address,undefined")
+  # shellcheck disable=SC2046 # pkg-config's words are meant to split
+  cc -Wall -Wextra -Werror "${san[@]}" -o "$T/example" "$T/example.c" $(pkg-config --cflags --libs lake)
+  # shellcheck disable=SC2046 # as above
+  cc -Wall -Wextra -Werror "${san[@]}" -o "$T/roundtrip" "$LAKE_SRC/examples/roundtrip.c" $(pkg-config --cflags --libs lake)
+  head -c 1500000 /dev/urandom >"$T/in"
+  LD_LIBRARY_PATH=$lib run_to "$T/out" "$T/example" <"$T/in"
+  assert_equal "$status" 0
+  cmp "$T/in" "$T/out"
+  assert_equal "$(json_field size "$stderr")" 1500000
+  LD_LIBRARY_PATH=$lib run "$T/roundtrip" "$T/in"
+  assert_success
+  assert_line --index 1 "read back 1500000 bytes: the same"
+  LD_LIBRARY_PATH=$lib run ldd "$T/roundtrip"
+  assert_line --partial "liblake.so.0 => $lib/liblake.so.0"
+}
