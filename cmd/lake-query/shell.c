@@ -149,26 +149,43 @@ static void addColumns(strv *l, const char *schema, const char *word, size_t wl)
     cJSON_Delete(s);
 }
 
-/* The tables the on-disk cache knows, with no call to the source: the
- * directory, else (a principal denied it) its listing, else the tables it
- * resolved on this host.  Calls fn for each entry. */
+/* TAB's own view of the catalog cache: opened --offline once per session
+ * (never a call to the source), its files read again at each completion
+ * (cacheForget), so what statements fetched meanwhile is offered. */
+static struct {
+    int tried;
+    lakeConfig cfg;
+    catalogSource *src;
+    catalogCache *cache;
+} tab;
+
+static void tabClose(void) {
+    cacheClose(tab.cache);
+    sourceClose(tab.src);
+    configFree(&tab.cfg);
+    memset(&tab, 0, sizeof tab);
+}
+
+/* The tables the on-disk cache knows: the directory, else (a principal
+ * denied it) its listing, else the tables it resolved on this host.
+ * Calls fn for each entry. */
 static void cachedTables(void (*fn)(const cacheEntry *e, void *arg), void *arg) {
-    lakeConfig cfg = {0};
-    catalogSource *src = NULL;
-    catalogCache *cache = NULL;
     lakeError err = {0};
+    if (!tab.tried) {
+        tab.tried = 1;
+        if (configLoad(&tab.cfg, NULL, 0, &err) == 0 && sourceOpen(&tab.cfg, &tab.src, &err) == 0) {
+            cacheOptions opt = {tab.cfg.catalog_ttl, 1, 0}; /* offline */
+            cacheOpen(&tab.cfg, tab.src, &opt, &tab.cache, &err);
+        }
+    }
+    if (!tab.cache) return;
+    cacheForget(tab.cache);
     const cacheEntry *e = NULL;
     size_t n = 0;
-    if (configLoad(&cfg, NULL, 0, &err) == 0 && sourceOpen(&cfg, &src, &err) == 0) {
-        cacheOptions opt = {cfg.catalog_ttl, 1, 0}; /* offline: never a call */
-        if (cacheOpen(&cfg, src, &opt, &cache, &err) == 0 && cacheDirectory(cache, &e, &n, &err) &&
-            cacheListing(cache, &e, &n, &err) && cacheResolvedTables(cache, &e, &n, &err))
-            n = 0;
-    }
+    if (cacheDirectory(tab.cache, &e, &n, &err) && cacheListing(tab.cache, &e, &n, &err) &&
+        cacheResolvedTables(tab.cache, &e, &n, &err))
+        n = 0;
     for (size_t i = 0; i < n; i++) fn(&e[i], arg);
-    cacheClose(cache);
-    sourceClose(src);
-    configFree(&cfg);
 }
 
 typedef struct wordArg {
@@ -512,6 +529,7 @@ int shellRun(run *r, lakeError *err) {
     }
     pendingText = NULL;
     strvClear(&cands);
+    tabClose();
     free(pending);
     free(sh.history);
     return 0;
