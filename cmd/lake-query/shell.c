@@ -70,7 +70,8 @@ typedef struct editApi {
     int (**rl_getc_function)(FILE *);
     const char **rl_readline_name;
 } editApi;
-LAKE_DLIB_DEFINE(editApi, EDIT_NAMES, "libedit.so.2", "libedit 2 (the interactive shell)", editLoad, editHandle)
+LAKE_DLIB_DEFINE(editApi, EDIT_NAMES, "libedit.so.2", "libedit 2 (the interactive shell)", editLoad, editHandle,
+                 editReady)
 static const editApi *ed;
 
 #define SHELL_HISTORY_MAX 1000

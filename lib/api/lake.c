@@ -38,6 +38,8 @@
 #include "catalog/vend.h"
 #include <cjson/cJSON.h>
 #include "core/config.h"
+#include "core/crypto.h"
+#include "core/curl.h"
 #include "core/log.h"
 #include "stage/stage.h"
 
@@ -157,6 +159,19 @@ static void clientUnref(lake_client *c) {
     free(c);
 }
 
+/* The run-time libraries a client needs, bound now: the commands exit 1
+ * when one is missing at its first use, and the library never exits, so
+ * a client that opened has them all.  libcurl only for a remote lake or
+ * an S3 stage. */
+static int librariesReady(const lakeConfig *cfg, lakeError *err) {
+    const char *why = lakeCryptoReady();
+    if (!why) why = stageContentTypeReady();
+    int remote = !configIsLocal(cfg) || (cfg->stage && strncmp(cfg->stage, "s3://", 5) == 0);
+    if (!why && remote) why = lakeCurlReady();
+    if (why) errSet(err, LAKE_EFAIL, "%s", why);
+    return why ? -1 : 0;
+}
+
 int lake_open(lake_client **out, const char *const *options, lake_error *e) {
     configOverride ov[OPTIONS_MAX];
     int n = 0;
@@ -179,6 +194,7 @@ int lake_open(lake_client **out, const char *const *options, lake_error *e) {
     c->refs = 1;
     const logSink *old = logSinkSet(&c->sink);
     int rc = configLoad(&c->cfg, ov, n, &err);
+    if (!rc) rc = librariesReady(&c->cfg, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
     if (!rc) rc = catalogStageOpen(&c->cfg, NULL, NULL, &c->st, &err);
     logSinkSet(old);

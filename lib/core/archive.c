@@ -8,4 +8,4 @@
 #include "core/dlib.h"
 
 LAKE_DLIB_DEFINE(lakeArchiveApi, LAKE_ARCHIVE_FUNCS, "libarchive.so.13", "libarchive 3.6 or later",
-                 lakeArchiveLoad, lakeArchiveHandle)
+                 lakeArchiveLoad, lakeArchiveHandle, lakeArchiveReady)

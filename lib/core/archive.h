@@ -53,6 +53,9 @@ const lakeArchiveApi *lakeArchiveLoad(void);
 /* libarchive.so.13's handle, loading it, or NULL when it cannot be loaded;
  * never exits (for --version). */
 void *lakeArchiveHandle(void);
+/* Binds libarchive without exiting: NULL when it is usable, else the
+ * line saying why not. */
+const char *lakeArchiveReady(void);
 
 #ifndef LAKE_ARCHIVE_IMPL
 /* (a macro is not expanded again inside itself: the field keeps its name) */

@@ -8,4 +8,4 @@
 #include "core/dlib.h"
 
 LAKE_DLIB_DEFINE(lakeCryptoApi, LAKE_CRYPTO_FUNCS, "libcrypto.so.3", "OpenSSL 3", lakeCryptoLoad,
-                 lakeCryptoHandle)
+                 lakeCryptoHandle, lakeCryptoReady)

@@ -38,6 +38,9 @@ const lakeCryptoApi *lakeCryptoLoad(void);
 /* libcrypto.so.3's handle, loading it, or NULL when it cannot be loaded;
  * never exits (for --version). */
 void *lakeCryptoHandle(void);
+/* Binds libcrypto without exiting: NULL when it is usable, else the line
+ * saying why not (liblake(3)'s lake_open). */
+const char *lakeCryptoReady(void);
 
 #ifndef LAKE_CRYPTO_IMPL
 /* (a macro is not expanded again inside itself: the field keeps its name) */

@@ -14,20 +14,22 @@
 
 lakeCurlApi lakeCurl;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char why[320]; /* set once by load() when libcurl is not usable */
 
 /* POSIX: a function pointer is stored through a void * lvalue. */
 #define BIND(field, symbol)                                                          \
     do {                                                                             \
         *(void **)(&lakeCurl.field) = dlsym(h, symbol);                              \
-        if (!lakeCurl.field) missing = symbol;                                       \
+        if (!lakeCurl.field && !missing) missing = symbol;                          \
     } while (0)
 
 static void load(void) {
     const char *missing = NULL;
     void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        logErrorf("cannot load libcurl: %s", dlerror());
-        exit(1);
+        const char *e = dlerror();
+        snprintf(why, sizeof why, "cannot load libcurl: %s", e ? e : "unknown error");
+        return;
     }
     BIND(global_init, "curl_global_init");
     BIND(global_cleanup, "curl_global_cleanup");
@@ -53,14 +55,19 @@ static void load(void) {
     BIND(url_get, "curl_url_get");
     BIND(url_cleanup, "curl_url_cleanup");
     BIND(free, "curl_free");
-    if (missing) {
-        logErrorf("libcurl.so.4 has no %s (libcurl 7.81 or later is needed)", missing);
-        exit(1);
-    }
+    if (missing) snprintf(why, sizeof why, "libcurl.so.4 has no %s (libcurl 7.81 or later is needed)", missing);
+}
+
+const char *lakeCurlReady(void) {
+    pthread_once(&once, load);
+    return why[0] ? why : NULL;
 }
 
 const lakeCurlApi *lakeCurlLoad(void) {
-    pthread_once(&once, load);
+    if (lakeCurlReady()) {
+        logErrorf("%s", why);
+        exit(1);
+    }
     return &lakeCurl;
 }
 

@@ -45,9 +45,13 @@ typedef struct lakeCurlApi {
     void (*free)(void *);
 } lakeCurlApi;
 
-/* The bound functions; lakeCurlLoad() fills them (once, thread-safe). */
+/* The bound functions; lakeCurlLoad() fills them (once, thread-safe), and
+ * exits 1 after one line when libcurl is not usable. */
 extern lakeCurlApi lakeCurl;
 const lakeCurlApi *lakeCurlLoad(void);
+/* The same without exiting: NULL when libcurl is usable, else the line
+ * saying why not (liblake(3)'s lake_open asks it first). */
+const char *lakeCurlReady(void);
 /* curl_version() of libcurl.so.4 ("libcurl/8.5.0 OpenSSL/…"), or NULL when
  * it cannot be loaded; never exits (for --version). */
 const char *lakeCurlVersion(void);

@@ -17,28 +17,40 @@ void *lakeDlibOpen(lakeDlib *l) {
         l->handle = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
         if (!l->handle) {
             const char *e = dlerror();
-            snprintf(l->error, sizeof l->error, "%s", e ? e : "unknown error");
+            snprintf(l->error, sizeof l->error, "cannot load %s: %s", l->soname, e ? e : "unknown error");
         }
     }
     pthread_mutex_unlock(&l->mu);
     return l->handle;
 }
 
-void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const slots[]) {
-    if (__atomic_load_n(&l->bound, __ATOMIC_ACQUIRE)) return;
+int lakeDlibTry(lakeDlib *l, size_t n, const char *const names[], void **const slots[]) {
+    if (__atomic_load_n(&l->bound, __ATOMIC_ACQUIRE)) return 0;
     void *h = lakeDlibOpen(l);
-    if (!h) {
-        logErrorf("cannot load %s: %s", l->soname, l->error);
-        exit(1);
-    }
     pthread_mutex_lock(&l->mu);
-    for (size_t i = 0; i < n && !l->bound; i++) {
-        *slots[i] = dlsym(h, names[i]);
-        if (!*slots[i]) {
-            logErrorf("%s has no %s (%s is needed)", l->soname, names[i], l->need);
-            exit(1);
+    if (h && !l->bound && !l->missing) {
+        for (size_t i = 0; i < n; i++) {
+            void *sym = dlsym(h, names[i]);
+            if (!sym) {
+                snprintf(l->error, sizeof l->error, "%s has no %s (%s is needed)", l->soname, names[i], l->need);
+                l->missing = 1;
+                break;
+            }
+            *slots[i] = sym;
         }
+        if (!l->missing) __atomic_store_n(&l->bound, 1, __ATOMIC_RELEASE);
     }
-    __atomic_store_n(&l->bound, 1, __ATOMIC_RELEASE);
+    int rc = l->bound ? 0 : -1;
     pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+const char *lakeDlibWhy(lakeDlib *l) {
+    return l->error;
+}
+
+void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const slots[]) {
+    if (lakeDlibTry(l, n, names, slots) == 0) return;
+    logErrorf("%s", l->error);
+    exit(1);
 }

@@ -19,23 +19,35 @@ typedef struct lakeDlib {
     pthread_mutex_t mu;
     int tried;
     int bound; /* read without the lock (atomic): set once all are bound */
+    int missing; /* loaded, but a name is missing (error says which) */
     void *handle;
-    char error[256]; /* dlerror() of a failed load */
+    char error[320]; /* why it failed: "cannot load SONAME: dlerror()" or "SONAME has no NAME ..." */
 } lakeDlib;
 
-#define LAKE_DLIB_INIT(soname, need) {(soname), (need), PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, ""}
+#define LAKE_DLIB_INIT(soname, need) {(soname), (need), PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, NULL, ""}
 
 /* l's handle, dlopen()ed (RTLD_LOCAL) on the first call, thread-safe; NULL
  * when it cannot be loaded (then l->error says why).  Never exits. */
 void *lakeDlibOpen(lakeDlib *l);
 
 /* Loads l and stores the address of names[i] in *slots[i] for each of the
+ * n names, the first time (thread-safe): 0 when every name is bound, -1
+ * when the library or a name is missing (l->error says which), never
+ * exiting.  The public library (liblake(3)) asks this of what a client
+ * needs when it opens one, so that no later call exits behind a
+ * program's back. */
+int lakeDlibTry(lakeDlib *l, size_t n, const char *const names[], void **const slots[]);
+
+/* Loads l and stores the address of names[i] in *slots[i] for each of the
  * n names (a slot is a function pointer, written through a void *: POSIX
  * dlsym's rule), the first time; later calls return at once (thread-safe).
- * When the library or a name is missing, prints one line and exits 1:
+ * When the library or a name is missing (lakeDlibTry), prints one line and exits 1:
  * nothing can be done without it, and no caller meets a half-bound
  * library. */
 void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const slots[]);
+
+/* "cannot load ..." or "... has no ..." once lakeDlibTry failed. */
+const char *lakeDlibWhy(lakeDlib *l);
 
 /* For an X-macro list of function names: the names lakeDlibBind takes. */
 #define LAKE_DLIB_NAME(f) #f,
@@ -43,10 +55,12 @@ void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const
 /* Defines a library's loader (one a file) for T, a struct whose fields are
  * pointers to the functions of the X-macro list FUNCS, with their names:
  * `const T *LOAD(void)`, which binds them on the first call and returns
- * them, and `void *HANDLE(void)`, the library's handle or NULL, never
- * exiting (for --version).  core/crypto.c and core/archive.c. */
+ * them, `void *HANDLE(void)`, the library's handle or NULL, never
+ * exiting (for --version), and `const char *READY(void)`, which binds
+ * them without exiting: NULL when done, else the line saying why not.
+ * core/crypto.c and core/archive.c. */
 #define LAKE_DLIB_SLOT(f) (void **)&lakeDlibApi.f,
-#define LAKE_DLIB_DEFINE(T, FUNCS, soname, need, LOAD, HANDLE)                       \
+#define LAKE_DLIB_DEFINE(T, FUNCS, soname, need, LOAD, HANDLE, READY)                \
     static T lakeDlibApi;                                                            \
     static lakeDlib lakeDlibLib = LAKE_DLIB_INIT(soname, need);                      \
     void *HANDLE(void) {                                                             \
@@ -57,6 +71,12 @@ void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const
         static void **const slots[] = {FUNCS(LAKE_DLIB_SLOT)};                       \
         lakeDlibBind(&lakeDlibLib, sizeof names / sizeof names[0], names, slots);    \
         return &lakeDlibApi;                                                         \
+    }                                                                                \
+    const char *READY(void) {                                                        \
+        static const char *const names[] = {FUNCS(LAKE_DLIB_NAME)};                  \
+        static void **const slots[] = {FUNCS(LAKE_DLIB_SLOT)};                       \
+        size_t n = sizeof names / sizeof names[0];                                   \
+        return lakeDlibTry(&lakeDlibLib, n, names, slots) ? lakeDlibWhy(&lakeDlibLib) : NULL; \
     }
 
 #endif

@@ -35,13 +35,19 @@ void *lakeMagicHandle(void) {
     return lakeDlibOpen(&lib);
 }
 
+static const char *const magicNames[] = {MAGIC_FUNCS(LAKE_DLIB_NAME)};
+static void **const magicSlots[] = {MAGIC_FUNCS(SLOT)};
+#define MAGIC_N (sizeof magicNames / sizeof magicNames[0])
+
+const char *stageContentTypeReady(void) {
+    return lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots) ? lakeDlibWhy(&lib) : NULL;
+}
+
 char *contentTypeDetect(const void *buf, size_t len) {
     const char *t = NULL;
     pthread_mutex_lock(&mu);
     if (!loaded) {
-        static const char *const names[] = {MAGIC_FUNCS(LAKE_DLIB_NAME)};
-        static void **const slots[] = {MAGIC_FUNCS(SLOT)};
-        lakeDlibBind(&lib, sizeof names / sizeof names[0], names, slots);
+        lakeDlibBind(&lib, MAGIC_N, magicNames, magicSlots);
         cookie = lm.magic_open(MAGIC_MIME_TYPE | MAGIC_ERROR);
         loaded = cookie && lm.magic_load(cookie, NULL) == 0 ? 1 : -1;
     }

@@ -216,6 +216,10 @@ int stageTypeInValue(const stage *s);
  * finds none.  Never NULL; the caller frees.  Thread-safe (calls take
  * turns on libmagic's one cookie). */
 char *stageDetectContentType(const void *buf, size_t len);
+/* Binds libmagic without exiting: NULL when detection can run, else the
+ * line saying why not (liblake(3)'s lake_open asks it first: the
+ * detection exits 1 when libmagic is missing). */
+const char *stageContentTypeReady(void);
 
 /* Called per unfinished multipart upload that stageAbortUploads aborts
  * (or, with dry_run, would abort). */

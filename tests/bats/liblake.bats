@@ -193,6 +193,27 @@ read a little, then close: 16 ok"
   [[ ${lines[0]} == *"\"location\":\"file://$T/other/files/"* ]] || fail "not in lake.conf's stage: ${lines[0]}"
 }
 
+@test "a run-time library that cannot be bound is lake_open's error (status 1), never an exit inside the program; the commands exit 1 with the same line" {
+  # A fault the real libraries cannot produce: an empty libmagic.so.1 and
+  # libcurl.so.4 found first through LD_LIBRARY_PATH, as an old or broken
+  # install would offer them.
+  mkdir "$T/fake"
+  cc -shared -fPIC -o "$T/fake/libmagic.so.1" -x c /dev/null
+  cc -shared -fPIC -o "$T/fake/libcurl.so.4" -x c /dev/null
+  LD_LIBRARY_PATH=$T/fake run --separate-stderr "$RT" "$BATS_TEST_FILENAME"
+  assert_error roundtrip 1 "libmagic.so.1 has no magic_open (libmagic 5 is needed) (failed)"
+  LD_LIBRARY_PATH=$T/fake run --separate-stderr lake-put "$BATS_TEST_FILENAME"
+  assert_error lake-put 1 "libmagic.so.1 has no magic_open (libmagic 5 is needed)"
+  [ -z "$(find "$LAKE_HOME/stage" -type f 2>/dev/null)" ] || fail "an object was left: $(find "$LAKE_HOME/stage" -type f)"
+  # libcurl only matters to a remote lake or an S3 stage
+  mkdir "$T/fake2"
+  cp "$T/fake/libcurl.so.4" "$T/fake2/"
+  LD_LIBRARY_PATH=$T/fake2 run --separate-stderr "$RT" "$BATS_TEST_FILENAME"
+  assert_success
+  LAKE_STAGE=s3://bucket/prefix LD_LIBRARY_PATH=$T/fake2 run --separate-stderr "$RT" "$BATS_TEST_FILENAME"
+  assert_error roundtrip 1 "libcurl.so.4 has no curl_global_init (libcurl 7.81 or later is needed) (failed)"
+}
+
 @test "installed with make install: lake.h, liblake.so.0, lake.pc; programs built with pkg-config, the liblake(3) example among them" {
   root="$T/root"
   run make -s -C "$LAKE_SRC" ${SAN:+SANITIZE=1} install DESTDIR="$root" PREFIX=/opt/lake
