@@ -22,10 +22,18 @@
 #                        uninstall): the programs, their manual and
 #                        completions, and liblake (lake.h, liblake.a,
 #                        liblake.so.0, lake.pc, section 3)
-#   make deb             the Debian packages lake and lake-metasrv (debian/,
-#                        debhelper), built from a copy of the tree under
-#                        build/deb/, where the .deb files land; lintian's
-#                        findings in build/deb/lintian.txt
+#   make deb             the Debian packages lake, lake-metasrv, liblake0 and
+#                        liblake-dev (debian/, debhelper), built from a copy
+#                        of the tree under build/deb/, where the .deb files
+#                        land; lintian's findings in build/deb/lintian.txt
+#   make abi-check       liblake.so.0's ABI (abidiff: its exported functions
+#                        and the types lake.h declares) against the baseline
+#                        lib/api/liblake.abi; fails on any change (make check
+#                        runs it, tests/bats/liblake-abi.bats)
+#   make abi-baseline    write lib/api/liblake.abi from build/liblake.so.0, and
+#   make symbols         debian/liblake0.symbols from lib/api/liblake.map: both
+#                        after a deliberate change of the public API (a name
+#                        added to lake.h and liblake.map), committed with it
 #   V=1                  print each compiler and linker command in full (the
 #                        default is one "  CC file" / "  LD file" line each)
 #   make fuzz            libFuzzer harnesses (tests/fuzz/, clang, objects in
@@ -112,7 +120,7 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
               libmagic-dev zlib1g-dev libedit-dev mandoc bats bats-support bats-assert bats-file \
               openssl sqlite3 jq xxd zsh time hyperfine wrk etcd-server python3 zip zstd cpio p7zip-full \
               valgrind postgresql libpq-dev shellcheck radosgw ceph-mon ceph-osd \
-              debhelper dpkg-dev fakeroot lintian gnuplot-nox
+              debhelper dpkg-dev fakeroot lintian gnuplot-nox abigail-tools
 # The npm peers, pinned by tests/package-lock.json: DuckDB
 # (@duckdb/node-api), a benchmark peer of bench/query only, never used by
 # the programs or the tests (the S3 peer is radosgw, and the fault proxy
@@ -122,7 +130,7 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
 # and install never need them.
 NPM_STAMP  := tests/node_modules/.package-lock.json
 
-.PHONY: all deps check unit-bins lint demo bench install uninstall clean objects deb
+.PHONY: all deps check unit-bins lint demo bench install uninstall clean objects deb symbols abi-baseline abi-check
 
 all: $(BINS) $(LIBLAKE_SO) $(SO_LINKS) $(EXAMPLES)
 
@@ -176,6 +184,48 @@ $(BUILD)/bin/%: $$(call objs_of,$$*) $(LIBLAKE)
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIBLAKE)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(ALL_LDFLAGS) -o $@ $< $(LIBLAKE) $(LIBS)
+
+# The public ABI (liblake(3), STABILITY).  abidw describes the library's
+# exported functions and the types lake.h declares, from the DWARF of a -g
+# build (without it there would be symbols alone: refused), with nothing
+# that depends on where or by whom it was built (no paths, no line numbers,
+# type ids by hash); abidiff compares that with the committed baseline (two
+# descriptions made alike: abidiff's own --headers-dir2 on the library
+# took lake.h's types for private ones and let their changes pass) and
+# exits non-zero on any change, an addition included: a deliberate one is
+# committed with a new baseline (make abi-baseline) and symbols file (make
+# symbols).  The baseline carries its licence as a comment after the root
+# element (abidiff reads no file that does not begin with it).
+ABI_BASE   := lib/api/liblake.abi
+ABIDW_FLAGS := --headers-dir include --drop-private-types --exported-interfaces-only --no-show-locs \
+               --no-corpus-path --no-comp-dir-path --no-elf-needed --type-id-style hash
+ABI_DEBUG   = @readelf -S $(1) | grep -q '\.debug_info' || \
+	  { echo "$(2): $(1) has no debug information (build with -g)" >&2; exit 1; }
+
+abi-baseline: $(LIBLAKE_SO)
+	$(call ABI_DEBUG,$<,abi-baseline)
+	abidw $(ABIDW_FLAGS) --out-file $(BUILD)/liblake.abi.new $<
+	@{ sed -n 1p $(BUILD)/liblake.abi.new; \
+	   echo '  <!-- SPDX-License-Identifier: BSD-2-Clause -->'; \
+	   echo '  <!-- liblake.so.0 ABI baseline: make abi-baseline writes it, make abi-check compares -->'; \
+	   sed 1d $(BUILD)/liblake.abi.new; } >$(ABI_BASE)
+	@rm -f $(BUILD)/liblake.abi.new
+
+abi-check: $(LIBLAKE_SO)
+	$(call ABI_DEBUG,$<,abi-check)
+	@abidw $(ABIDW_FLAGS) --out-file $(BUILD)/liblake.abi $<
+	@abidiff $(ABI_BASE) $(BUILD)/liblake.abi || \
+	  { echo "abi-check: $< differs from $(ABI_BASE) (above); if the change is deliberate and keeps liblake(3)'s promise: make abi-baseline symbols" >&2; exit 1; }
+
+# The symbols file dpkg-gensymbols holds liblake0 to (debian/rules: -c4, a
+# symbol the library has and the file lacks fails the package build; one
+# listed but gone passes there when listed at VERSION, so
+# tests/bats/liblake-abi.bats checks both ways): every name of liblake.map,
+# with the version it first appeared in (a new one: VERSION).
+symbols: lib/api/liblake.map lib/api/symbols.awk
+	@awk -v version=$(VERSION) -f lib/api/symbols.awk debian/liblake0.symbols lib/api/liblake.map \
+	  >$(BUILD)/liblake0.symbols.new
+	@mv $(BUILD)/liblake0.symbols.new debian/liblake0.symbols
 
 # Idempotent: asks apt only for what is missing, through sudo when not root.
 deps:

@@ -1,21 +1,29 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: BSD-2-Clause
 # The Debian packages (issue 20): make deb, then what a user of them gets.
-#  - make deb builds lake and lake-metasrv from a copy of the sources that
-#    is not a git checkout (what a Debian source package is: the build's
+#  - make deb builds lake, lake-metasrv, liblake0 and liblake-dev from a
+#    copy of the sources that is not a git checkout (what a Debian source package is: the build's
 #    git revision falls back to none), lintian finds no error or warning,
 #    and a second build elsewhere gives the same bytes (reproducible);
 #  - the packages depend on the libraries the programs dlopen(), which
 #    dpkg-shlibdeps cannot see; Build-Depends is in the Makefile's list;
+#  - liblake0 (Multi-Arch: same) holds liblake.so.0, hardened, exporting
+#    liblake.map's names, with debian/liblake0.symbols as its symbols
+#    file (dpkg-gensymbols -c4); liblake-dev the header, liblake.a, the
+#    link, lake.pc and section 3, and depends on liblake0 of its version;
 #  - installed into a scratch root (dpkg --root, the maintainer scripts
 #    run for that root): every program's --version, the man pages and
 #    completions where Debian puts them, the lake user, /etc/lake/tls and
 #    /var/lib/lake,
-#    a put/get round trip from the installed programs; purged, nothing of
-#    them is left;
+#    a put/get round trip from the installed programs; a program built
+#    with pkg-config against the installed liblake-dev runs on liblake0
+#    (and one linked with liblake.a, pkg-config --static); purged,
+#    nothing of them is left;
 #  - the unit: systemd-analyze verify clean, security exposure <= 2.0;
 #  - with CI=true (a throw-away machine, as root): the real
-#    apt install ./lake_*.deb, then apt purge, and nothing is left.
+#    apt install of the four, a program built with
+#    cc prog.c $(pkg-config --cflags --libs lake), then apt purge, and
+#    nothing is left.
 #  - every program the unit runs is in a dependency; the maintainer
 #    scripts, run with stand-ins for the systemd helpers: installation
 #    starts nothing, an upgrade restarts the service, removal stops it.
@@ -44,7 +52,7 @@ setup_file() {
   local version p
   version=$(sed -n 's/^VERSION *:= *//p' "$LAKE_SRC/Makefile")
   mkdir -p "$PKG/x"
-  for p in lake lake-metasrv; do
+  for p in lake lake-metasrv liblake0 liblake-dev; do
     dpkg-deb -x "$PKG/src/build/deb/${p}_${version}_amd64.deb" "$PKG/x/$p" >>"$PKG/deb.out" 2>&1 || true
   done
 }
@@ -53,10 +61,12 @@ setup() {
   [ ! -f "$PKG/skip" ] || skip "$(cat "$PKG/skip")"
   common_setup
   VERSION=$(sed -n 's/^VERSION *:= *//p' "$LAKE_SRC/Makefile")
-  DEBS=("$PKG/src/build/deb/lake_${VERSION}_amd64.deb" "$PKG/src/build/deb/lake-metasrv_${VERSION}_amd64.deb")
+  DEBS=("$PKG/src/build/deb/lake_${VERSION}_amd64.deb" "$PKG/src/build/deb/lake-metasrv_${VERSION}_amd64.deb"
+        "$PKG/src/build/deb/liblake0_${VERSION}_amd64.deb" "$PKG/src/build/deb/liblake-dev_${VERSION}_amd64.deb")
   ROOT=$T/root
   # DEBS extracted (setup_file)
-  X_LAKE=$PKG/x/lake X_METASRV=$PKG/x/lake-metasrv
+  X_LAKE=$PKG/x/lake X_METASRV=$PKG/x/lake-metasrv X_LIB=$PKG/x/liblake0 X_DEV=$PKG/x/liblake-dev
+  MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 }
 
 teardown() {
@@ -77,10 +87,39 @@ root_install() {
   root_dpkg -i "${DEBS[@]}" >"$T/install.out" 2>&1 || fail "dpkg -i failed: $(cat "$T/install.out")"
 }
 
-@test "make deb, outside a git checkout: lake and lake-metasrv, lintian without errors or warnings" {
+# A small program on <lake.h>: the header's and the library's versions,
+# then stdin put into the stage and read back to stdout, verified.
+tiny_program() {
+  cat <<'EOF'
+#include <stdio.h>
+#include <lake.h>
+int main(void) {
+    lake_client *c;
+    lake_file *f;
+    lake_reader *r;
+    lake_error e;
+    char buf[4096];
+    ssize_t n;
+    printf("%s %s\n", LIBLAKE_VERSION, lake_version());
+    if (lake_open(&c, NULL, &e) || lake_put_fd(c, 0, "in", &f, &e) ||
+        lake_open_file(c, lake_file_json(f), &r, &e)) {
+        fprintf(stderr, "prog: %s\n", e.message);
+        return e.exit_status;
+    }
+    while ((n = lake_reader_read(r, buf, sizeof buf, &e)) > 0) fwrite(buf, 1, (size_t)n, stdout);
+    if (n < 0) fprintf(stderr, "prog: %s\n", e.message);
+    lake_reader_close(r);
+    lake_file_free(f);
+    lake_close(c);
+    return n < 0 ? e.exit_status : 0;
+}
+EOF
+}
+
+@test "make deb, outside a git checkout: lake, lake-metasrv, liblake0, liblake-dev, lintian without errors or warnings" {
   assert_equal "make deb: exit $(cat "$PKG/deb.rc")" "make deb: exit 0"
-  assert_file_exists "${DEBS[0]}"
-  assert_file_exists "${DEBS[1]}"
+  local d
+  for d in "${DEBS[@]}"; do assert_file_exists "$d"; done
   run grep -E '^[EW]: ' "$PKG/src/build/deb/lintian.txt"
   assert_failure 1 # (2: no lintian.txt at all)
   # the version is the Makefile's; no git revision outside a checkout
@@ -129,6 +168,8 @@ root_install() {
     [ -n "$pkg" ] || pkg=$(dpkg -S "$so" | grep -v -- '-dev' | head -1 | cut -d: -f1)
     [ -n "$pkg" ] || fail "no package holds $so"
     [[ ", $depends," == *", $pkg"[\ ,]* ]] || fail "lake does not depend on $pkg ($so): $depends"
+    # the library opens them as the programs do
+    [[ ", $(dpkg-deb -f "${DEBS[2]}" Depends)," == *", $pkg"[\ ,]* ]] || fail "liblake0 does not depend on $pkg ($so)"
   done
   [ "$checked" -ge 1 ] || fail "no soname found in lib/: nothing checked"
   depends=$(dpkg-deb -f "${DEBS[1]}" Depends)
@@ -182,16 +223,100 @@ root_install() {
   assert_output "from the package"
 }
 
+@test "liblake0 and liblake-dev: their files, the symbols file, a hardened library exporting liblake.map's names" {
+  local lib=usr/lib/$MULTIARCH so d f m
+  so=$X_LIB/$lib/liblake.so.$VERSION
+  run dpkg-deb -c "${DEBS[2]}"
+  assert_success
+  assert_equal "$(awk '$1 !~ /^d/ { print $6 }' <<<"$output" | sort | tr '\n' ' ')" \
+    "./$lib/liblake.so.0 ./$lib/liblake.so.$VERSION ./usr/share/doc/liblake0/changelog.gz ./usr/share/doc/liblake0/copyright "
+  assert_equal "$(readlink "$X_LIB/$lib/liblake.so.0")" "liblake.so.$VERSION"
+  for d in "${DEBS[2]}" "${DEBS[3]}"; do
+    assert_equal "$(dpkg-deb -f "$d" Multi-Arch)" same
+  done
+  assert_equal "$(dpkg-deb -f "${DEBS[2]}" Section)" libs
+  assert_equal "$(dpkg-deb -f "${DEBS[3]}" Section)" libdevel
+  [[ ", $(dpkg-deb -f "${DEBS[3]}" Depends)," == *", liblake0 (= $VERSION),"* ]] ||
+    fail "liblake-dev does not depend on liblake0 (= $VERSION): $(dpkg-deb -f "${DEBS[3]}" Depends)"
+  # the programs link liblake.a: lake needs no liblake0
+  [[ ", $(dpkg-deb -f "${DEBS[0]}" Depends)," != *" liblake0"* ]] || fail "lake depends on liblake0"
+  # the symbols file is debian/liblake0.symbols, held to by dpkg-gensymbols -c4
+  dpkg-deb -e "${DEBS[2]}" "$T/ctl"
+  run cat "$T/ctl/symbols"
+  assert_output "$(cat "$LAKE_SRC/debian/liblake0.symbols")"
+  grep -qx 'dh_makeshlibs -- -c4' "$PKG/src/build/deb/build.log" || fail "dh_makeshlibs did not run with -c4"
+  # hardened as the programs are: full RELRO, no sanitizer
+  run readelf -d "$so"
+  assert_line --regexp '\(SONAME\) +Library soname: \[liblake\.so\.0\]$'
+  assert_line --regexp '\(FLAGS\) +BIND_NOW$'
+  run readelf -lW "$so"
+  assert_line --regexp '^ +GNU_RELRO '
+  nm -D --defined-only "$so" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort >"$T/exported"
+  sed -n 's/^ *\(lake_[a-z0-9_]*\);$/\1/p' "$LAKE_SRC/lib/api/liblake.map" | sort >"$T/map"
+  run diff "$T/map" "$T/exported"
+  assert_success
+  run nm -D "$so"
+  refute_output --partial __asan_
+  # liblake-dev: the header, both libraries' development files, section 3
+  for f in usr/include/lake.h "$lib/liblake.a" "$lib/pkgconfig/lake.pc"; do
+    assert_file_exists "$X_DEV/$f"
+  done
+  assert_equal "$(readlink "$X_DEV/$lib/liblake.so")" liblake.so.0
+  cmp "$LAKE_SRC/include/lake.h" "$X_DEV/usr/include/lake.h"
+  for m in "$LAKE_SRC"/man/man3/*.3; do
+    assert_file_exists "$X_DEV/usr/share/man/man3/${m##*/}.gz"
+  done
+  run grep -E '^(libdir|includedir|Version:)' "$X_DEV/$lib/pkgconfig/lake.pc"
+  assert_output "libdir=/$lib
+includedir=/usr/include
+Version: $VERSION"
+  run nm "$X_DEV/$lib/liblake.a"
+  refute_output --partial __asan_
+}
+
+@test "installed into a scratch root: programs built with pkg-config against liblake-dev run on liblake0, or linked with liblake.a" {
+  root_install
+  local lib=$ROOT/usr/lib/$MULTIARCH
+  export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$ROOT
+  run pkg-config --modversion lake
+  assert_output "$VERSION"
+  run pkg-config --cflags --libs lake
+  assert_equal "${output% }" "-I$ROOT/usr/include -L$lib -llake"
+  tiny_program >"$T/prog.c"
+  # shellcheck disable=SC2046 # pkg-config's words are meant to split
+  cc -Wall -Wextra -Werror -o "$T/prog" "$T/prog.c" $(pkg-config --cflags --libs lake) || fail "cc failed"
+  printf 'through the library\n' >"$T/in"
+  LD_LIBRARY_PATH=$lib run --separate-stderr "$T/prog" <"$T/in"
+  assert_clean_success
+  assert_output "$VERSION $VERSION
+through the library"
+  LD_LIBRARY_PATH=$lib run ldd "$T/prog"
+  assert_line --partial "liblake.so.0 => $lib/liblake.so.0"
+  # the tree's example on the static library: pkg-config --static names
+  # what liblake.a needs
+  # shellcheck disable=SC2046 # as above
+  cc -Wall -Wextra -Werror -o "$T/roundtrip" "$LAKE_SRC/examples/roundtrip.c" $(pkg-config --cflags lake) \
+    -Wl,-Bstatic -llake -Wl,-Bdynamic $(pkg-config --static --libs lake | sed 's/ -llake / /') ||
+    fail "cc with liblake.a failed"
+  run ldd "$T/roundtrip"
+  refute_output --partial liblake
+  head -c 1000000 /dev/urandom >"$T/in"
+  run --separate-stderr "$T/roundtrip" "$T/in"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_line --index 1 "read back 1000000 bytes: the same"
+}
+
 @test "purged from the scratch root, nothing of the packages is left" {
   root_install
   # what dpkg installed, conffiles included
-  dpkg-deb -c "${DEBS[0]}" >"$T/files"
-  dpkg-deb -c "${DEBS[1]}" >>"$T/files"
-  root_dpkg --purge lake-metasrv lake >"$T/purge.out" 2>&1 || fail "purge failed: $(cat "$T/purge.out")"
-  run root_dpkg -L lake
-  assert_failure
-  run root_dpkg -L lake-metasrv
-  assert_failure
+  local d p
+  for d in "${DEBS[@]}"; do dpkg-deb -c "$d"; done >"$T/files"
+  root_dpkg --purge lake-metasrv lake liblake-dev liblake0 >"$T/purge.out" 2>&1 || fail "purge failed: $(cat "$T/purge.out")"
+  for p in lake lake-metasrv liblake0 liblake-dev; do
+    run root_dpkg -L "$p"
+    assert_failure
+  done
   local f left=
   for f in $(awk '$1 !~ /^d/ { print substr($6, 2) }' "$T/files"); do
     [ ! -e "$ROOT$f" ] || left+=" $f"
@@ -199,6 +324,8 @@ root_install() {
   [ -z "$left" ] || fail "left after purge:$left"
   assert_not_exist "$ROOT/etc/lake"
   assert_not_exist "$ROOT/usr/bin"
+  assert_not_exist "$ROOT/usr/include"
+  assert_not_exist "$ROOT/usr/lib/$MULTIARCH"
   assert_not_exist "$ROOT/lib/systemd/system"
 }
 
@@ -275,7 +402,7 @@ root_install() {
   assert_line "deb-systemd-invoke stop lake-metasrv.service"
 }
 
-@test "CI: apt install ./lake_*.deb, the programs run, apt purge leaves nothing" {
+@test "CI: apt install of the four packages, the programs run, a program builds with pkg-config, apt purge leaves nothing" {
   [ "${CI:-}" = true ] || skip "CI=true only: installs into this machine"
   [ "$(id -u)" = 0 ] || skip "needs root"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${DEBS[@]}" >"$T/apt.out" 2>&1 ||
@@ -287,10 +414,23 @@ root_install() {
   id lake >/dev/null || fail "no lake user"
   run systemd-analyze verify --man=no /lib/systemd/system/lake-metasrv.service
   assert_output ""
-  dpkg -L lake lake-metasrv | sort >"$T/files"
-  DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq lake lake-metasrv >"$T/apt.out" 2>&1 ||
+  # as README says: cc prog.c $(pkg-config --cflags --libs lake)
+  tiny_program >"$T/prog.c"
+  # shellcheck disable=SC2046 # pkg-config's words are meant to split
+  cc -Wall -Werror -o "$T/prog" "$T/prog.c" $(pkg-config --cflags --libs lake) || fail "cc failed"
+  printf 'through the library\n' >"$T/in"
+  run --separate-stderr "$T/prog" <"$T/in"
+  assert_clean_success
+  assert_output "$VERSION $VERSION
+through the library"
+  run ldd "$T/prog"
+  assert_line --regexp "liblake\.so\.0 => (/usr)?/lib/$MULTIARCH/liblake\.so\.0 "
+  dpkg -L lake lake-metasrv liblake0 liblake-dev | sort >"$T/files"
+  DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq lake lake-metasrv liblake0 liblake-dev >"$T/apt.out" 2>&1 ||
     fail "apt purge failed: $(cat "$T/apt.out")"
   run dpkg -L lake
+  assert_failure
+  run dpkg -L liblake0
   assert_failure
   local f left=
   while read -r f; do
