@@ -160,9 +160,15 @@ $(LIB_OBJ): $(BUILD)/pic.stamp
 $(BUILD)/pic.stamp:
 	@mkdir -p $(dir $@) && touch $@
 
-$(LIBLAKE_SO): $(LIB_OBJ) lib/api/liblake.map
+# The shared library leaves out the registry's PostgreSQL driver, which only
+# lake-metasrv enables (registryEnablePostgres): a program using liblake
+# loads neither libpq nor the thirty libraries libpq brings (Kerberos,
+# LDAP...), which cost it 4 ms and 6 MiB at start.
+SO_OBJ     := $(filter-out $(BUILD)/lib/catalog/registry/pg.o,$(LIB_OBJ))
+SO_LIBS    := $(filter-out -lpq,$(LIBS))
+$(LIBLAKE_SO): $(SO_OBJ) lib/api/liblake.map
 	$(call say,LD,$@)$(CC) -shared $(ALL_LDFLAGS) -Wl,-soname,$(SONAME) \
-	  -Wl,--version-script=lib/api/liblake.map -Wl,--no-undefined -o $@ $(LIB_OBJ) $(LIBS)
+	  -Wl,--version-script=lib/api/liblake.map -Wl,--no-undefined -o $@ $(SO_OBJ) $(SO_LIBS)
 $(SO_LINKS): $(LIBLAKE_SO)
 	@ln -sf $(notdir $<) $@
 
@@ -282,7 +288,7 @@ install: all
 	ln -sf $(notdir $(LIBLAKE_SO)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/liblake.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	  -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(LIBS))|' lib/api/lake.pc.in \
+	  -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(SO_LIBS))|' lib/api/lake.pc.in \
 	  >$(DESTDIR)$(PCDIR)/lake.pc
 	install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
 

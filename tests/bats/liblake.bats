@@ -39,6 +39,14 @@ teardown() {
   # the header names nothing but lake_ and LIBLAKE_ (and its guard)
   run bash -c "grep -oE '^#define [A-Za-z_]+|typedef [^;]*\\b[a-z_]+;' '$LAKE_SRC/include/lake.h' | grep -vE 'LIBLAKE_|LAKE_H|lake_'"
   assert_output ""
+  # what it links: no libpq (the registry's PostgreSQL driver is
+  # lake-metasrv's), and what the commands link besides
+  objdump -p "$so" | awk '$1 == "NEEDED" { print $2 }' | sort >"$T/needed"
+  objdump -p "$LAKE_BIN/lake-put" | awk '$1 == "NEEDED" { print $2 }' | sort >"$T/needed-put"
+  run diff "$T/needed-put" "$T/needed"
+  assert_success
+  run grep -c libpq "$T/needed"
+  assert_output 0
 }
 
 @test "lake_version is the header's and the Makefile's version" {
