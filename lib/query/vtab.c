@@ -753,7 +753,8 @@ static int choose(queryTable *t, queryCursor *c) {
         const char *loc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t->segv[i], "location"));
         int64_t rows = -1;
         jsonWhole(cJSON_GetObjectItemCaseSensitive(t->segv[i], "rows"), 0, &rows);
-        if (!ctx->no_pushdown && pruneSegment(t->segv[i], t->cols, c->terms, c->nterms, why, sizeof why)) {
+        if (!ctx->no_pushdown &&
+            pruneSegment(t->segv[i], t->cols, c->terms, c->nterms, trace || ex ? why : NULL, sizeof why)) {
             if (trace) traceLine("query", "prune %s.%s v%lld segment %d %s: %s", t->ns, t->name, (long long)version, i,
                                  loc ? loc : "?", why);
             if (ex) sqlite3_str_appendf(ex, "  pruned %5d  %s  %s\n", i, loc ? loc : "?", why);
