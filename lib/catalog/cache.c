@@ -1060,8 +1060,12 @@ static void checkedJsonStoreIndexing(const char *dir, const char *name, const cJ
         uLong crc = crc32(0, (const Bytef *)text, (uInt)strlen(text));
         snprintf(tail, sizeof tail, "\ncrc32 %08lx\n", crc);
         if (writeAll(af.fd, text, strlen(text)) == 0 && writeAll(af.fd, tail, strlen(tail)) == 0 &&
-            atomicCommit(&af, &err) == 0 && ixname)
-            regIndexWrite(dir, ixname, j, text, strlen(text), (uint32_t)crc, strlen(text) + strlen(tail));
+            atomicCommit(&af, &err) == 0 && ixname) {
+            /* of the text as a reader of the file parses it (regindex.h) */
+            cJSON *back = jsonStrictParse(text, strlen(text), NULL, NULL, &(jsonFault){0});
+            if (back) regIndexWrite(dir, ixname, back, text, strlen(text), (uint32_t)crc, strlen(text) + strlen(tail));
+            cJSON_Delete(back);
+        }
         atomicAbort(&af);
     }
     cJSON_free(text);

@@ -41,10 +41,11 @@ struct cJSON;
 
 typedef struct regIndex regIndex;
 
-/* Build the index of reg, the registration whose unformatted JSON is
- * text[0..len) (the first line of its cached file, whose checksum line
- * carries crc and whose size is file_size), and write it as dir/name
- * atomically.  0, or -1 when nothing was written (fewer than
+/* Build the index of reg, the registration parsed from text[0..len)
+ * (the first line of its cached file, whose checksum line carries crc and
+ * whose size is file_size: parsed from it, not the tree it was printed
+ * from, since a number cJSON prints may read back as another), and write
+ * it as dir/name atomically.  0, or -1 when nothing was written (fewer than
  * REGINDEX_MIN_SEGMENTS segments, a registration it cannot index, a full
  * disk: the JSON is then read as before). */
 int regIndexWrite(const char *dir, const char *name, const struct cJSON *reg, const char *text, size_t len,
