@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -59,17 +61,13 @@ typedef struct ixSeg {
 typedef struct ixStat {
     int64_t id;    /* 0 matches no column */
     int64_t nulls;
-    int64_t min_i, max_i;
-    double min_r, max_r;
-    uint64_t min_off, max_off; /* text: in the pool */
-    uint32_t min_len, max_len;
-    uint8_t known, has_bounds, max_cut, pad;
-    int32_t min_type, max_type;
-    uint32_t pad2;
+    uint64_t min, max; /* by type: INTEGER its value, FLOAT its bits, TEXT its offset in the pool */
+    uint32_t min_len, max_len; /* TEXT: its bytes */
+    uint8_t known, has_bounds, max_cut, min_type, max_type, pad[3];
 } ixStat;
 
 struct regIndex {
-    char *buf;
+    char *buf; /* the file, mapped */
     size_t len;
     const ixHeader *h;
     const char *head;
@@ -116,7 +114,7 @@ static size_t skipValue(const char *p, size_t n, size_t i) {
         }
         return n;
     }
-    while (i < n && p[i] != ',' && p[i] != '}' && p[i] != ']' && p[i] != ' ' && p[i] != '\n') i++;
+    while (i < n && !strchr(",}] \t\n\r", p[i])) i++;
     return i;
 }
 
@@ -146,7 +144,7 @@ static int recordSpans(const char *p, size_t n, ixSeg *segs, uint32_t nseg) {
         for (;;) {
             size_t start = i;
             i = skipValue(p, n, i);
-            if (m == nseg || i > n || p[start] != '{' || i - start > UINT32_MAX) return -1;
+            if (m == nseg || start >= n || i > n || p[start] != '{' || i - start > UINT32_MAX) return -1;
             segs[m].off = start;
             segs[m].len = (uint32_t)(i - start);
             segs[m].crc = (uint32_t)crc32(0, (const Bytef *)p + start, (uInt)(i - start));
@@ -202,19 +200,18 @@ static int statAdd(builder *b, const cJSON *g, int64_t id) {
         x->nulls = st.nulls;
         x->has_bounds = (uint8_t)st.has_bounds;
         x->max_cut = (uint8_t)st.max_cut;
-        x->min_type = st.min.type;
-        x->max_type = st.max.type;
-        x->min_i = st.min.i;
-        x->max_i = st.max.i;
-        x->min_r = st.min.r;
-        x->max_r = st.max.r;
-        if (st.has_bounds && st.min.type == SQLITE_TEXT) {
-            if (poolAdd(b, st.min.p, st.min.n, &x->min_off)) return -1;
-            x->min_len = (uint32_t)st.min.n;
-        }
-        if (st.has_bounds && st.max.type == SQLITE_TEXT) {
-            if (poolAdd(b, st.max.p, st.max.n, &x->max_off)) return -1;
-            x->max_len = (uint32_t)st.max.n;
+        for (int k = 0; k < 2 && st.has_bounds; k++) {
+            const segmentStatsValue *v = k ? &st.max : &st.min;
+            uint64_t *slot = k ? &x->max : &x->min;
+            if (k) x->max_type = (uint8_t)v->type;
+            else x->min_type = (uint8_t)v->type;
+            if (v->type == SQLITE_INTEGER) *slot = (uint64_t)v->i;
+            else if (v->type == SQLITE_FLOAT) memcpy(slot, &v->r, sizeof *slot);
+            else if (v->type == SQLITE_TEXT) {
+                if (poolAdd(b, v->p, v->n, slot)) return -1;
+                if (k) x->max_len = (uint32_t)v->n;
+                else x->min_len = (uint32_t)v->n;
+            }
         }
     }
     b->nstat++;
@@ -331,10 +328,14 @@ regIndex *regIndexOpen(const char *path, const char *json_path) {
     int fd = x ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     struct stat st;
     if (x) x->json_fd = -1;
+    /* mapped, not read: the pages are the page cache's (the file is only
+     * ever replaced whole, by a rename) */
     if (!x || fd < 0 || fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(ixHeader) ||
-        st.st_size > REGINDEX_MAX_BYTES || !(x->buf = malloc((size_t)st.st_size)) ||
-        readFull(fd, x->buf, (size_t)st.st_size) != st.st_size)
+        st.st_size > REGINDEX_MAX_BYTES)
         goto bad;
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) goto bad;
+    x->buf = map;
     x->len = (size_t)st.st_size;
     close(fd);
     fd = -1;
@@ -345,13 +346,14 @@ regIndex *regIndexOpen(const char *path, const char *json_path) {
     uint64_t need = sizeof h + pad8(h.head_len) + sizeof(ixSeg) * (uint64_t)h.nseg +
                     sizeof(ixStat) * (uint64_t)h.nstat + h.pool_len;
     if (need != x->len || h.nseg > INT32_MAX) goto bad;
-    uint32_t want = h.crc;
-    ixHeader *hp = (ixHeader *)(void *)x->buf;
-    hp->crc = 0;
-    uLong c = crcAdd(crc32(0, NULL, 0), x->buf, x->len);
-    hp->crc = want;
-    if ((uint32_t)c != want) goto bad;
-    x->h = hp;
+    /* the CRC of the file with its crc field zero */
+    static const char zeros[sizeof h.crc];
+    size_t at = offsetof(ixHeader, crc);
+    uLong c = crcAdd(crc32(0, NULL, 0), x->buf, at);
+    c = crcAdd(c, zeros, sizeof zeros);
+    c = crcAdd(c, x->buf + at + sizeof h.crc, x->len - at - sizeof h.crc);
+    if ((uint32_t)c != h.crc) goto bad;
+    x->h = (const ixHeader *)(const void *)x->buf;
     x->head = x->buf + sizeof h;
     x->segs = (const ixSeg *)(const void *)(x->head + pad8(h.head_len));
     x->stats = (const ixStat *)(const void *)(x->segs + h.nseg);
@@ -364,8 +366,8 @@ regIndex *regIndexOpen(const char *path, const char *json_path) {
     }
     for (uint32_t i = 0; i < h.nstat; i++) {
         const ixStat *s = &x->stats[i];
-        if ((s->min_type == SQLITE_TEXT && s->min_off + s->min_len >= h.pool_len) ||
-            (s->max_type == SQLITE_TEXT && s->max_off + s->max_len >= h.pool_len))
+        if ((s->min_type == SQLITE_TEXT && s->min + s->min_len >= h.pool_len) ||
+            (s->max_type == SQLITE_TEXT && s->max + s->max_len >= h.pool_len))
             goto bad;
     }
     if ((x->json_fd = open(json_path, O_RDONLY | O_CLOEXEC)) < 0 || !sameJson(x->json_fd, h.json_size, h.json_crc))
@@ -380,7 +382,7 @@ bad:
 void regIndexClose(regIndex *x) {
     if (!x) return;
     if (x->json_fd >= 0) close(x->json_fd);
-    free(x->buf);
+    if (x->buf) munmap(x->buf, x->len);
     free(x);
 }
 
@@ -411,15 +413,16 @@ int regIndexStats(const regIndex *x, int i, int64_t col_id, segmentColumnStats *
     out->nulls = e->nulls;
     out->has_bounds = e->has_bounds;
     out->max_cut = e->max_cut;
-    out->min = (segmentStatsValue){.type = e->min_type, .i = e->min_i, .r = e->min_r};
-    out->max = (segmentStatsValue){.type = e->max_type, .i = e->max_i, .r = e->max_r};
-    if (e->min_type == SQLITE_TEXT) {
-        out->min.p = x->pool + e->min_off;
-        out->min.n = e->min_len;
-    }
-    if (e->max_type == SQLITE_TEXT) {
-        out->max.p = x->pool + e->max_off;
-        out->max.n = e->max_len;
+    for (int k = 0; k < 2; k++) {
+        segmentStatsValue *v = k ? &out->max : &out->min;
+        uint64_t u = k ? e->max : e->min;
+        v->type = k ? e->max_type : e->min_type;
+        if (v->type == SQLITE_INTEGER) v->i = (int64_t)u;
+        else if (v->type == SQLITE_FLOAT) memcpy(&v->r, &u, sizeof v->r);
+        else if (v->type == SQLITE_TEXT) {
+            v->p = x->pool + u;
+            v->n = k ? e->max_len : e->min_len;
+        }
     }
     return 1;
 }

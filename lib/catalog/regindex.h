@@ -20,8 +20,10 @@
  *    answers, taken when the index is built.
  *  - A record read back is checked against the CRC-32 taken when the
  *    index was built, then parsed strictly.
- *  - The index is read whole: its size is bounded by REGINDEX_MAX_BYTES
- *    (some 100 bytes a segment and column, plus the text bounds).
+ *  - The index is mapped (and checked) whole, never copied: its size is
+ *    bounded by REGINDEX_MAX_BYTES (32 bytes a segment and 48 a column
+ *    of it, plus the text bounds; a larger one is not written).  Only
+ *    the records of the segments kept are read from the JSON file.
  */
 #ifndef LAKE_REGINDEX_H
 #define LAKE_REGINDEX_H
