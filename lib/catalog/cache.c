@@ -53,6 +53,7 @@
 
 #include "catalog/actions.h"
 #include "catalog/names.h"
+#include "catalog/regindex.h"
 #include "core/fsutil.h"
 #include "core/interrupt.h"
 #include "core/jsonstrict.h"
@@ -135,6 +136,7 @@ struct catalogCache {
     snapshot lsnap;
     char *lpath;
     int lrefreshed, in_listing, listing;
+    regIndex **ix_out; /* cacheResolveIndexed's: the warm registration's index, if good */
 };
 
 /* Table ids are generated: 1 to 63 letters and digits. */
@@ -1026,41 +1028,70 @@ static void regPath(const catalogCache *c, char *out, size_t n, const char *id, 
  * "crc32 <hex>" of that line: a torn or edited file is asked for again,
  * never trusted. */
 
-/* A JSON file of the cache, or NULL when missing, torn or edited. */
-static cJSON *checkedJsonLoad(const char *path) {
+/* A JSON file of the cache, or NULL when missing, torn or edited; with
+ * ixdir, its registration index (catalog/regindex.h) written as
+ * ixdir/ixname too. */
+static cJSON *checkedJsonLoadIndexing(const char *path, const char *ixdir, const char *ixname) {
     size_t len = 0;
     int exists;
     cJSON *j = NULL;
     char *buf = readCapped(path, CACHE_MAX_BYTES, &len, &exists), *nl, hex[16];
     if (buf && (nl = strchr(buf, '\n'))) {
-        snprintf(hex, sizeof hex, "crc32 %08lx", crc32(0, (const Bytef *)buf, (uInt)(nl - buf)));
+        uLong crc = crc32(0, (const Bytef *)buf, (uInt)(nl - buf));
+        snprintf(hex, sizeof hex, "crc32 %08lx", crc);
         *nl = '\0';
         if (strncmp(nl + 1, hex, strlen(hex)) == 0)
             j = jsonStrictParse(buf, (size_t)(nl - buf), NULL, NULL, &(jsonFault){0});
+        if (j && ixdir) regIndexWrite(ixdir, ixname, j, buf, (size_t)(nl - buf), (uint32_t)crc, len);
     }
     free(buf);
     return j;
 }
 
-/* Write j as dir/name atomically, with its checksum line. */
-static void checkedJsonStore(const char *dir, const char *name, const cJSON *j) {
+static cJSON *checkedJsonLoad(const char *path) { return checkedJsonLoadIndexing(path, NULL, NULL); }
+
+/* Write j as dir/name atomically, with its checksum line; with ixname,
+ * its registration index as dir/ixname too. */
+static void checkedJsonStoreIndexing(const char *dir, const char *name, const cJSON *j, const char *ixname) {
     char *text = cJSON_PrintUnformatted(j), tail[32];
     atomicFile af;
     lakeError err = {0};
     if (text && mkdirs(dir, 0700, &err) == 0 && atomicOpen(&af, dir, name, 1, 0600, &err) == 0) {
-        snprintf(tail, sizeof tail, "\ncrc32 %08lx\n", crc32(0, (const Bytef *)text, (uInt)strlen(text)));
-        if (writeAll(af.fd, text, strlen(text)) == 0 && writeAll(af.fd, tail, strlen(tail)) == 0)
-            atomicCommit(&af, &err);
+        uLong crc = crc32(0, (const Bytef *)text, (uInt)strlen(text));
+        snprintf(tail, sizeof tail, "\ncrc32 %08lx\n", crc);
+        if (writeAll(af.fd, text, strlen(text)) == 0 && writeAll(af.fd, tail, strlen(tail)) == 0 &&
+            atomicCommit(&af, &err) == 0 && ixname) {
+            /* of the text as a reader of the file parses it (regindex.h) */
+            cJSON *back = jsonStrictParse(text, strlen(text), NULL, NULL, &(jsonFault){0});
+            if (back) regIndexWrite(dir, ixname, back, text, strlen(text), (uint32_t)crc, strlen(text) + strlen(tail));
+            cJSON_Delete(back);
+        }
         atomicAbort(&af);
     }
     cJSON_free(text);
 }
 
-/* The cached registration of (id, version), or NULL. */
-static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
-    char path[PATH_MAX];
+static void checkedJsonStore(const char *dir, const char *name, const cJSON *j) {
+    checkedJsonStoreIndexing(dir, name, j, NULL);
+}
+
+/* The cached registration of (id, version), or NULL.  With ix: when its
+ * index (registrations/ID/VERSION.rix) is good, the index into *ix and
+ * the registration without "segments"; otherwise *ix NULL, the whole
+ * registration, and its index built for the next time. */
+static cJSON *regLoadIndexed(const catalogCache *c, const char *id, int64_t version, regIndex **ix) {
+    char path[PATH_MAX], ipath[PATH_MAX + 80], dir[PATH_MAX], name[64];
     regPath(c, path, sizeof path, id, version);
-    cJSON *j = checkedJsonLoad(path);
+    cJSON *j = NULL;
+    if (ix) {
+        snprintf(dir, sizeof dir, "%s/registrations/%s", c->dir, id);
+        snprintf(name, sizeof name, "%lld.rix", (long long)version);
+        snprintf(ipath, sizeof ipath, "%s/%s", dir, name);
+        regIndex *x = regIndexOpen(ipath, path);
+        if (x && (j = regIndexHead(x))) *ix = x;
+        else regIndexClose(x);
+    }
+    if (!j) j = checkedJsonLoadIndexing(path, ix ? dir : NULL, ix ? name : NULL);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
     const cJSON *i = cJSON_GetObjectItemCaseSensitive(j, "id");
     int64_t n;
@@ -1068,12 +1099,21 @@ static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
         strcmp(i->valuestring, id) != 0) {
         cJSON_Delete(j); /* foreign: ask again */
         j = NULL;
+        if (ix) {
+            regIndexClose(*ix);
+            *ix = NULL;
+        }
     }
     return j;
 }
 
-/* Keep the CACHE_REG_KEEP newest registrations of the table in dir: the
- * older ones are asked for again if ever needed (AT an old version). */
+static cJSON *regLoad(const catalogCache *c, const char *id, int64_t version) {
+    return regLoadIndexed(c, id, version, NULL);
+}
+
+/* Keep the CACHE_REG_KEEP newest registrations of the table in dir (and
+ * their indexes): the older ones are asked for again if ever needed (AT
+ * an old version). */
 static void regPrune(const char *dir) {
     int64_t keep[CACHE_REG_KEEP + 1];
     size_t n = 0;
@@ -1095,24 +1135,31 @@ static void regPrune(const char *dir) {
         for (struct dirent *e; (e = readdir(d));) {
             char *end;
             long long v = strtoll(e->d_name, &end, 10);
-            if (end == e->d_name || strcmp(end, ".json") != 0 || v >= keep[CACHE_REG_KEEP - 1]) continue;
+            if (end == e->d_name || (strcmp(end, ".json") != 0 && strcmp(end, ".rix") != 0) ||
+                v >= keep[CACHE_REG_KEEP - 1])
+                continue;
             unlinkat(dirfd(d), e->d_name, 0);
         }
     }
     closedir(d);
 }
 
-static void regStore(const catalogCache *c, const cJSON *reg) {
+/* Keep reg in the cache; with indexing, its index too (for a reader
+ * that prunes: cacheResolveIndexed). */
+static void regStoreIndexing(const catalogCache *c, const cJSON *reg, int indexing) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(reg, "version");
     int64_t n;
     if (!cJSON_IsString(id) || !idIsValid(id->valuestring) || !jsonWhole(v, 0, &n)) return;
-    char dir[PATH_MAX], name[64];
+    char dir[PATH_MAX], name[64], ixname[64];
     snprintf(dir, sizeof dir, "%s/registrations/%s", c->dir, id->valuestring);
     snprintf(name, sizeof name, "%lld.json", (long long)n);
-    checkedJsonStore(dir, name, reg);
+    snprintf(ixname, sizeof ixname, "%lld.rix", (long long)n);
+    checkedJsonStoreIndexing(dir, name, reg, indexing ? ixname : NULL);
     regPrune(dir);
 }
+
+static void regStore(const catalogCache *c, const cJSON *reg) { regStoreIndexing(c, reg, 0); }
 
 static int64_t mtimeMs(const char *path) {
     struct stat st;
@@ -1166,6 +1213,8 @@ static int pinnedResolve(catalogCache *c, const char *id, const char *ns, const 
     if (rc && err->status && strcmp(err->status, "expired") == 0 && id) {
         char path[PATH_MAX];
         regPath(c, path, sizeof path, id, version);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/registrations/%s/%lld.rix", c->dir, id, (long long)version);
         unlink(path);
     } else if (rc && checked && sourceOutage(err) && (*reg = regLoad(c, id, version))) {
         char why[sizeof err->msg];
@@ -1814,10 +1863,10 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
         tableState *t = stateOf(&c->snap, id, 0);
         int64_t now = nowMs();
         if (t && t->resolved_ms && now - t->resolved_ms < c->opt.ttl_s * 1000 && t->version >= t->epoch &&
-            (*reg = regLoad(c, id, t->version)))
+            (*reg = regLoadIndexed(c, id, t->version, c->ix_out)))
             return 0;
         if (c->opt.offline && t && t->resolved_ms && t->version >= t->epoch &&
-            (*reg = regLoad(c, id, t->version)))
+            (*reg = regLoadIndexed(c, id, t->version, c->ix_out)))
             return 0;
     } else {
         /* a fixed version: held a TTL, like the current one (it may expire) */
@@ -1846,11 +1895,24 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
     int64_t n;
     if ((rc = checkRegistration(ans, ns, name, &n, err))) return rc;
     const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
-    regStore(c, ans);
+    regStoreIndexing(c, ans, c->ix_out != NULL);
     if (version < 0 && strcmp(aid->valuestring, id) == 0) updateState(c, id, 0, n, nowMs(), err);
     errClear(err);
     *reg = ans;
     return 0;
+}
+
+int cacheResolveIndexed(catalogCache *c, const char *ns, const char *name, cJSON **reg, regIndex **ix,
+                        lakeError *err) {
+    *ix = NULL;
+    c->ix_out = ix;
+    int rc = cacheResolve(c, ns, name, -1, reg, err);
+    c->ix_out = NULL;
+    if (rc) {
+        regIndexClose(*ix);
+        *ix = NULL;
+    }
+    return rc;
 }
 
 int cacheResolveAt(catalogCache *c, const char *ns, const char *name, const char *at, cJSON **reg,

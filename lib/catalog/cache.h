@@ -47,6 +47,7 @@
 #include "core/error.h"
 
 struct cJSON;
+struct regIndex;
 
 #define CACHE_FAILURE_BACKOFF_MS 5000
 #define CACHE_DENIED_KEEP_S 600
@@ -150,6 +151,15 @@ int cacheStatus(catalogCache *c, cacheStatusInfo *info, lakeError *err);
  * user) is answered by a resolve call by name. */
 int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version,
                  struct cJSON **reg, lakeError *err);
+
+/* cacheResolve of ns.name's current version for a reader that prunes its
+ * segments (query/vtab.c): when it is served from this host's cache with
+ * a good index (catalog/regindex.h), that index into *ix (caller closes)
+ * and the registration without its "segments"; otherwise *ix NULL and
+ * the whole registration, as cacheResolve answers it (its index is built
+ * then, for the next reader). */
+int cacheResolveIndexed(catalogCache *c, const char *ns, const char *name, struct cJSON **reg,
+                        struct regIndex **ix, lakeError *err);
 
 /* Change ns.name's columns (sourceAlter); the new version is this host's
  * to read from now on, as an append's is. */

@@ -45,12 +45,13 @@ static int bound(const segmentStatsValue *v, lakeType t, pval *out) {
     return 1;
 }
 
-/* The statistics of column col in segment g (segmentStatsColumn): 0 when
- * there are none, or their bounds are not of the column's kind. */
-static int readStats(const cJSON *g, int col, const segmentSchema *cols, colStats *out) {
+/* The statistics of column col of a segment (fn, as segmentStatsColumn
+ * answers): 0 when there are none, or their bounds are not of the
+ * column's kind. */
+static int readStats(pruneStatsFn fn, void *arg, int col, const segmentSchema *cols, colStats *out) {
     segmentColumnStats st;
     memset(out, 0, sizeof *out);
-    if (!segmentStatsColumn(g, cols, col, &st)) return 0;
+    if (!fn(arg, col, &st)) return 0;
     out->rows = st.rows;
     out->nulls = st.nulls;
     if (st.has_bounds) {
@@ -133,19 +134,20 @@ static void show(char *buf, size_t n, const pval *v) {
     else snprintf(buf, n, "'%.*s%s'", (int)(v->len > 40 ? 40 : v->len), v->s, v->len > 40 ? "…" : "");
 }
 
-/* Does term exclude every row of a segment with statistics s? */
+/* Does term exclude every row of a segment with statistics s?  Why, into
+ * why when it is not NULL. */
 static int termPrunes(const pruneTerm *term, const colStats *s, const char *name, lakeType t, char *why,
                       size_t n) {
     const char *op = pruneOpSql(term->op);
     if (term->op == PRUNE_ISNULL || term->op == PRUNE_NOTNULL) {
         if (term->op == PRUNE_ISNULL ? s->nulls == 0 : s->nulls == s->rows) {
-            snprintf(why, n, "%s %s: %lld NULL of %lld rows", name, op, (long long)s->nulls, (long long)s->rows);
+            if (why) snprintf(why, n, "%s %s: %lld NULL of %lld rows", name, op, (long long)s->nulls, (long long)s->rows);
             return 1;
         }
         return 0;
     }
     if (s->nulls == s->rows) { /* a comparison with NULL is never true */
-        snprintf(why, n, "%s %s …: every value is NULL", name, op);
+        if (why) snprintf(why, n, "%s %s …: every value is NULL", name, op);
         return 1;
     }
     if (!s->bounds) return 0;
@@ -159,6 +161,7 @@ static int termPrunes(const pruneTerm *term, const colStats *s, const char *name
         any = 1;
     }
     if (!all) return 0;
+    if (!why) return 1; /* (formatting the reason costs more than the proof) */
     char lo[64], hi[64], val[64] = "NULL";
     show(lo, sizeof lo, &s->lo);
     show(hi, sizeof hi, &s->hi);
@@ -168,20 +171,37 @@ static int termPrunes(const pruneTerm *term, const colStats *s, const char *name
     return 1;
 }
 
-int pruneSegment(const cJSON *g, const segmentSchema *cols, const pruneTerm *terms, int nterms, char *why,
-                 size_t n) {
-    int64_t rows;
-    if (jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows) && rows == 0) {
-        snprintf(why, n, "no rows");
+int pruneWith(int64_t rows, pruneStatsFn fn, void *arg, const segmentSchema *cols, const pruneTerm *terms,
+              int nterms, char *why, size_t n) {
+    if (rows == 0) {
+        if (why) snprintf(why, n, "no rows");
         return 1;
     }
     for (int i = 0; i < nterms; i++) {
         const pruneTerm *term = &terms[i];
         colStats s;
-        if (term->col < 0 || term->col >= cols->ncols || !readStats(g, term->col, cols, &s)) continue;
+        if (term->col < 0 || term->col >= cols->ncols || !readStats(fn, arg, term->col, cols, &s)) continue;
         if (termPrunes(term, &s, cols->cols[term->col].name, cols->cols[term->col].type, why, n)) return 1;
     }
     return 0;
+}
+
+typedef struct recordArg {
+    const cJSON *g;
+    const segmentSchema *cols;
+} recordArg;
+
+static int recordStats(void *arg, int col, segmentColumnStats *out) {
+    const recordArg *r = arg;
+    return segmentStatsColumn(r->g, r->cols, col, out);
+}
+
+int pruneSegment(const cJSON *g, const segmentSchema *cols, const pruneTerm *terms, int nterms, char *why,
+                 size_t n) {
+    int64_t rows;
+    if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows)) rows = -1;
+    recordArg arg = {g, cols};
+    return pruneWith(rows, recordStats, &arg, cols, terms, nterms, why, n);
 }
 
 int pruneRanges(const cJSON *ranges, const segmentSchema *cols, const pruneTerm *terms, int nterms, pruneSpan **spans,
@@ -195,7 +215,6 @@ int pruneRanges(const cJSON *ranges, const segmentSchema *cols, const pruneTerm 
     const cJSON *r;
     cJSON_ArrayForEach(r, ranges) {
         int64_t first, last;
-        char why[256];
         if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(r, "first"), 0, &first) ||
             !jsonWhole(cJSON_GetObjectItemCaseSensitive(r, "last"), 0, &last)) {
             /* (segmentRangesRead made them): read the segment whole */
@@ -204,7 +223,7 @@ int pruneRanges(const cJSON *ranges, const segmentSchema *cols, const pruneTerm 
             *kept = n;
             break;
         }
-        if (pruneSegment(r, cols, terms, nterms, why, sizeof why)) continue;
+        if (pruneSegment(r, cols, terms, nterms, NULL, 0)) continue;
         (*kept)++;
         if (*nspans && v[*nspans - 1].last + 1 == first) v[*nspans - 1].last = last;
         else v[(*nspans)++] = (pruneSpan){first, last};

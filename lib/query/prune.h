@@ -49,11 +49,22 @@ typedef struct pruneTerm {
 } pruneTerm;
 
 /* 1 when segment g (a segment record of a registration) cannot hold a row
- * that passes every term, with why it cannot in why (e.g. "k > 500: max
- * 400"); 0 when it may.  cols is the table's schema.  The values may have
- * their numeric type settled by the call (sqlite3_value_numeric_type). */
+ * that passes every term, with why it cannot in why when why is not NULL
+ * (e.g. "k > 500: max 400"); 0 when it may.  cols is the table's schema.
+ * The values may have their numeric type settled by the call
+ * (sqlite3_value_numeric_type). */
 int pruneSegment(const struct cJSON *g, const segmentSchema *cols, const pruneTerm *terms, int nterms,
                  char *why, size_t n);
+
+/* Where pruneWith reads a segment's statistics of column col of the
+ * table's schema: as segmentStatsColumn answers (1 known, into *out; 0
+ * unknown). */
+typedef int (*pruneStatsFn)(void *arg, int col, segmentColumnStats *out);
+
+/* pruneSegment for a segment of rows rows (-1 when its record does not
+ * say) whose statistics fn reads (a registration index, catalog/regindex.h). */
+int pruneWith(int64_t rows, pruneStatsFn fn, void *arg, const segmentSchema *cols, const pruneTerm *terms,
+              int nterms, char *why, size_t n);
 
 /* A span of rowids of a segment, first to last inclusive. */
 typedef struct pruneSpan {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "catalog/names.h"
+#include "catalog/regindex.h"
 #include "core/config.h"
 #include "core/interrupt.h"
 #include "core/jsonstrict.h"
@@ -61,7 +62,8 @@ typedef struct queryTable {
     char at_time[32];       /* or at the version of this time (AT), else "" */
     segmentSchema *cols;    /* schema, parsed */
     cJSON *pinned;          /* the registration this statement reads */
-    const cJSON **segv;     /* its segment records, in order */
+    const cJSON **segv;     /* its segment records, in order (segAt) */
+    regIndex *ix;           /* or its index: the records parsed as used, owned */
     int nseg;
     unsigned char *marked;  /* [nseg] while collecting: the segments some scan kept */
     pruneTerm *cterms;      /* while collecting: the terms of its one scan (for row ranges) */
@@ -144,6 +146,9 @@ static void unpin(queryTable *t) {
     t->ncterms = t->cscans = 0;
     cJSON_Delete(t->pinned);
     t->pinned = NULL;
+    for (int i = 0; t->ix && i < t->nseg; i++) cJSON_Delete((cJSON *)t->segv[i]);
+    regIndexClose(t->ix);
+    t->ix = NULL;
     free(t->segv);
     t->segv = NULL;
     free(t->marked);
@@ -159,30 +164,67 @@ static int resolveTable(queryContext *ctx, const char *ns, const char *table, in
                       : cacheResolve(ctx->cache, ns, table, at_version, reg, err);
 }
 
-static int pinWith(queryTable *t, cJSON *reg);
+static int pinWith(queryTable *t, cJSON *reg, regIndex *ix);
 
-/* Resolve the table once per statement; keep that version. */
-static int pin(queryTable *t) {
+/* Resolve the table once per statement; keep that version.  For a
+ * reader (indexed), the current version is read through its registration
+ * index when the cache has a good one (catalog/regindex.h): pruning reads
+ * no JSON, and only the records of the segments kept are parsed (segAt).
+ * An INSERT reads no segment, and would make the index of a version it
+ * is about to replace. */
+static int pinAs(queryTable *t, int indexed) {
     if (t->pinned) return SQLITE_OK;
     lakeError *err = &t->ctx->err;
     cJSON *reg = NULL;
-    if (resolveTable(t->ctx, t->ns, t->table, t->at_version, t->at_time, &reg, err)) return fail(t, err);
-    return pinWith(t, reg);
+    regIndex *ix = NULL;
+    int rc = indexed && t->at_version < 0 && !t->at_time[0]
+                 ? cacheResolveIndexed(t->ctx->cache, t->ns, t->table, &reg, &ix, err)
+                 : resolveTable(t->ctx, t->ns, t->table, t->at_version, t->at_time, &reg, err);
+    if (rc) return fail(t, err);
+    return pinWith(t, reg, ix);
 }
 
-/* Keep reg (owned now) as the version this statement reads. */
-static int pinWith(queryTable *t, cJSON *reg) {
+static int pin(queryTable *t) { return pinAs(t, 1); }
+
+/* Segment i's record: with an index, parsed on first use.  NULL when it
+ * cannot be read back (the callers say "a malformed segment"). */
+static const cJSON *segAt(queryTable *t, int i) {
+    if (!t->segv[i] && t->ix) t->segv[i] = regIndexRecord(t->ix, i);
+    return t->segv[i];
+}
+
+/* Every segment's record (DELETE and UPDATE rewrite them all): 0, or -1
+ * when one cannot be read back. */
+static int segAll(queryTable *t) {
+    for (int i = 0; i < t->nseg; i++)
+        if (!segAt(t, i)) return -1;
+    return 0;
+}
+
+/* Keep reg (owned now; with its index ix, owned too, or NULL) as the
+ * version this statement reads. */
+static int pinWith(queryTable *t, cJSON *reg, regIndex *ix) {
     t->pinned = reg;
+    t->ix = ix;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(t->pinned, "id");
     if (!cJSON_IsString(id) || strcmp(id->valuestring, t->id) != 0) {
         unpin(t);
         return failf(t, LAKE_ETEMP, "the table was dropped and created again; run the statement again");
     }
     const cJSON *segs = cJSON_GetObjectItemCaseSensitive(t->pinned, "segments"), *g;
-    int n = cJSON_GetArraySize(segs);
-    if (n > 0 && !(t->segv = malloc(sizeof *t->segv * (size_t)n))) {
+    int n = ix ? regIndexCount(ix) : cJSON_GetArraySize(segs);
+    if (n > 0 && !(t->segv = calloc((size_t)n, sizeof *t->segv))) {
         unpin(t);
         return SQLITE_NOMEM;
+    }
+    if (ix) {
+        for (; t->nseg < n; t->nseg++)
+            if (regIndexRows(ix, t->nseg) > 0) t->rows += regIndexRows(ix, t->nseg);
+        segs = NULL;
+        int64_t version = 0;
+        jsonWhole(cJSON_GetObjectItemCaseSensitive(reg, "version"), 0, &version);
+        traceLine("query", "pin %s.%s v%lld: %d segments from the registration index", t->ns, t->name,
+                  (long long)version, n);
     }
     cJSON_ArrayForEach(g, segs) {
         int64_t rows = 0;
@@ -265,7 +307,7 @@ static int xConnect(sqlite3 *db, void *aux, int argc, const char *const *argv, s
         freeTable(t);
         return SQLITE_NOMEM;
     }
-    if (reg && pinWith(t, reg) != SQLITE_OK) {
+    if (reg && pinWith(t, reg, NULL) != SQLITE_OK) {
         *pzErr = sqlite3_mprintf("%s", t->base.zErrMsg ? t->base.zErrMsg : "out of memory");
         freeTable(t);
         return SQLITE_ERROR;
@@ -538,7 +580,7 @@ static int enterSegment(queryTable *t, queryCursor *c, int i) {
     int rc;
     if (o->st) return (rc = bindArgs(t, c, o->st)) != SQLITE_OK ? rc : chooseSpans(t, c, o, i);
     fileValue fv;
-    if (!segmentRecordFile(t->segv[i], &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
+    if (!segmentRecordFile(segAt(t, i), &fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
     char *path = NULL;
     lakeError *err = &t->ctx->err;
     if (segcacheGet(t->ctx->segs, t->ctx->stage, &fv, &path, err)) return fail(t, err);
@@ -679,7 +721,7 @@ static int fetchAhead(queryTable *t, queryCursor *c) {
     int n = 0;
     int64_t before = 0, rows; /* rows in the segments before this one */
     for (; n < c->nkeep && (c->limit < 0 || before < c->limit + c->offset); n++) {
-        const cJSON *g = t->segv[c->keep[n]];
+        const cJSON *g = segAt(t, c->keep[n]);
         if (!segmentRecordFile(g, &fv[n]) || !jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows))
             break; /* the scan meets it and says what is wrong */
         before += rows;
@@ -698,7 +740,7 @@ static int fetchAhead(queryTable *t, queryCursor *c) {
 static int fetchOpen(queryTable *t, int i, fileValue *fv, char **path, segmentReader **rd) {
     *path = NULL;
     *rd = NULL;
-    if (!segmentRecordFile(t->segv[i], fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
+    if (!segmentRecordFile(segAt(t, i), fv)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
     lakeError *err = &t->ctx->err;
     if (segcacheGet(t->ctx->segs, t->ctx->stage, fv, path, err)) {
         *path = NULL;
@@ -738,6 +780,23 @@ static int explainRanges(queryTable *t, queryCursor *c, int i, sqlite3_str *ex) 
     return rc;
 }
 
+typedef struct indexedArg {
+    const regIndex *ix;
+    int seg;
+    const segmentSchema *cols;
+} indexedArg;
+
+static int indexedStats(void *arg, int col, segmentColumnStats *out) {
+    const indexedArg *a = arg;
+    return regIndexStats(a->ix, a->seg, a->cols->cols[col].id, out);
+}
+
+/* pruneSegment of segment i by the pinned version's index. */
+static int pruneIndexed(queryTable *t, int i, const queryCursor *c, char *why, size_t n) {
+    indexedArg arg = {t->ix, i, t->cols};
+    return pruneWith(regIndexRows(t->ix, i), indexedStats, &arg, t->cols, c->terms, c->nterms, why, n);
+}
+
 /* Choose the segments the scan reads; under LAKE_TRACE, or for
  * --explain, say which were pruned and why (and, when a term may rule
  * out row ranges, which ranges of the kept ones are read). */
@@ -750,10 +809,14 @@ static int choose(queryTable *t, queryCursor *c) {
     sqlite3_str *ex = ctx->explain ? sqlite3_str_new(NULL) : NULL;
     for (int i = 0; i < t->nseg; i++) {
         char why[256];
-        const char *loc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t->segv[i], "location"));
+        /* (the record itself: only to show it, or when there is no index) */
+        const cJSON *g = trace || ex || !t->ix ? segAt(t, i) : NULL;
+        const char *loc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "location"));
         int64_t rows = -1;
-        jsonWhole(cJSON_GetObjectItemCaseSensitive(t->segv[i], "rows"), 0, &rows);
-        if (!ctx->no_pushdown && pruneSegment(t->segv[i], t->cols, c->terms, c->nterms, why, sizeof why)) {
+        jsonWhole(cJSON_GetObjectItemCaseSensitive(g, "rows"), 0, &rows);
+        if (!ctx->no_pushdown && (t->ix ? pruneIndexed(t, i, c, trace || ex ? why : NULL, sizeof why)
+                                        : pruneSegment(g, t->cols, c->terms, c->nterms, trace || ex ? why : NULL,
+                                                       sizeof why))) {
             if (trace) traceLine("query", "prune %s.%s v%lld segment %d %s: %s", t->ns, t->name, (long long)version, i,
                                  loc ? loc : "?", why);
             if (ex) sqlite3_str_appendf(ex, "  pruned %5d  %s  %s\n", i, loc ? loc : "?", why);
@@ -1181,7 +1244,7 @@ static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int6
     if (t->at_version >= 0 || t->at_time[0]) return failf(t, LAKE_EUSAGE, "a table read AT a version cannot be changed");
     if (argc == 1 || sqlite3_value_type(argv[0]) != SQLITE_NULL) return changeRow(t, argc, argv);
     if (t->rewrite) return failf(t, LAKE_EUSAGE, "a statement may insert rows or change them, not both");
-    int rc = pin(t);
+    int rc = pinAs(t, 0);
     if (rc != SQLITE_OK) return rc;
     lakeError *err = &t->ctx->err;
     if (!t->writer) {
@@ -1207,6 +1270,7 @@ static int xSync(sqlite3_vtab *v) {
     queryTable *t = (queryTable *)v;
     lakeError *err = &t->ctx->err;
     if (t->rewrite) { /* DELETE, UPDATE: a conflict is the caller's to run again */
+        if (segAll(t)) return failf(t, LAKE_EDATA, "a malformed segment in the registration");
         int64_t v2, expected = (int64_t)cJSON_GetObjectItemCaseSensitive(t->pinned, "version")->valuedouble;
         if (rewriteCommit(t->rewrite, t->ctx->cache, t->ctx->segs, t->ctx->stage, t->ns, t->name, t->segv, expected,
                           &v2, err)) {
@@ -1221,7 +1285,7 @@ static int xSync(sqlite3_vtab *v) {
     cJSON *segs = NULL, *files = NULL;
     int rc = SQLITE_OK;
     /* a COMMIT of an explicit transaction comes after its statements ended */
-    if ((rc = pin(t)) != SQLITE_OK) return rc;
+    if ((rc = pinAs(t, 0)) != SQLITE_OK) return rc;
     if (segmentWriterFinish(t->writer, &segs, &files, err)) return fail(t, err);
     int64_t expected = (int64_t)cJSON_GetObjectItemCaseSensitive(t->pinned, "version")->valuedouble, v2;
     if (cacheAppendCommuting(t->ctx->cache, t->ns, t->name, expected, segs, files, &v2, err)) rc = fail(t, err);
@@ -1346,7 +1410,8 @@ int queryCountOnly(queryContext *ctx, const char *sql, char **rewritten, const c
     }
     int64_t total = 0, rows;
     for (int i = 0; i < t->nseg; i++) {
-        if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(t->segv[i], "rows"), 0, &rows))
+        if (t->ix ? (rows = regIndexRows(t->ix, i)) < 0
+                  : !jsonWhole(cJSON_GetObjectItemCaseSensitive(t->segv[i], "rows"), 0, &rows))
             return errSet(err, LAKE_EDATA, "%s.%s: a malformed segment in the registration", t->ns, t->name);
         total += rows;
     }
@@ -1403,7 +1468,12 @@ int queryKeptSegments(queryContext *ctx, const char *ns, const char *name, const
     }
     if (!(*kept = malloc(sizeof **kept * (size_t)(t->nseg + 1)))) return errSet(err, LAKE_EFAIL, "out of memory");
     for (int i = 0; i < t->nseg; i++)
-        if (t->marked && t->marked[i]) (*kept)[(*nkept)++] = t->segv[i];
+        if (t->marked && t->marked[i] && !((*kept)[(*nkept)++] = segAt(t, i))) {
+            free(*kept);
+            *kept = NULL;
+            *nkept = 0;
+            return errSet(err, LAKE_EDATA, "%s.%s: a malformed segment in the registration", ns, name);
+        }
     free(t->marked);
     t->marked = NULL;
     if (t->cscans == 1) {
