@@ -391,6 +391,14 @@ static int misuse(void) {
         return die(&e);
     say("lake_rows_next", lake_rows_next(q, &e), &e);
     lake_rows_close(q);
+    /* a statement stopped by lake_interrupt changes nothing */
+    if (lake_query(c, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 10000000) "
+                      "SELECT count(*) FROM n",
+                   &q, &e))
+        return die(&e);
+    lake_interrupt(c);
+    say("lake_rows_next(interrupted)", lake_rows_next(q, &e), &e);
+    lake_rows_close(q);
     if (lake_query(c, "SELECT 'kept' AS k", &q, &e)) return die(&e);
     lake_close(c);
     say("next after lake_close", lake_rows_next(q, &e), &e);

@@ -85,10 +85,11 @@ void lake_close(lake_client *c);
 typedef void (*lake_warn_fn)(void *ctx, const char *line);
 int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
 
-/* Ask the put running on c, or the next one, to give up: it cleans up as
- * lake-put does on SIGINT (no object is left; an S3 upload is aborted)
- * and fails with code "interrupted".  The request is used up by the put
- * it stops.  Async-signal-safe (it stores one flag): a program that wants
+/* Ask the put or statement (lake_query) running on c, or the next one,
+ * to give up: a put cleans up as lake-put does on SIGINT (no object is
+ * left; an S3 upload is aborted), a statement changes nothing, and either
+ * fails with code "interrupted".  The request is used up by the put or
+ * statement it stops.  Async-signal-safe (it stores one flag): a program that wants
  * ^C to stop a long put calls it from its own SIGINT handler.  NULL is
  * fine.  Callable from any thread. */
 void lake_interrupt(lake_client *c);
@@ -223,12 +224,14 @@ int lake_rows_bind_null(lake_rows *q, int index, lake_error *e);
 /* The number of parameters of q; -1 for a NULL q. */
 int lake_rows_params(const lake_rows *q);
 
-/* Step: LIBLAKE_ROW with the next row current, LIBLAKE_DONE when there is none
- * (an INSERT, DELETE or UPDATE has then committed its one new table
- * version), -1 with e filled on failure (nothing committed).  After
- * LIBLAKE_DONE it is LIBLAKE_DONE again, after a failure the same failure; the
- * statement never runs twice.  lake_interrupt(c) stops it ("interrupted",
- * 1).  One thread at a time per q. */
+/* Step: LIBLAKE_ROW with the next row current, LIBLAKE_DONE when there
+ * is none (an INSERT, DELETE or UPDATE has then committed its one new
+ * table version), -1 with e filled on failure (nothing committed; a
+ * DELETE or UPDATE that lost a race is run again, as lake-query does,
+ * and 75 after five tries).  After LIBLAKE_DONE it is LIBLAKE_DONE
+ * again, after a failure the same failure: the statement never runs
+ * twice.  lake_interrupt(c) stops it ("interrupted", 1).  One thread at
+ * a time per q. */
 int lake_rows_next(lake_rows *q, lake_error *e);
 
 /* The columns of q's statement (0 for one that returns none, -1 for a
@@ -237,10 +240,10 @@ int lake_rows_next(lake_rows *q, lake_error *e);
 int lake_rows_columns(const lake_rows *q);
 const char *lake_rows_name(const lake_rows *q, int i);
 
-/* The type of column i of the current row: LIBLAKE_NULL, LIBLAKE_INTEGER,
- * LIBLAKE_FLOAT, LIBLAKE_TEXT, LIBLAKE_BLOB, or LIBLAKE_FILE for a column declared
- * FILE holding a valid FILE value (what lake-query -f json prints as an
- * object).  -1 with no current row or i out of range.  The accessors
+/* The type of column i of the current row: LIBLAKE_NULL,
+ * LIBLAKE_INTEGER, LIBLAKE_FLOAT, LIBLAKE_TEXT, LIBLAKE_BLOB, or
+ * LIBLAKE_FILE for a column declared FILE holding a valid FILE value
+ * (what lake-query -f json prints as an object).  -1 with no current row or i out of range.  The accessors
  * below give 0, 0.0 or NULL (*len 0) then. */
 int lake_rows_type(const lake_rows *q, int i);
 /* Column i as lake-query -f tsv shows it, unescaped: an INTEGER in
@@ -255,13 +258,15 @@ double lake_rows_double(lake_rows *q, int i);
 /* Column i's bytes (a BLOB's own, another type's text), *len their
  * number; valid as lake_rows_text's. */
 const void *lake_rows_blob(lake_rows *q, int i, size_t *len);
-/* Column i's FILE value, decoded, when its type is LIBLAKE_FILE, else NULL;
- * owned by q, valid until the next lake_rows_next or lake_rows_close (a
- * program that keeps it copies lake_file_json's text). */
+/* Column i's FILE value, decoded, when its type is LIBLAKE_FILE, else
+ * NULL; owned by q, valid until the next lake_rows_next or
+ * lake_rows_close (a program that keeps it copies lake_file_json's
+ * text). */
 const lake_file *lake_rows_file(lake_rows *q, int i);
 
-/* Free q at any point: a statement not run to LIBLAKE_DONE is abandoned and
- * changes nothing (an INSERT appends no version).  NULL is fine. */
+/* Free q at any point: a statement not run to LIBLAKE_DONE is abandoned
+ * and changes nothing (an INSERT appends no version).  NULL is fine.
+ * One thread at a time per client (q holds it). */
 void lake_rows_close(lake_rows *q);
 
 /* Free what the library allocated for the program (JSON text).  NULL is

@@ -147,6 +147,7 @@ after done: type -1
 lake_rows_next(overflow): -1 data
 next after failure: -1 data
 lake_rows_next: 100 ok
+lake_rows_next(interrupted): -1 interrupted
 next after lake_close: 100 ok
 row after lake_close: kept
 lake_catalog_create(bad columns): 64 usage
@@ -210,6 +211,14 @@ TEXT	INTEGER	FLOAT	BLOB	NULL"
   assert_success
   run --separate-stderr "$RT" query "SELECT ?" i:1 i:2
   assert_error roundtrip 64 "parameter 2 out of range" "(usage)"
+  # SQL's FILE functions are lake-query's: a local stage presigns nothing (78)
+  fv=$(printf 'x' | lake-put)
+  run --separate-stderr lake-query -c "SELECT fl_get_presigned_url('$fv', 60)"
+  want=$status
+  msg=${stderr#lake-query: }
+  [ "$want" -eq 78 ] || fail "lake-query presigned on a local stage: $want $stderr"
+  run --separate-stderr "$RT" query "SELECT fl_get_presigned_url(?, 60)" "$fv"
+  assert_error roundtrip 78 "$msg" "(config)"
 }
 
 @test "INSERT through lake_query appends exactly one version, which lake-catalog resolve shows and lake-query reads; an abandoned or failed INSERT appends nothing" {
