@@ -13,6 +13,23 @@
  *   roundtrip list [NS]  the catalog's tables (lake_catalog_list)
  *   roundtrip resolve NS.T [VERSION]
  *                        a table's registration (lake_resolve)
+ *   roundtrip query|types SQL [PARAM...]
+ *                        run one statement (lake_query), PARAM bound in
+ *                        order (i:INT, d:DOUBLE, x:HEX blob, n: NULL,
+ *                        t:TEXT or TEXT); print each row as lake-query
+ *                        -f jsonl does, or (types) its column types
+ *   roundtrip abandon SQL [PARAM...]
+ *                        compile and bind, then close before any step
+ *   roundtrip create-namespace NS | create NS.T COLUMNS | drop NS.T |
+ *             show NS.T  change or show the catalog (lake_catalog_*)
+ *   roundtrip seed NS.T FILE
+ *                        the seed's round trip: put FILE, insert a row
+ *                        (name TEXT, f FILE) holding it into NS.T
+ *                        (created when absent), query it back by bound
+ *                        parameters, decode the FILE column, read the
+ *                        object and compare; "seed: OK SIZE SHA256"
+ *   roundtrip presign REF SECONDS
+ *                        the URL lake_presign gives
  *   roundtrip misuse     call the API with NULL and bad arguments; one
  *                        line "CALL: STATUS CODE" each
  *
@@ -225,6 +242,15 @@ static int query(lake_client *c, const char *how, const char *sql, char **params
     return rc == LIBLAKE_DONE ? 0 : e->exit_status;
 }
 
+/* presign REF SECONDS: the URL lake_presign gives. */
+static int presign(lake_client *c, const char *ref, const char *seconds, lake_error *e) {
+    char *url;
+    if (lake_presign(c, ref, strtoll(seconds, NULL, 10), &url, e)) return e->exit_status;
+    printf("%s\n", url);
+    lake_free(url);
+    return 0;
+}
+
 /* create-namespace NS, create NS.T COLUMNS, drop NS.T, show NS.T. */
 static int change(lake_client *c, char **argv, lake_error *e) {
     char *json;
@@ -409,6 +435,9 @@ static int misuse(void) {
     say("lake_catalog_create(not NS.T)", lake_catalog_create(c, "nodot", "x TEXT", &e), &e);
     say("lake_catalog_drop(NULL table)", lake_catalog_drop(c, NULL, &e), &e);
     say("lake_catalog_create_namespace(bad)", lake_catalog_create_namespace(c, "a b", &e), &e);
+    say("lake_presign(NULL url)", lake_presign(c, "{}", 60, NULL, &e), &e);
+    say("lake_presign(0 seconds)", lake_presign(c, "{}", 0, &json, &e), &e);
+    say("lake_presign(not JSON)", lake_presign(c, "{nope", 60, &json, &e), &e);
     say("lake_put_fd(bad fd)", lake_put_fd(c, -1, "x", &f, &e), &e);
     say("lake_catalog_list(bad namespace)", lake_catalog_list(c, "no such", &json, &e), &e);
     say("lake_resolve(not NS.T)", lake_resolve(c, "nodot", -1, &json, &e), &e);
@@ -456,13 +485,15 @@ int main(int argc, char **argv) {
                             strcmp(argv[1], "show") == 0);
     chg |= argc == 4 && strcmp(argv[1], "create") == 0;
     int sd = argc == 4 && strcmp(argv[1], "seed") == 0;
+    int ps = argc == 4 && strcmp(argv[1], "presign") == 0;
     int cat = (argc == 2 || argc == 3) && strcmp(argv[1], "list") == 0;
     cat |= (argc == 3 || argc == 4) && strcmp(argv[1], "resolve") == 0;
-    if (!cat && !sql && !chg && !sd && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
+    if (!cat && !sql && !chg && !sd && !ps && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
                                              strcmp(argv[1], "stop") == 0))) {
         fprintf(stderr, "usage: roundtrip FILE | get REF | cb FILE | stop FILE | list [NS] | "
                         "resolve NS.T [VERSION] | query|types|abandon SQL [PARAM...] |\n"
                         "       create-namespace NS | create NS.T COLUMNS | drop NS.T | show NS.T | seed NS.T FILE |\n"
+                        "       presign REF SECONDS |\n"
                         "       misuse | version\n");
         return 64;
     }
@@ -471,6 +502,7 @@ int main(int argc, char **argv) {
     if (cat) rc = catalog(c, argc, argv, &e);
     else if (chg) rc = change(c, argv, &e);
     else if (sd) rc = seed(c, argv[2], argv[3], &e);
+    else if (ps) rc = presign(c, argv[2], argv[3], &e);
     else if (sql) rc = query(c, argv[1], argv[2], argv + 3, argc - 3, &e);
     else if (argc == 3 && strcmp(argv[1], "get") == 0) rc = get(c, argv[2], &e);
     else if (argc == 3) rc = putCb(c, argv[2], strcmp(argv[1], "stop") == 0 ? 1 : 0, &e);

@@ -153,6 +153,15 @@ ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e);
 /* Stop reading and free r, at any point.  NULL is fine. */
 void lake_reader_close(lake_reader *r);
 
+/* A URL anyone may GET the object a FILE value (JSON text, or any REF as
+ * lake_open_file takes) names with, for seconds (1..604800), as lake-get
+ * --presign prints it: signed with the stage's keys, or by lake-metasrv
+ * for a vended S3 stage; the object is not read.  78 ("config") for a
+ * local stage, which has no URLs; 65 outside the stage; 64 for seconds
+ * out of range.  *url is freed with lake_free.  One thread at a time per
+ * client. */
+int lake_presign(lake_client *c, const char *file_json, int64_t seconds, char **url, lake_error *e);
+
 /* The catalog, as lake-catalog(1) reads it, through the same on-disk
  * snapshot cache, with the same TTL and the same behaviour when the
  * metadata server is unreachable (a stale snapshot served with a

@@ -408,6 +408,29 @@ int lake_put_cb(lake_client *c, lake_read_fn read, void *read_ctx, const char *n
     return put(c, &src, name, out, e);
 }
 
+int lake_presign(lake_client *c, const char *file_json, int64_t seconds, char **url, lake_error *e) {
+    if (!url) return misuse(e, "lake_presign: url is NULL");
+    *url = NULL;
+    if (!c) return misuse(e, "lake_presign: no client");
+    if (!file_json) return misuse(e, "lake_presign: no FILE value");
+    if (seconds < 1 || seconds > STAGE_PRESIGN_MAX)
+        return misuse(e, "lake_presign: %lld seconds is not 1..%d", (long long)seconds, STAGE_PRESIGN_MAX);
+    fileValue fv;
+    lakeError err = {0};
+    char *signed_url = NULL;
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = refRead(file_json, &fv, &err);
+    if (!rc) {
+        rc = stagePresignGet(c->st, fv.location, seconds, &signed_url, &err);
+        fileValueFree(&fv);
+    }
+    logSinkSet(old);
+    if (rc) return fail(e, &err, NULL);
+    *url = signed_url;
+    ok(e);
+    return 0;
+}
+
 /* --- the catalog ------------------------------------------------------------ */
 
 void lake_free(void *p) { free(p); }

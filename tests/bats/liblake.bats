@@ -154,6 +154,9 @@ lake_catalog_create(bad columns): 64 usage
 lake_catalog_create(not NS.T): 64 usage
 lake_catalog_drop(NULL table): 64 usage
 lake_catalog_create_namespace(bad): 64 usage
+lake_presign(NULL url): 64 usage
+lake_presign(0 seconds): 64 usage
+lake_presign(not JSON): 65 data
 lake_put_fd(bad fd): 64 usage
 lake_catalog_list(bad namespace): 64 usage
 lake_resolve(not NS.T): 64 usage
@@ -219,6 +222,12 @@ TEXT	INTEGER	FLOAT	BLOB	NULL"
   [ "$want" -eq 78 ] || fail "lake-query presigned on a local stage: $want $stderr"
   run --separate-stderr "$RT" query "SELECT fl_get_presigned_url(?, 60)" "$fv"
   assert_error roundtrip 78 "$msg" "(config)"
+  # and lake_presign as lake-get --presign
+  run --separate-stderr lake-get --presign 1m "$fv"
+  msg=${stderr#lake-get: }
+  run --separate-stderr "$RT" presign "$fv" 60
+  assert_error roundtrip 78 "$msg" "presigned URLs need an S3 stage" "(config)"
+  assert_output ""
 }
 
 @test "INSERT through lake_query appends exactly one version, which lake-catalog resolve shows and lake-query reads; an abandoned or failed INSERT appends nothing" {
