@@ -11,8 +11,8 @@
  * Conventions (as SQLite's and libcurl's):
  *  - Handles are opaque (lake_client, lake_file, lake_reader, lake_rows).  Each is
  *    freed by its own function, which accepts NULL and may be called at
- *    any point, whatever is still open: a reader keeps what it needs of
- *    its client alive until it is closed.
+ *    any point, whatever is still open: a reader, or a statement's rows,
+ *    keeps what it needs of its client alive until it is closed.
  *  - A function that can fail returns 0 on success, else the exit status
  *    the lake commands give for the same failure (lake(7)), and fills the
  *    lake_error it is given (which may be NULL).  NULL handles and other

@@ -230,7 +230,7 @@ TEXT	INTEGER	FLOAT	BLOB	NULL"
   assert_output ""
 }
 
-@test "INSERT through lake_query appends exactly one version, which lake-catalog resolve shows and lake-query reads; an abandoned or failed INSERT appends nothing" {
+@test "INSERT through lake_query appends exactly one version, which lake-catalog resolve shows and lake-query reads; an abandoned or failed INSERT appends nothing; DELETE and UPDATE one version each" {
   lake-catalog create-namespace docs
   lake-catalog create docs.t 'name TEXT, n INTEGER'
   run --separate-stderr "$RT" query "INSERT INTO docs.t VALUES (?, ?), (?, ?)" t:one i:1 t:two i:2
@@ -253,6 +253,15 @@ two,2"
   assert_error roundtrip 65 "outside the managed stage" "(data)"
   assert_equal "$(lake-catalog resolve docs.f | jq .version)" 0
   assert_equal "$(lake-query -c "SELECT count(*) FROM docs.t")" 2
+  # DELETE and UPDATE with parameters: one version each, as lake-query makes them
+  run --separate-stderr "$RT" query "DELETE FROM docs.t WHERE n = ?" i:1
+  assert_success
+  assert_equal "$stderr" ""
+  run --separate-stderr "$RT" query "UPDATE docs.t SET name = ? WHERE n = ?" t:deux i:2
+  assert_success
+  assert_equal "$(lake-catalog resolve docs.t | jq .version)" 3
+  run lake-query -f csv -c "SELECT name, n FROM docs.t"
+  assert_output "deux,2"
 }
 
 @test "lake_catalog_create, _drop and _show change and show tables as lake-catalog does, with its exit statuses" {
