@@ -13,6 +13,23 @@
  *   roundtrip list [NS]  the catalog's tables (lake_catalog_list)
  *   roundtrip resolve NS.T [VERSION]
  *                        a table's registration (lake_resolve)
+ *   roundtrip query|types SQL [PARAM...]
+ *                        run one statement (lake_query), PARAM bound in
+ *                        order (i:INT, d:DOUBLE, x:HEX blob, n: NULL,
+ *                        t:TEXT or TEXT); print each row as lake-query
+ *                        -f jsonl does, or (types) its column types
+ *   roundtrip abandon SQL [PARAM...]
+ *                        compile and bind, then close before any step
+ *   roundtrip create-namespace NS | create NS.T COLUMNS | drop NS.T |
+ *             show NS.T  change or show the catalog (lake_catalog_*)
+ *   roundtrip seed NS.T FILE
+ *                        the seed's round trip: put FILE, insert a row
+ *                        (name TEXT, f FILE) holding it into NS.T
+ *                        (created when absent), query it back by bound
+ *                        parameters, decode the FILE column, read the
+ *                        object and compare; "seed: OK SIZE SHA256"
+ *   roundtrip presign REF SECONDS
+ *                        the URL lake_presign gives
  *   roundtrip misuse     call the API with NULL and bad arguments; one
  *                        line "CALL: STATUS CODE" each
  *
@@ -22,6 +39,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +150,180 @@ static int catalog(lake_client *c, int argc, char **argv, lake_error *e) {
     return 0;
 }
 
+/* A JSON string of s[0..n), as lake-query -f json writes one. */
+static void jsonString(const char *s, size_t n) {
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch == '\n') fputs("\\n", stdout);
+        else if (ch == '\r') fputs("\\r", stdout);
+        else if (ch == '\t') fputs("\\t", stdout);
+        else if (ch < 0x20) printf("\\u%04x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+}
+
+/* PARAM: i:INTEGER, d:DOUBLE, x:HEX (a blob), n: (NULL), t:TEXT, or TEXT. */
+static int bindParam(lake_rows *q, int index, const char *p, lake_error *e) {
+    if (strncmp(p, "i:", 2) == 0) return lake_rows_bind_int64(q, index, strtoll(p + 2, NULL, 10), e);
+    if (strncmp(p, "d:", 2) == 0) return lake_rows_bind_double(q, index, strtod(p + 2, NULL), e);
+    if (strcmp(p, "n:") == 0) return lake_rows_bind_null(q, index, e);
+    if (strncmp(p, "x:", 2) == 0) {
+        unsigned char b[256];
+        size_t n = 0;
+        for (const char *h = p + 2; h[0] && h[1] && n < sizeof b; h += 2) {
+            unsigned v;
+            sscanf(h, "%2x", &v);
+            b[n++] = (unsigned char)v;
+        }
+        return lake_rows_bind_blob(q, index, b, n, e);
+    }
+    return lake_rows_bind_text(q, index, strncmp(p, "t:", 2) == 0 ? p + 2 : p, e);
+}
+
+/* One row as lake-query -f jsonl prints it, from the typed accessors. */
+static void printRow(lake_rows *q) {
+    putchar('{');
+    for (int i = 0; i < lake_rows_columns(q); i++) {
+        size_t n;
+        const char *t;
+        if (i) putchar(',');
+        jsonString(lake_rows_name(q, i), strlen(lake_rows_name(q, i)));
+        putchar(':');
+        switch (lake_rows_type(q, i)) {
+        case LIBLAKE_NULL: fputs("null", stdout); break;
+        case LIBLAKE_INTEGER: printf("%lld", (long long)lake_rows_int64(q, i)); break;
+        case LIBLAKE_FLOAT:
+            t = lake_rows_text(q, i, &n);
+            if (isfinite(lake_rows_double(q, i))) fwrite(t, 1, n, stdout);
+            else fputs("null", stdout);
+            break;
+        case LIBLAKE_FILE: fputs(lake_file_json(lake_rows_file(q, i)), stdout); break;
+        default: /* TEXT, BLOB (hex) */
+            t = lake_rows_text(q, i, &n);
+            jsonString(t, n);
+        }
+    }
+    puts("}");
+}
+
+/* Each row's column types, tab-separated. */
+static void printTypes(lake_rows *q) {
+    static const char *const typeName[] = {"?", "INTEGER", "FLOAT", "TEXT", "BLOB", "NULL", "FILE"};
+    for (int i = 0; i < lake_rows_columns(q); i++) {
+        int t = lake_rows_type(q, i);
+        printf("%s%s", i ? "\t" : "", t >= 1 && t <= 6 ? typeName[t] : "?");
+    }
+    putchar('\n');
+}
+
+/* query/types SQL [PARAM...]: run it, printing its rows; abandon: compile
+ * and bind, then close before the first step. */
+static int query(lake_client *c, const char *how, const char *sql, char **params, int n, lake_error *e) {
+    lake_rows *q;
+    int rc;
+    if (lake_query(c, sql, &q, e)) return e->exit_status;
+    for (int i = 0; i < n; i++)
+        if ((rc = bindParam(q, i + 1, params[i], e))) {
+            lake_rows_close(q);
+            return rc;
+        }
+    if (strcmp(how, "abandon") == 0) {
+        lake_rows_close(q);
+        return 0;
+    }
+    while ((rc = lake_rows_next(q, e)) == LIBLAKE_ROW) {
+        if (strcmp(how, "types") == 0) printTypes(q);
+        else printRow(q);
+    }
+    lake_rows_close(q);
+    return rc == LIBLAKE_DONE ? 0 : e->exit_status;
+}
+
+/* presign REF SECONDS: the URL lake_presign gives. */
+static int presign(lake_client *c, const char *ref, const char *seconds, lake_error *e) {
+    char *url;
+    if (lake_presign(c, ref, strtoll(seconds, NULL, 10), &url, e)) return e->exit_status;
+    printf("%s\n", url);
+    lake_free(url);
+    return 0;
+}
+
+/* create-namespace NS, create NS.T COLUMNS, drop NS.T, show NS.T. */
+static int change(lake_client *c, char **argv, lake_error *e) {
+    char *json;
+    if (strcmp(argv[1], "create-namespace") == 0) return lake_catalog_create_namespace(c, argv[2], e);
+    if (strcmp(argv[1], "create") == 0) return lake_catalog_create(c, argv[2], argv[3], e);
+    if (strcmp(argv[1], "drop") == 0) return lake_catalog_drop(c, argv[2], e);
+    if (lake_catalog_show(c, argv[2], &json, e)) return e->exit_status;
+    printf("%s\n", json);
+    lake_free(json);
+    return 0;
+}
+
+/* The seed's round trip through the library alone: put path, insert a
+ * row holding its FILE value into table (created, and its namespace,
+ * when absent), query it back by bound parameters, decode the FILE
+ * column, read the object and compare it with path. */
+static int seed(lake_client *c, const char *table, const char *path, lake_error *e) {
+    lake_file *f = NULL;
+    lake_rows *q = NULL;
+    char *json = NULL, name[64];
+    int rc, fd = open(path, O_RDONLY), rows = 0;
+    if (fd < 0) {
+        fprintf(stderr, "roundtrip: %s: %s\n", path, strerror(errno));
+        return 66;
+    }
+    rc = lake_put_fd(c, fd, strrchr(path, '/') ? strrchr(path, '/') + 1 : path, &f, e);
+    close(fd);
+    if (rc) return rc;
+    /* the table, created when absent (66) */
+    if ((rc = lake_catalog_show(c, table, &json, e)) == 66) {
+        char ns[256];
+        snprintf(ns, sizeof ns, "%.*s", (int)strcspn(table, "."), table);
+        rc = lake_catalog_create_namespace(c, ns, e);
+        if (rc == 1) rc = 0; /* it exists already (lake-catalog's 1) */
+        if (!rc) rc = lake_catalog_create(c, table, "name TEXT, f FILE", e);
+    }
+    lake_free(json);
+    /* a row of its own: the name says which put made it */
+    snprintf(name, sizeof name, "seed-%ld-%.16s", (long)getpid(), lake_file_sha256(f));
+    char sql[512];
+    snprintf(sql, sizeof sql, "INSERT INTO %s (name, f) VALUES (?, ?)", table);
+    if (!rc) rc = lake_query(c, sql, &q, e);
+    if (!rc) rc = lake_rows_bind_text(q, 1, name, e);
+    if (!rc) rc = lake_rows_bind_text(q, 2, lake_file_json(f), e);
+    if (!rc && lake_rows_next(q, e) != LIBLAKE_DONE) rc = e->exit_status;
+    lake_rows_close(q);
+    q = NULL;
+    snprintf(sql, sizeof sql, "SELECT name, f FROM %s WHERE name = ? AND fl_get_size(f) = ?", table);
+    if (!rc) rc = lake_query(c, sql, &q, e);
+    if (!rc) rc = lake_rows_bind_text(q, 1, name, e);
+    if (!rc) rc = lake_rows_bind_int64(q, 2, lake_file_size(f), e);
+    int step = 0;
+    while (!rc && (step = lake_rows_next(q, e)) == LIBLAKE_ROW) {
+        const lake_file *back = lake_rows_file(q, 1);
+        rows++;
+        if (lake_rows_type(q, 1) != LIBLAKE_FILE || !back || strcmp(lake_file_json(back), lake_file_json(f)) != 0) {
+            fprintf(stderr, "roundtrip: seed: the row holds another FILE value\n");
+            rc = 1;
+        } else { /* read it back: verified by the reader, compared here */
+            rc = compare(c, lake_file_json(back), path, e);
+        }
+    }
+    if (!rc && step != LIBLAKE_DONE) rc = e->exit_status;
+    lake_rows_close(q);
+    if (!rc && rows != 1) {
+        fprintf(stderr, "roundtrip: seed: %d rows came back, not 1\n", rows);
+        rc = 1;
+    }
+    if (!rc) printf("seed: OK %lld %s\n", (long long)lake_file_size(f), lake_file_sha256(f));
+    lake_file_free(f);
+    return rc;
+}
+
 /* 2 MiB of a pattern, for a reader closed halfway */
 static ssize_t patternRead(void *ctx, void *buf, size_t len) {
     long *left = ctx;
@@ -176,7 +368,76 @@ static int misuse(void) {
     lake_file_free(NULL);
     lake_reader_close(NULL);
     lake_interrupt(NULL);
+    /* queries: NULL handles, accessors without a row, binds out of range */
+    lake_rows *q = NULL;
+    size_t len = 1;
+    say("lake_query(NULL client)", lake_query(NULL, "SELECT 1", &q, &e), &e);
+    say("lake_rows_next(NULL)", lake_rows_next(NULL, &e), &e);
+    say("lake_rows_bind_text(NULL)", lake_rows_bind_text(NULL, 1, "x", &e), &e);
+    say("lake_catalog_create(NULL client)", lake_catalog_create(NULL, "a.b", "x TEXT", &e), &e);
+    say("lake_catalog_drop(NULL client)", lake_catalog_drop(NULL, "a.b", &e), &e);
+    say("lake_catalog_show(NULL json)", lake_catalog_show(NULL, "a.b", NULL, &e), &e);
+    printf("NULL rows: %d %d %d %s %s %lld %g %s\n", lake_rows_columns(NULL), lake_rows_params(NULL),
+           lake_rows_type(NULL, 0), lake_rows_name(NULL, 0) ? "name" : "(null)",
+           lake_rows_text(NULL, 0, &len) ? "text" : "(null)", (long long)lake_rows_int64(NULL, 0),
+           lake_rows_double(NULL, 0), lake_rows_file(NULL, 0) ? "file" : "(null)");
+    lake_rows_close(NULL);
     if (lake_open(&c, NULL, &e)) return die(&e);
+    say("lake_query(NULL SQL)", lake_query(c, NULL, &q, &e), &e);
+    say("lake_query(NULL out)", lake_query(c, "SELECT 1", NULL, &e), &e);
+    say("lake_query(two statements)", lake_query(c, "SELECT 1; SELECT 2", &q, &e), &e);
+    say("lake_query(no statement)", lake_query(c, " -- nothing\n;", &q, &e), &e);
+    say("lake_query(syntax)", lake_query(c, "SELEC 1", &q, &e), &e);
+    if (lake_query(c, "SELECT ?1 AS a, 2.5 AS b", &q, &e)) return die(&e);
+    lake_rows *q2;
+    say("lake_query(another open)", lake_query(c, "SELECT 1", &q2, &e), &e);
+    say("lake_rows_bind_int64(0)", lake_rows_bind_int64(q, 0, 1, &e), &e);
+    say("lake_rows_bind_int64(2)", lake_rows_bind_int64(q, 2, 1, &e), &e);
+    say("lake_rows_bind_blob(NULL bytes)", lake_rows_bind_blob(q, 1, NULL, 3, &e), &e);
+    printf("before the first step: type %d, text %s, columns %d, name(2) %s\n", lake_rows_type(q, 0),
+           lake_rows_text(q, 0, &len) ? "text" : "(null)", lake_rows_columns(q),
+           lake_rows_name(q, 2) ? "name" : "(null)");
+    say("lake_rows_bind_int64(1)", lake_rows_bind_int64(q, 1, 7, &e), &e);
+    say("lake_rows_next", lake_rows_next(q, &e), &e);
+    printf("row: %lld %s, out of range: %d %s %lld\n", (long long)lake_rows_int64(q, 0), lake_rows_text(q, 1, NULL),
+           lake_rows_type(q, 2), lake_rows_text(q, -1, &len) ? "text" : "(null)", (long long)lake_rows_int64(q, 9));
+    say("bind after a step", lake_rows_bind_int64(q, 1, 8, &e), &e);
+    say("lake_rows_next", lake_rows_next(q, &e), &e);
+    say("next after done", lake_rows_next(q, &e), &e);
+    printf("after done: type %d\n", lake_rows_type(q, 0));
+    lake_rows_close(q);
+    /* a failure stays the statement's answer */
+    if (lake_query(c, "SELECT abs(-9223372036854775807 - 1)", &q, &e)) return die(&e);
+    say("lake_rows_next(overflow)", lake_rows_next(q, &e), &e);
+    say("next after failure", lake_rows_next(q, &e), &e);
+    lake_rows_close(q);
+    /* rows closed halfway, and rows outliving their client */
+    if (lake_query(c, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 100) SELECT i FROM n",
+                   &q, &e))
+        return die(&e);
+    say("lake_rows_next", lake_rows_next(q, &e), &e);
+    lake_rows_close(q);
+    /* a statement stopped by lake_interrupt changes nothing */
+    if (lake_query(c, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 10000000) "
+                      "SELECT count(*) FROM n",
+                   &q, &e))
+        return die(&e);
+    lake_interrupt(c);
+    say("lake_rows_next(interrupted)", lake_rows_next(q, &e), &e);
+    lake_rows_close(q);
+    if (lake_query(c, "SELECT 'kept' AS k", &q, &e)) return die(&e);
+    lake_close(c);
+    say("next after lake_close", lake_rows_next(q, &e), &e);
+    printf("row after lake_close: %s\n", lake_rows_text(q, 0, NULL));
+    lake_rows_close(q);
+    if (lake_open(&c, NULL, &e)) return die(&e);
+    say("lake_catalog_create(bad columns)", lake_catalog_create(c, "a.b", "x", &e), &e);
+    say("lake_catalog_create(not NS.T)", lake_catalog_create(c, "nodot", "x TEXT", &e), &e);
+    say("lake_catalog_drop(NULL table)", lake_catalog_drop(c, NULL, &e), &e);
+    say("lake_catalog_create_namespace(bad)", lake_catalog_create_namespace(c, "a b", &e), &e);
+    say("lake_presign(NULL url)", lake_presign(c, "{}", 60, NULL, &e), &e);
+    say("lake_presign(0 seconds)", lake_presign(c, "{}", 0, &json, &e), &e);
+    say("lake_presign(not JSON)", lake_presign(c, "{nope", 60, &json, &e), &e);
     say("lake_put_fd(bad fd)", lake_put_fd(c, -1, "x", &f, &e), &e);
     say("lake_catalog_list(bad namespace)", lake_catalog_list(c, "no such", &json, &e), &e);
     say("lake_resolve(not NS.T)", lake_resolve(c, "nodot", -1, &json, &e), &e);
@@ -218,17 +479,31 @@ int main(int argc, char **argv) {
         printf("%s %s\n", lake_version(), LIBLAKE_VERSION);
         return 0;
     }
+    int sql = argc >= 3 && (strcmp(argv[1], "query") == 0 || strcmp(argv[1], "types") == 0 ||
+                            strcmp(argv[1], "abandon") == 0);
+    int chg = argc == 3 && (strcmp(argv[1], "create-namespace") == 0 || strcmp(argv[1], "drop") == 0 ||
+                            strcmp(argv[1], "show") == 0);
+    chg |= argc == 4 && strcmp(argv[1], "create") == 0;
+    int sd = argc == 4 && strcmp(argv[1], "seed") == 0;
+    int ps = argc == 4 && strcmp(argv[1], "presign") == 0;
     int cat = (argc == 2 || argc == 3) && strcmp(argv[1], "list") == 0;
     cat |= (argc == 3 || argc == 4) && strcmp(argv[1], "resolve") == 0;
-    if (!cat && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
+    if (!cat && !sql && !chg && !sd && !ps && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
                                              strcmp(argv[1], "stop") == 0))) {
         fprintf(stderr, "usage: roundtrip FILE | get REF | cb FILE | stop FILE | list [NS] | "
-                        "resolve NS.T [VERSION] | misuse | version\n");
+                        "resolve NS.T [VERSION] | query|types|abandon SQL [PARAM...] |\n"
+                        "       create-namespace NS | create NS.T COLUMNS | drop NS.T | show NS.T | seed NS.T FILE |\n"
+                        "       presign REF SECONDS |\n"
+                        "       misuse | version\n");
         return 64;
     }
     if (lake_open(&c, NULL, &e)) return die(&e);
     lake_set_warn(c, warn, NULL);
     if (cat) rc = catalog(c, argc, argv, &e);
+    else if (chg) rc = change(c, argv, &e);
+    else if (sd) rc = seed(c, argv[2], argv[3], &e);
+    else if (ps) rc = presign(c, argv[2], argv[3], &e);
+    else if (sql) rc = query(c, argv[1], argv[2], argv + 3, argc - 3, &e);
     else if (argc == 3 && strcmp(argv[1], "get") == 0) rc = get(c, argv[2], &e);
     else if (argc == 3) rc = putCb(c, argv[2], strcmp(argv[1], "stop") == 0 ? 1 : 0, &e);
     else {

@@ -9,10 +9,10 @@
  * changes or removes what is here (liblake(3), STABILITY).
  *
  * Conventions (as SQLite's and libcurl's):
- *  - Handles are opaque (lake_client, lake_file, lake_reader).  Each is
+ *  - Handles are opaque (lake_client, lake_file, lake_reader, lake_rows).  Each is
  *    freed by its own function, which accepts NULL and may be called at
- *    any point, whatever is still open: a reader keeps what it needs of
- *    its client alive until it is closed.
+ *    any point, whatever is still open: a reader, or a statement's rows,
+ *    keeps what it needs of its client alive until it is closed.
  *  - A function that can fail returns 0 on success, else the exit status
  *    the lake commands give for the same failure (lake(7)), and fills the
  *    lake_error it is given (which may be NULL).  NULL handles and other
@@ -47,6 +47,7 @@ extern "C" {
 typedef struct lake_client lake_client;
 typedef struct lake_file lake_file;
 typedef struct lake_reader lake_reader;
+typedef struct lake_rows lake_rows;
 
 /* What went wrong.  exit_status is 0 after success, else the exit status
  * of lake(7) the commands give for the same failure (1, 64..78); code a
@@ -84,10 +85,11 @@ void lake_close(lake_client *c);
 typedef void (*lake_warn_fn)(void *ctx, const char *line);
 int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
 
-/* Ask the put running on c, or the next one, to give up: it cleans up as
- * lake-put does on SIGINT (no object is left; an S3 upload is aborted)
- * and fails with code "interrupted".  The request is used up by the put
- * it stops.  Async-signal-safe (it stores one flag): a program that wants
+/* Ask the put or statement (lake_query) running on c, or the next one,
+ * to give up: a put cleans up as lake-put does on SIGINT (no object is
+ * left; an S3 upload is aborted), a statement changes nothing, and either
+ * fails with code "interrupted".  The request is used up by the put or
+ * statement it stops.  Async-signal-safe (it stores one flag): a program that wants
  * ^C to stop a long put calls it from its own SIGINT handler.  NULL is
  * fine.  Callable from any thread. */
 void lake_interrupt(lake_client *c);
@@ -151,6 +153,15 @@ ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e);
 /* Stop reading and free r, at any point.  NULL is fine. */
 void lake_reader_close(lake_reader *r);
 
+/* A URL anyone may GET the object a FILE value (JSON text, or any REF as
+ * lake_open_file takes) names with, for seconds (1..604800), as lake-get
+ * --presign prints it: signed with the stage's keys, or by lake-metasrv
+ * for a vended S3 stage; the object is not read.  78 ("config") for a
+ * local stage, which has no URLs; 65 outside the stage; 64 for seconds
+ * out of range.  *url is freed with lake_free.  One thread at a time per
+ * client. */
+int lake_presign(lake_client *c, const char *file_json, int64_t seconds, char **url, lake_error *e);
+
 /* The catalog, as lake-catalog(1) reads it, through the same on-disk
  * snapshot cache, with the same TTL and the same behaviour when the
  * metadata server is unreachable (a stale snapshot served with a
@@ -167,6 +178,105 @@ int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e
  * table or version, 67 for an expired one.  *json is freed with
  * lake_free. */
 int lake_resolve(lake_client *c, const char *table, int64_t version, char **json, lake_error *e);
+
+/* The columns of table ("NS.T") as the JSON array lake-catalog --json
+ * show prints: [{"name":"path","type":"TEXT"},...].  66 for an unknown
+ * table.  *json is freed with lake_free. */
+int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error *e);
+
+/* Changes, as lake-catalog(1) makes them (the same statuses: 64 for a
+ * bad name or column list, 66 for an unknown namespace or table, 77 when
+ * the principal may not), each visible at once to the next call on this
+ * host.  columns is what lake-catalog create takes: "path TEXT, f FILE"
+ * (lake-catalog(1), create).  One thread at a time per client. */
+int lake_catalog_create_namespace(lake_client *c, const char *ns, lake_error *e);
+int lake_catalog_create(lake_client *c, const char *table, const char *columns, lake_error *e);
+int lake_catalog_drop(lake_client *c, const char *table, lake_error *e);
+
+/* SQL, as lake-query(1) runs it (lake_query(3)): SQLite's engine over
+ * lake tables named NS.T, with the FILE functions; a statement means
+ * here what it means in lake-query, and fails with the same status.
+ * One thread at a time per client; the rows of one statement at a time
+ * (lake_rows_close, or LIBLAKE_DONE, ends one). */
+
+/* lake_rows_next's answers; failure is -1. */
+#define LIBLAKE_ROW 100
+#define LIBLAKE_DONE 101
+
+/* lake_rows_type's answers (SQLite's numbers, and FILE). */
+#define LIBLAKE_INTEGER 1
+#define LIBLAKE_FLOAT 2
+#define LIBLAKE_TEXT 3
+#define LIBLAKE_BLOB 4
+#define LIBLAKE_NULL 5
+#define LIBLAKE_FILE 6
+
+/* Compile sql, exactly one statement (a SELECT, an INSERT, a DELETE or
+ * UPDATE, a statement over temp tables...), into *out, to bind and step.
+ * 64 for no statement or more than one, or a statement still open on c
+ * (close it first); SQL's own errors 65, an unknown table 66, DDL on lake
+ * tables 64, as lake-query.  Nothing runs yet, except that an aggregate
+ * lake-query splits by segment (with no parameter) computes its partial
+ * rows now.  The rows keep c alive until they are closed.  One thread at
+ * a time per client. */
+int lake_query(lake_client *c, const char *sql, lake_rows **out, lake_error *e);
+
+/* Bind parameter index (1-based, as SQLite's: ?, ?NNN, :name) before the
+ * first lake_rows_next: text is copied (a FILE value is bound as its JSON
+ * text); a blob of len bytes.  64 for a NULL q, an index out of range or
+ * a statement already stepped.  One thread at a time per q. */
+int lake_rows_bind_text(lake_rows *q, int index, const char *text, lake_error *e);
+int lake_rows_bind_int64(lake_rows *q, int index, int64_t v, lake_error *e);
+int lake_rows_bind_double(lake_rows *q, int index, double v, lake_error *e);
+int lake_rows_bind_blob(lake_rows *q, int index, const void *blob, size_t len, lake_error *e);
+int lake_rows_bind_null(lake_rows *q, int index, lake_error *e);
+/* The number of parameters of q; -1 for a NULL q. */
+int lake_rows_params(const lake_rows *q);
+
+/* Step: LIBLAKE_ROW with the next row current, LIBLAKE_DONE when there
+ * is none (an INSERT, DELETE or UPDATE has then committed its one new
+ * table version), -1 with e filled on failure (nothing committed; a
+ * DELETE or UPDATE that lost a race is run again, as lake-query does,
+ * and 75 after five tries).  After LIBLAKE_DONE it is LIBLAKE_DONE
+ * again, after a failure the same failure: the statement never runs
+ * twice.  lake_interrupt(c) stops it ("interrupted", 1).  One thread at
+ * a time per q. */
+int lake_rows_next(lake_rows *q, lake_error *e);
+
+/* The columns of q's statement (0 for one that returns none, -1 for a
+ * NULL q), and the name of column i (0-based; NULL out of range), valid
+ * until lake_rows_close. */
+int lake_rows_columns(const lake_rows *q);
+const char *lake_rows_name(const lake_rows *q, int i);
+
+/* The type of column i of the current row: LIBLAKE_NULL,
+ * LIBLAKE_INTEGER, LIBLAKE_FLOAT, LIBLAKE_TEXT, LIBLAKE_BLOB, or
+ * LIBLAKE_FILE for a column declared FILE holding a valid FILE value
+ * (what lake-query -f json prints as an object).  -1 with no current row or i out of range.  The accessors
+ * below give 0, 0.0 or NULL (*len 0) then. */
+int lake_rows_type(const lake_rows *q, int i);
+/* Column i as lake-query -f tsv shows it, unescaped: an INTEGER in
+ * decimal, a FLOAT the shortest text that reads back as the same double,
+ * TEXT and FILE their text, a BLOB its lowercase hex; NULL for NULL.
+ * Valid until the next lake_rows_next or lake_rows_close.  *len (len may
+ * be NULL) its length in bytes (TEXT may hold NUL bytes). */
+const char *lake_rows_text(lake_rows *q, int i, size_t *len);
+/* Column i as a number, converted as SQLite converts (TEXT "12" is 12). */
+int64_t lake_rows_int64(lake_rows *q, int i);
+double lake_rows_double(lake_rows *q, int i);
+/* Column i's bytes (a BLOB's own, another type's text), *len their
+ * number; valid as lake_rows_text's. */
+const void *lake_rows_blob(lake_rows *q, int i, size_t *len);
+/* Column i's FILE value, decoded, when its type is LIBLAKE_FILE, else
+ * NULL; owned by q, valid until the next lake_rows_next or
+ * lake_rows_close (a program that keeps it copies lake_file_json's
+ * text). */
+const lake_file *lake_rows_file(lake_rows *q, int i);
+
+/* Free q at any point: a statement not run to LIBLAKE_DONE is abandoned
+ * and changes nothing (an INSERT appends no version).  NULL is fine.
+ * One thread at a time per client (q holds it). */
+void lake_rows_close(lake_rows *q);
 
 /* Free what the library allocated for the program (JSON text).  NULL is
  * fine.  Thread-safe. */

@@ -427,39 +427,7 @@ out:
     return s == SQLITE_DONE ? SQLITE_OK : s;
 }
 
-/* --- the lake, opened on first use ---------------------------------------- */
-
-/* Open the configuration, the catalog cache, the stage and the segment
- * cache, and register the FILE functions: once, when the first statement
- * names a lake table or calls a FILE function (SQL without either needs
- * no catalog and no writable cache directory).  A failure is kept and
- * returned again. */
-int lakeOpen(run *r, lakeError *err) {
-    if (r->lakeRc) {
-        if (r->lakeRc > 0) *err = r->lakeErr;
-        return r->lakeRc > 0 ? r->lakeRc : 0;
-    }
-    lakeError *e = &r->lakeErr;
-    int64_t segMax = 0;
-    int rc = configLoad(&r->cfg, NULL, 0, e);
-    cacheOptions copt = {r->cfg.catalog_ttl, 0, 0};
-    if (!rc) rc = sourceOpen(&r->cfg, &r->src, e);
-    if (!rc) rc = cacheOpen(&r->cfg, r->src, &copt, &r->cache, e);
-    if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, NULL, &r->stage, e);
-    if (!rc) rc = segcacheMaxFromEnv(&segMax, e);
-    if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &r->segs, e);
-    if (!rc && r->db) rc = fileFunctionsRegister(r->db, r->stage, &r->q.err, e);
-    if (!rc) {
-        r->q.cache = r->cache;
-        r->q.stage = r->stage;
-        r->q.segs = r->segs;
-    }
-    r->lakeRc = rc ? rc : -1;
-    if (rc) *err = *e;
-    return rc;
-}
-
-static int lakeOpenHook(queryContext *q, lakeError *err) { return lakeOpen(q->open_arg, err); }
+/* --- running ------------------------------------------------------------- */
 
 /* What a DELETE or UPDATE committed, as --import says what it appended. */
 static void changedHook(void *arg, const char *ns, const char *name, const char *operation, int64_t rows) {
@@ -468,86 +436,10 @@ static void changedHook(void *arg, const char *ns, const char *name, const char 
             strcmp(operation, "delete") == 0 ? "deleted" : "updated");
 }
 
-/* Does the statement call a FILE function (which needs the stage)?  A
- * plain substring test: a false positive only opens the lake early. */
-static int callsFileFunction(const char *sql) {
-    for (const char *p = sql; *p; p++)
-        if (strncasecmp(p, "fl_get_", 7) == 0 || strncasecmp(p, "to_file", 7) == 0) return 1;
-    return 0;
-}
-
-/* --- DDL on lake tables ------------------------------------------------------ */
-
-#define NO_ALTER "a lake table cannot be altered: create another with 'lake-catalog create' (and 'lake-catalog drop' this one)"
-#define ONLY_TABLES "a lake namespace holds only lake tables ('lake-catalog create|drop'); put indexes, views and triggers in temp"
-
-/* The authorizer: while the user's statement compiles, refuse creating,
- * dropping or altering anything in a lake namespace's schema (anything
- * but main and temp): lake tables change with lake-catalog, and SQL that
- * "dropped" one would only drop this run's declaration of it. */
-static int authorize(void *arg, int action, const char *a1, const char *a2, const char *db, const char *trigger) {
-    run *r = arg;
-    (void)trigger;
-    if (!r->guard) return SQLITE_OK;
-    const char *schema = action == SQLITE_ALTER_TABLE ? a1 : db, *name = a1;
-    if (action == SQLITE_ALTER_TABLE || action == SQLITE_CREATE_INDEX || action == SQLITE_CREATE_TRIGGER) name = a2;
-    if (!schema || strcmp(schema, "main") == 0 || strcmp(schema, "temp") == 0) return SQLITE_OK;
-    if (!name) name = "?";
-    switch (action) {
-    case SQLITE_CREATE_TABLE:
-    case SQLITE_CREATE_VTABLE:
-        errSet(&r->q.err, LAKE_EUSAGE, "%s.%s: a lake table is created with 'lake-catalog create %s.%s COLUMNS', not SQL",
-               schema, name, schema, name);
-        break;
-    case SQLITE_DROP_TABLE:
-    case SQLITE_DROP_VTABLE:
-        errSet(&r->q.err, LAKE_EUSAGE, "%s.%s: a lake table is dropped with 'lake-catalog drop %s.%s', not SQL", schema,
-               name, schema, name);
-        break;
-    case SQLITE_ALTER_TABLE:
-        errSet(&r->q.err, LAKE_EUSAGE, "%s.%s: %s", schema, name, NO_ALTER);
-        break;
-    case SQLITE_CREATE_INDEX:
-    case SQLITE_CREATE_TRIGGER:
-    case SQLITE_CREATE_VIEW:
-    case SQLITE_DROP_INDEX:
-    case SQLITE_DROP_TRIGGER:
-    case SQLITE_DROP_VIEW:
-        errSet(&r->q.err, LAKE_EUSAGE, "%s.%s: %s", schema, name, ONLY_TABLES);
-        break;
-    default: return SQLITE_OK;
-    }
-    return SQLITE_DENY;
-}
-
-/* The first keyword of a statement is CREATE, DROP or ALTER. */
-static int isDdl(const char *sql) {
-    static const char *const kw[] = {"CREATE", "DROP", "ALTER"};
-    for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++) {
-        size_t n = strlen(kw[i]);
-        if (strncasecmp(sql, kw[i], n) == 0 && !isalnum((unsigned char)sql[n]) && sql[n] != '_') return 1;
-    }
-    return 0;
-}
-
-/* --- running ------------------------------------------------------------- */
-
 /* SQLite stops a statement that runs when a stop signal has arrived. */
 static int onProgress(void *arg) {
     (void)arg;
     return interruptPending() != 0;
-}
-
-/* Skip white space and comments: where a statement really starts. */
-static const char *skipBlank(const char *p) {
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v') p++;
-        if (p[0] == '-' && p[1] == '-') p += strcspn(p, "\n");
-        else if (p[0] == '/' && p[1] == '*') {
-            const char *e = strstr(p + 2, "*/");
-            p = e ? e + 2 : p + strlen(p);
-        } else return p;
-    }
 }
 
 static long lineAt(const char *text, const char *at) {
@@ -556,108 +448,13 @@ static long lineAt(const char *text, const char *at) {
     return line;
 }
 
-/* The exit status of an SQL failure (lake-query(1), EXIT STATUS): the lake
- * error behind it if any; a table that does not exist 66; DDL naming an
- * unknown lake namespace or table 64; SQLite's own errors (syntax, an
- * unknown column or function, a FILE function refusing its argument, a
- * constraint, a type) 65; resource failures (memory, I/O) 1; an
- * interrupted statement 1 (the process then dies of the signal). */
-static int sqlFailure(run *r, const char *stmt, int compiling, lakeError *err) {
-    if (r->q.err.code) {
-        *err = r->q.err;
-        return err->code;
-    }
-    const char *m = sqlite3_errmsg(r->db);
-    int code = sqlite3_errcode(r->db) & 0xff, rc;
-    if (compiling && isDdl(stmt) && strcmp(m, "virtual tables may not be altered") == 0)
-        rc = errSet(err, LAKE_EUSAGE, "%s", NO_ALTER);
-    else if (compiling && isDdl(stmt) && (strncmp(m, "virtual tables may not be ", 26) == 0 ||
-                                          strcmp(m, "cannot create triggers on virtual tables") == 0))
-        rc = errSet(err, LAKE_EUSAGE, "%s: lake tables change only with 'lake-catalog create|drop'", m);
-    else if (compiling && isDdl(stmt) && (strncmp(m, "unknown database ", 17) == 0 ||
-                                     (strncmp(m, "no such table: ", 15) == 0 && strchr(m + 15, '.') &&
-                                      strncmp(m + 15, "main.", 5) != 0 && strncmp(m + 15, "temp.", 5) != 0)))
-        rc = errSet(err, LAKE_EUSAGE, "%s: lake tables are created and dropped with 'lake-catalog create|drop', not SQL", m);
-    else if (compiling && strncmp(m, "no such table", 13) == 0)
-        rc = errSet(err, LAKE_ENOINPUT, "%s", m);
-    else if (code == SQLITE_ERROR || code == SQLITE_CONSTRAINT || code == SQLITE_MISMATCH || code == SQLITE_RANGE ||
-             code == SQLITE_TOOBIG || code == SQLITE_AUTH)
-        rc = errSet(err, LAKE_EDATA, "%s", m);
-    else
-        rc = errSet(err, LAKE_EFAIL, "%s", m);
-    snprintf(err->cause, sizeof err->cause, "sqlite %d", sqlite3_extended_errcode(r->db));
-    return rc;
-}
-
-/* "no such table: NS.T" where NS.T could be a lake table. */
-static int unknownLakeTable(const char *m) {
-    if (strncmp(m, "no such table: ", 15) != 0) return 0;
-    char *ns = NULL, *name = NULL;
-    int ok = nameSplitTable(m + 15, &ns, &name, NULL) == 0;
-    free(ns);
-    free(name);
-    return ok;
-}
-
-/* Compile the statement at sql: its lake tables declared first (from the
- * cached directory), DDL on them refused; when SQLite does not know a
- * table NS.T, the catalog is refreshed once per run (another host may
- * have created it within the cache's TTL) and the statement compiled
- * again.  *st is NULL when only blanks or comments were left. */
-static int compileText(run *r, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err);
-
-/* compileText of sql with its AT clauses rewritten (query/at.h): the
- * rewritten text has the same length, so *next maps back into sql. */
-static int compile(run *r, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err) {
-    char *at = NULL;
-    *st = NULL;
-    int rc = queryAtRewrite(sql, &at, err);
-    if (rc) return rc;
-    rc = compileText(r, at ? at : sql, st, next, err);
-    if (at && *next) *next = sql + (*next - at);
-    free(at);
-    return rc;
-}
-
-static int compileText(run *r, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err) {
-    for (int attempt = 0;; attempt++) {
-        errClear(&r->q.err);
-        int rc = callsFileFunction(sql) ? lakeOpen(r, err) : 0;
-        if (!rc) rc = queryDeclare(r->db, &r->q, sql, err);
-        char *counted = NULL; /* SELECT count(*) FROM NS.T, from the registration */
-        if (!rc) rc = queryCountOnly(&r->q, sql, &counted, next, err);
-        /* an aggregate split by segment: its partials computed now */
-        if (!rc && !counted) rc = queryAggregate(r->db, &r->q, sql, &counted, next, err);
-        if (rc) return rc;
-        if (counted) {
-            int s = sqlite3_prepare_v2(r->db, counted, -1, st, NULL);
-            sqlite3_free(counted);
-            return s == SQLITE_OK ? 0 : sqlFailure(r, skipBlank(sql), 1, err);
-        }
-        r->guard = 1;
-        int s = sqlite3_prepare_v2(r->db, sql, -1, st, next);
-        r->guard = 0;
-        if (s == SQLITE_OK) return 0;
-        if (!attempt && !r->refreshed && !r->q.err.code && r->cache && !isDdl(skipBlank(sql)) &&
-            unknownLakeTable(sqlite3_errmsg(r->db))) {
-            r->refreshed = 1;
-            rc = cacheRefresh(r->cache, 0, err);
-            /* a principal denied the directory resolved the name already */
-            if (rc && err->status && strcmp(err->status, "permission_denied") == 0) return sqlFailure(r, skipBlank(sql), 1, err);
-            if (rc) return rc;
-            continue;
-        }
-        return sqlFailure(r, skipBlank(sql), 1, err);
-    }
-}
-
 /* Where a failure of the statement at stmt (tail: its text with what
  * precedes it) happened: the line of SQLite's error offset while
  * compiling, else of the statement's first token. */
 static void locate(run *r, const script *sc, const char *tail, int compiling, lakeError *err) {
     if (!sc->located) return;
-    int off = compiling ? sqlite3_error_offset(r->db) : -1;
-    const char *at = off >= 0 && (size_t)off <= strlen(tail) ? tail + off : skipBlank(tail);
+    int off = compiling ? sqlite3_error_offset(r->s.db) : -1;
+    const char *at = off >= 0 && (size_t)off <= strlen(tail) ? tail + off : querySkipBlank(tail);
     errPrefix(err, "%s:%ld", sc->name ? sc->name : sc->label, lineAt(sc->text, at));
 }
 
@@ -665,12 +462,12 @@ static void locate(run *r, const script *sc, const char *tail, int compiling, la
  * the statement and what each scan kept and pruned (lake-query(1),
  * EXPLAIN).  Only statements that change nothing: 64 for others. */
 static int explain(run *r, sqlite3_stmt *st, const char *text, const char *end, lakeError *err) {
-    text = skipBlank(text);
+    text = querySkipBlank(text);
     size_t n = end ? (size_t)(end - text) : strlen(text);
     while (n && (text[n - 1] == ';' || text[n - 1] == ' ' || text[n - 1] == '\n' || text[n - 1] == '\t')) n--;
     if (!sqlite3_stmt_readonly(st)) {
-        sqlite3_free(sqlite3_str_finish(r->q.explain));
-        r->q.explain = NULL;
+        sqlite3_free(sqlite3_str_finish(r->s.q.explain));
+        r->s.q.explain = NULL;
         return errSet(err, LAKE_EUSAGE, "--explain shows what a query reads; run statements that write without it");
     }
     int s;
@@ -679,24 +476,24 @@ static int explain(run *r, sqlite3_stmt *st, const char *text, const char *end, 
      * the outer ones read nothing), from SQLite's plan */
     sqlite3_stmt *eqp = NULL;
     char *sql = sqlite3_mprintf("EXPLAIN QUERY PLAN %.*s", (int)n, text);
-    if (s == SQLITE_DONE && sql && sqlite3_prepare_v2(r->db, sql, -1, &eqp, NULL) == SQLITE_OK)
+    if (s == SQLITE_DONE && sql && sqlite3_prepare_v2(r->s.db, sql, -1, &eqp, NULL) == SQLITE_OK)
         while (sqlite3_step(eqp) == SQLITE_ROW) {
             const char *d = (const char *)sqlite3_column_text(eqp, 3), *m = d ? strstr(d, QUERY_LOOKUP_MARK) : NULL;
             const char *e = m ? strstr(m, " */") : NULL;
             if (e)
-                sqlite3_str_appendf(r->q.explain, "%.*s (a join), in a temporary index of its kept rows built once\n",
+                sqlite3_str_appendf(r->s.q.explain, "%.*s (a join), in a temporary index of its kept rows built once\n",
                                     (int)(e - m - strlen(QUERY_LOOKUP_MARK)), m + strlen(QUERY_LOOKUP_MARK));
         }
     sqlite3_finalize(eqp);
     sqlite3_free(sql);
-    char *report = sqlite3_str_finish(r->q.explain);
-    r->q.explain = NULL;
+    char *report = sqlite3_str_finish(r->s.q.explain);
+    r->s.q.explain = NULL;
     if (s == SQLITE_DONE) {
         printf("%.*s\n", (int)n, text);
         fputs(report && *report ? report : "no lake table read\n", stdout);
     }
     sqlite3_free(report);
-    return s == SQLITE_DONE ? 0 : sqlFailure(r, text, 0, err);
+    return s == SQLITE_DONE ? 0 : querySessionFailure(&r->s, text, 0, err);
 }
 
 int runScript(run *r, const script *sc, lakeError *err) {
@@ -705,36 +502,32 @@ int runScript(run *r, const script *sc, lakeError *err) {
         sqlite3_stmt *st = NULL;
         const char *next = NULL;
         if (interruptPending()) return errSet(err, LAKE_EFAIL, "interrupted");
-        r->q.replan = 0;
-        if (r->explain) r->q.explain = sqlite3_str_new(NULL); /* the scans' report, see explain() */
-        int rc = compile(r, tail, &st, &next, err);
+        r->s.q.replan = 0;
+        if (r->explain) r->s.q.explain = sqlite3_str_new(NULL); /* the scans' report, see explain() */
+        int rc = querySessionCompile(&r->s, tail, &st, &next, err);
         if (rc || !st) {
-            sqlite3_free(sqlite3_str_finish(r->q.explain));
-            r->q.explain = NULL;
+            sqlite3_free(sqlite3_str_finish(r->s.q.explain));
+            r->s.q.explain = NULL;
         }
         if (rc) {
             locate(r, sc, tail, 1, err);
             return rc;
         }
         if (!st) break; /* only white space or comments left */
-        errClear(&r->q.err);
+        errClear(&r->s.q.err);
         rc = r->explain ? explain(r, st, tail, next, err) : emit(r, st, &r->printedHeader);
         sqlite3_finalize(st);
-        if (rc != SQLITE_OK && !r->explain) rc = sqlFailure(r, skipBlank(tail), 0, err); /* before SQLite's message goes */
-        queryUnpin(&r->q); /* the next statement resolves afresh */
-        if (rc && r->q.replan && attempt < REWRITE_ATTEMPTS) {
+        if (rc != SQLITE_OK && !r->explain) rc = querySessionFailure(&r->s, querySkipBlank(tail), 0, err); /* before SQLite's message goes */
+        queryUnpin(&r->s.q); /* the next statement resolves afresh */
+        if (rc && r->s.q.replan) {
             /* another writer replaced a segment this DELETE or UPDATE
              * read: nothing was committed; plan it again on the new version */
-            traceLine("query", "%s (attempt %d); running the statement again", err->msg, attempt);
-            errClear(err);
-            struct timespec pause = {0, (long)(1 + rand() % 20) * attempt * 1000000L};
-            nanosleep(&pause, NULL);
-            attempt++;
-            continue;
+            if (querySessionRetry(&r->s, attempt, err)) {
+                attempt++;
+                continue;
+            }
+            rc = err->code;
         }
-        if (rc && r->q.replan)
-            rc = errSet(err, LAKE_ETEMP, "another writer changed the same segments %d times; nothing changed, retry later",
-                        REWRITE_ATTEMPTS);
         attempt = 1;
         if (rc) { /* with --explain, explain's own failure: a lake code */
             locate(r, sc, tail, 0, err);
@@ -762,19 +555,19 @@ static int runImport(run *r, lakeError *err) {
     struct stat sb; /* stdin a file: its size, for the percentage */
     int64_t total = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? sb.st_size - lseek(fd, 0, SEEK_CUR) : -1;
     progressStart(&prog, r->progress, r->import, total < 0 ? -1 : total);
-    int rc = lakeOpen(r, err);
-    if (!rc) rc = cacheResolve(r->cache, ns, name, -1, &reg, err);
-    if (!rc) rc = cacheMayRun(r->cache, "append", ns, name, err); /* before any segment is stored */
+    int rc = querySessionLake(&r->s, err);
+    if (!rc) rc = cacheResolve(r->s.cache, ns, name, -1, &reg, err);
+    if (!rc) rc = cacheMayRun(r->s.cache, "append", ns, name, err); /* before any segment is stored */
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
     char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
     if (!rc && (!cJSON_IsString(id) || !schema)) rc = errSet(err, LAKE_EFAIL, "%s: malformed registration", r->import);
-    if (!rc) rc = segmentWriterOpen(r->stage, id->valuestring, schema, &opt, &w, err);
+    if (!rc) rc = segmentWriterOpen(r->s.stage, id->valuestring, schema, &opt, &w, err);
     if (!rc) rc = importRun(&in, r->strict ? r->importFmt | IMPORT_STRICT : r->importFmt, w, &rows, &prog, err);
     progressEnd(&prog);
     if (!rc) rc = segmentWriterFinish(w, &segs, &files, err);
     if (!rc && interruptPending()) rc = errSet(err, LAKE_EFAIL, "%s: interrupted", r->import);
     if (!rc && rows > 0)
-        rc = cacheAppendCommuting(r->cache, ns, name,
+        rc = cacheAppendCommuting(r->s.cache, ns, name,
                                   (int64_t)cJSON_GetObjectItemCaseSensitive(reg, "version")->valuedouble, segs,
                                   files, &version, err);
     /* no rows is not an error: nothing is appended and no version made */
@@ -879,13 +672,10 @@ int main(int argc, char **argv) {
     /* no allocation statistics: their global mutex serialises the threads
      * of a split aggregate (query/aggregate.h), and nothing reads them */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    r.q = (queryContext){.open = lakeOpenHook, .open_arg = &r, .changed = changedHook};
-    if (sqlite3_open_v2(":memory:", &r.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
-        rc = errSet(&err, LAKE_EFAIL, "sqlite: cannot open");
-    if (!rc) rc = queryRegister(r.db, &r.q, &err);
+    rc = querySessionOpen(&r.s, &err);
     if (!rc) {
-        sqlite3_set_authorizer(r.db, authorize, &r);
-        sqlite3_progress_handler(r.db, 1000, onProgress, NULL);
+        r.s.q.changed = changedHook;
+        sqlite3_progress_handler(r.s.db, 1000, onProgress, NULL);
     }
     if (!rc && r.import) rc = runImport(&r, &err);
     for (int i = 0; !rc && i < r.nsql; i++) {
@@ -905,13 +695,7 @@ int main(int argc, char **argv) {
         if (!rc) rc = runScript(&r, &sc, &err);
     }
     if (rc && !interruptPending()) logError(&err);
-    if (r.cache) compactAfterAppends(&r.cfg, r.cache, r.stage, r.segs); /* warns, never fails */
-    sqlite3_close(r.db);
-    segcacheClose(r.segs);
-    cacheClose(r.cache);
-    stageClose(r.stage);
-    sourceClose(r.src);
-    configFree(&r.cfg);
+    querySessionClose(&r.s); /* compacts what INSERT and --import appended */
     free(text);
     free(r.sqls);
     interruptExit(); /* cleaned up: now die of the signal, as the caller expects */

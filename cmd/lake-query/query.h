@@ -16,6 +16,7 @@
 #include "core/progress.h"
 #include "query/import.h"
 #include "query/segcache.h"
+#include "query/session.h"
 #include "query/vtab.h"
 #include "stage/stage.h"
 
@@ -30,18 +31,8 @@ typedef struct run {
     importFormat importFmt;
     int strict;
     int explain;       /* --explain */
-    int lakeRc;        /* lakeOpen: 0 not yet, -1 open, else its failure */
-    lakeError lakeErr;
-    int refreshed;     /* the one catalog refresh on an unknown table done */
-    int guard;         /* the user's statement is being compiled: DDL checks */
     progressMode progress;
-    lakeConfig cfg;
-    catalogSource *src;
-    catalogCache *cache;
-    stage *stage;
-    segcache *segs;
-    queryContext q;
-    sqlite3 *db;
+    querySession s;    /* the connection and the lake, opened on first use */
 } run;
 
 
@@ -56,10 +47,6 @@ typedef struct script {
 
 /* Parse an output format's name into *f; -1 when it is none. */
 int formatParse(const char *name, format *f);
-
-/* Open the lake (configuration, catalog cache, stage, segment cache) on
- * first use; a failure is kept and returned again. */
-int lakeOpen(run *r, lakeError *err);
 
 /* Run each statement of sc in turn, printing rows as they come; the first
  * failure stops it (located as SCRIPT:LINE when sc->located). */

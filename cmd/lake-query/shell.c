@@ -319,8 +319,8 @@ static int metaTables(shell *sh, const char *ns, lakeError *err) {
     const cacheEntry *e;
     size_t n;
     if (ns && !nameIsValid(ns)) return errSet(err, LAKE_EUSAGE, ".tables: %s: not a valid namespace name", ns);
-    int rc = lakeOpen(sh->r, err);
-    if (!rc) rc = cacheListing(sh->r->cache, &e, &n, err);
+    int rc = querySessionLake(&sh->r->s, err);
+    if (!rc) rc = cacheListing(sh->r->s.cache, &e, &n, err);
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
         if (e[i].name && (!ns || strcmp(e[i].ns, ns) == 0)) printf("%s.%s\n", e[i].ns, e[i].name);
@@ -332,8 +332,8 @@ static int metaSchema(shell *sh, const char *table, lakeError *err) {
     const cacheEntry *e;
     if (!table) return errSet(err, LAKE_EUSAGE, ".schema: which table? (.schema NS.T)");
     int rc = nameSplitTable(table, &ns, &name, err);
-    if (!rc) rc = lakeOpen(sh->r, err);
-    if (!rc) rc = cacheTable(sh->r->cache, ns, name, &e, err);
+    if (!rc) rc = querySessionLake(&sh->r->s, err);
+    if (!rc) rc = cacheTable(sh->r->s.cache, ns, name, &e, err);
     cJSON *s = rc ? NULL : cJSON_Parse(e->schema), *col;
     if (!rc && !s) rc = errSet(err, LAKE_EFAIL, "%s: a malformed schema in the cache", table);
     cJSON_ArrayForEach(col, s) {
@@ -407,9 +407,9 @@ static int runText(shell *sh, const char *text, const char *label, const char *f
     snprintf(sc.label, sizeof sc.label, "%s", label);
     /* as a new process would: the catalog cache's files read again, the
      * tables declared again, an unknown one asked for again */
-    cacheForget(r->cache);
-    queryForget(r->db);
-    r->refreshed = 0;
+    cacheForget(r->s.cache);
+    queryForget(r->s.db);
+    r->s.refreshed = 0;
     r->printedHeader = 0;
     struct timespec t0, t1;
     struct rusage u0, u1;

@@ -13,6 +13,17 @@
  * The catalog calls are lake-catalog's list and resolve over the same
  * snapshot cache (cacheOpen with lake.conf's TTL), opened on first use.
  *
+ * lake_query compiles and steps on a query session (query/session.h),
+ * lake-query's own connection and compiler, opened on first use with
+ * lake_open's options; each statement sees the catalog as a new
+ * lake-query process would (as the shell's inputs do), and the session's
+ * progress handler stops a statement when lake_interrupt has been
+ * called.  A statement's rows hold the client, as a reader does.
+ *
+ * lake_catalog_create, _drop and _create_namespace are lake-catalog's:
+ * the source changed, then the cache refreshed (cacheAfterChange) so
+ * the change is visible at once on this host.
+ *
  * A reader pulls what stageGet pushes: stageGet runs on a thread of the
  * reader's own (all signals blocked, a stage handle of its own from
  * stageDup) and writes into a bounded ring the reader drains; its result,
@@ -41,6 +52,8 @@
 #include "core/crypto.h"
 #include "core/curl.h"
 #include "core/log.h"
+#include "core/realtext.h"
+#include "query/session.h"
 #include "stage/stage.h"
 
 /* lake_open's options: key, value pairs, at most this many. */
@@ -57,6 +70,29 @@ struct lake_client {
     catalogCache *cache;
     logSink sink; /* warnings; fn NULL: dropped */
     volatile sig_atomic_t stop;
+    /* lake_open's options, kept for the query session */
+    char *optText[2 * OPTIONS_MAX];
+    configOverride ov[OPTIONS_MAX];
+    int nov;
+    querySession *qs;  /* opened on first lake_query */
+    lake_rows *active; /* the statement whose rows are open (not done) */
+};
+
+/* A statement's state. */
+enum { ROWS_READY, ROWS_ROW, ROWS_DONE, ROWS_FAILED };
+
+struct lake_rows {
+    lake_client *c;
+    sqlite3_stmt *st;
+    char *sql; /* its text, compiled again after a lost race */
+    int state, attempt, cols;
+    int *isFile;      /* per column: declared FILE */
+    int *types;       /* per column: the current row's LIBLAKE_ type */
+    lake_file **files; /* per column: the current row's FILE value */
+    char **own;       /* per column: text made for a BLOB */
+    char *num;        /* per column: REAL_TEXT_MAX bytes for a number's text */
+    lakeError err;    /* the failure, once failed */
+    const char *code; /* its code when not the status's */
 };
 
 struct lake_file {
@@ -151,6 +187,13 @@ static void clientUnref(lake_client *c) {
     int left = --c->refs;
     pthread_mutex_unlock(&c->mu);
     if (left > 0) return;
+    if (c->qs) {
+        const logSink *old = logSinkSet(&c->sink); /* compaction's warnings */
+        querySessionClose(c->qs);
+        logSinkSet(old);
+        free(c->qs);
+    }
+    for (int i = 0; i < 2 * c->nov; i++) free(c->optText[i]);
     cacheClose(c->cache);
     sourceClose(c->src);
     stageClose(c->st);
@@ -192,6 +235,17 @@ int lake_open(lake_client **out, const char *const *options, lake_error *e) {
     }
     pthread_mutex_init(&c->mu, NULL);
     c->refs = 1;
+    for (int i = 0; i < n; i++) {
+        c->optText[2 * i] = strdup(ov[i].key);
+        c->optText[2 * i + 1] = strdup(ov[i].value);
+        c->ov[i] = (configOverride){c->optText[2 * i], c->optText[2 * i + 1]};
+        c->nov = i + 1;
+        if (!c->optText[2 * i] || !c->optText[2 * i + 1]) {
+            clientUnref(c);
+            errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open");
+            return fail(e, &err, NULL);
+        }
+    }
     const logSink *old = logSinkSet(&c->sink);
     int rc = configLoad(&c->cfg, ov, n, &err);
     if (!rc) rc = librariesReady(&c->cfg, &err);
@@ -370,6 +424,29 @@ int lake_put_cb(lake_client *c, lake_read_fn read, void *read_ctx, const char *n
     return put(c, &src, name, out, e);
 }
 
+int lake_presign(lake_client *c, const char *file_json, int64_t seconds, char **url, lake_error *e) {
+    if (!url) return misuse(e, "lake_presign: url is NULL");
+    *url = NULL;
+    if (!c) return misuse(e, "lake_presign: no client");
+    if (!file_json) return misuse(e, "lake_presign: no FILE value");
+    if (seconds < 1 || seconds > STAGE_PRESIGN_MAX)
+        return misuse(e, "lake_presign: %lld seconds is not 1..%d", (long long)seconds, STAGE_PRESIGN_MAX);
+    fileValue fv;
+    lakeError err = {0};
+    char *signed_url = NULL;
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = refRead(file_json, &fv, &err);
+    if (!rc) {
+        rc = stagePresignGet(c->st, fv.location, seconds, &signed_url, &err);
+        fileValueFree(&fv);
+    }
+    logSinkSet(old);
+    if (rc) return fail(e, &err, NULL);
+    *url = signed_url;
+    ok(e);
+    return 0;
+}
+
 /* --- the catalog ------------------------------------------------------------ */
 
 void lake_free(void *p) { free(p); }
@@ -453,6 +530,456 @@ int lake_resolve(lake_client *c, const char *table, int64_t version, char **json
     if (rc) return fail(e, &err, NULL);
     ok(e);
     return 0;
+}
+
+/* After a change: the snapshot refreshed so the change is seen at once. */
+static int changed(lake_client *c, int rc, lakeError *err) {
+    return rc ? rc : cacheAfterChange(c->cache, err);
+}
+
+int lake_catalog_create_namespace(lake_client *c, const char *ns, lake_error *e) {
+    if (!c) return misuse(e, "lake_catalog_create_namespace: no client");
+    if (!ns || !nameIsValid(ns)) return misuse(e, "%s: not a valid namespace name", ns ? ns : "(null)");
+    lakeError err = {0};
+    int64_t gen;
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = catalog(c, &err);
+    if (!rc) rc = changed(c, sourceCreateNamespace(c->src, ns, &gen, &err), &err);
+    logSinkSet(old);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
+/* NS.T split for a change; 64 when it is no table name. */
+static int tableName(const char *what, const char *table, char **ns, char **name, lake_error *e) {
+    lakeError err = {0};
+    *ns = *name = NULL;
+    if (!table) return misuse(e, "%s: no table", what);
+    if (nameSplitTable(table, ns, name, &err)) {
+        err.code = LAKE_EUSAGE;
+        return fail(e, &err, NULL);
+    }
+    return 0;
+}
+
+int lake_catalog_create(lake_client *c, const char *table, const char *columns, lake_error *e) {
+    if (!c) return misuse(e, "lake_catalog_create: no client");
+    if (!columns) return misuse(e, "lake_catalog_create: no columns");
+    char *ns, *name, *schema = NULL;
+    int rc = tableName("lake_catalog_create", table, &ns, &name, e);
+    if (rc) return rc;
+    lakeError err = {0};
+    int64_t gen;
+    if (schemaParse(columns, &schema, &err)) {
+        err.code = LAKE_EUSAGE;
+        rc = err.code;
+    }
+    const logSink *old = logSinkSet(&c->sink);
+    if (!rc) rc = catalog(c, &err);
+    if (!rc) rc = changed(c, sourceCreateTable(c->src, ns, name, schema, &gen, &err), &err);
+    logSinkSet(old);
+    free(ns);
+    free(name);
+    cJSON_free(schema);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
+int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
+    if (!c) return misuse(e, "lake_catalog_drop: no client");
+    char *ns, *name;
+    int rc = tableName("lake_catalog_drop", table, &ns, &name, e);
+    if (rc) return rc;
+    lakeError err = {0};
+    int64_t gen;
+    const logSink *old = logSinkSet(&c->sink);
+    rc = catalog(c, &err);
+    if (!rc) rc = changed(c, sourceDropTable(c->src, ns, name, &gen, &err), &err);
+    logSinkSet(old);
+    free(ns);
+    free(name);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
+int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error *e) {
+    if (!json) return misuse(e, "lake_catalog_show: json is NULL");
+    *json = NULL;
+    if (!c) return misuse(e, "lake_catalog_show: no client");
+    char *ns, *name;
+    int rc = tableName("lake_catalog_show", table, &ns, &name, e);
+    if (rc) return rc;
+    lakeError err = {0};
+    const cacheEntry *ent;
+    cJSON *schema = NULL;
+    const logSink *old = logSinkSet(&c->sink);
+    rc = catalog(c, &err);
+    if (!rc) rc = cacheTable(c->cache, ns, name, &ent, &err);
+    if (rc && err.status && strcmp(err.status, "not_found") == 0)
+        rc = errSet(&err, LAKE_ENOINPUT, "%s: no such table", table);
+    if (!rc && !cJSON_IsArray(schema = cJSON_Parse(ent->schema)))
+        rc = errSet(&err, LAKE_EFAIL, "%s: malformed schema in the catalog", table);
+    if (!rc) rc = jsonOut(schema, json, &err);
+    logSinkSet(old);
+    cJSON_Delete(schema);
+    free(ns);
+    free(name);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
+/* --- queries ---------------------------------------------------------------- */
+
+/* The session's progress handler: a statement gives up once
+ * lake_interrupt has been called. */
+static int stopQuery(void *arg) {
+    lake_client *c = arg;
+    return c->stop != 0;
+}
+
+/* The client's query session, opened on first use. */
+static int session(lake_client *c, lakeError *err) {
+    if (c->qs) return 0;
+    querySession *qs = calloc(1, sizeof *qs);
+    if (!qs) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "lake_query");
+    qs->overrides = c->ov;
+    qs->noverrides = c->nov;
+    int rc = querySessionOpen(qs, err);
+    if (rc) {
+        free(qs);
+        return rc;
+    }
+    sqlite3_progress_handler(qs->db, 1000, stopQuery, c);
+    c->qs = qs;
+    return 0;
+}
+
+/* Is only a statement's end left at p (blanks, comments, semicolons)? */
+static int onlyEnd(const char *p) {
+    for (p = querySkipBlank(p); *p == ';'; p = querySkipBlank(p + 1)) {}
+    return *p == '\0';
+}
+
+/* Compile q->sql into q->st: exactly one statement. */
+static int rowsCompile(lake_rows *q, lakeError *err) {
+    querySession *qs = q->c->qs;
+    const char *next = NULL;
+    qs->q.replan = 0;
+    int rc = querySessionCompile(qs, q->sql, &q->st, &next, err);
+    if (!rc && !q->st) rc = errSet(err, LAKE_EUSAGE, "lake_query: no statement in the SQL text");
+    if (!rc && next && !onlyEnd(next))
+        rc = errSet(err, LAKE_EUSAGE, "lake_query: more than one statement (run them one at a time)");
+    if (rc) {
+        sqlite3_finalize(q->st);
+        q->st = NULL;
+        queryUnpin(&qs->q);
+    }
+    return rc;
+}
+
+/* Forget the current row's values. */
+static void rowClear(lake_rows *q) {
+    for (int i = 0; i < q->cols; i++) {
+        lake_file_free(q->files[i]);
+        q->files[i] = NULL;
+        free(q->own[i]);
+        q->own[i] = NULL;
+        q->types[i] = -1;
+    }
+}
+
+/* The current row's types, its FILE values decoded: a FILE column's TEXT
+ * that is a FILE value is LIBLAKE_FILE, as lake-query -f json prints it
+ * as an object. */
+static void rowTypes(lake_rows *q) {
+    for (int i = 0; i < q->cols; i++) {
+        int t = sqlite3_column_type(q->st, i);
+        q->types[i] = t == SQLITE_INTEGER ? LIBLAKE_INTEGER : t == SQLITE_FLOAT ? LIBLAKE_FLOAT
+                    : t == SQLITE_TEXT    ? LIBLAKE_TEXT    : t == SQLITE_BLOB  ? LIBLAKE_BLOB
+                                                                                : LIBLAKE_NULL;
+        if (t != SQLITE_TEXT || !q->isFile[i]) continue;
+        cJSON *j = cJSON_Parse((const char *)sqlite3_column_text(q->st, i));
+        fileValue fv = {0};
+        lakeError err = {0};
+        if (j && cJSON_IsObject(j) && !fileValueFromJson(j, &fv, &err) && fv.location &&
+            !fileWrap(&fv, &q->files[i], &err))
+            q->types[i] = LIBLAKE_FILE;
+        fileValueFree(&fv);
+        cJSON_Delete(j);
+    }
+}
+
+static void rowsFree(lake_rows *q) {
+    if (q->files) rowClear(q);
+    free(q->isFile);
+    free(q->types);
+    free(q->files);
+    free(q->own);
+    free(q->num);
+    free(q->sql);
+    free(q);
+}
+
+int lake_query(lake_client *c, const char *sql, lake_rows **out, lake_error *e) {
+    if (!out) return misuse(e, "lake_query: out is NULL");
+    *out = NULL;
+    if (!c) return misuse(e, "lake_query: no client");
+    if (!sql) return misuse(e, "lake_query: no SQL text");
+    if (c->active) return misuse(e, "lake_query: a statement's rows are still open on this client (close them first)");
+    lakeError err = {0};
+    lake_rows *q = calloc(1, sizeof *q);
+    if (!q || !(q->sql = strdup(sql))) {
+        free(q);
+        errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_query");
+        return fail(e, &err, NULL);
+    }
+    q->c = c;
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = session(c, &err);
+    if (!rc && c->qs->cache) {
+        /* as a new lake-query would: the catalog cache's files read again
+         * (a create or drop since, through this client or another
+         * program), the tables declared again, an unknown one asked for */
+        cacheForget(c->qs->cache);
+        queryForget(c->qs->db);
+        c->qs->refreshed = 0;
+    }
+    if (!rc) rc = rowsCompile(q, &err);
+    logSinkSet(old);
+    if (!rc) {
+        int n = q->cols = sqlite3_column_count(q->st);
+        size_t k = n ? (size_t)n : 1;
+        q->isFile = calloc(k, sizeof *q->isFile);
+        q->types = calloc(k, sizeof *q->types);
+        q->files = calloc(k, sizeof *q->files);
+        q->own = calloc(k, sizeof *q->own);
+        q->num = calloc(k, REAL_TEXT_MAX);
+        if (!q->isFile || !q->types || !q->files || !q->own || !q->num) {
+            rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_query");
+        } else {
+            for (int i = 0; i < n; i++) {
+                const char *d = sqlite3_column_decltype(q->st, i);
+                q->isFile[i] = d && strncmp(d, "FILE", 4) == 0;
+                q->types[i] = -1;
+            }
+        }
+    }
+    if (rc) {
+        if (q->st) {
+            sqlite3_finalize(q->st);
+            queryUnpin(&c->qs->q);
+        }
+        rowsFree(q);
+        return fail(e, &err, NULL);
+    }
+    pthread_mutex_lock(&c->mu);
+    c->refs++;
+    pthread_mutex_unlock(&c->mu);
+    c->active = q;
+    *out = q;
+    ok(e);
+    return 0;
+}
+
+/* A bind's checks, and SQLite's answer as a status. */
+static int bound(lake_rows *q, int index, int s, const char *what, lake_error *e) {
+    if (s == SQLITE_OK) {
+        ok(e);
+        return 0;
+    }
+    if (s == SQLITE_RANGE)
+        return misuse(e, "%s: parameter %d out of range (the statement has %d)", what, index,
+                      sqlite3_bind_parameter_count(q->st));
+    if (s == SQLITE_NOMEM || s == SQLITE_TOOBIG) {
+        lakeError err = {0};
+        errSet(&err, s == SQLITE_TOOBIG ? LAKE_EDATA : LAKE_EFAIL, "%s: %s", what, sqlite3_errstr(s));
+        return fail(e, &err, NULL);
+    }
+    return misuse(e, "%s: %s", what, sqlite3_errstr(s));
+}
+
+static int bindable(lake_rows *q, const char *what, lake_error *e) {
+    if (!q) return misuse(e, "%s: no rows", what);
+    if (q->state != ROWS_READY) return misuse(e, "%s: the statement has been stepped already", what);
+    return 0;
+}
+
+int lake_rows_bind_text(lake_rows *q, int index, const char *text, lake_error *e) {
+    int rc = bindable(q, "lake_rows_bind_text", e);
+    if (rc) return rc;
+    if (!text) return lake_rows_bind_null(q, index, e);
+    return bound(q, index, sqlite3_bind_text64(q->st, index, text, strlen(text), SQLITE_TRANSIENT, SQLITE_UTF8),
+                 "lake_rows_bind_text", e);
+}
+
+int lake_rows_bind_int64(lake_rows *q, int index, int64_t v, lake_error *e) {
+    int rc = bindable(q, "lake_rows_bind_int64", e);
+    return rc ? rc : bound(q, index, sqlite3_bind_int64(q->st, index, v), "lake_rows_bind_int64", e);
+}
+
+int lake_rows_bind_double(lake_rows *q, int index, double v, lake_error *e) {
+    int rc = bindable(q, "lake_rows_bind_double", e);
+    return rc ? rc : bound(q, index, sqlite3_bind_double(q->st, index, v), "lake_rows_bind_double", e);
+}
+
+int lake_rows_bind_blob(lake_rows *q, int index, const void *blob, size_t len, lake_error *e) {
+    int rc = bindable(q, "lake_rows_bind_blob", e);
+    if (rc) return rc;
+    if (!blob && len) return misuse(e, "lake_rows_bind_blob: no bytes");
+    return bound(q, index, sqlite3_bind_blob64(q->st, index, blob ? blob : "", len, SQLITE_TRANSIENT),
+                 "lake_rows_bind_blob", e);
+}
+
+int lake_rows_bind_null(lake_rows *q, int index, lake_error *e) {
+    int rc = bindable(q, "lake_rows_bind_null", e);
+    return rc ? rc : bound(q, index, sqlite3_bind_null(q->st, index), "lake_rows_bind_null", e);
+}
+
+int lake_rows_params(const lake_rows *q) { return q ? sqlite3_bind_parameter_count(q->st) : -1; }
+
+/* The statement is over (done or failed): its pins dropped, so the next
+ * statement resolves afresh, and the client free for another. */
+static void rowsEnd(lake_rows *q) {
+    sqlite3_reset(q->st);
+    queryUnpin(&q->c->qs->q);
+    if (q->c->active == q) q->c->active = NULL;
+}
+
+int lake_rows_next(lake_rows *q, lake_error *e) {
+    if (!q) return misuse(e, "lake_rows_next: no rows"), -1;
+    if (q->state == ROWS_DONE) {
+        ok(e);
+        return LIBLAKE_DONE;
+    }
+    if (q->state == ROWS_FAILED) return fail(e, &q->err, q->code), -1;
+    lake_client *c = q->c;
+    querySession *qs = c->qs;
+    const logSink *old = logSinkSet(&c->sink);
+    rowClear(q);
+    int answer = -1;
+    for (;;) {
+        errClear(&qs->q.err);
+        int s = sqlite3_step(q->st);
+        if (s == SQLITE_ROW) {
+            q->state = ROWS_ROW;
+            rowTypes(q);
+            answer = LIBLAKE_ROW;
+            break;
+        }
+        if (s == SQLITE_DONE) {
+            rowsEnd(q);
+            q->state = ROWS_DONE;
+            answer = LIBLAKE_DONE;
+            break;
+        }
+        lakeError err = {0};
+        sqlite3_reset(q->st);
+        querySessionFailure(qs, querySkipBlank(q->sql), 0, &err);
+        queryUnpin(&qs->q);
+        if (q->state == ROWS_READY && qs->q.replan && querySessionRetry(qs, ++q->attempt, &err)) {
+            /* nothing was committed: compiled again on the new version,
+             * with the same parameters */
+            sqlite3_stmt *was = q->st;
+            q->st = NULL;
+            if (!rowsCompile(q, &err)) {
+                sqlite3_transfer_bindings(was, q->st);
+                sqlite3_finalize(was);
+                continue;
+            }
+            q->st = was;
+        }
+        if (c->stop) { /* the stop asked for, not the failure it caused */
+            c->stop = 0;
+            errSet(&err, LAKE_EFAIL, "interrupted");
+            q->code = "interrupted";
+        }
+        rowsEnd(q);
+        q->err = err;
+        q->state = ROWS_FAILED;
+        break;
+    }
+    logSinkSet(old);
+    if (answer < 0) return fail(e, &q->err, q->code), -1;
+    ok(e);
+    return answer;
+}
+
+int lake_rows_columns(const lake_rows *q) { return q ? q->cols : -1; }
+
+const char *lake_rows_name(const lake_rows *q, int i) {
+    return q && i >= 0 && i < q->cols ? sqlite3_column_name(q->st, i) : NULL;
+}
+
+/* Is there a value at column i? */
+static int cellOk(const lake_rows *q, int i) { return q && q->state == ROWS_ROW && i >= 0 && i < q->cols; }
+
+int lake_rows_type(const lake_rows *q, int i) { return cellOk(q, i) ? q->types[i] : -1; }
+
+const char *lake_rows_text(lake_rows *q, int i, size_t *len) {
+    if (len) *len = 0;
+    if (!cellOk(q, i)) return NULL;
+    const char *p = NULL;
+    size_t n = 0;
+    char *num = q->num + (size_t)i * REAL_TEXT_MAX;
+    switch (q->types[i]) {
+    case LIBLAKE_NULL: return NULL;
+    case LIBLAKE_INTEGER:
+        snprintf(num, REAL_TEXT_MAX, "%lld", (long long)sqlite3_column_int64(q->st, i));
+        p = num;
+        n = strlen(p);
+        break;
+    case LIBLAKE_FLOAT:
+        p = realText(sqlite3_column_double(q->st, i), num);
+        n = strlen(p);
+        break;
+    case LIBLAKE_BLOB:
+        if (!q->own[i]) {
+            static const char digit[] = "0123456789abcdef";
+            const unsigned char *b = sqlite3_column_blob(q->st, i);
+            size_t k = (size_t)sqlite3_column_bytes(q->st, i);
+            if (!(q->own[i] = malloc(2 * k + 1))) return NULL;
+            for (size_t j = 0; j < k; j++) {
+                q->own[i][2 * j] = digit[b[j] >> 4];
+                q->own[i][2 * j + 1] = digit[b[j] & 15];
+            }
+            q->own[i][2 * k] = '\0';
+        }
+        p = q->own[i];
+        n = strlen(p);
+        break;
+    default: /* TEXT, FILE */
+        p = (const char *)sqlite3_column_text(q->st, i);
+        n = (size_t)sqlite3_column_bytes(q->st, i);
+    }
+    if (len) *len = n;
+    return p;
+}
+
+int64_t lake_rows_int64(lake_rows *q, int i) { return cellOk(q, i) ? sqlite3_column_int64(q->st, i) : 0; }
+
+double lake_rows_double(lake_rows *q, int i) { return cellOk(q, i) ? sqlite3_column_double(q->st, i) : 0.0; }
+
+const void *lake_rows_blob(lake_rows *q, int i, size_t *len) {
+    if (!cellOk(q, i) || q->types[i] != LIBLAKE_BLOB) return lake_rows_text(q, i, len);
+    if (len) *len = (size_t)sqlite3_column_bytes(q->st, i);
+    return sqlite3_column_blob(q->st, i);
+}
+
+const lake_file *lake_rows_file(lake_rows *q, int i) { return cellOk(q, i) ? q->files[i] : NULL; }
+
+void lake_rows_close(lake_rows *q) {
+    if (!q) return;
+    lake_client *c = q->c;
+    const logSink *old = logSinkSet(&c->sink);
+    if (c->active == q) rowsEnd(q); /* abandoned: SQLite rolls the statement back */
+    sqlite3_finalize(q->st);
+    logSinkSet(old);
+    rowsFree(q);
+    clientUnref(c);
 }
 
 /* --- readers --------------------------------------------------------------- */

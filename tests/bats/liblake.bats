@@ -109,7 +109,7 @@ teardown() {
   assert_output ""
 }
 
-@test "NULL handles and misuse are errors with a status and a code, never a crash; handles free in any order" {
+@test "NULL handles and misuse are errors with a status and a code, never a crash; handles free in any order (queries too)" {
   run --separate-stderr "$RT" misuse
   assert_success
   assert_equal "$stderr" ""
@@ -128,12 +128,203 @@ lake_resolve(NULL table): 64 usage
 lake_set_warn(NULL): 64
 lake_put_fd(NULL error): 64
 NULL accessors: (null) (null) -1
+lake_query(NULL client): 64 usage
+lake_rows_next(NULL): -1 usage
+lake_rows_bind_text(NULL): 64 usage
+lake_catalog_create(NULL client): 64 usage
+lake_catalog_drop(NULL client): 64 usage
+lake_catalog_show(NULL json): 64 usage
+NULL rows: -1 -1 -1 (null) (null) 0 0 (null)
+lake_query(NULL SQL): 64 usage
+lake_query(NULL out): 64 usage
+lake_query(two statements): 64 usage
+lake_query(no statement): 64 usage
+lake_query(syntax): 65 data
+lake_query(another open): 64 usage
+lake_rows_bind_int64(0): 64 usage
+lake_rows_bind_int64(2): 64 usage
+lake_rows_bind_blob(NULL bytes): 64 usage
+before the first step: type -1, text (null), columns 2, name(2) (null)
+lake_rows_bind_int64(1): 0 ok
+lake_rows_next: 100 ok
+row: 7 2.5, out of range: -1 (null) 0
+bind after a step: 64 usage
+lake_rows_next: 101 ok
+next after done: 101 ok
+after done: type -1
+lake_rows_next(overflow): -1 data
+next after failure: -1 data
+lake_rows_next: 100 ok
+lake_rows_next(interrupted): -1 interrupted
+next after lake_close: 100 ok
+row after lake_close: kept
+lake_catalog_create(bad columns): 64 usage
+lake_catalog_create(not NS.T): 64 usage
+lake_catalog_drop(NULL table): 64 usage
+lake_catalog_create_namespace(bad): 64 usage
+lake_presign(NULL url): 64 usage
+lake_presign(0 seconds): 64 usage
+lake_presign(not JSON): 65 data
 lake_put_fd(bad fd): 64 usage
 lake_catalog_list(bad namespace): 64 usage
 lake_resolve(not NS.T): 64 usage
 lake_open_file(outside the stage): 65 data
 read after lake_close: 0 ok
 read a little, then close: 16 ok"
+}
+
+@test "lake_query: each row, through the typed accessors, is what lake-query -f jsonl prints; bound parameters; FILE columns decoded" {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.t 'name TEXT, n INTEGER, x REAL, b BLOB, f FILE'
+  fv=$(printf 'hello\n' | lake-put)
+  lake-query -c "INSERT INTO docs.t VALUES ('a\"b	c', 42, 1.5, x'00ff', '$fv'), (NULL, -7, 3, NULL, NULL), ('z', 9223372036854775807, 1e300, x'', NULL)"
+  run --separate-stderr "$RT" query "SELECT * FROM docs.t"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_output "$(lake-query -f jsonl -c "SELECT * FROM docs.t")"
+  assert_equal "${#lines[@]}" 3
+  run "$RT" types "SELECT * FROM docs.t"
+  assert_output "TEXT	INTEGER	FLOAT	BLOB	FILE
+NULL	INTEGER	FLOAT	NULL	NULL
+TEXT	INTEGER	FLOAT	BLOB	NULL"
+  # parameters of each type, and FILE functions over a bound FILE value
+  run "$RT" query "SELECT name, n FROM docs.t WHERE n = ? OR name = ? OR x = ?" i:-7 'a"b	c' d:1e300
+  assert_output "$(lake-query -f jsonl -c "SELECT name, n FROM docs.t WHERE n = -7 OR name = 'a\"b	c' OR x = 1e300")"
+  assert_equal "${#lines[@]}" 3
+  run "$RT" query "SELECT fl_get_size(?) AS size, ? IS NULL AS none, hex(?) AS h" "$fv" n: x:0a0b
+  assert_output '{"size":6,"none":1,"h":"0A0B"}'
+  run "$RT" types "SELECT f FROM docs.t WHERE f = ?" "$fv"
+  assert_output "FILE"
+  # a FILE column's text is the object lake-put printed
+  run "$RT" query "SELECT f FROM docs.t WHERE f IS NOT NULL"
+  assert_equal "$(jq -c .f <<<"$output")" "$(jq -c . <<<"$fv")"
+  # SQL needs no lake table, and an aggregate split by segment answers the same
+  run "$RT" query "SELECT 1 AS one, 0.1 + 0.2 AS r, 'x' || char(10) AS t"
+  assert_output "$(lake-query -f jsonl -c "SELECT 1 AS one, 0.1 + 0.2 AS r, 'x' || char(10) AS t")"
+  run "$RT" query "SELECT count(*), min(n), max(name), sum(x) FROM docs.t"
+  assert_output "$(lake-query -f jsonl -c "SELECT count(*), min(n), max(name), sum(x) FROM docs.t")"
+}
+
+@test "lake_query fails as lake-query does: 65 for SQL errors, 66 for an unknown table, 64 for DDL on lake tables and for two statements" {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.t 'name TEXT'
+  for sql in "SELEC 1" "SELECT * FROM docs.nope" "DROP TABLE docs.t" "SELECT nope FROM docs.t" \
+             "INSERT INTO docs.t VALUES (1, 2)"; do
+    run --separate-stderr lake-query -c "$sql"
+    want=$status
+    msg=${stderr#lake-query: }
+    run --separate-stderr "$RT" query "$sql"
+    assert_error roundtrip "$want" "$msg"
+  done
+  run --separate-stderr "$RT" query "SELECT 1; SELECT 2"
+  assert_error roundtrip 64 "more than one statement" "(usage)"
+  run --separate-stderr "$RT" query "SELECT 1;  -- done"
+  assert_success
+  run --separate-stderr "$RT" query "SELECT ?" i:1 i:2
+  assert_error roundtrip 64 "parameter 2 out of range" "(usage)"
+  # SQL's FILE functions are lake-query's: a local stage presigns nothing (78)
+  fv=$(printf 'x' | lake-put)
+  run --separate-stderr lake-query -c "SELECT fl_get_presigned_url('$fv', 60)"
+  want=$status
+  msg=${stderr#lake-query: }
+  [ "$want" -eq 78 ] || fail "lake-query presigned on a local stage: $want $stderr"
+  run --separate-stderr "$RT" query "SELECT fl_get_presigned_url(?, 60)" "$fv"
+  assert_error roundtrip 78 "$msg" "(config)"
+  # and lake_presign as lake-get --presign
+  run --separate-stderr lake-get --presign 1m "$fv"
+  msg=${stderr#lake-get: }
+  run --separate-stderr "$RT" presign "$fv" 60
+  assert_error roundtrip 78 "$msg" "presigned URLs need an S3 stage" "(config)"
+  assert_output ""
+}
+
+@test "INSERT through lake_query appends exactly one version, which lake-catalog resolve shows and lake-query reads; an abandoned or failed INSERT appends nothing; DELETE and UPDATE one version each" {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.t 'name TEXT, n INTEGER'
+  run --separate-stderr "$RT" query "INSERT INTO docs.t VALUES (?, ?), (?, ?)" t:one i:1 t:two i:2
+  assert_success
+  assert_output ""
+  assert_equal "$(lake-catalog resolve docs.t | jq .version)" 1
+  run "$RT" resolve docs.t
+  assert_output "$(lake-catalog resolve docs.t)"
+  run lake-query -f csv -c "SELECT name, n FROM docs.t ORDER BY n"
+  assert_output "one,1
+two,2"
+  # compiled and bound, closed before the first step: nothing
+  run "$RT" abandon "INSERT INTO docs.t VALUES (?, ?)" t:three i:3
+  assert_success
+  assert_equal "$(lake-catalog resolve docs.t | jq .version)" 1
+  # a row the table refuses (a FILE outside the stage): nothing either
+  lake-catalog create docs.f 'f FILE'
+  run --separate-stderr "$RT" query "INSERT INTO docs.f VALUES (?)" \
+    '{"location":"file:///etc/passwd","size":1,"sha256":"0000000000000000000000000000000000000000000000000000000000000000"}'
+  assert_error roundtrip 65 "outside the managed stage" "(data)"
+  assert_equal "$(lake-catalog resolve docs.f | jq .version)" 0
+  assert_equal "$(lake-query -c "SELECT count(*) FROM docs.t")" 2
+  # DELETE and UPDATE with parameters: one version each, as lake-query makes them
+  run --separate-stderr "$RT" query "DELETE FROM docs.t WHERE n = ?" i:1
+  assert_success
+  assert_equal "$stderr" ""
+  run --separate-stderr "$RT" query "UPDATE docs.t SET name = ? WHERE n = ?" t:deux i:2
+  assert_success
+  assert_equal "$(lake-catalog resolve docs.t | jq .version)" 3
+  run lake-query -f csv -c "SELECT name, n FROM docs.t"
+  assert_output "deux,2"
+}
+
+@test "lake_catalog_create, _drop and _show change and show tables as lake-catalog does, with its exit statuses" {
+  run --separate-stderr "$RT" create-namespace docs
+  assert_success
+  run --separate-stderr "$RT" create docs.scans 'path TEXT, year INTEGER, f FILE'
+  assert_success
+  run lake-catalog --json list
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  run --separate-stderr "$RT" show docs.scans
+  assert_success
+  assert_output "$(lake-catalog --json show docs.scans)"
+  assert_equal "$(jq -c 'map(.type)' <<<"$output")" '["TEXT","INTEGER","FILE"]'
+  # the statuses and messages lake-catalog gives
+  for args in "create|docs.scans|x TEXT" "create|docs.bad|x" "create|nodot|x TEXT" "create|nons.t|x TEXT" \
+              "drop|docs.nope" "show|docs.nope" "create-namespace|docs"; do
+    IFS='|' read -r -a a <<<"$args"
+    run --separate-stderr lake-catalog "${a[@]}"
+    want=$status
+    msg=${stderr#lake-catalog: }
+    msg=${msg% (see *}
+    run --separate-stderr "$RT" "${a[@]}"
+    assert_error roundtrip "$want" "$msg"
+  done
+  # created through the library, queried through the library at once
+  run "$RT" query "INSERT INTO docs.scans (path, year) VALUES (?, ?)" t:a i:2024
+  assert_success
+  run "$RT" query "SELECT path, year FROM docs.scans"
+  assert_output '{"path":"a","year":2024}'
+  run --separate-stderr "$RT" drop docs.scans
+  assert_success
+  run lake-catalog list
+  assert_output ""
+  run --separate-stderr "$RT" query "SELECT * FROM docs.scans"
+  assert_error roundtrip 66 "no such table" "(no_input)"
+}
+
+@test "seed: put, insert a row holding its FILE value, query it back by parameters, decode, read and compare, through the library alone" {
+  head -c 3000000 /dev/urandom >"$T/scan.bin"
+  sum=$(sha256sum <"$T/scan.bin" | cut -d' ' -f1)
+  run --separate-stderr "$RT" seed docs.seed "$T/scan.bin"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_line "read back 3000000 bytes: the same"
+  assert_line "seed: OK 3000000 $sum"
+  # the table was created (and its namespace); a second seed appends a second version
+  run --separate-stderr "$RT" seed docs.seed "$T/scan.bin"
+  assert_success
+  assert_equal "$(lake-catalog resolve docs.seed | jq .version)" 2
+  run lake-query -f csv -c "SELECT fl_get_size(f), fl_get_etag(f) FROM docs.seed"
+  assert_output "3000000,$sum
+3000000,$sum"
+  # what the row names, lake-get reads
+  lake-query -f jsonl -c "SELECT f FROM docs.seed LIMIT 1" | lake-get >"$T/back"
+  cmp "$T/scan.bin" "$T/back"
 }
 
 @test "lake_catalog_list and lake_resolve answer what lake-catalog --json list and resolve print" {
@@ -186,6 +377,34 @@ read a little, then close: 16 ok"
   assert_equal "${#stderr_lines[@]}" 1
   [[ ${stderr_lines[0]} == "roundtrip: warning: "*"serving generation "*" fetched "*" s ago"* ]] ||
     fail "no stale warning: $stderr"
+}
+
+@test "remote: lake_query, INSERT, create, drop, show and the seed round trip against lake-metasrv" {
+  metasrv_init "$T/srv"
+  metasrv_start "$T/srv"
+  metasrv_use "$T/srv"
+  head -c 2000000 /dev/urandom >"$T/in"
+  run --separate-stderr "$RT" seed docs.seed "$T/in"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_line "seed: OK 2000000 $(sha256sum <"$T/in" | cut -d' ' -f1)"
+  run lake-query -c "SELECT fl_get_stage(f) FROM docs.seed"
+  assert_output "file://$T/srv/stage"
+  run --separate-stderr "$RT" create docs.t 'name TEXT, n INTEGER'
+  assert_success
+  run "$RT" show docs.t
+  assert_output "$(lake-catalog --json show docs.t)"
+  run --separate-stderr "$RT" query "INSERT INTO docs.t VALUES (?, ?)" t:a i:1
+  assert_success
+  assert_equal "$(lake-catalog resolve docs.t | jq .version)" 1
+  run "$RT" query "SELECT * FROM docs.t"
+  assert_output "$(lake-query -f jsonl -c "SELECT * FROM docs.t")"
+  run --separate-stderr "$RT" create docs.t 'x TEXT'
+  assert_error roundtrip 1 "table exists"
+  run --separate-stderr "$RT" drop docs.t
+  assert_success
+  run lake-catalog list
+  assert_output "docs	seed"
 }
 
 @test "lake_open reads lake.conf(5) and the environment as the commands do: a bad stage is 78" {

@@ -84,6 +84,24 @@ key_of() {
   assert_equal "$(status_of "$(cat "$T/out/url")")" 404
 }
 
+@test "presign: liblake's lake_presign gives a URL plain curl fetches the exact bytes with, as lake-get --presign; bad seconds 64, outside the stage 65" {
+  rt=${LAKE_BIN%/bin}/examples/roundtrip
+  put_file a.bin $((200 * 1024))
+  key=$(key_of "$T/in/a.bin.json")
+  run_to "$T/out/url" "$rt" presign "$(cat "$T/in/a.bin.json")" 600
+  assert_equal "exit $status" "exit 0"
+  url=$(cat "$T/out/url")
+  [[ $url == "$S3_ENDPOINT/$S3_BUCKET/$key?"* ]] || fail "not a URL of the object: $url"
+  [[ $url == *"X-Amz-Expires=600&"* ]] || fail "not valid for 600 s: $url"
+  assert_equal "$(count_requests GET "$key")" 0
+  plain_curl -fsS -o "$T/out/a.bin" "$url"
+  cmp "$T/in/a.bin" "$T/out/a.bin"
+  run_to "$T/out/url" "$rt" presign "$(cat "$T/in/a.bin.json")" 0
+  assert_error roundtrip 64 "(usage)"
+  run_to "$T/out/url" "$rt" presign "s3://elsewhere/x" 60
+  assert_error roundtrip 65 "outside the managed stage" "(data)"
+}
+
 @test "presign: REFs as arguments or on stdin give one URL a line, in their order; a bare location too" {
   put_file one 1000
   put_file two 2000
