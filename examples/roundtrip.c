@@ -27,7 +27,8 @@
  *                        (name TEXT, f FILE) holding it into NS.T
  *                        (created when absent), query it back by bound
  *                        parameters, decode the FILE column, read the
- *                        object and compare; "seed: OK SIZE SHA256"
+ *                        object and compare; its FILE value, "read back
+ *                        N bytes: the same", "seed: OK SIZE SHA256"
  *   roundtrip presign REF SECONDS
  *                        the URL lake_presign gives
  *   roundtrip misuse     call the API with NULL and bad arguments; one
@@ -279,6 +280,7 @@ static int seed(lake_client *c, const char *table, const char *path, lake_error 
     rc = lake_put_fd(c, fd, strrchr(path, '/') ? strrchr(path, '/') + 1 : path, &f, e);
     close(fd);
     if (rc) return rc;
+    printf("%s\n", lake_file_json(f));
     /* the table, created when absent (66) */
     if ((rc = lake_catalog_show(c, table, &json, e)) == 66) {
         char ns[256];

@@ -18,8 +18,12 @@
 # its own), so 8 MiB + 1 byte is the smallest input of two parts.
 #
 # Each test runs the program through roundtrip_proof below, which says
-# what a round trip is here: put FILE, print its FILE value (line 1), read
-# it back, "read back N bytes: the same" (line 2).
+# what a round trip is here: the seed's (roundtrip seed NS.T FILE): put
+# FILE and print its FILE value (line 1), insert a row holding it into
+# docs.scans (created when absent), query the row back by bound
+# parameters, decode its FILE column, read the object through it
+# verified and compare, "read back N bytes: the same" (line 2), "seed: OK
+# SIZE SHA256" (line 3).
 
 load helpers/common
 load helpers/rgw
@@ -52,14 +56,17 @@ teardown() {
 
 # roundtrip_proof FILE: the example's round trip of FILE, run as a test
 # runs a command (status, output, lines, stderr); then its FILE value is
-# $FV and, in an S3 stage, the object's key $KEY.  The example prints the value, then
-# "read back N bytes: the same".
+# $FV and, in an S3 stage, the object's key $KEY; the table's row holds $FV.
 roundtrip_proof() {
-  run --separate-stderr "$RT" "$1"
+  run --separate-stderr "$RT" seed docs.scans "$1"
   assert_success
   assert_equal "$(untraced_stderr)" ""
   assert_line --index 1 "read back $(stat -c %s "$1") bytes: the same"
+  assert_line --index 2 "seed: OK $(stat -c %s "$1") $(sha256sum <"$1" | cut -d' ' -f1)"
   FV=${lines[0]}
+  # the row lake-query reads holds the same FILE value
+  row=$(LAKE_TRACE= lake-query -f jsonl -c "SELECT f FROM docs.scans") || fail "lake-query: exit $?"
+  assert_equal "$(jq -c .f <<<"$row")" "$(jq -c . <<<"$FV")"
   assert_equal "$(json_field size "$FV")" "$(stat -c %s "$1")"
   assert_equal "$(json_field sha256 "$FV")" "$(sha256sum <"$1" | cut -d' ' -f1)"
   KEY=$(json_field location "$FV")
