@@ -59,7 +59,7 @@
 /* lake_open's options: key, value pairs, at most this many. */
 #define OPTIONS_MAX 32
 /* A reader's ring: what its thread may read ahead of the program. */
-#define RING (256 * 1024)
+#define RING (2 * 1024 * 1024)
 
 struct lake_client {
     pthread_mutex_t mu; /* refs */
@@ -103,6 +103,7 @@ struct lake_file {
 struct lake_reader {
     lake_client *c;
     stage *st;
+    stageReader *pull; /* a stage the program pulls from (local): no thread, no ring */
     fileValue fv;
     logSink sink;
     pthread_t th;
@@ -112,6 +113,9 @@ struct lake_reader {
     char *buf;
     size_t head, len;
     int done, closed, rc;
+    int want_data, want_room; /* a side waits: the other wakes it (only then) */
+    char *direct;             /* a read waiting on an empty ring: its buffer, */
+    size_t direct_len, direct_got; /* which the writer fills without the ring */
     lakeError err;
 };
 
@@ -991,7 +995,20 @@ static int ringWrite(void *ctx, const void *buf, size_t len) {
     const char *p = buf;
     pthread_mutex_lock(&r->mu);
     while (len > 0) {
-        while (r->len == RING && !r->closed) pthread_cond_wait(&r->cv, &r->mu);
+        if (r->direct && r->len == 0 && !r->direct_got) { /* one copy, not two */
+            size_t k = len < r->direct_len ? len : r->direct_len;
+            memcpy(r->direct, p, k);
+            r->direct_got = k;
+            p += k;
+            len -= k;
+            r->want_data = 0;
+            pthread_cond_broadcast(&r->cv);
+            continue;
+        }
+        while (r->len == RING && !r->closed) {
+            r->want_room = 1;
+            pthread_cond_wait(&r->cv, &r->mu);
+        }
         if (r->closed) {
             pthread_mutex_unlock(&r->mu);
             errno = ECANCELED;
@@ -1004,7 +1021,10 @@ static int ringWrite(void *ctx, const void *buf, size_t len) {
         r->len += k;
         p += k;
         len -= k;
-        pthread_cond_broadcast(&r->cv);
+        if (r->want_data) {
+            r->want_data = 0;
+            pthread_cond_broadcast(&r->cv);
+        }
     }
     pthread_mutex_unlock(&r->mu);
     return 0;
@@ -1034,7 +1054,7 @@ int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lak
     if (!file_json) return misuse(e, "lake_open_file: no FILE value");
     lakeError err = {0};
     lake_reader *r = calloc(1, sizeof *r);
-    if (!r || !(r->buf = malloc(RING))) {
+    if (!r) {
         free(r);
         errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
         return fail(e, &err, NULL);
@@ -1050,6 +1070,12 @@ int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lak
     if (!rc) rc = stageContains(c->st, r->fv.location, &err); /* before any I/O */
     if (!rc) rc = stageDup(c->st, &r->st, &err);
     if (!rc) {
+        const logSink *old = logSinkSet(&r->sink);
+        rc = stageOpenRead(r->st, &r->fv, 1, &r->pull, &err);
+        logSinkSet(old);
+    }
+    if (!rc && !r->pull && !(r->buf = malloc(RING))) rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
+    if (!rc && !r->pull) { /* a stage that pushes (S3): a thread of its own */
         /* the signals are the program's: none is delivered to this thread */
         sigset_t all, old;
         sigfillset(&all);
@@ -1072,15 +1098,45 @@ ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e) {
     if (!r) return misuse(e, "lake_reader_read: no reader"), -1;
     if (!buf || len == 0) return misuse(e, "lake_reader_read: no room to read into"), -1;
     if (len > SSIZE_MAX) len = SSIZE_MAX;
+    if (r->pull) {
+        lakeError err = {0};
+        const logSink *old = logSinkSet(&r->sink);
+        ssize_t n = stageReaderRead(r->pull, buf, len, &err);
+        logSinkSet(old);
+        if (n >= 0) ok(e);
+        else fail(e, &err, NULL);
+        return n;
+    }
     pthread_mutex_lock(&r->mu);
-    while (r->len == 0 && !r->done) pthread_cond_wait(&r->cv, &r->mu);
+    if (r->len == 0 && !r->done) { /* the writer may fill buf itself */
+        r->direct = buf;
+        r->direct_len = len;
+        r->direct_got = 0;
+        while (r->len == 0 && !r->done && !r->direct_got) {
+            r->want_data = 1;
+            pthread_cond_wait(&r->cv, &r->mu);
+        }
+        size_t got = r->direct_got;
+        r->direct = NULL;
+        r->direct_got = 0;
+        if (got) {
+            pthread_mutex_unlock(&r->mu);
+            ok(e);
+            return (ssize_t)got;
+        }
+    }
     size_t k = r->len < len ? r->len : len, first = k < RING - r->head ? k : RING - r->head;
     memcpy(buf, r->buf + r->head, first);
     memcpy((char *)buf + first, r->buf, k - first);
     r->head = (r->head + k) % RING;
     r->len -= k;
     int rc = r->rc;
-    if (k) pthread_cond_broadcast(&r->cv);
+    /* the writer, waiting for room, goes on once half the ring is free:
+     * one wake-up a half ring, not one a read */
+    if (r->want_room && r->len <= RING / 2) {
+        r->want_room = 0;
+        pthread_cond_broadcast(&r->cv);
+    }
     pthread_mutex_unlock(&r->mu);
     if (k || !rc) {
         ok(e);
@@ -1096,6 +1152,7 @@ void lake_reader_close(lake_reader *r) {
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     if (r->started) pthread_join(r->th, NULL);
+    stageReaderClose(r->pull);
     stageClose(r->st);
     fileValueFree(&r->fv);
     pthread_cond_destroy(&r->cv);

@@ -40,7 +40,16 @@ typedef struct stageOps {
     int type_in_value;
     /* NULL: no URLs to sign (local); else vended access (s3vend.c) */
     const struct stageVendOps *vend;
+    /* NULL: objects are only pushed (get); else a reader pulled by the
+     * caller, as stageOpenRead (location already contained) */
+    int (*open_read)(stage *s, const fileValue *fv, int verify, stageReader **out, lakeError *err);
 } stageOps;
+
+/* A pulled reader's functions (the first member of a backend's reader). */
+struct stageReader {
+    ssize_t (*read)(stageReader *rd, void *buf, size_t len, lakeError *err);
+    void (*close)(stageReader *rd);
+};
 
 /* Vended access, as stage.h's stageVend* and stageSetVendor (the
  * arguments already checked: locations contained, expires in range). */

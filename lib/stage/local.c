@@ -224,8 +224,48 @@ out:
     return rc;
 }
 
-static int localGet(stage *s, const fileValue *fv, lakeWriter *w, int verify,
-                    progress *prog, lakeError *err) {
+/* A local object read, pulled: localGet pushes it through a buffer of
+ * its own, lake_open_file's reader (liblake) into the program's. */
+typedef struct localReader {
+    stageReader base;
+    int fd;
+    sha256Ctx *h; /* NULL: not verified */
+    char *location;
+    char want[SHA256_HEX_LEN + 1];
+    int done;
+} localReader;
+
+static void localReaderClose(stageReader *base) {
+    localReader *rd = (localReader *)base;
+    sha256Free(rd->h);
+    if (rd->fd >= 0) close(rd->fd);
+    free(rd->location);
+    free(rd);
+}
+
+static ssize_t localReaderRead(stageReader *base, void *buf, size_t len, lakeError *err) {
+    localReader *rd = (localReader *)base;
+    if (rd->done) return 0;
+    ssize_t n = readFull(rd->fd, buf, len);
+    if (n < 0) return errSetErrno(err, LAKE_EFAIL, errno, "%s", rd->location), -1;
+    if (n > 0) {
+        if (rd->h) sha256Update(rd->h, buf, (size_t)n);
+        return n;
+    }
+    rd->done = 1;
+    if (rd->h) {
+        char got[SHA256_HEX_LEN + 1];
+        sha256FinalHex(rd->h, got);
+        if (strcmp(got, rd->want) != 0)
+            return errSet(err, LAKE_EDATA, "%s: SHA-256 mismatch (expected %s, got %s)", rd->location,
+                          rd->want, got),
+                   -1;
+    }
+    return 0;
+}
+
+static int localOpenRead(stage *s, const fileValue *fv, int verify, stageReader **out,
+                         lakeError *err) {
     localStage *ls = (localStage *)s;
     char *rel = localRelative(s, fv->location);
     if (!rel) return errSet(err, LAKE_EDATA, "%s: outside the managed stage", fv->location);
@@ -233,51 +273,54 @@ static int localGet(stage *s, const fileValue *fv, lakeWriter *w, int verify,
     free(rel);
     if (fd < 0) return err->code;
     traceLine("stage", "GET %s", fv->location);
-
+    localReader *rd = calloc(1, sizeof *rd);
+    if (!rd || !(rd->location = strdup(fv->location))) {
+        free(rd);
+        close(fd);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
+    }
+    rd->base = (stageReader){localReaderRead, localReaderClose};
+    rd->fd = fd;
+    snprintf(rd->want, sizeof rd->want, "%s", fv->sha256);
+    if (!rd->want[0]) { /* a bare location: the digest recorded at put, if any */
+        ssize_t x = fgetxattr(fd, XATTR_SHA256, rd->want, SHA256_HEX_LEN);
+        rd->want[x == SHA256_HEX_LEN ? SHA256_HEX_LEN : 0] = '\0';
+    }
+    if (verify && !rd->want[0]) logWarn("%s: no recorded SHA-256; not verified", fv->location);
     int rc = 0;
-    sha256Ctx *h = NULL;
-    char *buf = malloc(STAGE_BUF_SIZE);
-    char want[SHA256_HEX_LEN + 1];
-    snprintf(want, sizeof want, "%s", fv->sha256);
-    if (!want[0]) { /* a bare location: the digest recorded at put, if any */
-        ssize_t x = fgetxattr(fd, XATTR_SHA256, want, SHA256_HEX_LEN);
-        want[x == SHA256_HEX_LEN ? SHA256_HEX_LEN : 0] = '\0';
-    }
-    if (verify && !want[0]) logWarn("%s: no recorded SHA-256; not verified", fv->location);
     struct stat st;
-    if (!buf || (verify && want[0] && !(h = sha256New()))) {
+    if (verify && rd->want[0] && !(rd->h = sha256New()))
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
-        goto out;
-    }
-    if (fstat(fd, &st) < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", fv->location); goto out; }
-    if (verify && fv->size >= 0 && st.st_size != fv->size) {
+    else if (fstat(fd, &st) < 0)
+        rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", fv->location);
+    else if (verify && fv->size >= 0 && st.st_size != fv->size)
         rc = errSet(err, LAKE_EDATA, "%s: %lld bytes in the stage, not %lld", fv->location,
                     (long long)st.st_size, (long long)fv->size);
-        goto out;
+    if (rc) {
+        localReaderClose(&rd->base);
+        return rc;
     }
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    for (;;) {
-        ssize_t n = readFull(fd, buf, STAGE_BUF_SIZE);
-        if (n < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", fv->location); goto out; }
-        if (n == 0) break;
-        if (h) sha256Update(h, buf, (size_t)n);
-        if (w->write(w->ctx, buf, (size_t)n) < 0) {
-            rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", w->what);
-            goto out;
-        }
-        if (prog) progressAdd(prog, n);
+    *out = &rd->base;
+    return 0;
+}
+
+static int localGet(stage *s, const fileValue *fv, lakeWriter *w, int verify,
+                    progress *prog, lakeError *err) {
+    stageReader *rd;
+    int rc = localOpenRead(s, fv, verify, &rd, err);
+    if (rc) return rc;
+    char *buf = malloc(STAGE_BUF_SIZE);
+    if (!buf) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
+    while (!rc) {
+        ssize_t n = localReaderRead(rd, buf, STAGE_BUF_SIZE, err);
+        if (n < 0) rc = err->code;
+        if (n <= 0) break;
+        if (w->write(w->ctx, buf, (size_t)n) < 0) rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", w->what);
+        else if (prog) progressAdd(prog, n);
     }
-    if (h) {
-        char got[SHA256_HEX_LEN + 1];
-        sha256FinalHex(h, got);
-        if (strcmp(got, want) != 0)
-            rc = errSet(err, LAKE_EDATA, "%s: SHA-256 mismatch (expected %s, got %s)",
-                        fv->location, want, got);
-    }
-out:
-    sha256Free(h);
     free(buf);
-    close(fd);
+    localReaderClose(rd);
     return rc;
 }
 
@@ -413,7 +456,7 @@ static int localSync(stage *s, lakeError *err) {
 
 static const stageOps localOps = {localPut,    localGet, localRelative, localClose, localList,
                                   localDelete, NULL,     0,             NULL,       localSync,
-                                  1,           NULL};
+                                  1,           NULL,     localOpenRead};
 
 int localStageOpen(const char *url, stage **out, lakeError *err) {
     char *path = fileUrlPath(url);

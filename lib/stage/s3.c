@@ -886,7 +886,8 @@ static void s3StageClose(stage *s) {
 static const stageOps s3Ops = {s3Put,           s3Get,         s3StageRelative,
                                s3StageClose,    s3List,        s3Delete,
                                s3DeleteBatch,   DELETE_BATCH_BYTES, s3AbortUploads,
-                               NULL,            0,             &s3VendOps};
+                               NULL,            0,             &s3VendOps,
+                               NULL};
 
 int s3StageOpen(const char *url, stage **out, lakeError *err) {
     char *bucket, *prefix;

@@ -92,6 +92,20 @@ int stageGet(stage *s, const fileValue *fv, lakeWriter *w, int verify,
     return s->ops->get(s, fv, w, verify, prog, err);
 }
 
+int stageOpenRead(stage *s, const fileValue *fv, int verify, stageReader **out, lakeError *err) {
+    *out = NULL;
+    if (stageContains(s, fv->location, err)) return err->code;
+    return s->ops->open_read ? s->ops->open_read(s, fv, verify, out, err) : 0;
+}
+
+ssize_t stageReaderRead(stageReader *rd, void *buf, size_t len, lakeError *err) {
+    return rd->read(rd, buf, len, err);
+}
+
+void stageReaderClose(stageReader *rd) {
+    if (rd) rd->close(rd);
+}
+
 int stageContains(const stage *s, const char *location, lakeError *err) {
     char *rel = s->ops->relative(s, location);
     if (!rel) return errSet(err, LAKE_EDATA, "%s: outside the managed stage", location);

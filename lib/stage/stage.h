@@ -137,6 +137,19 @@ int stageParsePartSize(const char *text, int64_t *bytes, lakeError *err);
 int stageGet(stage *s, const fileValue *fv, lakeWriter *w, int verify,
              progress *prog, lakeError *err);
 
+/* The same pulled by the caller, with no thread and no copy: *out reads
+ * the object into the caller's buffers and verifies it as stageGet does
+ * (a mismatch is the error of the read that finds the end).  *out is
+ * NULL (and 0 returned) when s's backend only pushes (S3): use stageGet.
+ * The local stage pulls. */
+typedef struct stageReader stageReader;
+int stageOpenRead(stage *s, const fileValue *fv, int verify, stageReader **out, lakeError *err);
+/* Up to len bytes into buf: how many, 0 at the verified end, -1 with err
+ * set. */
+ssize_t stageReaderRead(stageReader *rd, void *buf, size_t len, lakeError *err);
+/* NULL is fine. */
+void stageReaderClose(stageReader *rd);
+
 /* 0 when location lies inside the stage; 65 "outside the managed stage"
  * otherwise.  No I/O. */
 int stageContains(const stage *s, const char *location, lakeError *err);
