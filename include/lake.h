@@ -95,7 +95,9 @@ int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
 void lake_interrupt(lake_client *c);
 
 /* The managed stage c puts into, as a URL ("file:///...", "s3://...").
- * Valid until lake_close; NULL for a NULL c. */
+ * Valid until lake_close; NULL for a NULL c, or when a remote lake's
+ * stage, asked of lake-metasrv on first need, cannot be had (the call
+ * that needs it says why).  Threads: as lake_put_fd. */
 const char *lake_stage_url(const lake_client *c);
 
 /* Stream what fd reads, to its end, into the stage as one new object

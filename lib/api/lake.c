@@ -219,6 +219,17 @@ static int librariesReady(const lakeConfig *cfg, lakeError *err) {
     return why ? -1 : 0;
 }
 
+/* c's stage, opened on first need: a remote lake's, unless the
+ * configuration names one, is asked of lake-metasrv by the first call
+ * that puts, reads or signs, so that a program that only queries or
+ * reads the catalog pays no request for it. */
+static int clientStage(lake_client *c, lakeError *err) {
+    pthread_mutex_lock(&c->mu);
+    int rc = c->st ? 0 : catalogStageOpen(&c->cfg, NULL, NULL, &c->st, err);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 int lake_open(lake_client **out, const char *const *options, lake_error *e) {
     configOverride ov[OPTIONS_MAX];
     int n = 0;
@@ -253,8 +264,9 @@ int lake_open(lake_client **out, const char *const *options, lake_error *e) {
     const logSink *old = logSinkSet(&c->sink);
     int rc = configLoad(&c->cfg, ov, n, &err);
     if (!rc) rc = librariesReady(&c->cfg, &err);
-    /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
-    if (!rc) rc = catalogStageOpen(&c->cfg, NULL, NULL, &c->st, &err);
+    /* a stage the configuration names is opened (and checked) now; the
+     * one a lake-metasrv advertises when first needed (clientStage) */
+    if (!rc && (configIsLocal(&c->cfg) || c->cfg.stage)) rc = catalogStageOpen(&c->cfg, NULL, NULL, &c->st, &err);
     logSinkSet(old);
     if (rc) {
         clientUnref(c);
@@ -277,7 +289,15 @@ void lake_interrupt(lake_client *c) {
     if (c) c->stop = 1;
 }
 
-const char *lake_stage_url(const lake_client *c) { return c ? stageUrl(c->st) : NULL; }
+const char *lake_stage_url(const lake_client *c) {
+    if (!c) return NULL;
+    lake_client *m = (lake_client *)c; /* only its stage, opened once */
+    lakeError err = {0};
+    const logSink *old = logSinkSet(&m->sink);
+    int rc = clientStage(m, &err);
+    logSinkSet(old);
+    return rc ? NULL : stageUrl(c->st);
+}
 
 /* --- FILE values ----------------------------------------------------------- */
 
@@ -394,7 +414,8 @@ static int put(lake_client *c, putSrc *src, const char *name, lake_file **out, l
     lakeReader r = {srcRead, src, what};
     stagePutOptions opt = {.name = name, .expect_size = -1, .stop = &c->stop};
     fileValue fv;
-    int rc = stagePut(c->st, &r, &opt, &fv, &err);
+    int rc = clientStage(c, &err);
+    if (!rc) rc = stagePut(c->st, &r, &opt, &fv, &err);
     const char *code = NULL;
     if (rc && c->stop) { /* the stop asked for, not the read it broke */
         c->stop = 0;
@@ -440,6 +461,7 @@ int lake_presign(lake_client *c, const char *file_json, int64_t seconds, char **
     char *signed_url = NULL;
     const logSink *old = logSinkSet(&c->sink);
     int rc = refRead(file_json, &fv, &err);
+    if (!rc && (rc = clientStage(c, &err))) fileValueFree(&fv);
     if (!rc) {
         rc = stagePresignGet(c->st, fv.location, seconds, &signed_url, &err);
         fileValueFree(&fv);
@@ -1067,7 +1089,12 @@ int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lak
     r->c = c;
     r->sink = c->sink;
     int rc = refRead(file_json, &r->fv, &err);
-    if (!rc) rc = stageContains(c->st, r->fv.location, &err); /* before any I/O */
+    if (!rc) {
+        const logSink *old = logSinkSet(&c->sink);
+        rc = clientStage(c, &err);
+        logSinkSet(old);
+    }
+    if (!rc) rc = stageContains(c->st, r->fv.location, &err); /* before any object I/O */
     if (!rc) rc = stageDup(c->st, &r->st, &err);
     if (!rc) {
         const logSink *old = logSinkSet(&r->sink);

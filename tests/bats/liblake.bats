@@ -377,6 +377,16 @@ two,2"
   assert_equal "${#stderr_lines[@]}" 1
   [[ ${stderr_lines[0]} == "roundtrip: warning: "*"serving generation "*" fetched "*" s ago"* ]] ||
     fail "no stale warning: $stderr"
+  # the stage lake-metasrv advertises is asked for when first needed: with
+  # the server down and no cache, a query of no table still answers (as
+  # lake-query's), and a put says what it could not reach
+  rm -rf "$XDG_CACHE_HOME"
+  run --separate-stderr "$RT" query "SELECT 1 AS one"
+  assert_success
+  assert_output '{"one":1}'
+  run --separate-stderr "$RT" "$T/in"
+  assert_equal "exit $status" "exit 69"
+  [[ $stderr == "roundtrip: "*"(unavailable)" ]] || fail "not the outage: $stderr"
 }
 
 @test "remote: lake_query, INSERT, create, drop, show and the seed round trip against lake-metasrv" {
