@@ -50,7 +50,6 @@
 #include <cjson/cJSON.h>
 #include "core/config.h"
 #include "core/crypto.h"
-#include "core/curl.h"
 #include "core/log.h"
 #include "core/realtext.h"
 #include "query/session.h"
@@ -208,13 +207,12 @@ static void clientUnref(lake_client *c) {
 
 /* The run-time libraries a client needs, bound now: the commands exit 1
  * when one is missing at its first use, and the library never exits, so
- * a client that opened has them all.  libcurl only for a remote lake or
- * an S3 stage. */
-static int librariesReady(const lakeConfig *cfg, lakeError *err) {
+ * a client that opened has them all.  libcurl, which only a remote lake or
+ * an S3 stage needs, is bound by the first of them to open (httpOpen,
+ * s3ClientInit), which fails as this does. */
+static int librariesReady(lakeError *err) {
     const char *why = lakeCryptoReady();
     if (!why) why = stageContentTypeReady();
-    int remote = !configIsLocal(cfg) || (cfg->stage && strncmp(cfg->stage, "s3://", 5) == 0);
-    if (!why && remote) why = lakeCurlReady();
     if (why) errSet(err, LAKE_EFAIL, "%s", why);
     return why ? -1 : 0;
 }
@@ -263,7 +261,7 @@ int lake_open(lake_client **out, const char *const *options, lake_error *e) {
     }
     const logSink *old = logSinkSet(&c->sink);
     int rc = configLoad(&c->cfg, ov, n, &err);
-    if (!rc) rc = librariesReady(&c->cfg, &err);
+    if (!rc) rc = librariesReady(&err);
     /* a stage the configuration names is opened (and checked) now; the
      * one a lake-metasrv advertises when first needed (clientStage) */
     if (!rc && (configIsLocal(&c->cfg) || c->cfg.stage)) rc = catalogStageOpen(&c->cfg, NULL, NULL, &c->st, &err);

@@ -50,6 +50,9 @@ static size_t onData(char *p, size_t size, size_t n, void *ctx) {
 
 int httpOpen(const char *base, const httpOptions *opt, httpClient **out, lakeError *err) {
     static int inited;
+    *out = NULL;
+    const char *why = lakeCurlReady(); /* an error, not curl.h's exit */
+    if (why) return errSet(err, LAKE_EFAIL, "%s", why);
     if (!inited) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
         inited = 1;

@@ -900,7 +900,10 @@ int s3StageOpen(const char *url, stage **out, lakeError *err) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "stage");
     }
     free(enc);
-    if (!rc && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    const char *why = rc ? NULL : lakeCurlReady(); /* an error, not curl.h's exit */
+    if (why)
+        rc = errSet(err, LAKE_EFAIL, "%s", why);
+    else if (!rc && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         rc = errSet(err, LAKE_EFAIL, "%s: libcurl failed to initialise", url);
     else if (!rc && s3ClientInit(&ss->client, bucket, ss->base.url, &ss->unusable) &&
              ss->unusable.code != LAKE_ECONFIG) {

@@ -449,6 +449,14 @@ two,2"
   assert_success
   LAKE_STAGE=s3://bucket/prefix LD_LIBRARY_PATH=$T/fake2 run --separate-stderr "$RT" "$BATS_TEST_FILENAME"
   assert_error roundtrip 1 "libcurl.so.4 has no curl_global_init (libcurl 7.81 or later is needed) (failed)"
+  # a remote lake: the first call that talks to lake-metasrv binds it; a
+  # query of no table needs none
+  export LAKE_METASRV=https://127.0.0.1:9 LAKE_TOKEN=lake_0123456789abcdef
+  LD_LIBRARY_PATH=$T/fake2 run --separate-stderr "$RT" list
+  assert_error roundtrip 1 "libcurl.so.4 has no curl_global_init (libcurl 7.81 or later is needed) (failed)"
+  LD_LIBRARY_PATH=$T/fake2 run --separate-stderr "$RT" query "SELECT 2 AS two"
+  assert_success
+  assert_output '{"two":2}'
 }
 
 @test "installed with make install: lake.h, liblake.so.0, lake.pc; programs built with pkg-config, the liblake(3) example among them" {
