@@ -586,6 +586,25 @@ alter_both() {
   lake-query -q --import docs.cmd <"$T/in.jsonl"
   check_import_twins 2 5
   import_failures_as_the_command
+  # a principal that may read but not change: 77, the commands' message,
+  # nothing stored or appended
+  local peer files
+  peer=$(metasrv_token metadata-peer peer "$T/srv")
+  files=$(find "$T/srv/stage" -type f | sort)
+  run --separate-stderr env LAKE_TOKEN_FILE="$peer" lake-query --import docs.cmd --csv <"$T/in.csv"
+  assert_equal "$status" 77
+  local msg=${stderr#lake-query: }
+  run --separate-stderr env LAKE_TOKEN_FILE="$peer" "$RT" import docs.lib csv - <"$T/in.csv"
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$stderr" "roundtrip: ${msg/docs.cmd/docs.lib} (permission)"
+  run --separate-stderr env LAKE_TOKEN_FILE="$peer" lake-catalog alter docs.cmd drop-column x
+  assert_equal "$status" 77
+  msg=${stderr#lake-catalog: }
+  run --separate-stderr env LAKE_TOKEN_FILE="$peer" "$RT" alter docs.lib drop-column x
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$stderr" "roundtrip: ${msg/docs.cmd/docs.lib} (permission)"
+  assert_equal "$(find "$T/srv/stage" -type f | sort)" "$files"
+  check_import_twins 2 5
   lake-catalog drop docs.lib
   lake-catalog drop docs.cmd
   alter_both
