@@ -29,6 +29,13 @@
  *                        parameters, decode the FILE column, read the
  *                        object and compare; its FILE value, "read back
  *                        N bytes: the same", "seed: OK SIZE SHA256"
+ *   roundtrip import NS.T FORMAT FILE
+ *                        append FILE's rows (lake_import; FORMAT csv,
+ *                        csv-strict, jsonl or auto, FILE - for stdin)
+ *   roundtrip import-stopped NS.T FORMAT FILE
+ *                        the same after lake_interrupt: nothing appended
+ *   roundtrip alter NS.T ACTION ARG [ARG]
+ *                        change a table's columns (lake_catalog_alter)
  *   roundtrip presign REF SECONDS
  *                        the URL lake_presign gives
  *   roundtrip misuse     call the API with NULL and bad arguments; one
@@ -264,6 +271,19 @@ static int change(lake_client *c, char **argv, lake_error *e) {
     return 0;
 }
 
+/* import NS.T FORMAT FILE, and import-stopped (lake_interrupt first). */
+static int import(lake_client *c, char **argv, lake_error *e) {
+    int fd = strcmp(argv[4], "-") == 0 ? 0 : open(argv[4], O_RDONLY);
+    if (fd < 0) {
+        fprintf(stderr, "roundtrip: %s: %s\n", argv[4], strerror(errno));
+        return 66;
+    }
+    if (strcmp(argv[1], "import-stopped") == 0) lake_interrupt(c);
+    int rc = lake_import(c, argv[2], fd, strcmp(argv[3], "auto") == 0 ? NULL : argv[3], e);
+    if (fd > 0) close(fd);
+    return rc;
+}
+
 /* The seed's round trip through the library alone: put path, insert a
  * row holding its FILE value into table (created, and its namespace,
  * when absent), query it back by bound parameters, decode the FILE
@@ -379,6 +399,8 @@ static int misuse(void) {
     say("lake_catalog_create(NULL client)", lake_catalog_create(NULL, "a.b", "x TEXT", &e), &e);
     say("lake_catalog_drop(NULL client)", lake_catalog_drop(NULL, "a.b", &e), &e);
     say("lake_catalog_show(NULL json)", lake_catalog_show(NULL, "a.b", NULL, &e), &e);
+    say("lake_catalog_alter(NULL client)", lake_catalog_alter(NULL, "a.b", "drop-column", "x", NULL, &e), &e);
+    say("lake_import(NULL client)", lake_import(NULL, "a.b", 0, NULL, &e), &e);
     printf("NULL rows: %d %d %d %s %s %lld %g %s\n", lake_rows_columns(NULL), lake_rows_params(NULL),
            lake_rows_type(NULL, 0), lake_rows_name(NULL, 0) ? "name" : "(null)",
            lake_rows_text(NULL, 0, &len) ? "text" : "(null)", (long long)lake_rows_int64(NULL, 0),
@@ -393,6 +415,7 @@ static int misuse(void) {
     if (lake_query(c, "SELECT ?1 AS a, 2.5 AS b", &q, &e)) return die(&e);
     lake_rows *q2;
     say("lake_query(another open)", lake_query(c, "SELECT 1", &q2, &e), &e);
+    say("lake_import(rows open)", lake_import(c, "a.b", 0, NULL, &e), &e);
     say("lake_rows_bind_int64(0)", lake_rows_bind_int64(q, 0, 1, &e), &e);
     say("lake_rows_bind_int64(2)", lake_rows_bind_int64(q, 2, 1, &e), &e);
     say("lake_rows_bind_blob(NULL bytes)", lake_rows_bind_blob(q, 1, NULL, 3, &e), &e);
@@ -436,6 +459,15 @@ static int misuse(void) {
     say("lake_catalog_create(bad columns)", lake_catalog_create(c, "a.b", "x", &e), &e);
     say("lake_catalog_create(not NS.T)", lake_catalog_create(c, "nodot", "x TEXT", &e), &e);
     say("lake_catalog_drop(NULL table)", lake_catalog_drop(c, NULL, &e), &e);
+    say("lake_catalog_alter(NULL table)", lake_catalog_alter(c, NULL, "drop-column", "x", NULL, &e), &e);
+    say("lake_catalog_alter(NULL action)", lake_catalog_alter(c, "a.b", NULL, "x", NULL, &e), &e);
+    say("lake_catalog_alter(NULL column)", lake_catalog_alter(c, "a.b", "drop-column", NULL, NULL, &e), &e);
+    say("lake_catalog_alter(rename, no NEW)", lake_catalog_alter(c, "a.b", "rename-column", "x", NULL, &e), &e);
+    say("lake_catalog_alter(unknown action)", lake_catalog_alter(c, "a.b", "truncate", "x", NULL, &e), &e);
+    say("lake_import(NULL table)", lake_import(c, NULL, 0, NULL, &e), &e);
+    say("lake_import(bad fd)", lake_import(c, "a.b", -1, NULL, &e), &e);
+    say("lake_import(unknown format)", lake_import(c, "a.b", 0, "xml", &e), &e);
+    say("lake_import(not NS.T)", lake_import(c, "nodot", 0, NULL, &e), &e);
     say("lake_catalog_create_namespace(bad)", lake_catalog_create_namespace(c, "a b", &e), &e);
     say("lake_presign(NULL url)", lake_presign(c, "{}", 60, NULL, &e), &e);
     say("lake_presign(0 seconds)", lake_presign(c, "{}", 0, &json, &e), &e);
@@ -486,16 +518,19 @@ int main(int argc, char **argv) {
     int chg = argc == 3 && (strcmp(argv[1], "create-namespace") == 0 || strcmp(argv[1], "drop") == 0 ||
                             strcmp(argv[1], "show") == 0);
     chg |= argc == 4 && strcmp(argv[1], "create") == 0;
+    int imp = argc == 5 && (strcmp(argv[1], "import") == 0 || strcmp(argv[1], "import-stopped") == 0);
+    int alt = (argc == 5 || argc == 6) && strcmp(argv[1], "alter") == 0;
     int sd = argc == 4 && strcmp(argv[1], "seed") == 0;
     int ps = argc == 4 && strcmp(argv[1], "presign") == 0;
     int cat = (argc == 2 || argc == 3) && strcmp(argv[1], "list") == 0;
     cat |= (argc == 3 || argc == 4) && strcmp(argv[1], "resolve") == 0;
-    if (!cat && !sql && !chg && !sd && !ps && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
+    if (!cat && !sql && !chg && !sd && !ps && !imp && !alt && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
                                              strcmp(argv[1], "stop") == 0))) {
         fprintf(stderr, "usage: roundtrip FILE | get REF | cb FILE | stop FILE | list [NS] | "
                         "resolve NS.T [VERSION] | query|types|abandon SQL [PARAM...] |\n"
                         "       create-namespace NS | create NS.T COLUMNS | drop NS.T | show NS.T | seed NS.T FILE |\n"
-                        "       presign REF SECONDS |\n"
+                        "       presign REF SECONDS | import|import-stopped NS.T FORMAT FILE |\n"
+                        "       alter NS.T ACTION ARG [ARG] |\n"
                         "       misuse | version\n");
         return 64;
     }
@@ -503,6 +538,8 @@ int main(int argc, char **argv) {
     lake_set_warn(c, warn, NULL);
     if (cat) rc = catalog(c, argc, argv, &e);
     else if (chg) rc = change(c, argv, &e);
+    else if (imp) rc = import(c, argv, &e);
+    else if (alt) rc = lake_catalog_alter(c, argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL, &e);
     else if (sd) rc = seed(c, argv[2], argv[3], &e);
     else if (ps) rc = presign(c, argv[2], argv[3], &e);
     else if (sql) rc = query(c, argv[1], argv[2], argv + 3, argc - 3, &e);

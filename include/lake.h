@@ -85,11 +85,11 @@ void lake_close(lake_client *c);
 typedef void (*lake_warn_fn)(void *ctx, const char *line);
 int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
 
-/* Ask the put or statement (lake_query) running on c, or the next one,
- * to give up: a put cleans up as lake-put does on SIGINT (no object is
- * left; an S3 upload is aborted), a statement changes nothing, and either
- * fails with code "interrupted".  The request is used up by the put or
- * statement it stops.  Async-signal-safe (it stores one flag): a program that wants
+/* Ask the put, statement (lake_query) or import (lake_import) running
+ * on c, or the next one, to give up: a put cleans up as lake-put does on
+ * SIGINT (no object is left; an S3 upload is aborted), a statement or an
+ * import changes nothing, and each fails with code "interrupted".  The
+ * request is used up by the put, statement or import it stops.  Async-signal-safe (it stores one flag): a program that wants
  * ^C to stop a long put calls it from its own SIGINT handler.  NULL is
  * fine.  Callable from any thread. */
 void lake_interrupt(lake_client *c);
@@ -195,6 +195,17 @@ int lake_catalog_create_namespace(lake_client *c, const char *ns, lake_error *e)
 int lake_catalog_create(lake_client *c, const char *table, const char *columns, lake_error *e);
 int lake_catalog_drop(lake_client *c, const char *table, lake_error *e);
 
+/* Change table's columns as lake-catalog alter does, as one new version
+ * (no data rewritten): action "add-column" with arg1 "COL TYPE",
+ * "rename-column" with arg1 COL and arg2 NEW, or "drop-column" with arg1
+ * COL; arg2 is NULL but for rename-column.  The same statuses and
+ * messages: 64 for another action, a wrong number of arguments, a bad
+ * name or type, a clash or the last column dropped; 66 for an unknown
+ * table or column; 77 when the principal may not.  One thread at a time
+ * per client. */
+int lake_catalog_alter(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
+                       lake_error *e);
+
 /* SQL, as lake-query(1) runs it (lake_query(3)): SQLite's engine over
  * lake tables named NS.T, with the FILE functions; a statement means
  * here what it means in lake-query, and fails with the same status.
@@ -279,6 +290,22 @@ const lake_file *lake_rows_file(lake_rows *q, int i);
  * and changes nothing (an INSERT appends no version).  NULL is fine.
  * One thread at a time per client (q holds it). */
 void lake_rows_close(lake_rows *q);
+
+/* Append the rows fd reads, to its end, to table ("NS.T") as exactly
+ * one new version, as lake-query --import does (lake_query(3), IMPORT):
+ * format "csv" (a header row naming the columns), "csv-strict" (--csv
+ * --strict: a quote or lone CR in an unquoted field is an error, not
+ * data), "jsonl", or NULL for the command's default (JSON Lines when the
+ * first non-blank byte is '{', else CSV).  Streamed: memory is bounded
+ * by one record (16 MiB at most), whatever the size.  No rows appends
+ * nothing and is no error.  The same statuses and messages: 64 for no
+ * NS.T, 66 for an unknown table, 65 for malformed input or a column the
+ * table lacks, naming the line ("stdin: line 3: ..." when fd is 0,
+ * "input: line 3: ..." otherwise); nothing is appended on any failure.
+ * lake_interrupt(c) stops it ("interrupted", 1; nothing appended).  fd
+ * is read, not closed.  64 while a statement's rows are open on c.  One
+ * thread at a time per client. */
+int lake_import(lake_client *c, const char *table, int fd, const char *format, lake_error *e);
 
 /* Free what the library allocated for the program (JSON text).  NULL is
  * fine.  Thread-safe. */

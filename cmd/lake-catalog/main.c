@@ -705,23 +705,12 @@ done:
 
 /* alter: one schema change, one line on stdout. */
 static int cmdAlter(run *r, char **args, int nargs, lakeError *err) {
-    char *ns, *name, *def = NULL;
+    char *ns, *name;
     int64_t version;
-    const char *op = args[1];
-    int want = strcmp(op, "rename-column") == 0 ? 4 : 3;
-    if (strcmp(op, "add-column") && strcmp(op, "rename-column") && strcmp(op, "drop-column"))
-        cliUsageError(&spec, "alter: %s: not add-column, rename-column or drop-column", op);
-    if (nargs != want)
-        cliUsageError(&spec, "alter %s takes %s", op, want == 4 ? "COL NEW" : op[0] == 'a' ? "'COL TYPE'" : "COL");
-    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    /* the new column as a schema would take it: refused here, before a call */
-    if (op[0] == 'a' && schemaParse(args[2], &def, err)) cliUsageError(&spec, "%s", err->msg);
-    if (def && strchr(def, '}') != strrchr(def, '}')) cliUsageError(&spec, "alter add-column takes one 'COL TYPE'");
-    cJSON_free(def);
-    if (op[0] != 'a' && !nameIsValid(args[2]))
-        cliUsageError(&spec, "%s: names must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)", args[2], NAME_MAX_LEN);
+    if (schemaAlterCheck(args[0], args[1], args[2], nargs == 4 ? args[3] : NULL, &ns, &name, err))
+        cliUsageError(&spec, "%s", err->msg);
     int rc = r->offline ? errSet(err, LAKE_EUSAGE, "alter changes the catalog; not --offline") : 0;
-    if (!rc) rc = cacheAlter(r->cache, ns, name, op, args[2], want == 4 ? args[3] : NULL, &version, err);
+    if (!rc) rc = cacheAlter(r->cache, ns, name, args[1], args[2], nargs == 4 ? args[3] : NULL, &version, err);
     if (!rc) rc = cacheAfterChange(r->cache, err); /* the new schema, for the next command on this host */
     if (!rc) printf("altered %s.%s: version %lld\n", ns, name, (long long)version);
     free(ns);

@@ -540,47 +540,21 @@ int runScript(run *r, const script *sc, lakeError *err) {
 }
 
 /* --import NS.T: stdin through the import reader into new segments, then
- * one append.  A stop signal makes the read give up: nothing is appended
- * and the temporary segment is removed. */
+ * one append (querySessionImport).  A stop signal makes the read give up:
+ * nothing is appended and the temporary segment is removed. */
 static int runImport(run *r, lakeError *err) {
     char *ns, *name;
     if (nameSplitTable(r->import, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    cJSON *reg = NULL, *segs = NULL, *files = NULL;
-    segmentWriter *w = NULL;
-    int64_t rows = 0, version;
+    free(ns);
+    free(name);
     int fd = STDIN_FILENO;
     lakeReader in = {interruptRead, &fd, "stdin"};
-    segmentWriterOptions opt = {.hex_blobs = 1};
     progress prog;
     struct stat sb; /* stdin a file: its size, for the percentage */
     int64_t total = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? sb.st_size - lseek(fd, 0, SEEK_CUR) : -1;
     progressStart(&prog, r->progress, r->import, total < 0 ? -1 : total);
-    int rc = querySessionLake(&r->s, err);
-    if (!rc) rc = cacheResolve(r->s.cache, ns, name, -1, &reg, err);
-    if (!rc) rc = cacheMayRun(r->s.cache, "append", ns, name, err); /* before any segment is stored */
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
-    char *schema = rc ? NULL : cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
-    if (!rc && (!cJSON_IsString(id) || !schema)) rc = errSet(err, LAKE_EFAIL, "%s: malformed registration", r->import);
-    if (!rc) rc = segmentWriterOpen(r->s.stage, id->valuestring, schema, &opt, &w, err);
-    if (!rc) rc = importRun(&in, r->strict ? r->importFmt | IMPORT_STRICT : r->importFmt, w, &rows, &prog, err);
-    progressEnd(&prog);
-    if (!rc) rc = segmentWriterFinish(w, &segs, &files, err);
-    if (!rc && interruptPending()) rc = errSet(err, LAKE_EFAIL, "%s: interrupted", r->import);
-    if (!rc && rows > 0)
-        rc = cacheAppendCommuting(r->s.cache, ns, name,
-                                  (int64_t)cJSON_GetObjectItemCaseSensitive(reg, "version")->valuedouble, segs,
-                                  files, &version, err);
-    /* no rows is not an error: nothing is appended and no version made */
-    if (!rc && rows == 0) logWarn("%s: no rows: nothing appended", r->import);
-    else if (!rc) logWarn("%s: %lld row%s appended", r->import, (long long)rows, rows == 1 ? "" : "s");
-    segmentWriterFree(w);
-    cJSON_Delete(reg);
-    cJSON_Delete(segs);
-    cJSON_Delete(files);
-    cJSON_free(schema);
-    free(ns);
-    free(name);
-    return rc;
+    return querySessionImport(&r->s, r->import, &in, r->strict ? r->importFmt | IMPORT_STRICT : r->importFmt, &prog,
+                              interruptFlag(), NULL, err);
 }
 
 /* Might this operand be SQL rather than a file name?  White space, a

@@ -20,9 +20,11 @@
  * progress handler stops a statement when lake_interrupt has been
  * called.  A statement's rows hold the client, as a reader does.
  *
- * lake_catalog_create, _drop and _create_namespace are lake-catalog's:
- * the source changed, then the cache refreshed (cacheAfterChange) so
- * the change is visible at once on this host.
+ * lake_catalog_create, _drop, _create_namespace and _alter are
+ * lake-catalog's: the source changed, then the cache refreshed
+ * (cacheAfterChange) so the change is visible at once on this host.
+ * lake_import is lake-query --import's querySessionImport on the client's
+ * query session, reading the descriptor as a put does.
  *
  * A reader pulls what stageGet pushes: stageGet runs on a thread of the
  * reader's own (all signals blocked, a stage handle of its own from
@@ -629,6 +631,25 @@ int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
     return 0;
 }
 
+int lake_catalog_alter(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
+                       lake_error *e) {
+    if (!c) return misuse(e, "lake_catalog_alter: no client");
+    char *ns, *name;
+    int64_t version;
+    lakeError err = {0};
+    int rc = schemaAlterCheck(table, action, arg1, arg2, &ns, &name, &err);
+    if (rc) return fail(e, &err, NULL);
+    const logSink *old = logSinkSet(&c->sink);
+    rc = catalog(c, &err);
+    if (!rc) rc = changed(c, cacheAlter(c->cache, ns, name, action, arg1, arg2, &version, &err), &err);
+    logSinkSet(old);
+    free(ns);
+    free(name);
+    if (rc) return fail(e, &err, NULL);
+    ok(e);
+    return 0;
+}
+
 int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error *e) {
     if (!json) return misuse(e, "lake_catalog_show: json is NULL");
     *json = NULL;
@@ -1004,6 +1025,48 @@ void lake_rows_close(lake_rows *q) {
     logSinkSet(old);
     rowsFree(q);
     clientUnref(c);
+}
+
+/* --- import --------------------------------------------------------------- */
+
+/* lake_import's formats: lake-query --import's --csv, --csv --strict and
+ * --jsonl; NULL its default (the first non-blank byte decides). */
+static int importFormatNamed(const char *format, importFormat *fmt) {
+    if (!format) *fmt = IMPORT_AUTO;
+    else if (strcmp(format, "csv") == 0) *fmt = IMPORT_CSV;
+    else if (strcmp(format, "csv-strict") == 0) *fmt = IMPORT_CSV | IMPORT_STRICT;
+    else if (strcmp(format, "jsonl") == 0) *fmt = IMPORT_JSONL;
+    else return -1;
+    return 0;
+}
+
+int lake_import(lake_client *c, const char *table, int fd, const char *format, lake_error *e) {
+    importFormat fmt;
+    if (!c) return misuse(e, "lake_import: no client");
+    if (!table) return misuse(e, "lake_import: no table");
+    if (fd < 0) return misuse(e, "lake_import: descriptor %d", fd);
+    if (importFormatNamed(format, &fmt))
+        return misuse(e, "lake_import: format '%s' is not csv, csv-strict or jsonl", format);
+    if (c->active) return misuse(e, "lake_import: a statement's rows are still open on this client (close them first)");
+    lakeError err = {0};
+    /* read as lake_put_fd reads, giving up once lake_interrupt is called;
+     * named as lake-query names its input in messages ("stdin: line 3") */
+    putSrc src = {.c = c, .fd = fd, .total = -1};
+    lakeReader in = {srcRead, &src, fd == STDIN_FILENO ? "stdin" : "input"};
+    const logSink *old = logSinkSet(&c->sink);
+    int rc = session(c, &err);
+    if (!rc && c->qs->cache) cacheForget(c->qs->cache); /* as a new lake-query: the catalog read again */
+    if (!rc) rc = querySessionImport(c->qs, table, &in, fmt, NULL, &c->stop, NULL, &err);
+    const char *code = NULL;
+    if (rc && c->stop) { /* the stop asked for, not the read it broke */
+        c->stop = 0;
+        errSet(&err, LAKE_EFAIL, "%s: interrupted", table);
+        code = "interrupted";
+    }
+    logSinkSet(old);
+    if (rc) return fail(e, &err, code);
+    ok(e);
+    return 0;
 }
 
 /* --- readers --------------------------------------------------------------- */

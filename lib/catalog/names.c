@@ -251,3 +251,33 @@ int schemaAlter(const char *json, const char *op, const char *a, const char *b, 
     }
     return finish(arr, out, LAKE_EUSAGE, err);
 }
+
+int schemaAlterCheck(const char *table, const char *op, const char *column, const char *to, char **ns, char **name,
+                     lakeError *err) {
+    char *def = NULL;
+    *ns = *name = NULL;
+    if (!op || (strcmp(op, "add-column") && strcmp(op, "rename-column") && strcmp(op, "drop-column")))
+        return errSet(err, LAKE_EUSAGE, "alter: %s: not add-column, rename-column or drop-column",
+                      op ? op : "(null)");
+    int rename = strcmp(op, "rename-column") == 0;
+    if (!column || (rename ? !to : to != NULL))
+        return errSet(err, LAKE_EUSAGE, "alter %s takes %s", op,
+                      rename ? "COL NEW" : op[0] == 'a' ? "'COL TYPE'" : "COL");
+    if (!table) return errSet(err, LAKE_EUSAGE, "alter: no table");
+    if (nameSplitTable(table, ns, name, err)) return err->code = LAKE_EUSAGE;
+    int rc = 0;
+    /* the new column as a schema would take it: refused here, before a call */
+    if (op[0] == 'a' && schemaParse(column, &def, err)) rc = err->code = LAKE_EUSAGE;
+    if (!rc && def && strchr(def, '}') != strrchr(def, '}'))
+        rc = errSet(err, LAKE_EUSAGE, "alter add-column takes one 'COL TYPE'");
+    cJSON_free(def);
+    if (!rc && op[0] != 'a' && !nameIsValid(column))
+        rc = errSet(err, LAKE_EUSAGE, "%s: names must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)", column,
+                    NAME_MAX_LEN);
+    if (rc) {
+        free(*ns);
+        free(*name);
+        *ns = *name = NULL;
+    }
+    return rc;
+}

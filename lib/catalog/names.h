@@ -51,4 +51,13 @@ int schemaCanonical(const char *json, char **canonical, lakeError *err);
 int schemaAlter(const char *json, const char *op, const char *a, const char *b, int64_t next_id, char **out,
                 lakeError *err);
 
+/* lake-catalog alter's arguments checked before any call, as the command
+ * and liblake's lake_catalog_alter both check them: op one of
+ * "add-column" (column "NAME TYPE", to NULL), "rename-column" (column
+ * and to names) or "drop-column" (column a name, to NULL); table NS.T,
+ * split into *ns and *name (caller frees; NULL on failure).  64 with the
+ * message lake-catalog(1) gives, in the order it checks. */
+int schemaAlterCheck(const char *table, const char *op, const char *column, const char *to, char **ns, char **name,
+                     lakeError *err);
+
 #endif

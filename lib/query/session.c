@@ -4,11 +4,14 @@
  * and statement compiler, shared with liblake's lake_query.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+
+#include <cjson/cJSON.h>
 
 #include "catalog/names.h"
 #include "catalog/vend.h"
@@ -17,7 +20,9 @@
 #include "query/at.h"
 #include "query/compact.h"
 #include "query/filefn.h"
+#include "query/import.h"
 #include "query/rewrite.h"
+#include "query/segment.h"
 #include "query/session.h"
 
 /* --- the lake, opened on first use ---------------------------------------- */
@@ -272,4 +277,46 @@ void querySessionClose(querySession *s) {
     memset(s, 0, sizeof *s);
     s->overrides = ov;
     s->noverrides = n;
+}
+
+/* --- import ---------------------------------------------------------------- */
+
+int querySessionImport(querySession *s, const char *table, lakeReader *in, importFormat fmt, progress *prog,
+                       const volatile sig_atomic_t *stop, int64_t *rows, lakeError *err) {
+    char *ns = NULL, *name = NULL;
+    cJSON *reg = NULL, *segs = NULL, *files = NULL;
+    segmentWriter *w = NULL;
+    char *schema = NULL;
+    int64_t n = 0, version;
+    segmentWriterOptions opt = {.hex_blobs = 1};
+    if (rows) *rows = 0;
+    int rc = nameSplitTable(table, &ns, &name, err);
+    if (rc) rc = err->code = LAKE_EUSAGE;
+    if (!rc) rc = querySessionLake(s, err);
+    if (!rc) rc = cacheResolve(s->cache, ns, name, -1, &reg, err);
+    if (!rc) rc = cacheMayRun(s->cache, "append", ns, name, err); /* before any segment is stored */
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(reg, "id");
+    if (!rc) schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(reg, "schema"));
+    if (!rc && (!cJSON_IsString(id) || !schema)) rc = errSet(err, LAKE_EFAIL, "%s: malformed registration", table);
+    if (!rc) rc = segmentWriterOpen(s->stage, id->valuestring, schema, &opt, &w, err);
+    if (!rc) rc = importRun(in, fmt, w, &n, prog, err);
+    if (prog) progressEnd(prog);
+    if (!rc) rc = segmentWriterFinish(w, &segs, &files, err);
+    if (!rc && stop && *stop) rc = errSet(err, LAKE_EFAIL, "%s: interrupted", table);
+    if (!rc && n > 0)
+        rc = cacheAppendCommuting(s->cache, ns, name,
+                                  (int64_t)cJSON_GetObjectItemCaseSensitive(reg, "version")->valuedouble, segs,
+                                  files, &version, err);
+    /* no rows is not an error: nothing is appended and no version made */
+    if (!rc && n == 0) logWarn("%s: no rows: nothing appended", table);
+    else if (!rc) logWarn("%s: %lld row%s appended", table, (long long)n, n == 1 ? "" : "s");
+    if (!rc && rows) *rows = n;
+    segmentWriterFree(w);
+    cJSON_Delete(reg);
+    cJSON_Delete(segs);
+    cJSON_Delete(files);
+    cJSON_free(schema);
+    free(ns);
+    free(name);
+    return rc;
 }

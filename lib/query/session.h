@@ -25,12 +25,15 @@
 #ifndef LAKE_QUERY_SESSION_H
 #define LAKE_QUERY_SESSION_H
 
+#include <signal.h>
 #include <sqlite3.h>
 
 #include "catalog/cache.h"
 #include "catalog/source.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/progress.h"
+#include "query/import.h"
 #include "query/segcache.h"
 #include "query/vtab.h"
 #include "stage/stage.h"
@@ -82,6 +85,23 @@ int querySessionFailure(querySession *s, const char *stmt, int compiling, lakeEr
  * try: 1 after a short random pause when it should be run again, else 0
  * with err set to lake-query's 75 when the attempts are used up. */
 int querySessionRetry(querySession *s, int attempt, lakeError *err);
+
+/* Append the records read from in (query/import.h, fmt as importRun
+ * takes it) to table ("NS.T") as exactly one new version, as lake-query
+ * --import and liblake's lake_import do: the registration resolved and
+ * the append allowed before any segment is stored, the records streamed
+ * into new segments, then one append (commuting with other appends).
+ * 64 for a name that is no NS.T, 66 for an unknown table, 65 for bad
+ * input naming its line (nothing appended; the segments written are
+ * removed).  stop (may be NULL) is polled once the input is read: set,
+ * nothing is appended ("NS.T: interrupted", 1); a read that gives up on
+ * it fails as the reader says.  prog (may be NULL; started by the
+ * caller) counts the input and is ended here.  No rows is not an error:
+ * nothing is appended.  Warns what was appended ("NS.T: 3 rows
+ * appended", or "no rows: nothing appended"); *rows (may be NULL) their
+ * number. */
+int querySessionImport(querySession *s, const char *table, lakeReader *in, importFormat fmt, progress *prog,
+                       const volatile sig_atomic_t *stop, int64_t *rows, lakeError *err);
 
 /* Where a statement really starts: p past white space and comments. */
 const char *querySkipBlank(const char *p);

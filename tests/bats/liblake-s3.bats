@@ -65,7 +65,7 @@ roundtrip_proof() {
   assert_line --index 2 "seed: OK $(stat -c %s "$1") $(sha256sum <"$1" | cut -d' ' -f1)"
   FV=${lines[0]}
   # the row lake-query reads holds the same FILE value
-  row=$(LAKE_TRACE= lake-query -f jsonl -c "SELECT f FROM docs.scans") || fail "lake-query: exit $?"
+  row=$(LAKE_TRACE="" lake-query -f jsonl -c "SELECT f FROM docs.scans") || fail "lake-query: exit $?"
   assert_equal "$(jq -c .f <<<"$row")" "$(jq -c . <<<"$FV")"
   assert_equal "$(json_field size "$FV")" "$(stat -c %s "$1")"
   assert_equal "$(json_field sha256 "$FV")" "$(sha256sum <"$1" | cut -d' ' -f1)"

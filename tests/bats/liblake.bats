@@ -134,6 +134,8 @@ lake_rows_bind_text(NULL): 64 usage
 lake_catalog_create(NULL client): 64 usage
 lake_catalog_drop(NULL client): 64 usage
 lake_catalog_show(NULL json): 64 usage
+lake_catalog_alter(NULL client): 64 usage
+lake_import(NULL client): 64 usage
 NULL rows: -1 -1 -1 (null) (null) 0 0 (null)
 lake_query(NULL SQL): 64 usage
 lake_query(NULL out): 64 usage
@@ -141,6 +143,7 @@ lake_query(two statements): 64 usage
 lake_query(no statement): 64 usage
 lake_query(syntax): 65 data
 lake_query(another open): 64 usage
+lake_import(rows open): 64 usage
 lake_rows_bind_int64(0): 64 usage
 lake_rows_bind_int64(2): 64 usage
 lake_rows_bind_blob(NULL bytes): 64 usage
@@ -161,6 +164,15 @@ row after lake_close: kept
 lake_catalog_create(bad columns): 64 usage
 lake_catalog_create(not NS.T): 64 usage
 lake_catalog_drop(NULL table): 64 usage
+lake_catalog_alter(NULL table): 64 usage
+lake_catalog_alter(NULL action): 64 usage
+lake_catalog_alter(NULL column): 64 usage
+lake_catalog_alter(rename, no NEW): 64 usage
+lake_catalog_alter(unknown action): 64 usage
+lake_import(NULL table): 64 usage
+lake_import(bad fd): 64 usage
+lake_import(unknown format): 64 usage
+lake_import(not NS.T): 64 usage
 lake_catalog_create_namespace(bad): 64 usage
 lake_presign(NULL url): 64 usage
 lake_presign(0 seconds): 64 usage
@@ -415,6 +427,209 @@ two,2"
   assert_success
   run lake-catalog list
   assert_output "docs	seed"
+}
+
+# import_twins: docs.lib and docs.cmd, the same columns, for lake_import
+# and lake-query --import of the same input.
+import_twins() {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.lib 'name TEXT, n INTEGER, x REAL, b BLOB'
+  lake-catalog create docs.cmd 'name TEXT, n INTEGER, x REAL, b BLOB'
+  printf 'name,n,x,b\none,1,1.5,00ff\n"two, ""quoted""",2,,\n,3,2e3,""\n' >"$T/in.csv"
+  printf '{"name":"a","n":10}\n\n{"name":"b","x":2.5,"b":"abcd"}\n' >"$T/in.jsonl"
+}
+
+# check_import_twins: both tables at version V with the same rows.
+check_import_twins() {
+  assert_equal "$(lake-catalog resolve docs.lib | jq .version)" "$1"
+  assert_equal "$(lake-catalog resolve docs.cmd | jq .version)" "$1"
+  run lake-query -f jsonl -c "SELECT name, n, x, hex(b) FROM docs.cmd ORDER BY n, name"
+  local want=$output
+  run lake-query -f jsonl -c "SELECT name, n, x, hex(b) FROM docs.lib ORDER BY n, name"
+  assert_output "$want"
+  assert_equal "${#lines[@]}" "$2"
+}
+
+# import_failures_as_the_command: each bad input is the command's status
+# and message through lake_import (on stdin, and from a file as "input"),
+# and appends nothing to either table.
+import_failures_as_the_command() {
+  local v
+  v=$(lake-catalog resolve docs.lib | jq .version)
+  printf 'name,n\n"open,1\n' >"$T/bad-quote.csv"
+  printf 'name,zz\na,1\n' >"$T/bad-column.csv"
+  printf 'name,n\na,1,2\n' >"$T/bad-fields.csv"
+  printf 'name,n\na,1\nb,abc\n' >"$T/bad-type.csv"
+  printf 'name,n\na"b,1\n' >"$T/bad-strict.csv"
+  printf '{"name":"a"}\n{"name":\n' >"$T/bad.jsonl"
+  printf '{"name":"a","n":[1]}\n' >"$T/bad-nested.jsonl"
+  for c in "docs.nope|auto||in.csv" "docs.lib|csv|--csv|bad-quote.csv" "docs.lib|auto||bad-column.csv" \
+           "docs.lib|csv|--csv|bad-fields.csv" "docs.lib|auto||bad-type.csv" \
+           "docs.lib|csv-strict|--csv --strict|bad-strict.csv" "docs.lib|jsonl|--jsonl|bad.jsonl" \
+           "docs.lib|auto||bad-nested.jsonl" "nodot|auto||in.csv"; do
+    IFS='|' read -r table fmt opts file <<<"$c"
+    # shellcheck disable=SC2086 # opts is zero or more options
+    run --separate-stderr lake-query --import "${table/lib/cmd}" $opts <"$T/$file"
+    local want=$status msg=${stderr#lake-query: }
+    msg=${msg% (see *}
+    [ "$want" -ne 0 ] || fail "lake-query --import of $file succeeded"
+    msg=${msg/docs.cmd/docs.lib}
+    run --separate-stderr "$RT" import "$table" "$fmt" - <"$T/$file"
+    assert_equal "exit $status" "exit $want"
+    assert_equal "$stderr" "roundtrip: $msg ($(code_of "$want"))"
+    run --separate-stderr "$RT" import "$table" "$fmt" "$T/$file"
+    assert_equal "exit $status" "exit $want"
+    assert_equal "$stderr" "roundtrip: ${msg/#stdin:/input:} ($(code_of "$want"))"
+  done
+  # stopped by lake_interrupt: nothing appended either
+  run --separate-stderr "$RT" import-stopped docs.lib csv "$T/in.csv"
+  assert_error roundtrip 1 "docs.lib: interrupted" "(interrupted)"
+  assert_equal "$(lake-catalog resolve docs.lib | jq .version)" "$v"
+  assert_equal "$(lake-catalog resolve docs.cmd | jq .version)" "$v"
+}
+
+code_of() {
+  case $1 in
+    64) echo usage ;;
+    65) echo data ;;
+    66) echo no_input ;;
+    *) echo failed ;;
+  esac
+}
+
+@test "lake_import appends a file's rows as one version each, the rows lake-query --import appends of the same input; its failures are the command's and append nothing" {
+  import_twins
+  run --separate-stderr "$RT" import docs.lib csv "$T/in.csv"
+  assert_success
+  assert_equal "$stderr" "roundtrip: warning: docs.lib: 3 rows appended"
+  run --separate-stderr lake-query --import docs.cmd --csv <"$T/in.csv"
+  assert_equal "$stderr" "lake-query: docs.cmd: 3 rows appended"
+  check_import_twins 1 3
+  # the command's default (JSON Lines by its first byte), from stdin
+  run --separate-stderr "$RT" import docs.lib auto - <"$T/in.jsonl"
+  assert_success
+  lake-query -q --import docs.cmd <"$T/in.jsonl"
+  check_import_twins 2 5
+  # no rows: no version, as the command
+  printf 'name,n\n' >"$T/empty.csv"
+  run --separate-stderr "$RT" import docs.lib csv "$T/empty.csv"
+  assert_success
+  assert_equal "$stderr" "roundtrip: warning: docs.lib: no rows: nothing appended"
+  lake-query -q --import docs.cmd --csv <"$T/empty.csv"
+  check_import_twins 2 5
+  import_failures_as_the_command
+  check_import_twins 2 5
+}
+
+@test "lake_import streams: a CSV file several times larger than the memory the import uses, the same rows as lake-query --import" {
+  command -v /usr/bin/time >/dev/null || skip "no /usr/bin/time"
+  lake-catalog create-namespace docs
+  lake-catalog create docs.lib 'name TEXT, n INTEGER'
+  lake-catalog create docs.cmd 'name TEXT, n INTEGER'
+  # some 42 MB: 200000 rows of a 200-byte name
+  awk 'BEGIN { print "name,n"; s = sprintf("%0200d", 0); for (i = 0; i < 200000; i++) print s i "," i }' >"$T/big.csv"
+  /usr/bin/time -f %M -o "$T/lib.kib" "$RT" import docs.lib csv "$T/big.csv" 2>/dev/null
+  /usr/bin/time -f %M -o "$T/cmd.kib" lake-query -q --import docs.cmd --csv <"$T/big.csv"
+  local lib cmd
+  lib=$(tail -n 1 "$T/lib.kib")
+  cmd=$(tail -n 1 "$T/cmd.kib")
+  # under ASan the shadow memory counts too: only the plain build is measured
+  if [ -z "$SAN" ]; then
+    [ "$lib" -lt 32768 ] || fail "lake_import peaked at $lib KiB for a 42 MB input (lake-query: $cmd KiB)"
+  fi
+  assert_equal "$(lake-catalog resolve docs.lib | jq .version)" 1
+  run lake-query -c "SELECT count(*), sum(n), max(length(name)) FROM docs.lib"
+  assert_output "$(lake-query -c "SELECT count(*), sum(n), max(length(name)) FROM docs.cmd")"
+  assert_output "200000	19999900000	206"
+}
+
+# alter_as_the_command ARGS...: lake-catalog alter docs.cmd ARGS and
+# roundtrip alter docs.lib ARGS give the same status and message.
+alter_as_the_command() {
+  run --separate-stderr lake-catalog alter docs.cmd "$@"
+  local want=$status msg=${stderr#lake-catalog: }
+  msg=${msg% (see *}
+  run --separate-stderr "$RT" alter docs.lib "$@"
+  assert_equal "exit $status" "exit $want"
+  if [ "$want" -eq 0 ]; then
+    assert_equal "$stderr" ""
+    assert_equal "$(lake-catalog --json show docs.lib)" "$(lake-catalog --json show docs.cmd)"
+  else
+    assert_equal "$stderr" "roundtrip: ${msg/docs.cmd/docs.lib} ($(code_of "$want"))"
+  fi
+}
+
+# alter_both: the changes and the failures of lake-catalog alter, through
+# lake_catalog_alter too; each change one version, rows read through it.
+alter_both() {
+  if ! lake-catalog list docs >/dev/null 2>&1; then lake-catalog create-namespace docs; fi
+  lake-catalog create docs.lib 'name TEXT, n INTEGER'
+  lake-catalog create docs.cmd 'name TEXT, n INTEGER'
+  lake-query -c "INSERT INTO docs.lib VALUES ('a', 1)" -c "INSERT INTO docs.cmd VALUES ('a', 1)"
+  alter_as_the_command add-column 'note TEXT'
+  alter_as_the_command rename-column n count
+  alter_as_the_command drop-column name
+  assert_equal "$(lake-catalog resolve docs.lib | jq .version)" 4
+  assert_equal "$(lake-catalog resolve docs.cmd | jq .version)" 4
+  run lake-query -f csv -H -c "SELECT * FROM docs.lib"
+  assert_output "count,note
+1,"
+  # the failures: each the command's status and message, no version made
+  alter_as_the_command add-column 'note TEXT'
+  alter_as_the_command add-column 'x'
+  alter_as_the_command add-column 'x TEXT, y TEXT'
+  alter_as_the_command rename-column nope other
+  alter_as_the_command rename-column count 'bad name'
+  alter_as_the_command drop-column nope
+  alter_as_the_command truncate count
+  alter_as_the_command drop-column count
+  run --separate-stderr "$RT" alter docs.nope drop-column n
+  assert_error roundtrip 66 "(no_input)"
+  run --separate-stderr lake-catalog alter docs.nope drop-column n
+  assert_equal "$status" 66
+  assert_equal "$(lake-catalog resolve docs.lib | jq .version)" 5
+  assert_equal "$(lake-catalog resolve docs.cmd | jq .version)" 5
+}
+
+@test "lake_catalog_alter adds, renames and drops columns as lake-catalog alter does, one version each, with its statuses and messages" {
+  alter_both
+}
+
+@test "remote: lake_import and lake_catalog_alter against lake-metasrv, as lake-query --import and lake-catalog alter" {
+  metasrv_init "$T/srv"
+  metasrv_start "$T/srv"
+  metasrv_use "$T/srv"
+  import_twins
+  run --separate-stderr "$RT" import docs.lib csv "$T/in.csv"
+  assert_success
+  lake-query -q --import docs.cmd --csv <"$T/in.csv"
+  run --separate-stderr "$RT" import docs.lib auto - <"$T/in.jsonl"
+  assert_success
+  lake-query -q --import docs.cmd <"$T/in.jsonl"
+  check_import_twins 2 5
+  import_failures_as_the_command
+  # a principal that may read but not change: 77, the commands' message,
+  # nothing stored or appended
+  local peer files
+  peer=$(metasrv_token metadata-peer peer "$T/srv")
+  files=$(find "$T/srv/stage" -type f | sort)
+  run --separate-stderr env LAKE_TOKEN_FILE="$peer" lake-query --import docs.cmd --csv <"$T/in.csv"
+  assert_equal "$status" 77
+  local msg=${stderr#lake-query: }
+  run --separate-stderr env LAKE_TOKEN_FILE="$peer" "$RT" import docs.lib csv - <"$T/in.csv"
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$stderr" "roundtrip: ${msg/docs.cmd/docs.lib} (permission)"
+  run --separate-stderr env LAKE_TOKEN_FILE="$peer" lake-catalog alter docs.cmd drop-column x
+  assert_equal "$status" 77
+  msg=${stderr#lake-catalog: }
+  run --separate-stderr env LAKE_TOKEN_FILE="$peer" "$RT" alter docs.lib drop-column x
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$stderr" "roundtrip: ${msg/docs.cmd/docs.lib} (permission)"
+  assert_equal "$(find "$T/srv/stage" -type f | sort)" "$files"
+  check_import_twins 2 5
+  lake-catalog drop docs.lib
+  lake-catalog drop docs.cmd
+  alter_both
 }
 
 @test "lake_open reads lake.conf(5) and the environment as the commands do: a bad stage is 78" {
