@@ -52,6 +52,7 @@
 #include "core/crypto.h"
 #include "core/log.h"
 #include "core/realtext.h"
+#include "core/thread.h"
 #include "query/session.h"
 #include "stage/stage.h"
 
@@ -1102,11 +1103,7 @@ int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lak
     if (!rc && !r->pull && !(r->buf = malloc(RING))) rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
     if (!rc && !r->pull) { /* a stage that pushes (S3): a thread of its own */
         /* the signals are the program's: none is delivered to this thread */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int t = pthread_create(&r->th, NULL, readerMain, r);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        int t = threadStart(&r->th, readerMain, r);
         if (t) rc = errSetErrno(&err, LAKE_EFAIL, t, "lake_open_file: a thread");
         else r->started = 1;
     }

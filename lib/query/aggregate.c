@@ -14,6 +14,7 @@
 
 #include "core/interrupt.h"
 #include "core/jsonstrict.h"
+#include "core/thread.h"
 #include "core/log.h"
 #include "query/prefetch.h"
 #include "query/prune.h"
@@ -858,7 +859,7 @@ static int readAll(aggRun *r, int64_t rows, lakeError *err) {
         traceLine("query", "no fetching ahead: %s", err->msg);
         errClear(err);
     }
-    while (started < threads - 1 && pthread_create(&tid[started], NULL, worker, r) == 0) started++;
+    while (started < threads - 1 && threadStart(&tid[started], worker, r) == 0) started++;
     readSegments(r, ctx->segs, ctx->stage, r->terms); /* this thread reads too */
     for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
     prefetchStop(r->pf);
