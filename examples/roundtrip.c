@@ -41,19 +41,33 @@
  *   roundtrip misuse     call the API with NULL and bad arguments; one
  *                        line "CALL: STATUS CODE" each
  *
+ * SIGUSR1 calls lake_interrupt on the client (async-signal-safe: it only
+ * sets a flag), so that a test stops a call at an exact point.
+ *
  * Uses nothing but <lake.h>.  Exits with the failing call's exit status,
  * after "roundtrip: MESSAGE (CODE)" on stderr; the library's warnings
  * (lake_set_warn) are "roundtrip: warning: LINE" there.
  */
+#define _POSIX_C_SOURCE 200809L /* sigaction */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <lake.h>
+
+/* The client SIGUSR1 stops. */
+static lake_client *volatile client;
+
+static void onUsr1(int sig) {
+    (void)sig;
+    lake_interrupt(client);
+}
 
 static void warn(void *ctx, const char *line) {
     (void)ctx;
@@ -536,6 +550,10 @@ int main(int argc, char **argv) {
     }
     if (lake_open(&c, NULL, &e)) return die(&e);
     lake_set_warn(c, warn, NULL);
+    client = c;
+    struct sigaction sa = {.sa_handler = onUsr1};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
     if (cat) rc = catalog(c, argc, argv, &e);
     else if (chg) rc = change(c, argv, &e);
     else if (imp) rc = import(c, argv, &e);

@@ -18,7 +18,12 @@
  * lake_open's options; each statement sees the catalog as a new
  * lake-query process would (as the shell's inputs do), and the session's
  * progress handler stops a statement when lake_interrupt has been
- * called.  A statement's rows hold the client, as a reader does.
+ * called; the same flag is the query context's stop (queryStopped), so
+ * that planning (a split aggregate's reads) and a write's uploads and
+ * commit stop too, and lake_query fails "interrupted" when it was set
+ * while the statement was planned.  A statement's rows hold the client,
+ * as a reader does.  The threads the library starts (core/thread.h)
+ * block every signal and warn through the sink of their starter.
  *
  * lake_catalog_create, _drop, _create_namespace and _alter are
  * lake-catalog's: the source changed, then the cache refreshed
@@ -54,6 +59,7 @@
 #include "core/crypto.h"
 #include "core/log.h"
 #include "core/realtext.h"
+#include "core/thread.h"
 #include "query/session.h"
 #include "stage/stage.h"
 
@@ -699,6 +705,7 @@ static int session(lake_client *c, lakeError *err) {
         return rc;
     }
     sqlite3_progress_handler(qs->db, 1000, stopQuery, c);
+    qs->q.stop = &c->stop; /* what planning does (a split aggregate's reads) stops too */
     c->qs = qs;
     return 0;
 }
@@ -794,6 +801,17 @@ int lake_query(lake_client *c, const char *sql, lake_rows **out, lake_error *e) 
         c->qs->refreshed = 0;
     }
     if (!rc) rc = rowsCompile(q, &err);
+    if (c->stop) { /* asked while planned: the stop, not what it broke */
+        c->stop = 0;
+        if (!rc) {
+            sqlite3_finalize(q->st);
+            q->st = NULL;
+            queryUnpin(&c->qs->q);
+        }
+        errClear(&err);
+        rc = errSet(&err, LAKE_EFAIL, "interrupted");
+        q->code = "interrupted";
+    }
     logSinkSet(old);
     if (!rc) {
         int n = q->cols = sqlite3_column_count(q->st);
@@ -818,8 +836,9 @@ int lake_query(lake_client *c, const char *sql, lake_rows **out, lake_error *e) 
             sqlite3_finalize(q->st);
             queryUnpin(&c->qs->q);
         }
+        const char *code = q->code;
         rowsFree(q);
-        return fail(e, &err, NULL);
+        return fail(e, &err, code);
     }
     pthread_mutex_lock(&c->mu);
     c->refs++;
@@ -1165,11 +1184,7 @@ int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lak
     if (!rc && !r->pull && !(r->buf = malloc(RING))) rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
     if (!rc && !r->pull) { /* a stage that pushes (S3): a thread of its own */
         /* the signals are the program's: none is delivered to this thread */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int t = pthread_create(&r->th, NULL, readerMain, r);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        int t = threadStart(&r->th, readerMain, r);
         if (t) rc = errSetErrno(&err, LAKE_EFAIL, t, "lake_open_file: a thread");
         else r->started = 1;
     }

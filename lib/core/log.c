@@ -23,6 +23,8 @@ const logSink *logSinkSet(const logSink *s) {
     return old;
 }
 
+const logSink *logSinkGet(void) { return sink; }
+
 void logInit(const char *name) {
     const char *slash = strrchr(name, '/');
     progname = slash ? slash + 1 : name;

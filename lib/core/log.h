@@ -25,6 +25,9 @@ typedef struct logSink {
     void *ctx;
 } logSink;
 const logSink *logSinkSet(const logSink *s);
+/* This thread's sink, or NULL (stderr): what core/thread.h's threads
+ * start with. */
+const logSink *logSinkGet(void);
 const char *logProgname(void);
 void logSetQuiet(int quiet);
 int logQuiet(void);

@@ -12,11 +12,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "core/fsutil.h"
+#include "core/thread.h"
 
 struct writeRing {
     int fd;
@@ -83,11 +83,7 @@ static void *writerMain(void *arg) {
  * every signal blocked, or write what is queued when it cannot start. */
 static void startWriter(writeRing *w) {
     if (!w->nothread) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        int e = pthread_create(&w->thread, NULL, writerMain, w);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        int e = threadStart(&w->thread, writerMain, w);
         if (e == 0) {
             w->running = 1;
             return;

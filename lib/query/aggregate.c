@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/interrupt.h"
 #include "core/jsonstrict.h"
+#include "core/thread.h"
 #include "core/log.h"
 #include "query/prefetch.h"
 #include "query/prune.h"
@@ -689,7 +689,7 @@ typedef struct aggRun {
 /* The next segment to read, or -1. */
 static int take(aggRun *r) {
     pthread_mutex_lock(&r->mu);
-    int i = r->stop || r->next >= r->n ? -1 : r->next++;
+    int i = r->stop || r->next >= r->n || queryStopped(r->ctx) ? -1 : r->next++;
     pthread_mutex_unlock(&r->mu);
     if (i >= 0) prefetchAt(r->pf, i);
     return i;
@@ -703,11 +703,11 @@ static void failRun(aggRun *r, const lakeError *e) {
     pthread_mutex_unlock(&r->mu);
 }
 
-/* SQLite's progress handler on a segment: give up on a stop signal or
- * another thread's failure. */
+/* SQLite's progress handler on a segment: give up when the statement is
+ * asked to stop (a signal, lake_interrupt) or on another thread's failure. */
 static int stopped(void *arg) {
     aggRun *r = arg;
-    return interruptPending() || __atomic_load_n(&r->stop, __ATOMIC_RELAXED);
+    return queryStopped(r->ctx) || __atomic_load_n(&r->stop, __ATOMIC_RELAXED);
 }
 
 /* Run the statement on kept segment i (fetched through c and st) and add
@@ -858,11 +858,13 @@ static int readAll(aggRun *r, int64_t rows, lakeError *err) {
         traceLine("query", "no fetching ahead: %s", err->msg);
         errClear(err);
     }
-    while (started < threads - 1 && pthread_create(&tid[started], NULL, worker, r) == 0) started++;
+    while (started < threads - 1 && threadStart(&tid[started], worker, r) == 0) started++;
     readSegments(r, ctx->segs, ctx->stage, r->terms); /* this thread reads too */
     for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
     prefetchStop(r->pf);
     r->pf = NULL;
+    /* stopped before a segment's statement noticed (or before one began) */
+    if (!r->err.code && queryStopped(ctx)) errSet(&r->err, LAKE_EFAIL, "interrupted");
     if (r->err.code) {
         *err = r->err;
         return err->code;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/thread.h"
+
 struct prefetch {
     segcache *cache;
     stage *stage;
@@ -73,7 +75,7 @@ int prefetchStart(segcache *c, stage *st, const fileValue *segs, int n, prefetch
         }
     }
     int want = n - 1 < PREFETCH_JOBS ? n - 1 : PREFETCH_JOBS;
-    while (p->nthreads < want && pthread_create(&p->threads[p->nthreads], NULL, worker, p) == 0) p->nthreads++;
+    while (p->nthreads < want && threadStart(&p->threads[p->nthreads], worker, p) == 0) p->nthreads++;
     *out = p;
     return 0;
 }

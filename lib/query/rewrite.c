@@ -29,10 +29,11 @@ struct queryRewrite {
     int nseg;
     int64_t marked;
     segmentWriter *w;
+    const volatile sig_atomic_t *stop; /* or NULL */
 };
 
 int rewriteOpen(stage *st, const char *table_id, const char *schema, const char *operation, int nseg,
-                const char *tmp_dir, queryRewrite **out, lakeError *err) {
+                const char *tmp_dir, const volatile sig_atomic_t *stop, queryRewrite **out, lakeError *err) {
     *out = NULL;
     queryRewrite *w = calloc(1, sizeof *w);
     if (!w || !(w->schema = strdup(schema)) || !(w->segs = calloc((size_t)(nseg > 0 ? nseg : 1), sizeof *w->segs))) {
@@ -41,7 +42,8 @@ int rewriteOpen(stage *st, const char *table_id, const char *schema, const char 
     }
     w->operation = operation;
     w->nseg = nseg;
-    segmentWriterOptions opt = {.tmp_dir = tmp_dir};
+    w->stop = stop;
+    segmentWriterOptions opt = {.tmp_dir = tmp_dir, .stop = stop};
     if (segmentWriterOpen(st, table_id, schema, &opt, &w->w, err)) {
         rewriteFree(w);
         return err->code;
@@ -108,7 +110,7 @@ int rewriteCommit(queryRewrite *w, catalogCache *c, segcache *segs, stage *st, c
     }
     if (!rc) rc = segmentWriterFinish(w->w, &written, &files, err);
     if (!rc) testHold("LAKE_TEST_REWRITE_HOLD"); /* the crash and race suites: segments uploaded, not committed */
-    if (!rc && interruptPending()) rc = errSet(err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
+    if (!rc && (interruptPending() || (w->stop && *w->stop))) rc = errSet(err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
     if (!rc) rc = cacheRewrite(c, ns, name, expected, w->operation, replace, written, files, version, err);
     cJSON_Delete(replace);
     cJSON_Delete(written);

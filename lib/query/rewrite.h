@@ -24,6 +24,7 @@
 #ifndef LAKE_QUERY_REWRITE_H
 #define LAKE_QUERY_REWRITE_H
 
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -42,9 +43,10 @@ typedef struct queryRewrite queryRewrite;
 /* A rewrite of the table table_id (schema its canonical schema text)
  * whose pinned version has nseg segments; operation is "delete" or
  * "update" (kept, not copied).  New segments go to st through a
- * temporary directory under tmp_dir (NULL: $TMPDIR). */
+ * temporary directory under tmp_dir (NULL: $TMPDIR).  stop (may be NULL)
+ * stops the rewrite as a stop signal does (liblake's lake_interrupt). */
 int rewriteOpen(stage *st, const char *table_id, const char *schema, const char *operation, int nseg,
-                const char *tmp_dir, queryRewrite **out, lakeError *err);
+                const char *tmp_dir, const volatile sig_atomic_t *stop, queryRewrite **out, lakeError *err);
 
 const char *rewriteOperation(const queryRewrite *w);
 
@@ -65,7 +67,8 @@ int rewriteAddRow(queryRewrite *w, sqlite3_value **vals, int n, lakeError *err);
  * reading segments through segs from st.  Nothing marked: nothing done,
  * *version = expected_version.  Errors: the cache's (status "conflict"
  * when another writer replaced a touched segment first), the stage's,
- * 65 for an unreadable segment, 1 "interrupted" after a stop signal;
+ * 65 for an unreadable segment, 1 "interrupted" after a stop signal or
+ * once stop is set;
  * nothing is committed then (uploaded segments are gc's). */
 int rewriteCommit(queryRewrite *w, catalogCache *c, segcache *segs, stage *st, const char *ns, const char *name,
                   const struct cJSON *const *segv, int64_t expected_version, int64_t *version, lakeError *err);

@@ -415,7 +415,7 @@ static int segmentEnd(segmentWriter *w, lakeError *err) {
     }
     lakeReader r = {fdRead, &fd, "segment"};
     stagePutOptions po = {.content_type = "application/vnd.sqlite3", .expect_size = -1, .progress = w->opt.progress,
-                          .stop = interruptFlag()};
+                          .stop = w->opt.stop ? w->opt.stop : interruptFlag()};
     if ((rc = stagePutInto(w->st, w->key_dir, &r, &po, &fv, err))) goto out;
     cJSON *rec = cJSON_CreateObject();
     if (!rec || !cJSON_AddItemToArray(w->segments, rec) ||

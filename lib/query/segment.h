@@ -39,6 +39,7 @@
 #ifndef LAKE_SEGMENT_H
 #define LAKE_SEGMENT_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -111,6 +112,9 @@ typedef struct segmentWriterOptions {
     int64_t max_rows;    /* 0: SEGMENT_MAX_ROWS */
     progress *progress;  /* upload progress, may be NULL */
     int hex_blobs;       /* text for a BLOB column is hexadecimal digits */
+    /* the flag that stops an upload (liblake's lake_interrupt); NULL: the
+     * stop signals (core/interrupt.h) */
+    const volatile sig_atomic_t *stop;
 } segmentWriterOptions;
 
 /* Start writing segments of table table_id (a lake id: it becomes the key

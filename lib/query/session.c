@@ -15,6 +15,7 @@
 
 #include "catalog/names.h"
 #include "catalog/vend.h"
+#include "core/interrupt.h"
 #include "core/log.h"
 #include "query/aggregate.h"
 #include "query/at.h"
@@ -204,6 +205,7 @@ static int sessionCompileText(querySession *s, const char *sql, sqlite3_stmt **s
         errClear(&s->q.err);
         int rc = callsFileFunction(sql) ? querySessionLake(s, err) : 0;
         if (!rc) rc = queryDeclare(s->db, &s->q, sql, err);
+        if (!rc) testHold("LAKE_TEST_PLAN_HOLD"); /* the interrupt suites: a stop while planning */
         char *counted = NULL; /* SELECT count(*) FROM NS.T, from the registration */
         if (!rc) rc = queryCountOnly(&s->q, sql, &counted, next, err);
         /* an aggregate split by segment: its partials computed now */

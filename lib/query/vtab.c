@@ -1230,7 +1230,7 @@ static int changeRow(queryTable *t, int argc, sqlite3_value **argv) {
     if (!t->rewrite) {
         /* refused before any segment is stored */
         if (cacheMayRun(t->ctx->cache, "rewrite", t->ns, t->table, err)) return fail(t, err);
-        if (rewriteOpen(t->ctx->stage, t->id, t->schema, op, t->nseg, t->ctx->tmp_dir, &t->rewrite, err))
+        if (rewriteOpen(t->ctx->stage, t->id, t->schema, op, t->nseg, t->ctx->tmp_dir, t->ctx->stop, &t->rewrite, err))
             return fail(t, err);
     }
     int marked = rewriteMark(t->rewrite, (int)(old >> 32), old & 0xffffffff);
@@ -1248,7 +1248,7 @@ static int xUpdate(sqlite3_vtab *v, int argc, sqlite3_value **argv, sqlite3_int6
     if (rc != SQLITE_OK) return rc;
     lakeError *err = &t->ctx->err;
     if (!t->writer) {
-        segmentWriterOptions opt = {.tmp_dir = t->ctx->tmp_dir};
+        segmentWriterOptions opt = {.tmp_dir = t->ctx->tmp_dir, .stop = t->ctx->stop};
         /* refused before any segment is stored */
         if (cacheMayRun(t->ctx->cache, "append", t->ns, t->table, err)) return fail(t, err);
         if (segmentWriterOpen(t->ctx->stage, t->id, t->schema, &opt, &t->writer, err)) return fail(t, err);
@@ -1287,6 +1287,11 @@ static int xSync(sqlite3_vtab *v) {
     /* a COMMIT of an explicit transaction comes after its statements ended */
     if ((rc = pinAs(t, 0)) != SQLITE_OK) return rc;
     if (segmentWriterFinish(t->writer, &segs, &files, err)) return fail(t, err);
+    if (queryStopped(t->ctx)) { /* uploaded, not appended: gc's */
+        cJSON_Delete(segs);
+        cJSON_Delete(files);
+        return failf(t, LAKE_EFAIL, "interrupted; nothing committed");
+    }
     int64_t expected = (int64_t)cJSON_GetObjectItemCaseSensitive(t->pinned, "version")->valuedouble, v2;
     if (cacheAppendCommuting(t->ctx->cache, t->ns, t->name, expected, segs, files, &v2, err)) rc = fail(t, err);
     cJSON_Delete(segs);
@@ -1323,6 +1328,8 @@ static sqlite3_module lakeModule = {
     .xCommit = xEnd,
     .xRollback = xEnd,
 };
+
+int queryStopped(const queryContext *ctx) { return interruptPending() || (ctx->stop && *ctx->stop); }
 
 int queryRegister(sqlite3 *db, queryContext *ctx, lakeError *err) {
     const char *off = getenv("LAKE_QUERY_NO_PUSHDOWN"), *threads = getenv("LAKE_QUERY_THREADS");

@@ -40,6 +40,7 @@
 #ifndef LAKE_QUERY_VTAB_H
 #define LAKE_QUERY_VTAB_H
 
+#include <signal.h>
 #include <sqlite3.h>
 
 #include "catalog/cache.h"
@@ -78,6 +79,9 @@ typedef struct queryContext {
     void (*changed)(void *arg, const char *ns, const char *name, const char *operation, int64_t rows);
     void *changed_arg;
     int replan; /* set when a DELETE or UPDATE lost a race (conflict): run the statement again */
+    /* Non-NULL: the statement also stops once *stop is set (liblake's
+     * lake_interrupt; the stop signals stop it always).  NULL: signals only. */
+    const volatile sig_atomic_t *stop;
 } queryContext;
 
 /* In a plan's text (SQLite's EXPLAIN QUERY PLAN shows it), before
@@ -91,6 +95,10 @@ typedef struct queryContext {
 
 /* The most threads a split aggregate uses (query/aggregate.h). */
 #define QUERY_THREADS_MAX 64
+
+/* Has the statement been asked to stop: a stop signal (core/interrupt.h),
+ * or ctx->stop set?  From any thread. */
+int queryStopped(const queryContext *ctx);
 
 /* Register the module on db (once).  Reads LAKE_QUERY_NO_PUSHDOWN, and
  * LAKE_QUERY_THREADS (1..QUERY_THREADS_MAX; default the CPUs online, at

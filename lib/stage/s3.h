@@ -178,11 +178,6 @@ void s3XferFree(s3Xfer *x);
 
 /* Say in err's message that the request was tried attempts times. */
 void s3NoteAttempts(lakeError *err, int attempts);
-/* pthread_create with the stop signals (SIGINT, SIGTERM, SIGHUP) blocked
- * in the new thread, so that they reach the caller's thread; its error
- * number, or 0. */
-int s3ThreadStart(pthread_t *t, void *(*fn)(void *), void *arg);
-
 /* Milliseconds to wait before attempt number attempt + 1 (attempt >= 1):
  * retryCeilingMs (core/retry.h) with equal jitter (half of it at least). */
 long s3BackoffMs(int attempt);

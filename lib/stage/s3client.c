@@ -544,18 +544,6 @@ void s3NoteAttempts(lakeError *err, int attempts) {
     snprintf(err->msg + n, sizeof err->msg - n, " after %d attempts", attempts);
 }
 
-int s3ThreadStart(pthread_t *t, void *(*fn)(void *), void *arg) {
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    int e = pthread_create(t, NULL, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return e;
-}
-
 long s3BackoffMs(int attempt) {
     static _Thread_local unsigned seed;
     if (!seed) seed = (unsigned)time(NULL) ^ (unsigned)clock();

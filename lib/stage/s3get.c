@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "core/retry.h"
+#include "core/thread.h"
 #include "stage/backend.h"
 #include "stage/s3.h"
 
@@ -218,7 +219,7 @@ int s3GetParts(s3Stage *ss, const char *key, const char *location, int64_t size,
     if (ss->vendor.get && (rc = ss->vendor.get(ss->vendor.ctx, location, 0, &g.url, err))) goto out;
 
     for (int i = 0; i < jobs; i++) {
-        int e = s3ThreadStart(&threads[nthreads], worker, &g);
+        int e = threadStart(&threads[nthreads], worker, &g);
         if (e && !nthreads) rc = errSetErrno(err, LAKE_EFAIL, e, "%s: a thread", location);
         if (e) break; /* fewer connections than asked: still a get */
         nthreads++;

@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/interrupt.h"
 #include "core/retry.h"
+#include "core/thread.h"
 #include "stage/backend.h"
 #include "stage/s3.h"
 
@@ -424,7 +425,7 @@ int s3UploadBegin(s3Upload *u, const char *content_type, const char *sha256_hex,
     if (rc) return rc;
 
     if (!(u->multi = curl_multi_init())) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "upload");
-    int e = s3ThreadStart(&u->thread, sender, u);
+    int e = threadStart(&u->thread, sender, u);
     if (e) return errSetErrno(err, LAKE_EFAIL, e, "upload thread");
     u->running = 1;
     return 0;

@@ -284,6 +284,62 @@ two,2"
   assert_output "deux,2"
 }
 
+# interrupted_at KNOB SQL [PARAM...]: roundtrip query SQL held at the
+# test-only hold KNOB (LAKE_TEST_PLAN_HOLD: the statement's tables
+# declared, nothing planned yet; LAKE_TEST_REWRITE_HOLD: a DELETE's new
+# segments uploaded, not committed), stopped there by lake_interrupt
+# (roundtrip's SIGUSR1), then let go: its stdout and stderr in $T/out and
+# $T/err, its exit status in $HELD_STATUS.
+interrupted_at() {
+  local knob=$1
+  shift
+  env LAKE_TRACE=1 LAKE_QUERY_THREADS=3 "$knob=$T/hold" "$RT" query "$@" >"$T/out" 2>"$T/err" &
+  local pid=$!
+  held_wait "$T/hold" "$pid" "$T/err"
+  kill -USR1 "$pid"
+  held_release "$T/hold" "$pid"
+  rm -f "$T/hold" "$T/hold.held"
+}
+
+# docs.t (n INTEGER): 3 segments of 100 rows, n 1..100 each.
+three_segments() {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.t 'n INTEGER'
+  for _ in 1 2 3; do seq 1 100 | sed 's/^/{"n":/; s/$/}/' | lake-query -q --import docs.t; done
+}
+
+@test "lake_interrupt while a statement is planned stops it in lake_query, status 1 and code interrupted: a split aggregate reads no segment, an INSERT appends nothing" {
+  three_segments
+  sql="SELECT n % 2 AS odd, count(*) AS c FROM docs.t GROUP BY 1 ORDER BY 1"
+  # not stopped: split by segment, its partials read while planning
+  LAKE_TRACE=1 LAKE_QUERY_THREADS=3 run --separate-stderr "$RT" query "$sql"
+  assert_success
+  assert_output '{"odd":0,"c":150}
+{"odd":1,"c":150}'
+  [[ $stderr == *"trace: query aggregate docs.t: 3 segments read on "* ]] || fail "not split: $stderr"
+  # stopped while planned: no segment read, no row
+  interrupted_at LAKE_TEST_PLAN_HOLD "$sql"
+  assert_equal "exit $HELD_STATUS" "exit 1"
+  assert_equal "$(grep -v '^trace: ' "$T/err")" "roundtrip: interrupted (interrupted)"
+  if grep -q "trace: query aggregate docs.t: 3 segments read" "$T/err"; then fail "read on: $(cat "$T/err")"; fi
+  assert_equal "$(cat "$T/out")" ""
+  # an INSERT stopped while planned appends nothing
+  interrupted_at LAKE_TEST_PLAN_HOLD "INSERT INTO docs.t VALUES (?)" i:7
+  assert_equal "exit $HELD_STATUS" "exit 1"
+  assert_equal "$(grep -v '^trace: ' "$T/err")" "roundtrip: interrupted (interrupted)"
+  assert_equal "$(lake-catalog resolve docs.t | jq .version)" 3
+  assert_equal "$(lake-query -c "SELECT count(*) FROM docs.t")" 300
+}
+
+@test "lake_interrupt while a DELETE runs, its new segments uploaded and not yet committed, stops it: status 1, code interrupted, nothing committed" {
+  three_segments
+  interrupted_at LAKE_TEST_REWRITE_HOLD "DELETE FROM docs.t WHERE n = ?" i:5
+  assert_equal "exit $HELD_STATUS" "exit 1"
+  assert_equal "$(grep -v '^trace: ' "$T/err")" "roundtrip: interrupted (interrupted)"
+  assert_equal "$(lake-catalog resolve docs.t | jq .version)" 3
+  assert_equal "$(lake-query -c "SELECT count(*) FROM docs.t WHERE n = 5")" 3
+}
+
 @test "lake_catalog_create, _drop and _show change and show tables as lake-catalog does, with its exit statuses" {
   run --separate-stderr "$RT" create-namespace docs
   assert_success

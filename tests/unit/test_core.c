@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test_core.c - unit tests of lib/core: ids, SHA-256, errors, atomic files,
- * the write ring.
+ * the write ring, threads (core/thread.h).
  */
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,10 +21,12 @@
 #include "core/error.h"
 #include "core/fsutil.h"
 #include "core/id.h"
+#include "core/log.h"
 #include "core/realtext.h"
 #include "core/retry.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "core/thread.h"
 #include "core/utf8.h"
 #include "core/writering.h"
 #include "stage/filevalue.h"
@@ -408,7 +412,72 @@ static void testWriteRing(void) {
     close(null);
 }
 
+/* What a warning sink saw, and on which thread. */
+typedef struct {
+    char line[256];
+    int lines;
+} sinkSeen;
+
+static void sinkTake(void *ctx, const char *line) {
+    sinkSeen *s = ctx;
+    snprintf(s->line, sizeof s->line, "%s", line);
+    s->lines++;
+}
+
+/* On a thread threadStart started: a warning, and whether every signal
+ * is blocked. */
+static void *warnOnThread(void *arg) {
+    int *blocked = arg;
+    logWarn("from a worker: %d", 42);
+    sigset_t now;
+    pthread_sigmask(SIG_SETMASK, NULL, &now);
+    *blocked = sigismember(&now, SIGINT) && sigismember(&now, SIGTERM) && sigismember(&now, SIGHUP) &&
+               sigismember(&now, SIGUSR1) && sigismember(&now, SIGPIPE) && sigismember(&now, SIGALRM);
+    return NULL;
+}
+
+static void testThreadStart(void) {
+    sinkSeen seen = {{0}, 0};
+    logSink sink = {sinkTake, &seen};
+    const logSink *old = logSinkSet(&sink);
+    sigset_t before, after;
+    pthread_sigmask(SIG_SETMASK, NULL, &before);
+    pthread_t t;
+    int blocked = 0;
+    int e = threadStart(&t, warnOnThread, &blocked);
+    if (!e) pthread_join(t, NULL);
+    pthread_sigmask(SIG_SETMASK, NULL, &after);
+    logSinkSet(old);
+    ok(e == 0, "threadStart starts a thread (%d)", e);
+    ok(seen.lines == 1 && strcmp(seen.line, "from a worker: 42") == 0,
+       "a warning on the thread reaches its starter's sink (%d lines, \"%s\")", seen.lines, seen.line);
+    ok(blocked, "the thread blocks every signal");
+    ok(sigismember(&after, SIGINT) == sigismember(&before, SIGINT) &&
+           sigismember(&after, SIGUSR1) == sigismember(&before, SIGUSR1),
+       "the starter's own mask is as it was");
+
+    /* a sink dropping everything (fn NULL) is inherited as such */
+    logSink drop = {NULL, NULL};
+    FILE *err = tmpfile();
+    int saved = dup(STDERR_FILENO);
+    if (!err || saved < 0) { ok(0, "tmpfile, dup"); return; }
+    fflush(stderr);
+    dup2(fileno(err), STDERR_FILENO);
+    old = logSinkSet(&drop);
+    e = threadStart(&t, warnOnThread, &blocked);
+    if (!e) pthread_join(t, NULL);
+    logSinkSet(old);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    long printed = lseek(fileno(err), 0, SEEK_END);
+    fclose(err);
+    ok(e == 0 && printed == 0 && seen.lines == 1,
+       "a dropping sink drops the thread's warnings too (%ld bytes on stderr)", printed);
+}
+
 int main(void) {
+    testThreadStart();
     testWriteRing();
     testTempSweep();
     testDurations();
