@@ -177,6 +177,13 @@ static int fail(lake_error *e, const lakeError *err, const char *code) {
     return status;
 }
 
+/* The end of a call: 0 and e "ok", or err's status and e filled. */
+static int finish(lake_error *e, int rc, const lakeError *err) {
+    if (rc) return fail(e, err, NULL);
+    ok(e);
+    return 0;
+}
+
 /* NULL handles and other misuse: 64, as a command's bad argument. */
 __attribute__((format(printf, 2, 3))) static int misuse(lake_error *e, const char *fmt, ...) {
     lakeError err = {0};
@@ -338,9 +345,7 @@ int lake_file_from_json(const char *json, lake_file **out, lake_error *e) {
     lakeError err = {0};
     int rc = refRead(json, &fv, &err);
     if (!rc) rc = fileWrap(&fv, out, &err);
-    if (rc) return fail(e, &err, NULL);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err);
 }
 
 const char *lake_file_json(const lake_file *f) { return f ? f->json : NULL; }
@@ -534,9 +539,7 @@ int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e
     if (!rc && ns && !cacheHasNamespace(c->cache, ns)) rc = errSet(&err, LAKE_ENOINPUT, "%s: no such namespace", ns);
     if (!rc) rc = listJson(ents, n, ns, json, &err);
     logSinkSet(old);
-    if (rc) return fail(e, &err, NULL);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err);
 }
 
 int lake_resolve(lake_client *c, const char *table, int64_t version, char **json, lake_error *e) {
@@ -559,9 +562,7 @@ int lake_resolve(lake_client *c, const char *table, int64_t version, char **json
     cJSON_Delete(reg);
     free(ns);
     free(name);
-    if (rc) return fail(e, &err, NULL);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err);
 }
 
 /* After a change: the snapshot refreshed so the change is seen at once. */
@@ -578,9 +579,7 @@ int lake_catalog_create_namespace(lake_client *c, const char *ns, lake_error *e)
     int rc = catalog(c, &err);
     if (!rc) rc = changed(c, sourceCreateNamespace(c->src, ns, &gen, &err), &err);
     logSinkSet(old);
-    if (rc) return fail(e, &err, NULL);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err);
 }
 
 /* NS.T split for a change; 64 when it is no table name. */
@@ -614,9 +613,7 @@ int lake_catalog_create(lake_client *c, const char *table, const char *columns, 
     free(ns);
     free(name);
     cJSON_free(schema);
-    if (rc) return fail(e, &err, NULL);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err);
 }
 
 int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
@@ -632,9 +629,7 @@ int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
     logSinkSet(old);
     free(ns);
     free(name);
-    if (rc) return fail(e, &err, NULL);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err);
 }
 
 int lake_catalog_alter(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
@@ -651,9 +646,7 @@ int lake_catalog_alter(lake_client *c, const char *table, const char *action, co
     logSinkSet(old);
     free(ns);
     free(name);
-    if (rc) return fail(e, &err, NULL);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err);
 }
 
 int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error *e) {
@@ -678,9 +671,7 @@ int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error
     cJSON_Delete(schema);
     free(ns);
     free(name);
-    if (rc) return fail(e, &err, NULL);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err);
 }
 
 /* --- queries ---------------------------------------------------------------- */
