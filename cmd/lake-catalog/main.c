@@ -357,39 +357,23 @@ static int cmdResolve(run *r, char **args, lakeError *err) {
     return rc;
 }
 
-/* The table's versions, page by page from the source (never cached). */
+/* The table's versions, every page from the source (never cached):
+ * sourceHistoryAll, lake_catalog_history's too. */
 static int cmdHistory(run *r, char **args, lakeError *err) {
     static const char *const cols[] = {"version", "committed_at", "principal", "operation", "rows_added",
                                        "rows_removed", "segments", "rows", "bytes", "expired_at"};
     char *ns, *name;
     if (r->offline) return errSet(err, LAKE_EUSAGE, "history asks the source; not --offline");
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    int rc = 0, more = 1;
-    int64_t after = -1;
-    cJSON *all = r->json ? cJSON_CreateArray() : NULL;
-    if (r->header && !r->json) {
-        for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) printf("%s%s", i ? "\t" : "", cols[i]);
-        putchar('\n');
-    }
-    while (!rc && more) {
-        cJSON *page = NULL, *v;
-        if ((rc = sourceHistory(r->src, ns, name, after, &page, err))) break;
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(page, "versions");
-        more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "more"));
-        if (!cJSON_IsArray(list) || (more && cJSON_GetArraySize(list) == 0))
-            rc = errSet(err, LAKE_EFAIL, "%s: a malformed history answer", args[0]);
-        cJSON_ArrayForEach(v, list) {
-            if (rc) break;
-            int64_t n;
-            if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(v, "version"), 0, &n) || n <= after) {
-                rc = errSet(err, LAKE_EFAIL, "%s: a malformed history answer", args[0]);
-                break;
-            }
-            after = n;
-            if (all) {
-                cJSON_AddItemToArray(all, cJSON_Duplicate(v, 1));
-                continue;
-            }
+    cJSON *all = NULL, *v;
+    int rc = sourceHistoryAll(r->src, ns, name, &all, err);
+    if (!rc && r->json) rc = printJson(all, err);
+    else if (!rc) {
+        if (r->header) {
+            for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) printf("%s%s", i ? "\t" : "", cols[i]);
+            putchar('\n');
+        }
+        cJSON_ArrayForEach(v, all) {
             for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
                 const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, cols[i]);
                 if (i) putchar('\t');
@@ -399,9 +383,7 @@ static int cmdHistory(run *r, char **args, lakeError *err) {
             }
             putchar('\n');
         }
-        cJSON_Delete(page);
     }
-    if (!rc && all) rc = printJson(all, err);
     cJSON_Delete(all);
     free(ns);
     free(name);
@@ -753,29 +735,17 @@ static int cmdRollback(run *r, char **args, lakeError *err) {
     return rc;
 }
 
-/* compact: the table's small segments into few large ones, one line on
- * stdout saying what was done. */
+/* compact: the table's small segments into few large ones (compactRun,
+ * lake_catalog_compact's too), one line on stdout saying what was done. */
 static int cmdCompact(run *r, char **args, lakeError *err) {
     char *ns, *name;
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    stage *st = NULL;
-    segcache *segs = NULL;
-    int64_t segMax;
-    compactOptions opt = {.target_size = r->target_size};
     compactResult res;
     int rc = r->offline ? errSet(err, LAKE_EUSAGE, "compact changes the catalog; not --offline") : 0;
-    if (!rc) rc = catalogStageOpen(&r->cfg, r->cache, NULL, &st, err);
-    if (!rc) rc = segcacheMaxFromEnv(&segMax, err);
-    if (!rc) rc = segcacheOpen(r->cfg.cache_dir, segMax, &segs, err);
-    if (!rc) rc = compactTable(r->cache, st, segs, ns, name, &opt, &res, err);
-    if (!rc && !res.replaced)
-        logWarn("%s.%s: nothing to compact: %lld segment%s, fewer than 2 of them small; version %lld", ns, name,
-                (long long)res.before, plural(res.before), (long long)res.version);
-    else if (!rc)
+    if (!rc) rc = compactRun(&r->cfg, r->cache, ns, name, r->target_size, &res, err);
+    if (!rc && res.replaced)
         printf("compacted %s.%s: %lld segment%s -> %lld, version %lld\n", ns, name, (long long)res.replaced,
                plural(res.replaced), (long long)res.written, (long long)res.version);
-    segcacheClose(segs);
-    stageClose(st);
     free(ns);
     free(name);
     return rc;

@@ -184,6 +184,40 @@ int sourceHistory(catalogSource *s, const char *ns, const char *name, int64_t af
     return callOwned(s, "history", req, answer, err);
 }
 
+int sourceHistoryAll(catalogSource *s, const char *ns, const char *name, cJSON **versions, lakeError *err) {
+    int rc = 0, more = 1;
+    int64_t after = -1;
+    cJSON *all = cJSON_CreateArray();
+    if (!all) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "history");
+    while (!rc && more) {
+        cJSON *page = NULL, *v;
+        if ((rc = sourceHistory(s, ns, name, after, &page, err))) break;
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(page, "versions");
+        more = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(page, "more"));
+        if (!cJSON_IsArray(list) || (more && cJSON_GetArraySize(list) == 0))
+            rc = errSet(err, LAKE_EFAIL, "%s.%s: a malformed history answer", ns, name);
+        cJSON_ArrayForEach(v, list) {
+            if (rc) break;
+            int64_t n;
+            cJSON *copy = NULL;
+            if (!jsonWhole(cJSON_GetObjectItemCaseSensitive(v, "version"), 0, &n) || n <= after)
+                rc = errSet(err, LAKE_EFAIL, "%s.%s: a malformed history answer", ns, name);
+            else if (!(copy = cJSON_Duplicate(v, 1)) || !cJSON_AddItemToArray(all, copy)) {
+                cJSON_Delete(copy);
+                rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "history");
+            }
+            after = n;
+        }
+        cJSON_Delete(page);
+    }
+    if (rc) {
+        cJSON_Delete(all);
+        all = NULL;
+    }
+    *versions = all;
+    return rc;
+}
+
 int sourceResolveChanged(catalogSource *s, const char *ns, const char *name, const char *known_id,
                          int64_t known_version, cJSON **answer, lakeError *err) {
     if (!s->unconditional) {

@@ -94,6 +94,12 @@ int sourceResolveAt(catalogSource *s, const char *ns, const char *name, const ch
  * "more":bool}); the caller frees it.  Never answered from a cache. */
 int sourceHistory(catalogSource *s, const char *ns, const char *name, int64_t after, struct cJSON **answer,
                   lakeError *err);
+/* history, every page: *versions gets the table's versions in order (a
+ * JSON array of registryHistory's objects, as lake-catalog --json
+ * history prints it); the caller frees it.  A page out of order or
+ * without versions is 1, "NS.T: a malformed history answer".  What
+ * lake-catalog history and liblake's lake_catalog_history both read. */
+int sourceHistoryAll(catalogSource *s, const char *ns, const char *name, struct cJSON **versions, lakeError *err);
 /* segments and files are borrowed; *version gets the committed version. */
 int sourceAppend(catalogSource *s, const char *ns, const char *name, int64_t expected_version,
                  const struct cJSON *segments, const struct cJSON *files, int64_t *version,

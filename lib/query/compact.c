@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "catalog/names.h"
+#include "catalog/vend.h"
 #include "core/interrupt.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
@@ -183,4 +184,22 @@ void compactAfterAppends(const lakeConfig *cfg, catalogCache *c, stage *st, segc
         free(name);
     }
     segcacheClose(own);
+}
+
+int compactRun(const lakeConfig *cfg, catalogCache *c, const char *ns, const char *name, int64_t target_size,
+               compactResult *res, lakeError *err) {
+    stage *st = NULL;
+    segcache *segs = NULL;
+    int64_t segMax;
+    compactOptions opt = {.target_size = target_size};
+    int rc = catalogStageOpen(cfg, c, NULL, &st, err);
+    if (!rc) rc = segcacheMaxFromEnv(&segMax, err);
+    if (!rc) rc = segcacheOpen(cfg->cache_dir, segMax, &segs, err);
+    if (!rc) rc = compactTable(c, st, segs, ns, name, &opt, res, err);
+    if (!rc && !res->replaced)
+        logWarn("%s.%s: nothing to compact: %lld segment%s, fewer than 2 of them small; version %lld", ns, name,
+                (long long)res->before, res->before == 1 ? "" : "s", (long long)res->version);
+    segcacheClose(segs);
+    stageClose(st);
+    return rc;
 }

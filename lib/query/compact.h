@@ -63,6 +63,14 @@ int64_t compactSmallSegments(const struct cJSON *reg, int64_t target);
 int compactTable(catalogCache *c, stage *st, segcache *segs, const char *ns, const char *name,
                  const compactOptions *opt, compactResult *res, lakeError *err);
 
+/* compactTable as lake-catalog compact and liblake's lake_catalog_compact
+ * run it: the stage (catalogStageOpen, vended for a remote lake) and the
+ * segment cache (cfg->cache_dir, LAKE_SEGMENT_CACHE_MAX) opened for it,
+ * target_size 0 the default; when there was nothing to do, a warning
+ * saying so ("NS.T: nothing to compact: ...") and 0. */
+int compactRun(const lakeConfig *cfg, catalogCache *c, const char *ns, const char *name, int64_t target_size,
+               compactResult *res, lakeError *err);
+
 /* Every row of registration segment g (fetched through segs from st,
  * checked against schema), in stored order, into w, but those whose
  * rowid drop (when not NULL) says 1 of.  1 "interrupted" after a stop
