@@ -36,6 +36,11 @@
  *                        the same after lake_interrupt: nothing appended
  *   roundtrip alter NS.T ACTION ARG [ARG]
  *                        change a table's columns (lake_catalog_alter)
+ *   roundtrip rollback NS.T N | history NS.T | expire [NS.T] [DURATION] |
+ *             compact NS.T [SIZE]
+ *                        a table's versions (lake_catalog_rollback,
+ *                        _history: its JSON printed, _expire: NS.T is
+ *                        the argument with a dot, _compact: SIZE bytes)
  *   roundtrip presign REF SECONDS
  *                        the URL lake_presign gives
  *   roundtrip misuse     call the API with NULL and bad arguments; one
@@ -285,6 +290,23 @@ static int change(lake_client *c, char **argv, lake_error *e) {
     return 0;
 }
 
+/* rollback NS.T N, history NS.T, expire [NS.T] [DURATION], compact NS.T [SIZE]. */
+static int versions(lake_client *c, int argc, char **argv, lake_error *e) {
+    char *json;
+    if (strcmp(argv[1], "rollback") == 0) return lake_catalog_rollback(c, argv[2], strtoll(argv[3], NULL, 10), e);
+    if (strcmp(argv[1], "compact") == 0)
+        return lake_catalog_compact(c, argv[2], argc == 4 ? strtoll(argv[3], NULL, 10) : 0, e);
+    if (strcmp(argv[1], "expire") == 0) {
+        const char *table = argc > 2 && strchr(argv[2], '.') ? argv[2] : NULL;
+        const char *older = argc == 4 ? argv[3] : argc == 3 && !table ? argv[2] : NULL;
+        return lake_catalog_expire(c, table, older, e);
+    }
+    if (lake_catalog_history(c, argv[2], &json, e)) return e->exit_status;
+    printf("%s\n", json);
+    lake_free(json);
+    return 0;
+}
+
 /* import NS.T FORMAT FILE, and import-stopped (lake_interrupt first). */
 static int import(lake_client *c, char **argv, lake_error *e) {
     int fd = strcmp(argv[4], "-") == 0 ? 0 : open(argv[4], O_RDONLY);
@@ -414,6 +436,10 @@ static int misuse(void) {
     say("lake_catalog_drop(NULL client)", lake_catalog_drop(NULL, "a.b", &e), &e);
     say("lake_catalog_show(NULL json)", lake_catalog_show(NULL, "a.b", NULL, &e), &e);
     say("lake_catalog_alter(NULL client)", lake_catalog_alter(NULL, "a.b", "drop-column", "x", NULL, &e), &e);
+    say("lake_catalog_rollback(NULL client)", lake_catalog_rollback(NULL, "a.b", 1, &e), &e);
+    say("lake_catalog_history(NULL json)", lake_catalog_history(NULL, "a.b", NULL, &e), &e);
+    say("lake_catalog_expire(NULL client)", lake_catalog_expire(NULL, NULL, NULL, &e), &e);
+    say("lake_catalog_compact(NULL client)", lake_catalog_compact(NULL, "a.b", 0, &e), &e);
     say("lake_import(NULL client)", lake_import(NULL, "a.b", 0, NULL, &e), &e);
     printf("NULL rows: %d %d %d %s %s %lld %g %s\n", lake_rows_columns(NULL), lake_rows_params(NULL),
            lake_rows_type(NULL, 0), lake_rows_name(NULL, 0) ? "name" : "(null)",
@@ -478,6 +504,13 @@ static int misuse(void) {
     say("lake_catalog_alter(NULL column)", lake_catalog_alter(c, "a.b", "drop-column", NULL, NULL, &e), &e);
     say("lake_catalog_alter(rename, no NEW)", lake_catalog_alter(c, "a.b", "rename-column", "x", NULL, &e), &e);
     say("lake_catalog_alter(unknown action)", lake_catalog_alter(c, "a.b", "truncate", "x", NULL, &e), &e);
+    say("lake_catalog_rollback(NULL table)", lake_catalog_rollback(c, NULL, 1, &e), &e);
+    say("lake_catalog_rollback(-1)", lake_catalog_rollback(c, "a.b", -1, &e), &e);
+    say("lake_catalog_history(not NS.T)", lake_catalog_history(c, "nodot", &json, &e), &e);
+    say("lake_catalog_expire(not NS.T)", lake_catalog_expire(c, "no.such.x", NULL, &e), &e);
+    say("lake_catalog_expire(bad duration)", lake_catalog_expire(c, NULL, "7 weeks", &e), &e);
+    say("lake_catalog_compact(NULL table)", lake_catalog_compact(c, NULL, 0, &e), &e);
+    say("lake_catalog_compact(size 1)", lake_catalog_compact(c, "a.b", 1, &e), &e);
     say("lake_import(NULL table)", lake_import(c, NULL, 0, NULL, &e), &e);
     say("lake_import(bad fd)", lake_import(c, "a.b", -1, NULL, &e), &e);
     say("lake_import(unknown format)", lake_import(c, "a.b", 0, "xml", &e), &e);
@@ -534,17 +567,22 @@ int main(int argc, char **argv) {
     chg |= argc == 4 && strcmp(argv[1], "create") == 0;
     int imp = argc == 5 && (strcmp(argv[1], "import") == 0 || strcmp(argv[1], "import-stopped") == 0);
     int alt = (argc == 5 || argc == 6) && strcmp(argv[1], "alter") == 0;
+    int ver = argc == 4 && strcmp(argv[1], "rollback") == 0;
+    ver |= argc == 3 && strcmp(argv[1], "history") == 0;
+    ver |= argc >= 2 && argc <= 4 && strcmp(argv[1], "expire") == 0;
+    ver |= (argc == 3 || argc == 4) && strcmp(argv[1], "compact") == 0;
     int sd = argc == 4 && strcmp(argv[1], "seed") == 0;
     int ps = argc == 4 && strcmp(argv[1], "presign") == 0;
     int cat = (argc == 2 || argc == 3) && strcmp(argv[1], "list") == 0;
     cat |= (argc == 3 || argc == 4) && strcmp(argv[1], "resolve") == 0;
-    if (!cat && !sql && !chg && !sd && !ps && !imp && !alt && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
+    if (!cat && !sql && !chg && !sd && !ps && !imp && !alt && !ver && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
                                              strcmp(argv[1], "stop") == 0))) {
         fprintf(stderr, "usage: roundtrip FILE | get REF | cb FILE | stop FILE | list [NS] | "
                         "resolve NS.T [VERSION] | query|types|abandon SQL [PARAM...] |\n"
                         "       create-namespace NS | create NS.T COLUMNS | drop NS.T | show NS.T | seed NS.T FILE |\n"
                         "       presign REF SECONDS | import|import-stopped NS.T FORMAT FILE |\n"
-                        "       alter NS.T ACTION ARG [ARG] |\n"
+                        "       alter NS.T ACTION ARG [ARG] | rollback NS.T N | history NS.T |\n"
+                        "       expire [NS.T] [DURATION] | compact NS.T [SIZE] |\n"
                         "       misuse | version\n");
         return 64;
     }
@@ -557,6 +595,7 @@ int main(int argc, char **argv) {
     if (cat) rc = catalog(c, argc, argv, &e);
     else if (chg) rc = change(c, argv, &e);
     else if (imp) rc = import(c, argv, &e);
+    else if (ver) rc = versions(c, argc, argv, &e);
     else if (alt) rc = lake_catalog_alter(c, argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL, &e);
     else if (sd) rc = seed(c, argv[2], argv[3], &e);
     else if (ps) rc = presign(c, argv[2], argv[3], &e);

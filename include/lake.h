@@ -206,6 +206,44 @@ int lake_catalog_drop(lake_client *c, const char *table, lake_error *e);
 int lake_catalog_alter(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
                        lake_error *e);
 
+/* A new version of table ("NS.T") holding version to_version's rows and
+ * columns, as lake-catalog rollback NS.T --to-version N makes it.  The
+ * same statuses and messages: 64 for a bad name or a negative
+ * to_version, 66 for an unknown table, 65 for a version it never had, 67
+ * for an expired version, 77 when the principal may not.  One thread at a time per
+ * client. */
+int lake_catalog_rollback(lake_client *c, const char *table, int64_t to_version, lake_error *e);
+
+/* The versions of table ("NS.T"), oldest first, as the JSON array
+ * lake-catalog --json history prints: [{"version":1,"committed_at":...,
+ * "principal":...,"operation":...,"rows_added":...,...},...], asked of
+ * the catalog's source each time (never from the snapshot).  66 for an
+ * unknown table.  *json is freed with lake_free.  One thread at a time
+ * per client. */
+int lake_catalog_history(lake_client *c, const char *table, char **json, lake_error *e);
+
+/* Expire the versions of table ("NS.T"; NULL: of every table) whose next
+ * version was committed older_than ago or longer, as lake-catalog expire
+ * [NS.T] [--older-than DURATION] does: older_than is the duration text
+ * the command takes (seconds, or 45s, 30m, 12h, 7d), NULL for the
+ * retention (lake.conf's, or lake-metasrv's --retention).  The current
+ * version never expires.  64 for a bad name or duration, 66 for an
+ * unknown table, 77 when the principal may not (expire is an admin's).
+ * One thread at a time per client. */
+int lake_catalog_expire(lake_client *c, const char *table, const char *older_than, lake_error *e);
+
+/* Rewrite table's ("NS.T") small segments into few large ones of at most
+ * target_size bytes (0: the default, 64 MiB), committed as one new
+ * version with the same rows, as lake-catalog compact NS.T
+ * [--target-size SIZE] does; fewer than two small segments is nothing to
+ * do: 0, and a warning saying so (lake_set_warn).  64 for a bad name or
+ * a target_size below 2 (but 0), 66 for an unknown table, 75 after
+ * losing to other compactions, 77 when the principal may not.  The
+ * segments are read and written through the client's stage;
+ * lake_interrupt does not stop a compaction.  One thread at a time per
+ * client. */
+int lake_catalog_compact(lake_client *c, const char *table, int64_t target_size, lake_error *e);
+
 /* SQL, as lake-query(1) runs it (lake_query(3)): SQLite's engine over
  * lake tables named NS.T, with the FILE functions; a statement means
  * here what it means in lake-query, and fails with the same status.

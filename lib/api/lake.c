@@ -25,9 +25,12 @@
  * as a reader does.  The threads the library starts (core/thread.h)
  * block every signal and warn through the sink of their starter.
  *
- * lake_catalog_create, _drop, _create_namespace and _alter are
- * lake-catalog's: the source changed, then the cache refreshed
+ * lake_catalog_create, _drop, _create_namespace, _alter and _rollback
+ * are lake-catalog's: the source changed, then the cache refreshed
  * (cacheAfterChange) so the change is visible at once on this host.
+ * _history is sourceHistoryAll, _expire sourceExpire then
+ * cacheAfterExpire, _compact compactRun: what lake-catalog history,
+ * expire and compact call.
  * lake_import is lake-query --import's querySessionImport on the client's
  * query session, reading the descriptor as a put does.
  *
@@ -57,14 +60,19 @@
 #include <cjson/cJSON.h>
 #include "core/config.h"
 #include "core/crypto.h"
+#include "core/duration.h"
 #include "core/log.h"
 #include "core/realtext.h"
 #include "core/thread.h"
+#include "query/compact.h"
 #include "query/session.h"
 #include "stage/stage.h"
 
 /* lake_open's options: key, value pairs, at most this many. */
 #define OPTIONS_MAX 32
+/* lake_catalog_expire's older_than: at most about 100 years, as
+ * lake-catalog expire --older-than */
+#define EXPIRE_MAX_S (36500LL * 86400)
 /* A reader's ring: what its thread may read ahead of the program. */
 #define RING (2 * 1024 * 1024)
 
@@ -643,6 +651,83 @@ int lake_catalog_alter(lake_client *c, const char *table, const char *action, co
     const logSink *old = logSinkSet(&c->sink);
     rc = catalog(c, &err);
     if (!rc) rc = changed(c, cacheAlter(c->cache, ns, name, action, arg1, arg2, &version, &err), &err);
+    logSinkSet(old);
+    free(ns);
+    free(name);
+    return finish(e, rc, &err);
+}
+
+int lake_catalog_rollback(lake_client *c, const char *table, int64_t to_version, lake_error *e) {
+    if (!c) return misuse(e, "lake_catalog_rollback: no client");
+    if (to_version < 0) return misuse(e, "lake_catalog_rollback: to_version %lld is negative", (long long)to_version);
+    char *ns, *name;
+    int rc = tableName("lake_catalog_rollback", table, &ns, &name, e);
+    if (rc) return rc;
+    lakeError err = {0};
+    int64_t version;
+    const logSink *old = logSinkSet(&c->sink);
+    rc = catalog(c, &err);
+    /* version N's schema may not be the one before (an alter between) */
+    if (!rc) rc = changed(c, cacheRollback(c->cache, ns, name, to_version, &version, &err), &err);
+    logSinkSet(old);
+    free(ns);
+    free(name);
+    return finish(e, rc, &err);
+}
+
+int lake_catalog_history(lake_client *c, const char *table, char **json, lake_error *e) {
+    if (!json) return misuse(e, "lake_catalog_history: json is NULL");
+    *json = NULL;
+    if (!c) return misuse(e, "lake_catalog_history: no client");
+    char *ns, *name;
+    int rc = tableName("lake_catalog_history", table, &ns, &name, e);
+    if (rc) return rc;
+    lakeError err = {0};
+    cJSON *all = NULL;
+    const logSink *old = logSinkSet(&c->sink);
+    rc = catalog(c, &err);
+    if (!rc) rc = sourceHistoryAll(c->src, ns, name, &all, &err);
+    if (!rc) rc = jsonOut(all, json, &err);
+    logSinkSet(old);
+    cJSON_Delete(all);
+    free(ns);
+    free(name);
+    return finish(e, rc, &err);
+}
+
+int lake_catalog_expire(lake_client *c, const char *table, const char *older_than, lake_error *e) {
+    if (!c) return misuse(e, "lake_catalog_expire: no client");
+    char *ns = NULL, *name = NULL;
+    int64_t secs = -1, n;
+    if (older_than && durationParse(older_than, EXPIRE_MAX_S, &secs))
+        return misuse(e, "older_than: '%s' is not a duration (seconds, or with a unit: 45s, 30m, 12h, 7d)",
+                      older_than);
+    int rc = table ? tableName("lake_catalog_expire", table, &ns, &name, e) : 0;
+    if (rc) return rc;
+    lakeError err = {0};
+    const logSink *old = logSinkSet(&c->sink);
+    rc = catalog(c, &err);
+    if (!rc) rc = sourceExpire(c->src, ns, name, secs, &n, &err);
+    if (!rc) cacheAfterExpire(c->cache);
+    logSinkSet(old);
+    free(ns);
+    free(name);
+    return finish(e, rc, &err);
+}
+
+int lake_catalog_compact(lake_client *c, const char *table, int64_t target_size, lake_error *e) {
+    if (!c) return misuse(e, "lake_catalog_compact: no client");
+    if (target_size < 0 || target_size == 1)
+        return misuse(e, "lake_catalog_compact: target_size %lld is not a size in bytes (0, or 2 or more)",
+                      (long long)target_size);
+    char *ns, *name;
+    int rc = tableName("lake_catalog_compact", table, &ns, &name, e);
+    if (rc) return rc;
+    lakeError err = {0};
+    compactResult res;
+    const logSink *old = logSinkSet(&c->sink);
+    rc = catalog(c, &err);
+    if (!rc) rc = compactRun(&c->cfg, c->cache, ns, name, target_size, &res, &err);
     logSinkSet(old);
     free(ns);
     free(name);

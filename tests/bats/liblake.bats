@@ -135,6 +135,10 @@ lake_catalog_create(NULL client): 64 usage
 lake_catalog_drop(NULL client): 64 usage
 lake_catalog_show(NULL json): 64 usage
 lake_catalog_alter(NULL client): 64 usage
+lake_catalog_rollback(NULL client): 64 usage
+lake_catalog_history(NULL json): 64 usage
+lake_catalog_expire(NULL client): 64 usage
+lake_catalog_compact(NULL client): 64 usage
 lake_import(NULL client): 64 usage
 NULL rows: -1 -1 -1 (null) (null) 0 0 (null)
 lake_query(NULL SQL): 64 usage
@@ -169,6 +173,13 @@ lake_catalog_alter(NULL action): 64 usage
 lake_catalog_alter(NULL column): 64 usage
 lake_catalog_alter(rename, no NEW): 64 usage
 lake_catalog_alter(unknown action): 64 usage
+lake_catalog_rollback(NULL table): 64 usage
+lake_catalog_rollback(-1): 64 usage
+lake_catalog_history(not NS.T): 64 usage
+lake_catalog_expire(not NS.T): 64 usage
+lake_catalog_expire(bad duration): 64 usage
+lake_catalog_compact(NULL table): 64 usage
+lake_catalog_compact(size 1): 64 usage
 lake_import(NULL table): 64 usage
 lake_import(bad fd): 64 usage
 lake_import(unknown format): 64 usage
@@ -549,6 +560,7 @@ code_of() {
     64) echo usage ;;
     65) echo data ;;
     66) echo no_input ;;
+    67) echo expired ;;
     *) echo failed ;;
   esac
 }
@@ -649,6 +661,119 @@ alter_both() {
 
 @test "lake_catalog_alter adds, renames and drops columns as lake-catalog alter does, one version each, with its statuses and messages" {
   alter_both
+}
+
+# versions_as_the_command CMD [ARGS...]: lake-catalog CMD on docs.cmd
+# and roundtrip CMD on docs.lib (ARGS the library's, with --to-version N
+# and --older-than D for the command) give the same status and message.
+versions_as_the_command() {
+  local cmd=$1 table=${2:-} msg want
+  shift 2
+  local -a cargs=()
+  case $cmd in
+    rollback) cargs=(--to-version "$1") ;;
+    expire) if [ $# -gt 0 ]; then cargs=(--older-than "$1"); fi ;;
+    compact) if [ $# -gt 0 ]; then cargs=(--target-size "$1"); fi ;;
+  esac
+  run --separate-stderr lake-catalog "$cmd" "${table/lib/cmd}" "${cargs[@]}"
+  want=$status
+  msg=${stderr#lake-catalog: }
+  msg=${msg% (see *}
+  run --separate-stderr "$RT" "$cmd" "$table" "$@"
+  assert_equal "exit $status" "exit $want"
+  if [ "$want" -eq 0 ]; then
+    assert_equal "$stderr" ""
+  else
+    assert_equal "$stderr" "roundtrip: ${msg/docs.cmd/docs.lib} ($(code_of "$want"))"
+  fi
+}
+
+# history_of NS.T: its history, but when each version was committed or
+# expired (whether it did kept).
+history_of() {
+  jq -c 'map(del(.committed_at) | .expired_at |= (. != null))'
+}
+
+# versions_both: lake_catalog_rollback, _history, _compact and _expire
+# on docs.lib, lake-catalog's rollback, history, compact and expire on
+# docs.cmd: the same versions, rows and history; the same failures.
+versions_both() {
+  if ! lake-catalog list docs >/dev/null 2>&1; then lake-catalog create-namespace docs; fi
+  lake-catalog create docs.lib 'name TEXT, n INTEGER'
+  lake-catalog create docs.cmd 'name TEXT, n INTEGER'
+  local i
+  for i in 1 2 3; do
+    lake-query -c "INSERT INTO docs.lib VALUES ('r$i', $i)" -c "INSERT INTO docs.cmd VALUES ('r$i', $i)"
+  done
+  # the library's history is the command's JSON, byte for byte but the times
+  run --separate-stderr "$RT" history docs.lib
+  assert_success
+  assert_equal "$(history_of <<<"$output")" "$(lake-catalog --json history docs.cmd | history_of)"
+  assert_equal "$(jq length <<<"$output")" 4
+  versions_as_the_command rollback docs.lib 1
+  assert_equal "$(lake-catalog resolve docs.lib | jq .version)" 4
+  assert_equal "$(lake-catalog resolve docs.cmd | jq .version)" 4
+  run lake-query -f csv -c "SELECT * FROM docs.lib"
+  assert_output "r1,1"
+  for i in 4 5; do
+    lake-query -c "INSERT INTO docs.lib VALUES ('r$i', $i)" -c "INSERT INTO docs.cmd VALUES ('r$i', $i)"
+  done
+  versions_as_the_command compact docs.lib
+  assert_equal "$(lake-catalog resolve docs.lib | jq '[.version, (.segments | length)]' -c)" "[7,1]"
+  assert_equal "$(lake-catalog resolve docs.cmd | jq '[.version, (.segments | length)]' -c)" "[7,1]"
+  run lake-query -f csv -c "SELECT * FROM docs.lib ORDER BY n"
+  assert_output "r1,1
+r4,4
+r5,5"
+  # nothing to compact: 0, and the command's warning
+  run --separate-stderr lake-catalog compact docs.cmd
+  assert_success
+  local warned=${stderr#lake-catalog: }
+  run --separate-stderr "$RT" compact docs.lib 67108864
+  assert_success
+  assert_equal "$stderr" "roundtrip: warning: ${warned/docs.cmd/docs.lib}"
+  versions_as_the_command expire docs.lib 0
+  assert_equal "$("$RT" history docs.lib | history_of)" "$(lake-catalog --json history docs.cmd | history_of)"
+  assert_equal "$(lake-catalog --json history docs.lib | jq -c 'map(.expired_at != null)')" \
+    "[true,true,true,true,true,true,true,false]"
+  run lake-query -f csv -c "SELECT count(*) FROM docs.lib"
+  assert_output 3
+  # the failures: the command's statuses and messages, no version made
+  versions_as_the_command rollback docs.lib 9
+  versions_as_the_command rollback docs.lib 2
+  versions_as_the_command rollback docs.nope 1
+  versions_as_the_command rollback nodot 1
+  versions_as_the_command history docs.nope
+  versions_as_the_command history nodot
+  versions_as_the_command compact docs.nope
+  versions_as_the_command compact nodot
+  versions_as_the_command expire docs.nope
+  versions_as_the_command expire nodot.
+  run --separate-stderr lake-catalog expire docs.cmd --older-than 7x
+  assert_equal "$status" 64
+  local msg=${stderr#lake-catalog: --older-than: }
+  run --separate-stderr "$RT" expire docs.lib 7x
+  assert_equal "$stderr" "roundtrip: older_than: ${msg% (see *} (usage)"
+  run --separate-stderr "$RT" compact docs.lib 1
+  assert_error roundtrip 64 "target_size 1 is not a size in bytes" "(usage)"
+  run --separate-stderr "$RT" rollback docs.lib -1
+  assert_error roundtrip 64 "to_version -1 is negative" "(usage)"
+  # the whole catalog, at the retention: nothing is old enough
+  run --separate-stderr "$RT" expire
+  assert_success
+  assert_equal "$(lake-catalog resolve docs.lib | jq .version)" 7
+  assert_equal "$(lake-catalog resolve docs.cmd | jq .version)" 7
+}
+
+@test "lake_catalog_rollback, _history, _compact and _expire do what lake-catalog rollback, history, compact and expire do, with their statuses and messages" {
+  versions_both
+}
+
+@test "remote: lake_catalog_rollback, _history, _compact and _expire against lake-metasrv, as lake-catalog's" {
+  metasrv_init "$T/srv"
+  metasrv_start "$T/srv"
+  metasrv_use "$T/srv"
+  versions_both
 }
 
 @test "remote: lake_import and lake_catalog_alter against lake-metasrv, as lake-query --import and lake-catalog alter" {
