@@ -217,8 +217,8 @@ int lake_catalog_rollback(lake_client *c, const char *table, int64_t to_version,
 /* The versions of table ("NS.T"), oldest first, as the JSON array
  * lake-catalog --json history prints: [{"version":1,"committed_at":...,
  * "principal":...,"operation":...,"rows_added":...,...},...], asked of
- * the catalog's source each time (never from the snapshot).  66 for an
- * unknown table.  *json is freed with lake_free.  One thread at a time
+ * the catalog's source each time (never from the snapshot).  64 for a
+ * bad name, 66 for an unknown table.  *json is freed with lake_free.  One thread at a time
  * per client. */
 int lake_catalog_history(lake_client *c, const char *table, char **json, lake_error *e);
 
