@@ -129,8 +129,6 @@ struct lake_reader {
     size_t head, len;
     int done, closed, rc;
     int want_data, want_room; /* a side waits: the other wakes it (only then) */
-    char *direct;             /* a read waiting on an empty ring: its buffer, */
-    size_t direct_len, direct_got; /* which the writer fills without the ring */
     lakeError err;
 };
 
@@ -1173,16 +1171,6 @@ static int ringWrite(void *ctx, const void *buf, size_t len) {
     const char *p = buf;
     pthread_mutex_lock(&r->mu);
     while (len > 0) {
-        if (r->direct && r->len == 0 && !r->direct_got) { /* one copy, not two */
-            size_t k = len < r->direct_len ? len : r->direct_len;
-            memcpy(r->direct, p, k);
-            r->direct_got = k;
-            p += k;
-            len -= k;
-            r->want_data = 0;
-            pthread_cond_broadcast(&r->cv);
-            continue;
-        }
         while (r->len == RING && !r->closed) {
             r->want_room = 1;
             pthread_cond_wait(&r->cv, &r->mu);
@@ -1287,22 +1275,9 @@ ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e) {
         return n;
     }
     pthread_mutex_lock(&r->mu);
-    if (r->len == 0 && !r->done) { /* the writer may fill buf itself */
-        r->direct = buf;
-        r->direct_len = len;
-        r->direct_got = 0;
-        while (r->len == 0 && !r->done && !r->direct_got) {
-            r->want_data = 1;
-            pthread_cond_wait(&r->cv, &r->mu);
-        }
-        size_t got = r->direct_got;
-        r->direct = NULL;
-        r->direct_got = 0;
-        if (got) {
-            pthread_mutex_unlock(&r->mu);
-            ok(e);
-            return (ssize_t)got;
-        }
+    while (r->len == 0 && !r->done) {
+        r->want_data = 1;
+        pthread_cond_wait(&r->cv, &r->mu);
     }
     size_t k = r->len < len ? r->len : len, first = k < RING - r->head ? k : RING - r->head;
     memcpy(buf, r->buf + r->head, first);

@@ -45,10 +45,6 @@ int lakeDlibTry(lakeDlib *l, size_t n, const char *const names[], void **const s
     return rc;
 }
 
-const char *lakeDlibWhy(lakeDlib *l) {
-    return l->error;
-}
-
 void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const slots[]) {
     if (lakeDlibTry(l, n, names, slots) == 0) return;
     logErrorf("%s", l->error);

@@ -46,9 +46,6 @@ int lakeDlibTry(lakeDlib *l, size_t n, const char *const names[], void **const s
  * library. */
 void lakeDlibBind(lakeDlib *l, size_t n, const char *const names[], void **const slots[]);
 
-/* "cannot load ..." or "... has no ..." once lakeDlibTry failed. */
-const char *lakeDlibWhy(lakeDlib *l);
-
 /* For an X-macro list of function names: the names lakeDlibBind takes. */
 #define LAKE_DLIB_NAME(f) #f,
 
@@ -63,20 +60,20 @@ const char *lakeDlibWhy(lakeDlib *l);
 #define LAKE_DLIB_DEFINE(T, FUNCS, soname, need, LOAD, HANDLE, READY)                \
     static T lakeDlibApi;                                                            \
     static lakeDlib lakeDlibLib = LAKE_DLIB_INIT(soname, need);                      \
+    static const char *const lakeDlibNames[] = {FUNCS(LAKE_DLIB_NAME)};              \
+    static void **const lakeDlibSlots[] = {FUNCS(LAKE_DLIB_SLOT)};                   \
+    enum { lakeDlibN = sizeof lakeDlibNames / sizeof lakeDlibNames[0] };             \
     void *HANDLE(void) {                                                             \
         return lakeDlibOpen(&lakeDlibLib);                                           \
     }                                                                                \
     const T *LOAD(void) {                                                            \
-        static const char *const names[] = {FUNCS(LAKE_DLIB_NAME)};                  \
-        static void **const slots[] = {FUNCS(LAKE_DLIB_SLOT)};                       \
-        lakeDlibBind(&lakeDlibLib, sizeof names / sizeof names[0], names, slots);    \
+        lakeDlibBind(&lakeDlibLib, lakeDlibN, lakeDlibNames, lakeDlibSlots);         \
         return &lakeDlibApi;                                                         \
     }                                                                                \
     const char *READY(void) {                                                        \
-        static const char *const names[] = {FUNCS(LAKE_DLIB_NAME)};                  \
-        static void **const slots[] = {FUNCS(LAKE_DLIB_SLOT)};                       \
-        size_t n = sizeof names / sizeof names[0];                                   \
-        return lakeDlibTry(&lakeDlibLib, n, names, slots) ? lakeDlibWhy(&lakeDlibLib) : NULL; \
+        return lakeDlibTry(&lakeDlibLib, lakeDlibN, lakeDlibNames, lakeDlibSlots)    \
+                   ? lakeDlibLib.error                                               \
+                   : NULL;                                                           \
     }
 
 #endif

@@ -40,7 +40,7 @@ static void **const magicSlots[] = {MAGIC_FUNCS(SLOT)};
 #define MAGIC_N (sizeof magicNames / sizeof magicNames[0])
 
 const char *stageContentTypeReady(void) {
-    return lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots) ? lakeDlibWhy(&lib) : NULL;
+    return lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots) ? lib.error : NULL;
 }
 
 char *contentTypeDetect(const void *buf, size_t len) {
