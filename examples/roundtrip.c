@@ -6,6 +6,13 @@
  *                        open that value again from its JSON text, read
  *                        the object back and compare it with FILE
  *   roundtrip get REF    write the object REF names to stdout, verified
+ *   roundtrip get-raw REF
+ *                        the same, unverified (lake_open_file_opt,
+ *                        verify 0)
+ *   roundtrip options FILE
+ *                        lake_put_opt's and lake_open_file_opt's options,
+ *                        good and bad, on FILE: "WHAT: STATUS CODE[:
+ *                        MESSAGE]" each
  *   roundtrip cb FILE    put FILE through lake_put_cb; print the FILE
  *                        value and how often progress was called
  *   roundtrip stop FILE  put FILE through lake_put_cb, stopped by its
@@ -164,6 +171,63 @@ static int putCb(lake_client *c, const char *path, long stop_after, lake_error *
     printf("%s\nprogress called %s\n", lake_file_json(f), s.calls > 0 ? "yes" : "no");
     lake_file_free(f);
     return 0;
+}
+
+/* lake_put_opt's and lake_open_file_opt's options: one line "WHAT:
+ * STATUS CODE[: MESSAGE]" each, the message where it says which input or
+ * option was wrong. */
+static void said(const char *what, int rc, const lake_error *e, int message) {
+    printf("%s: %d %s%s%s\n", what, rc, e->code, message && rc ? ": " : "", message && rc ? e->message : "");
+}
+
+static int options(lake_client *c, const char *path, lake_error *e) {
+    static const char *const unknown[] = {"no_such_key", "1", NULL}, *const jobs0[] = {"jobs", "0", NULL},
+                             *const size1[] = {"size", "1", "label", "LBL", NULL},
+                             *const sha0[] = {"sha256", "0000000000000000000000000000000000000000000000000000000000000000",
+                                              NULL},
+                             *const badsha[] = {"sha256", "xyz", NULL},
+                             *const typed[] = {"content_type", "text/x-test", "jobs", "2", "part_size", "5MiB", NULL},
+                             *const verify2[] = {"verify", "2", NULL}, *const raw[] = {"verify", "0", NULL},
+                             *const parts[] = {"part_size", "1KiB", NULL};
+    static const char *const *const puts[] = {unknown, jobs0, size1, sha0, badsha, typed};
+    static const char *const putWhat[] = {"put(unknown key)", "put(jobs 0)", "put(size 1)", "put(sha256 zeros)",
+                                          "put(sha256 xyz)", "put(content_type, jobs, part_size)"};
+    lake_file *f = NULL;
+    for (size_t i = 0; i < sizeof puts / sizeof puts[0]; i++) {
+        cbState s = {open(path, O_RDONLY), 0, 0};
+        if (s.fd < 0) {
+            fprintf(stderr, "roundtrip: %s: %s\n", path, strerror(errno));
+            return 66;
+        }
+        int rc = lake_put_opt(c, cbRead, &s, "opt", -1, puts[i], NULL, NULL, &f, e);
+        close(s.fd);
+        said(putWhat[i], rc, e, 1);
+        if (!rc) printf("content type %s\n", lake_file_content_type(f));
+    }
+    static const char *const *const opens[] = {unknown, verify2, jobs0, parts, raw};
+    static const char *const openWhat[] = {"open(unknown key)", "open(verify 2)", "open(jobs 0)",
+                                           "open(part_size 1KiB)", "open(verify 0)"};
+    for (size_t i = 0; f && i < sizeof opens / sizeof opens[0]; i++) {
+        lake_reader *r = NULL;
+        int rc = lake_open_file_opt(c, lake_file_json(f), opens[i], &r, e);
+        said(openWhat[i], rc, e, 1);
+        lake_reader_close(r);
+    }
+    lake_file_free(f);
+    return 0;
+}
+
+/* The object REF names to stdout, neither size nor digest checked. */
+static int getRaw(lake_client *c, const char *ref, lake_error *e) {
+    static const char *const raw[] = {"verify", "0", NULL};
+    lake_reader *r;
+    char buf[65536];
+    ssize_t n;
+    if (lake_open_file_opt(c, ref, raw, &r, e)) return e->exit_status;
+    while ((n = lake_reader_read(r, buf, sizeof buf, e)) > 0)
+        if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n) break;
+    lake_reader_close(r);
+    return n < 0 ? e->exit_status : fflush(stdout) == EOF;
 }
 
 static int catalog(lake_client *c, int argc, char **argv, lake_error *e) {
@@ -576,8 +640,9 @@ int main(int argc, char **argv) {
     int cat = (argc == 2 || argc == 3) && strcmp(argv[1], "list") == 0;
     cat |= (argc == 3 || argc == 4) && strcmp(argv[1], "resolve") == 0;
     if (!cat && !sql && !chg && !sd && !ps && !imp && !alt && !ver && argc != 2 && !(argc == 3 && (strcmp(argv[1], "get") == 0 || strcmp(argv[1], "cb") == 0 ||
+                                             strcmp(argv[1], "get-raw") == 0 || strcmp(argv[1], "options") == 0 ||
                                              strcmp(argv[1], "stop") == 0))) {
-        fprintf(stderr, "usage: roundtrip FILE | get REF | cb FILE | stop FILE | list [NS] | "
+        fprintf(stderr, "usage: roundtrip FILE | get|get-raw REF | cb|stop|options FILE | list [NS] | "
                         "resolve NS.T [VERSION] | query|types|abandon SQL [PARAM...] |\n"
                         "       create-namespace NS | create NS.T COLUMNS | drop NS.T | show NS.T | seed NS.T FILE |\n"
                         "       presign REF SECONDS | import|import-stopped NS.T FORMAT FILE |\n"
@@ -601,6 +666,8 @@ int main(int argc, char **argv) {
     else if (ps) rc = presign(c, argv[2], argv[3], &e);
     else if (sql) rc = query(c, argv[1], argv[2], argv + 3, argc - 3, &e);
     else if (argc == 3 && strcmp(argv[1], "get") == 0) rc = get(c, argv[2], &e);
+    else if (argc == 3 && strcmp(argv[1], "get-raw") == 0) rc = getRaw(c, argv[2], &e);
+    else if (argc == 3 && strcmp(argv[1], "options") == 0) rc = options(c, argv[2], &e);
     else if (argc == 3) rc = putCb(c, argv[2], strcmp(argv[1], "stop") == 0 ? 1 : 0, &e);
     else {
         lake_file *f;

@@ -121,6 +121,25 @@ typedef int (*lake_progress_fn)(void *ctx, int64_t done, int64_t total);
 int lake_put_cb(lake_client *c, lake_read_fn read, void *read_ctx, const char *name, int64_t total,
                 lake_progress_fn progress, void *progress_ctx, lake_file **out, lake_error *e);
 
+/* As lake_put_cb, with options: NULL or a NULL-terminated list of key,
+ * value pairs, as lake-put's options read:
+ *   "label"        what messages call the input (default: name, else
+ *                  "input"), as lake-put says "stdin" or the path given;
+ *   "content_type" the FILE value's content type (default: detected);
+ *   "size"         fail (65, no object) unless exactly this many bytes
+ *                  are read (lake-put --size);
+ *   "sha256"       fail (65, no object) unless the bytes have this
+ *                  SHA-256, 64 hex digits (lake-put --sha256);
+ *   "part_size"    S3: bytes per part, 5MiB..5GiB, suffixes as lake-put
+ *                  --part-size takes them (default 8MiB);
+ *   "jobs"         S3: parts sent at once, 1..64 (lake-put --jobs;
+ *                  default 1).
+ * An unknown key or a bad value is 64.  lake-put puts a file or stdin
+ * through this call.  Threads: as lake_put_fd. */
+int lake_put_opt(lake_client *c, lake_read_fn read, void *read_ctx, const char *name, int64_t total,
+                 const char *const *options, lake_progress_fn progress, void *progress_ctx, lake_file **out,
+                 lake_error *e);
+
 /* A FILE value from its JSON text, or from anything lake-get takes as a
  * REF (a location, a JSON row with one FILE value).  65 for malformed
  * text or a null FILE.  Thread-safe. */
@@ -144,6 +163,19 @@ void lake_file_free(lake_file *f);
  * any I/O).  Thread-safe against other calls on c: the reader has a
  * stage handle of its own. */
 int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lake_error *e);
+
+/* As lake_open_file, with options: NULL or a NULL-terminated list of
+ * key, value pairs, as lake-get's options read:
+ *   "verify"    "1" (the default), or "0": neither size nor SHA-256 is
+ *               checked (lake-get --no-verify);
+ *   "jobs"      an S3 object of known size is read by this many ranged
+ *               GETs at once, 1..64 (lake-get --jobs; default 4);
+ *   "part_size" bytes per ranged GET, 5MiB..5GiB, suffixes as lake-get
+ *               --part-size takes them (default 8MiB).
+ * An unknown key or a bad value is 64.  lake-get reads every object
+ * through this call.  Threads: as lake_open_file. */
+int lake_open_file_opt(lake_client *c, const char *file_json, const char *const *options, lake_reader **out,
+                       lake_error *e);
 
 /* Read up to len bytes: how many, 0 at the end of an object whose size
  * and SHA-256 matched its FILE value, -1 with e filled otherwise: a

@@ -3,7 +3,7 @@
  * archive.c - lake-get --archive: a pax tar stream written by libarchive.
  *
  * libarchive does every byte of tar; this file chooses the entries (names,
- * sizes, times), feeds them from the stage, and makes sure that a stream
+ * sizes, times), feeds them from the object's reader, and makes sure that a stream
  * that fails cannot pass for a complete archive.
  */
 #include "archive.h"
@@ -133,7 +133,7 @@ static char *safeName(const fileValue *fv) {
     return out;
 }
 
-/* Feeds one entry's bytes from stageGet into libarchive, counting them
+/* Feeds one entry's bytes from the copy into libarchive, counting them
  * against the size its header states. */
 typedef struct entryFeed {
     tarOut *t;
@@ -164,14 +164,12 @@ static int feedWrite(void *ctx, const void *buf, size_t len) {
     return 0;
 }
 
-int tarAdd(tarOut *t, stage *st, const fileValue *fv, int verify, progress *prog,
-           lakeError *err) {
+int tarAdd(tarOut *t, const fileValue *fv, tarCopyFn copy, void *ctx, lakeError *err) {
     int rc;
     time_t mtime;
     long long secs;
     char *name = NULL;
     struct archive_entry *e = NULL;
-    if ((rc = stageContains(st, fv->location, err))) return rc;
     if (fv->size < 0)
         return errSet(err, LAKE_EDATA,
                       "%s: a bare location has no size; --archive needs a FILE value",
@@ -198,7 +196,7 @@ int tarAdd(tarOut *t, stage *st, const fileValue *fv, int verify, progress *prog
     }
     entryFeed f = {t, fv->size, 0, 0, 0};
     lakeWriter w = {feedWrite, &f, "stdout"};
-    rc = stageGet(st, fv, &w, verify, prog, err);
+    rc = copy(ctx, &w, err);
     if (f.over)
         rc = errSet(err, LAKE_EDATA, "%s: more than the stated %lld bytes in the stage",
                     fv->location, (long long)fv->size);

@@ -12,7 +12,7 @@
  *    about.  Duplicates keep their extension (names.h): "a.txt", "a.1.txt",
  *    "a.2.txt"…
  *  - Each entry's bytes stream from the stage with bounded memory and are
- *    verified as stageGet verifies them; the count must equal the FILE
+ *    verified as lake_reader_read(3) verifies them; the count must equal the FILE
  *    value's size even without verification (the tar header states it).
  *  - A failed stream is abandoned (tarAbort): no end-of-archive blocks, and
  *    the last byte handed to the descriptor is held back, so the stream
@@ -23,7 +23,6 @@
 #define LAKE_GET_ARCHIVE_H
 
 #include "core/error.h"
-#include "core/progress.h"
 #include "stage/stage.h"
 
 typedef struct tarOut tarOut;
@@ -32,11 +31,15 @@ typedef struct tarOut tarOut;
  * or tarAbort. */
 int tarOpen(tarOut **out, int fd, lakeError *err);
 
-/* Append the object fv names.  fv must carry a size (a bare location is
- * 65) and lie inside st (65, before any byte).  On failure the stream must
- * be abandoned with tarAbort. */
-int tarAdd(tarOut *t, stage *st, const fileValue *fv, int verify, progress *prog,
-           lakeError *err);
+/* Writes an entry's bytes into w, all of them, verified (or not) as the
+ * caller asked; 0 or the failure. */
+typedef int (*tarCopyFn)(void *ctx, lakeWriter *w, lakeError *err);
+
+/* Append the object fv names, its bytes from copy(ctx, ...).  fv must
+ * carry a size (a bare location is 65) and its location must have been
+ * checked to lie inside the stage (the caller opens the object first).
+ * On failure the stream must be abandoned with tarAbort. */
+int tarAdd(tarOut *t, const fileValue *fv, tarCopyFn copy, void *ctx, lakeError *err);
 
 /* Write the end-of-archive blocks and free t (also on failure). */
 int tarClose(tarOut *t, lakeError *err);

@@ -15,7 +15,11 @@
  * prints a URL per REF that anyone may GET the object with until it
  * expires (stagePresignGet), and reads no object byte.  --jobs and
  * --part-size say how an S3 object of known size is read: ranged GETs
- * in parallel (stageSetGetJobs).
+ * in parallel.
+ *
+ * lake-get is a program of the public library (lake.h): its client is
+ * lake_open's, every object is read through lake_open_file_opt and
+ * lake_reader_read (verified there), every URL signed by lake_presign.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,10 +30,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catalog/cache.h"
-#include "catalog/vend.h"
+#include "lake.h"
+
+#include "catalog/names.h"
 #include "core/cli.h"
-#include "core/config.h"
 #include "core/duration.h"
 #include "core/fsutil.h"
 #include "core/interrupt.h"
@@ -42,6 +46,8 @@
 /* The longest REF line read from stdin (a FILE value is well under 4 KiB;
  * a JSON row may carry other columns). */
 #define REF_LINE_MAX (1024 * 1024)
+/* The bytes a read of an object asks for at a time. */
+#define COPY_BUF (1024 * 1024)
 
 enum { OPT_OUT = 'o', OPT_NO_VERIFY = 0x100, OPT_STAGE, OPT_PROGRESS, OPT_NO_PROGRESS,
        OPT_ARCHIVE, OPT_PRESIGN, OPT_JOBS, OPT_PART_SIZE };
@@ -73,7 +79,8 @@ static const cliSpec spec = {
 };
 
 typedef struct getRun {
-    stage *st;
+    lake_client *c;
+    const char *const *ropt; /* lake_open_file_opt's options: --no-verify, --jobs, --part-size */
     const char *outdir;
     tarOut *tar;      /* --archive: the stream, else NULL */
     int64_t presign;  /* --presign: the URLs' lifetime in seconds, else 0 */
@@ -138,37 +145,72 @@ static int ttyRefuse(const fileValue *fv, const char *what, lakeError *err) {
                   "or -o - to write it anyway", fv->location, what);
 }
 
-/* --presign: one line, the URL of fv's object.  No request for the
- * object itself; containment is stagePresignGet's first check. */
-static int presignOne(getRun *run, const fileValue *fv, lakeError *err) {
+/* A failed library call's error as the command's own. */
+static int libFailed(const lake_error *e, lakeError *err) {
+    return errSet(err, e->exit_status ? e->exit_status : LAKE_EFAIL, "%s", e->message);
+}
+
+/* --presign: one line, the URL of the object ref names.  No request for
+ * the object itself; containment is lake_presign's first check. */
+static int presignOne(getRun *run, const char *ref, lakeError *err) {
     char *url = NULL;
-    int fd = STDOUT_FILENO;
-    int rc = stagePresignGet(run->st, fv->location, run->presign, &url, err);
-    if (!rc && (fdWrite(&fd, url, strlen(url)) < 0 || fdWrite(&fd, "\n", 1) < 0))
+    int fd = STDOUT_FILENO, rc = 0;
+    lake_error e;
+    if (lake_presign(run->c, ref, run->presign, &url, &e)) rc = libFailed(&e, err);
+    else if (fdWrite(&fd, url, strlen(url)) < 0 || fdWrite(&fd, "\n", 1) < 0)
         rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
-    free(url);
+    lake_free(url);
     return rc;
 }
 
-static int getOne(getRun *run, const fileValue *fv, lakeError *err) {
+/* The bytes of an open object into w, counted on prog; a failed read
+ * (a digest mismatch at the end included) is the reader's error. */
+typedef struct copyJob {
+    lake_reader *rd;
+    progress *prog;
+    char *buf;
+} copyJob;
+
+static int copyOut(void *ctx, lakeWriter *w, lakeError *err) {
+    copyJob *j = ctx;
+    lake_error e;
+    ssize_t n;
+    while ((n = lake_reader_read(j->rd, j->buf, COPY_BUF, &e)) > 0) {
+        if (w->write(w->ctx, j->buf, (size_t)n) < 0) return errSetErrno(err, LAKE_EFAIL, errno, "%s", w->what);
+        progressAdd(j->prog, n);
+    }
+    return n < 0 ? libFailed(&e, err) : 0;
+}
+
+static int getOne(getRun *run, const fileValue *fv, const char *ref, lakeError *err) {
     int rc;
-    if (run->presign) return presignOne(run, fv, err);
-    if ((rc = stageContains(run->st, fv->location, err))) return rc;
-    if (!run->tar && !run->outdir && run->tty && fv->content_type && !textType(fv->content_type))
+    lake_error e;
+    if (run->presign) return presignOne(run, ref, err);
+    copyJob job = {NULL, NULL, NULL};
+    /* containment, before any I/O on the location, is the open's first check */
+    if (lake_open_file_opt(run->c, ref, run->ropt, &job.rd, &e)) return libFailed(&e, err);
+    if (!run->tar && !run->outdir && run->tty && fv->content_type && !textType(fv->content_type)) {
+        lake_reader_close(job.rd);
         return ttyRefuse(fv, fv->content_type, err);
+    }
+    if (!(job.buf = malloc(COPY_BUF))) {
+        lake_reader_close(job.rd);
+        return errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
+    }
     progress prog;
     progressStart(&prog, run->progress, fv->name ? fv->name : baseName(fv), fv->size);
+    job.prog = &prog;
     if (run->tar) {
-        rc = tarAdd(run->tar, run->st, fv, run->verify, &prog, err);
+        rc = tarAdd(run->tar, fv, copyOut, &job, err);
     } else if (!run->outdir && run->tty) {
         ttyWriter t = {STDOUT_FILENO, 0};
         lakeWriter w = {ttyWrite, &t, "stdout"};
-        rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
+        rc = copyOut(&job, &w, err);
         if (t.binary) rc = ttyRefuse(fv, "binary data", err);
     } else if (!run->outdir) {
         int fd = STDOUT_FILENO;
         lakeWriter w = {fdWrite, &fd, "stdout"};
-        rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
+        rc = copyOut(&job, &w, err);
     } else {
         atomicFile af;
         char *name = strdup(baseName(fv));
@@ -178,13 +220,15 @@ static int getOne(getRun *run, const fileValue *fv, lakeError *err) {
         }
         if ((rc = atomicOpen(&af, run->outdir, name, 1, 0644, err))) goto out;
         lakeWriter w = {fdWrite, &af.fd, name};
-        rc = stageGet(run->st, fv, &w, run->verify, &prog, err);
+        rc = copyOut(&job, &w, err);
         if (!rc) rc = atomicCommit(&af, err);
         atomicAbort(&af);
     out:
         free(name);
     }
     progressEnd(&prog);
+    lake_reader_close(job.rd);
+    free(job.buf);
     return rc;
 }
 
@@ -192,7 +236,7 @@ static int getRef(getRun *run, const char *text, const char *where, lakeError *e
     fileValue fv;
     int rc = refParse(text, &fv, err);
     if (!rc && !fv.location) run->nulls++; /* a NULL FILE column: nothing to get */
-    else if (!rc) rc = getOne(run, &fv, err);
+    else if (!rc) rc = getOne(run, &fv, text, err);
     if (rc && where && rc == LAKE_EDATA && !strstr(err->msg, fv.location ? fv.location : "\1"))
         errPrefix(err, "%s", where);
     fileValueFree(&fv);
@@ -241,12 +285,13 @@ static int getStdin(getRun *run, lakeError *err) {
 
 int main(int argc, char **argv) {
     logInit(argv[0]);
-    getRun run = {.verify = 1, .progress = PROGRESS_AUTO};
-    const char *arg, *stageUrlOpt = NULL;
-    int c, first, archive = 0, jobs = STAGE_GET_JOBS_DEFAULT;
-    int64_t part_size = 0;
+    getRun run = {.progress = PROGRESS_AUTO};
+    const char *arg, *stageUrlOpt = NULL, *jobs = NULL, *part_size = NULL;
+    int c, first, archive = 0, verify = 1;
     lakeError perr = {0};
     while ((c = cliNext(&spec, argc, argv, &arg, &first)) != -1) {
+        int jobsN;
+        int64_t bytes;
         switch (c) {
         case 'q': logSetQuiet(1); run.progress = PROGRESS_OFF; break;
         case OPT_OUT: run.outdir = arg; break;
@@ -256,25 +301,33 @@ int main(int argc, char **argv) {
                 cliUsageError(&spec, "--presign: '%s' is not a duration of 1s to 7d (45s, 30m, 12h, 7d)",
                               arg);
             break;
-        case OPT_NO_VERIFY: run.verify = 0; break;
+        case OPT_NO_VERIFY: verify = 0; break;
         case OPT_JOBS:
-            if (stageParseJobs(arg, &jobs, &perr)) cliUsageError(&spec, "%s", perr.msg);
+            if (stageParseJobs(arg, &jobsN, &perr)) cliUsageError(&spec, "%s", perr.msg);
+            jobs = arg;
             break;
         case OPT_PART_SIZE:
-            if (stageParsePartSize(arg, &part_size, &perr)) cliUsageError(&spec, "%s", perr.msg);
+            if (stageParsePartSize(arg, &bytes, &perr)) cliUsageError(&spec, "%s", perr.msg);
+            part_size = arg;
             break;
         case OPT_STAGE: stageUrlOpt = arg; break;
         case OPT_PROGRESS: if (!logQuiet()) run.progress = PROGRESS_ON; break;
         case OPT_NO_PROGRESS: run.progress = PROGRESS_OFF; break;
         }
     }
+    const char *ropt[7], *copt[3] = {NULL, NULL, NULL};
+    int n = 0;
+    if (!verify) ropt[n++] = "verify", ropt[n++] = "0";
+    if (jobs) ropt[n++] = "jobs", ropt[n++] = jobs;
+    if (part_size) ropt[n++] = "part_size", ropt[n++] = part_size;
+    ropt[n] = NULL;
+    run.ropt = ropt;
+    if (stageUrlOpt) copt[0] = "stage", copt[1] = stageUrlOpt;
 
     /* a stop signal erases the progress bar, removes a file of -o DIR
      * being written, says so and ends the run (core/interrupt.h) */
     interruptCatch(0);
     lakeError err = {0};
-    lakeConfig cfg = {0};
-    configOverride ov[] = {{"stage", stageUrlOpt}};
     struct stat sb;
     int rc = 0;
     if (archive && run.outdir) cliUsageError(&spec, "-o and --archive cannot be used together");
@@ -286,10 +339,11 @@ int main(int argc, char **argv) {
         rc = errSet(&err, LAKE_EUSAGE, "refusing to write a tar stream to a terminal");
     if (!rc && run.outdir && (stat(run.outdir, &sb) < 0 || !S_ISDIR(sb.st_mode)))
         rc = errSet(&err, LAKE_ENOINPUT, "%s: no such directory", run.outdir);
-    if (!rc) rc = configLoad(&cfg, ov, 1, &err);
-    /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
-    if (!rc) rc = catalogStageOpen(&cfg, NULL, NULL, &run.st, &err);
-    if (!rc) stageSetGetJobs(run.st, jobs, part_size);
+    lake_error e;
+    if (!rc && lake_open(&run.c, copt, &e)) rc = libFailed(&e, &err);
+    if (!rc) lake_set_warn(run.c, logWarnLine, NULL);
+    /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE
+     * says, asked for by the first REF's open (lake_open_file_opt) */
     if (!rc && archive) rc = tarOpen(&run.tar, STDOUT_FILENO, &err);
     for (int i = first; !rc && i < argc; i++) rc = getRef(&run, argv[i], NULL, &err);
     if (!rc && first == argc) rc = getStdin(&run, &err);
@@ -300,8 +354,7 @@ int main(int argc, char **argv) {
     if (rc) logError(&err);
     else if (run.nulls)
         logWarn("%ld %s no FILE (null): skipped", run.nulls, run.nulls == 1 ? "row had" : "rows had");
-    stageClose(run.st);
-    configFree(&cfg);
+    lake_close(run.c);
     nameSetFree(&run.names);
     return rc;
 }

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lake.h"
+
 #include "catalog/cache.h"
 #include "catalog/vend.h"
 #include "catalog/names.h"
@@ -93,6 +95,7 @@ typedef struct putArgs {
     int nsets;
     int archive;
     long long max_skipped; /* --archive: archiveInOpen's bound; -1 unset */
+    lake_client *c; /* neither --table nor --archive: the public library's client */
 } putArgs;
 
 /* --table: the rows being written, one per object put. */
@@ -319,6 +322,50 @@ static int openInput(const char *input, lakeError *err) {
     return fd;
 }
 
+/* A plain put (a file or stdin, no --table, no --archive) is the public
+ * library's lake_put_opt: the bytes through interruptRead, the progress
+ * bar from its callback, a stop signal passed on (interruptForward). */
+typedef struct libSrc {
+    int fd;
+    progress prog;
+    int64_t shown;
+} libSrc;
+
+static ssize_t libRead(void *ctx, void *buf, size_t len) { return interruptRead(&((libSrc *)ctx)->fd, buf, len); }
+
+static int libProgress(void *ctx, int64_t done, int64_t total) {
+    libSrc *s = ctx;
+    (void)total;
+    progressAdd(&s->prog, done - s->shown);
+    s->shown = done;
+    return 0;
+}
+
+static void libStop(void *ctx) { lake_interrupt(ctx); }
+
+static int putLib(const putArgs *a, int fd, const char *what, const char *name, int64_t total, lakeError *err) {
+    char size[32], part[32], jobs[16];
+    const char *opt[13];
+    int n = 0;
+    opt[n++] = "label", opt[n++] = what;
+    if (a->content_type) opt[n++] = "content_type", opt[n++] = a->content_type;
+    if (a->size >= 0) snprintf(size, sizeof size, "%lld", a->size), opt[n++] = "size", opt[n++] = size;
+    if (a->sha256) opt[n++] = "sha256", opt[n++] = a->sha256;
+    if (a->part_size) snprintf(part, sizeof part, "%lld", a->part_size), opt[n++] = "part_size", opt[n++] = part;
+    if (a->jobs) snprintf(jobs, sizeof jobs, "%d", a->jobs), opt[n++] = "jobs", opt[n++] = jobs;
+    opt[n] = NULL;
+    libSrc src = {.fd = fd};
+    lake_file *f = NULL;
+    lake_error e;
+    progressStart(&src.prog, a->progress, name ? name : what, total);
+    int rc = lake_put_opt(a->c, libRead, &src, name, total, opt, libProgress, &src, &f, &e);
+    progressEnd(&src.prog);
+    if (rc) rc = errSet(err, e.exit_status, "%s", e.message);
+    else rc = printLine(lake_file_json(f), err);
+    lake_file_free(f);
+    return rc;
+}
+
 /* Put one input ("-" is stdin) and print its FILE value; with a plan, add
  * its row. */
 static int putOne(stage *st, const putArgs *a, rowPlan *plan, const char *input, lakeError *err) {
@@ -334,7 +381,7 @@ static int putOne(stage *st, const putArgs *a, rowPlan *plan, const char *input,
                     : fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (int64_t)sb.st_size
                                                                    : -1;
     lakeReader r = {interruptRead, &fd, what};
-    int rc = putStream(st, a, plan, NULL, &r, name, total, NULL, err);
+    int rc = a->c ? putLib(a, fd, what, name, total, err) : putStream(st, a, plan, NULL, &r, name, total, NULL, err);
     if (fd != STDIN_FILENO) close(fd);
     return rc;
 }
@@ -480,7 +527,15 @@ int main(int argc, char **argv) {
     lakeConfig cfg = {0};
     configOverride ov[] = {{"stage", a.stage}};
     stage *st = NULL;
-    int rc = configLoad(&cfg, ov, 1, &err);
+    const char *lopt[3] = {a.stage ? "stage" : NULL, a.stage, NULL};
+    lake_error e;
+    int rc = 0;
+    if (!a.table && !a.archive) { /* a plain put: the public library's */
+        if (lake_open(&a.c, lopt, &e)) rc = errSet(&err, e.exit_status, "%s", e.message);
+        else lake_set_warn(a.c, logWarnLine, NULL);
+    } else {
+        rc = configLoad(&cfg, ov, 1, &err);
+    }
     rowPlan plan = {.pathcol = -1}, *rows = a.table ? &plan : NULL;
     catalogCache *cache = NULL;
     catalogSource *src = NULL;
@@ -489,9 +544,10 @@ int main(int argc, char **argv) {
     /* the catalog only when rows are added (or, below, for a remote stage) */
     if (!rc && rows && !(rc = sourceOpen(&cfg, &src, &err))) rc = cacheOpen(&cfg, src, &copt, &cache, &err);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE says */
-    if (!rc) rc = catalogStageOpen(&cfg, cache, a.table, &st, &err);
+    if (!rc && !a.c) rc = catalogStageOpen(&cfg, cache, a.table, &st, &err);
     if (!rc && rows) rc = planRows(&a, st, cache, &plan, &reg, &err);
     if (!rc) interruptCatch(1);
+    if (!rc && a.c) interruptForward(libStop, a.c);
     int (*put)(stage *, const putArgs *, rowPlan *, const char *, lakeError *) = a.archive ? putArchive : putOne;
     for (int i = first; !rc && !interruptPending() && i < argc; i++) rc = put(st, &a, rows, argv[i], &err);
     if (!rc && !interruptPending() && ninputs == 0) rc = put(st, &a, rows, "-", &err);
@@ -531,6 +587,8 @@ int main(int argc, char **argv) {
     sourceClose(src);
     stageClose(st);
     configFree(&cfg);
+    interruptForward(NULL, NULL);
+    lake_close(a.c);
     interruptExit(); /* cleaned up: now die of the signal, as the caller expects */
     return rc;
 }

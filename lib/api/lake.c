@@ -63,6 +63,7 @@
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/realtext.h"
+#include "core/sha256.h"
 #include "core/thread.h"
 #include "query/compact.h"
 #include "query/session.h"
@@ -120,6 +121,7 @@ struct lake_reader {
     stage *st;
     stageReader *pull; /* a stage the program pulls from (local): no thread, no ring */
     fileValue fv;
+    int verify;
     logSink sink;
     pthread_t th;
     int started;
@@ -420,18 +422,63 @@ static ssize_t srcRead(void *ctx, void *buf, size_t len) {
     return (ssize_t)got;
 }
 
-static int put(lake_client *c, putSrc *src, const char *name, lake_file **out, lake_error *e) {
+/* A value the commands' parser refused ("--jobs: '0' is not ..."), said
+ * of the function's option key instead: "fn: jobs: '0' is not ...". */
+static int optionFailed(lakeError *err, const char *fn, const char *key) {
+    const char *why = strstr(err->msg, ": ");
+    char rest[sizeof err->msg];
+    snprintf(rest, sizeof rest, "%s", why ? why + 2 : err->msg);
+    return errSet(err, LAKE_EUSAGE, "%s: %s: %s", fn, key, rest);
+}
+
+/* lake_put_opt's options into opt, checked as lake-put checks its
+ * options; 64 with the key named otherwise. */
+static int putOptions(const char *const *options, stagePutOptions *opt, const char **what, lakeError *err) {
+    for (int i = 0; options && options[i]; i += 2) {
+        const char *k = options[i], *v = options[i + 1];
+        int rc = 0;
+        if (!v) return errSet(err, LAKE_EUSAGE, "lake_put_opt: option '%s' has no value", k);
+        if (strcmp(k, "label") == 0) {
+            *what = v;
+        } else if (strcmp(k, "content_type") == 0) {
+            if (!*v) return errSet(err, LAKE_EUSAGE, "lake_put_opt: content_type is empty");
+            opt->content_type = v;
+        } else if (strcmp(k, "size") == 0) {
+            char *end;
+            errno = 0;
+            long long n = strtoll(v, &end, 10);
+            if (errno || end == v || *end || n < 0 || n > FILE_SIZE_MAX)
+                return errSet(err, LAKE_EUSAGE, "lake_put_opt: size: '%s' is not a number of bytes", v);
+            opt->expect_size = n;
+        } else if (strcmp(k, "sha256") == 0) {
+            if (!sha256IsHex(v)) return errSet(err, LAKE_EUSAGE, "lake_put_opt: sha256: '%s' is not 64 hex digits", v);
+            opt->expect_sha256 = v;
+        } else if (strcmp(k, "part_size") == 0) {
+            rc = stageParsePartSize(v, &opt->part_size, err);
+        } else if (strcmp(k, "jobs") == 0) {
+            rc = stageParseJobs(v, &opt->jobs, err);
+        } else {
+            return errSet(err, LAKE_EUSAGE, "lake_put_opt: unknown option '%s'", k);
+        }
+        if (rc) return optionFailed(err, "lake_put_opt", k);
+    }
+    return 0;
+}
+
+static int put(lake_client *c, putSrc *src, const char *name, const char *const *options, lake_file **out,
+               lake_error *e) {
     if (!out) return misuse(e, "lake_put: out is NULL");
     *out = NULL;
     if (!c) return misuse(e, "lake_put: no client");
     src->c = c;
     lakeError err = {0};
     const char *what = name ? name : src->read ? "input" : "descriptor";
+    stagePutOptions opt = {.name = name, .expect_size = -1, .stop = &c->stop};
+    int rc = putOptions(options, &opt, &what, &err);
     const logSink *old = logSinkSet(&c->sink);
     lakeReader r = {srcRead, src, what};
-    stagePutOptions opt = {.name = name, .expect_size = -1, .stop = &c->stop};
     fileValue fv;
-    int rc = clientStage(c, &err);
+    if (!rc) rc = clientStage(c, &err);
     if (!rc) rc = stagePut(c->st, &r, &opt, &fv, &err);
     const char *code = NULL;
     if (rc && c->stop) { /* the stop asked for, not the read it broke */
@@ -452,18 +499,24 @@ int lake_put_fd(lake_client *c, int fd, const char *name, lake_file **out, lake_
         return misuse(e, "lake_put_fd: descriptor %d", fd);
     }
     putSrc src = {.fd = fd, .total = -1};
-    return put(c, &src, name, out, e);
+    return put(c, &src, name, NULL, out, e);
 }
 
 int lake_put_cb(lake_client *c, lake_read_fn read, void *read_ctx, const char *name, int64_t total,
                 lake_progress_fn progress, void *progress_ctx, lake_file **out, lake_error *e) {
+    return lake_put_opt(c, read, read_ctx, name, total, NULL, progress, progress_ctx, out, e);
+}
+
+int lake_put_opt(lake_client *c, lake_read_fn read, void *read_ctx, const char *name, int64_t total,
+                 const char *const *options, lake_progress_fn progress, void *progress_ctx, lake_file **out,
+                 lake_error *e) {
     if (!read) {
         if (out) *out = NULL;
         return misuse(e, "lake_put_cb: no read function");
     }
     putSrc src = {.fd = -1, .read = read, .ctx = read_ctx, .progress = progress, .pctx = progress_ctx,
                   .total = total < 0 ? -1 : total};
-    return put(c, &src, name, out, e);
+    return put(c, &src, name, options, out, e);
 }
 
 int lake_presign(lake_client *c, const char *file_json, int64_t seconds, char **url, lake_error *e) {
@@ -1203,7 +1256,7 @@ static void *readerMain(void *arg) {
     progressStart(&prog, PROGRESS_OFF, "", r->fv.size);
     lakeWriter w = {ringWrite, r, r->fv.location};
     lakeError err = {0};
-    int rc = stageGet(r->st, &r->fv, &w, 1, &prog, &err);
+    int rc = stageGet(r->st, &r->fv, &w, r->verify, &prog, &err);
     pthread_mutex_lock(&r->mu);
     r->done = 1;
     r->rc = rc;
@@ -1213,7 +1266,40 @@ static void *readerMain(void *arg) {
     return NULL;
 }
 
+/* lake_open_file_opt's options into r (verify) and its stage (jobs,
+ * part_size), checked as lake-get checks its options; 64 with the key
+ * named otherwise. */
+static int readerOptions(lake_reader *r, const char *const *options, lakeError *err) {
+    int jobs = STAGE_GET_JOBS_DEFAULT;
+    int64_t part_size = 0;
+    r->verify = 1;
+    for (int i = 0; options && options[i]; i += 2) {
+        const char *k = options[i], *v = options[i + 1];
+        int rc = 0;
+        if (!v) return errSet(err, LAKE_EUSAGE, "lake_open_file_opt: option '%s' has no value", k);
+        if (strcmp(k, "verify") == 0) {
+            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+                return errSet(err, LAKE_EUSAGE, "lake_open_file_opt: verify: '%s' is not 0 or 1", v);
+            r->verify = v[0] == '1';
+        } else if (strcmp(k, "jobs") == 0) {
+            rc = stageParseJobs(v, &jobs, err);
+        } else if (strcmp(k, "part_size") == 0) {
+            rc = stageParsePartSize(v, &part_size, err);
+        } else {
+            return errSet(err, LAKE_EUSAGE, "lake_open_file_opt: unknown option '%s'", k);
+        }
+        if (rc) return optionFailed(err, "lake_open_file_opt", k);
+    }
+    stageSetGetJobs(r->st, jobs, part_size);
+    return 0;
+}
+
 int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lake_error *e) {
+    return lake_open_file_opt(c, file_json, NULL, out, e);
+}
+
+int lake_open_file_opt(lake_client *c, const char *file_json, const char *const *options, lake_reader **out,
+                       lake_error *e) {
     if (!out) return misuse(e, "lake_open_file: out is NULL");
     *out = NULL;
     if (!c) return misuse(e, "lake_open_file: no client");
@@ -1221,7 +1307,6 @@ int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lak
     lakeError err = {0};
     lake_reader *r = calloc(1, sizeof *r);
     if (!r) {
-        free(r);
         errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
         return fail(e, &err, NULL);
     }
@@ -1240,18 +1325,14 @@ int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lak
     }
     if (!rc) rc = stageContains(c->st, r->fv.location, &err); /* before any object I/O */
     if (!rc) rc = stageDup(c->st, &r->st, &err);
+    if (!rc) rc = readerOptions(r, options, &err);
     if (!rc) {
         const logSink *old = logSinkSet(&r->sink);
-        rc = stageOpenRead(r->st, &r->fv, 1, &r->pull, &err);
+        rc = stageOpenRead(r->st, &r->fv, r->verify, &r->pull, &err);
         logSinkSet(old);
     }
+    /* a stage that pushes (S3) gets a thread of its own at the first read */
     if (!rc && !r->pull && !(r->buf = malloc(RING))) rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
-    if (!rc && !r->pull) { /* a stage that pushes (S3): a thread of its own */
-        /* the signals are the program's: none is delivered to this thread */
-        int t = threadStart(&r->th, readerMain, r);
-        if (t) rc = errSetErrno(&err, LAKE_EFAIL, t, "lake_open_file: a thread");
-        else r->started = 1;
-    }
     if (rc) {
         lake_reader_close(r);
         return fail(e, &err, NULL);
@@ -1273,6 +1354,16 @@ ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e) {
         if (n >= 0) ok(e);
         else fail(e, &err, NULL);
         return n;
+    }
+    if (!r->started) { /* the first read: the GET begins */
+        /* the signals are the program's: none is delivered to this thread */
+        int t = threadStart(&r->th, readerMain, r);
+        if (t) {
+            lakeError err = {0};
+            errSetErrno(&err, LAKE_EFAIL, t, "lake_open_file: a thread");
+            return fail(e, &err, NULL), -1;
+        }
+        r->started = 1;
     }
     pthread_mutex_lock(&r->mu);
     while (r->len == 0 && !r->done) {

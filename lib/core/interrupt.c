@@ -31,6 +31,8 @@ static int cooperative;
 static char sayLine[128], noteLine[640];
 static const char *volatile say = "interrupted\n";
 static int stderrTty;                    /* erase the echoed ^C too */
+static void (*volatile forwardFn)(void *); /* interruptForward's */
+static void *volatile forwardCtx;
 
 static struct {
     volatile sig_atomic_t used;
@@ -75,6 +77,8 @@ static void onStop(int sig) {
     int saved = errno;
     if (!cooperative || stopSignal) die(sig);
     stopSignal = sig;
+    void (*fn)(void *) = forwardFn;
+    if (fn) fn(forwardCtx);
     errno = saved;
 }
 
@@ -91,6 +95,12 @@ void interruptCatch(int coop) {
     for (int i = 0; i < NSTOP; i++)
         if (sigaction(stopSignals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
             sigaction(stopSignals[i], &sa, NULL);
+}
+
+void interruptForward(void (*fn)(void *ctx), void *ctx) {
+    forwardFn = NULL; /* never the new fn with the old ctx */
+    forwardCtx = ctx;
+    forwardFn = fn;
 }
 
 int interruptPending(void) { return stopSignal; }

@@ -44,6 +44,11 @@ int interruptPending(void);
  * cancelled what ran): the next signal is the first again, handled as
  * above, and a note given is forgotten. */
 void interruptClear(void);
+/* A cooperative stop also calls fn(ctx), from the signal handler: fn
+ * must be async-signal-safe (lake_interrupt, which stores a flag, is the
+ * one use: a program of the public library passes the stop on).  NULL:
+ * none. */
+void interruptForward(void (*fn)(void *ctx), void *ctx);
 /* The same, as a flag to poll (a stage's put options take one). */
 const volatile sig_atomic_t *interruptFlag(void);
 

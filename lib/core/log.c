@@ -96,3 +96,10 @@ void traceLine(const char *kind, const char *fmt, ...) {
     utf8Fold(line, folded, sizeof folded);
     fprintf(stderr, "trace: %s %s\n", kind, folded);
 }
+
+void logWarnLine(void *ctx, const char *line) {
+    (void)ctx;
+    const logSink *old = logSinkSet(NULL);
+    logWarn("%s", line);
+    logSinkSet(old);
+}

@@ -39,6 +39,10 @@ void logErrorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int logErrored(void);
 /* "prog: message" for a warning; dropped with -q. */
 void logWarn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A warning line of the public library's (lake_set_warn's callback: ctx
+ * unused) printed as the program's own, on stderr: "prog: line",
+ * dropped with -q. */
+void logWarnLine(void *ctx, const char *line);
 
 /* True when LAKE_TRACE is set to a non-empty value other than "0". */
 int traceEnabled(void);

@@ -76,6 +76,43 @@ teardown() {
   cmp "$T/scan.bin" "$T/back2"
 }
 
+@test "lake_put_opt and lake_open_file_opt: lake-put's and lake-get's options, checked as the commands check them" {
+  head -c 3000 /dev/urandom >"$T/in"
+  run --separate-stderr "$RT" options "$T/in"
+  assert_success
+  assert_equal "$stderr" ""
+  sha=$(sha256sum <"$T/in" | cut -d' ' -f1)
+  assert_output "put(unknown key): 64 usage: lake_put_opt: unknown option 'no_such_key'
+put(jobs 0): 64 usage: lake_put_opt: jobs: '0' is not a number from 1 to 64
+put(size 1): 65 data: LBL: more than the stated 1 bytes
+put(sha256 zeros): 65 data: opt: SHA-256 is $sha, not the stated 0000000000000000000000000000000000000000000000000000000000000000
+put(sha256 xyz): 64 usage: lake_put_opt: sha256: 'xyz' is not 64 hex digits
+put(content_type, jobs, part_size): 0 ok
+content type text/x-test
+open(unknown key): 64 usage: lake_open_file_opt: unknown option 'no_such_key'
+open(verify 2): 64 usage: lake_open_file_opt: verify: '2' is not 0 or 1
+open(jobs 0): 64 usage: lake_open_file_opt: jobs: '0' is not a number from 1 to 64
+open(part_size 1KiB): 64 usage: lake_open_file_opt: part_size: '1KiB' is outside 5MiB..5GiB
+open(verify 0): 0 ok"
+  # the refused puts left nothing: one object, the good one
+  assert_equal "$(stage_objects | wc -l)" 1
+  run find "$STAGE" -name '.tmp-*'
+  assert_output ""
+  # verify 0 reads a tampered object to its end, as lake-get --no-verify
+  fv=$(lake-put "$T/in")
+  obj=$(json_field location "$fv")
+  obj=${obj#file://}
+  assert_file_exist "$obj"
+  printf 'X' | dd of="$obj" bs=1 seek=100 conv=notrunc status=none
+  run_to "$T/out" "$RT" get "$fv"
+  assert_error roundtrip 65 "SHA-256 mismatch" "(data)"
+  run_to "$T/raw" "$RT" get-raw "$fv"
+  assert_equal "$status" 0
+  cmp "$obj" "$T/raw"
+  lake-get --no-verify "$fv" >"$T/raw2"
+  cmp "$obj" "$T/raw2"
+}
+
 @test "a tampered object is 65 at the end of the read, as lake-get; outside the stage is 65 before any read" {
   head -c 3000000 /dev/urandom >"$T/in"
   fv=$(lake-put "$T/in")
