@@ -80,8 +80,11 @@ void lake_close(lake_client *c);
 /* Where warnings go (a stale catalog served, a digest not recorded...):
  * fn is called with one line, without a newline, on the thread that
  * made the call that warns (or a reader's); NULL (the default): nowhere,
- * as are lake_open's own warnings (before there is a client).
- * 64 for a NULL c.  Not to be called while another thread uses c. */
+ * as are lake_open's own warnings (before there is a client).  A
+ * reader, or a statement's rows, already open keeps warning where
+ * warnings went when it was opened (its threads too), so that a change
+ * here never races them.  64 for a NULL c.  Not to be called while
+ * another thread uses c. */
 typedef void (*lake_warn_fn)(void *ctx, const char *line);
 int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
 

@@ -109,6 +109,7 @@ struct lake_rows {
     char *num;        /* per column: REAL_TEXT_MAX bytes for a number's text */
     lakeError err;    /* the failure, once failed */
     const char *code; /* its code when not the status's */
+    logSink sink;     /* the client's when compiled: its threads' (lake_set_warn races none) */
 };
 
 struct lake_file {
@@ -917,7 +918,8 @@ int lake_query(lake_client *c, const char *sql, lake_rows **out, lake_error *e) 
         return fail(e, &err, NULL);
     }
     q->c = c;
-    const logSink *old = logSinkSet(&c->sink);
+    q->sink = c->sink;
+    const logSink *old = logSinkSet(&q->sink);
     int rc = session(c, &err);
     if (!rc && c->qs->cache) {
         /* as a new lake-query would: the catalog cache's files read again
@@ -1049,7 +1051,7 @@ int lake_rows_next(lake_rows *q, lake_error *e) {
     if (q->state == ROWS_FAILED) return fail(e, &q->err, q->code), -1;
     lake_client *c = q->c;
     querySession *qs = c->qs;
-    const logSink *old = logSinkSet(&c->sink);
+    const logSink *old = logSinkSet(&q->sink);
     rowClear(q);
     int answer = -1;
     for (;;) {
@@ -1165,7 +1167,7 @@ const lake_file *lake_rows_file(lake_rows *q, int i) { return cellOk(q, i) ? q->
 void lake_rows_close(lake_rows *q) {
     if (!q) return;
     lake_client *c = q->c;
-    const logSink *old = logSinkSet(&c->sink);
+    const logSink *old = logSinkSet(&q->sink);
     if (c->active == q) rowsEnd(q); /* abandoned: SQLite rolls the statement back */
     sqlite3_finalize(q->st);
     logSinkSet(old);

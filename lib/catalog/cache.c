@@ -136,7 +136,6 @@ struct catalogCache {
     snapshot lsnap;
     char *lpath;
     int lrefreshed, in_listing, listing;
-    regIndex **ix_out; /* cacheResolveIndexed's: the warm registration's index, if good */
 };
 
 /* Table ids are generated: 1 to 63 letters and digits. */
@@ -1839,8 +1838,10 @@ static int checkRegistration(cJSON *ans, const char *ns, const char *name, int64
     return errSetStatus(err, "internal", "resolve %s.%s: the answer has no version or id", ns, name);
 }
 
-int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
-                 lakeError *err) {
+/* cacheResolve; ix, when not NULL, gets the warm registration's index
+ * (if good), and a registration fetched now is stored with one. */
+static int resolve(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
+                   regIndex **ix, lakeError *err) {
     *reg = NULL;
     int rc = load(c, err);
     if (rc && isDenied(err)) {
@@ -1863,10 +1864,10 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
         tableState *t = stateOf(&c->snap, id, 0);
         int64_t now = nowMs();
         if (t && t->resolved_ms && now - t->resolved_ms < c->opt.ttl_s * 1000 && t->version >= t->epoch &&
-            (*reg = regLoadIndexed(c, id, t->version, c->ix_out)))
+            (*reg = regLoadIndexed(c, id, t->version, ix)))
             return 0;
         if (c->opt.offline && t && t->resolved_ms && t->version >= t->epoch &&
-            (*reg = regLoadIndexed(c, id, t->version, c->ix_out)))
+            (*reg = regLoadIndexed(c, id, t->version, ix)))
             return 0;
     } else {
         /* a fixed version: held a TTL, like the current one (it may expire) */
@@ -1895,19 +1896,22 @@ int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t vers
     int64_t n;
     if ((rc = checkRegistration(ans, ns, name, &n, err))) return rc;
     const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
-    regStoreIndexing(c, ans, c->ix_out != NULL);
+    regStoreIndexing(c, ans, ix != NULL);
     if (version < 0 && strcmp(aid->valuestring, id) == 0) updateState(c, id, 0, n, nowMs(), err);
     errClear(err);
     *reg = ans;
     return 0;
 }
 
+int cacheResolve(catalogCache *c, const char *ns, const char *name, int64_t version, cJSON **reg,
+                 lakeError *err) {
+    return resolve(c, ns, name, version, reg, NULL, err);
+}
+
 int cacheResolveIndexed(catalogCache *c, const char *ns, const char *name, cJSON **reg, regIndex **ix,
                         lakeError *err) {
     *ix = NULL;
-    c->ix_out = ix;
-    int rc = cacheResolve(c, ns, name, -1, reg, err);
-    c->ix_out = NULL;
+    int rc = resolve(c, ns, name, -1, reg, ix, err);
     if (rc) {
         regIndexClose(*ix);
         *ix = NULL;
