@@ -295,21 +295,29 @@ two,2"
   assert_output "deux,2"
 }
 
-# interrupted_at KNOB SQL [PARAM...]: roundtrip query SQL held at the
-# test-only hold KNOB (LAKE_TEST_PLAN_HOLD: the statement's tables
-# declared, nothing planned yet; LAKE_TEST_REWRITE_HOLD: a DELETE's new
-# segments uploaded, not committed), stopped there by lake_interrupt
-# (roundtrip's SIGUSR1), then let go: its stdout and stderr in $T/out and
-# $T/err, its exit status in $HELD_STATUS.
-interrupted_at() {
+# stopped_at KNOB ARG...: roundtrip ARG... held at the test-only hold
+# KNOB (LAKE_TEST_PLAN_HOLD: the statement's tables declared, nothing
+# planned yet; LAKE_TEST_REWRITE_HOLD: a DELETE's new segments uploaded,
+# not committed; LAKE_TEST_COMPACT_HOLD: a compaction's new segments
+# uploaded, not committed), stopped there by lake_interrupt (roundtrip's
+# SIGUSR1), then let go: its stdout and stderr in $T/out and $T/err, its
+# exit status in $HELD_STATUS.
+stopped_at() {
   local knob=$1
   shift
-  env LAKE_TRACE=1 LAKE_QUERY_THREADS=3 "$knob=$T/hold" "$RT" query "$@" >"$T/out" 2>"$T/err" &
+  env LAKE_TRACE=1 LAKE_QUERY_THREADS=3 "$knob=$T/hold" "$RT" "$@" >"$T/out" 2>"$T/err" &
   local pid=$!
   held_wait "$T/hold" "$pid" "$T/err"
   kill -USR1 "$pid"
   held_release "$T/hold" "$pid"
   rm -f "$T/hold" "$T/hold.held"
+}
+
+# interrupted_at KNOB SQL [PARAM...]: stopped_at KNOB query SQL [PARAM...].
+interrupted_at() {
+  local knob=$1
+  shift
+  stopped_at "$knob" query "$@"
 }
 
 # docs.t (n INTEGER): 3 segments of 100 rows, n 1..100 each.
@@ -349,6 +357,50 @@ three_segments() {
   assert_equal "$(grep -v '^trace: ' "$T/err")" "roundtrip: interrupted (interrupted)"
   assert_equal "$(lake-catalog resolve docs.t | jq .version)" 3
   assert_equal "$(lake-query -c "SELECT count(*) FROM docs.t WHERE n = 5")" 3
+}
+
+# shape_of NS.T: its version and segment locations, one line of JSON.
+shape_of() {
+  lake-catalog resolve "$1" | jq -c '[.version, [.segments[].location]]'
+}
+
+@test "lake_interrupt while lake_catalog_compact runs, its new segments uploaded and not yet committed, stops it: status 1, code interrupted, nothing committed; the table compacts afterwards" {
+  three_segments
+  local before
+  before=$(shape_of docs.t)
+  stopped_at LAKE_TEST_COMPACT_HOLD compact docs.t
+  assert_equal "exit $HELD_STATUS" "exit 1"
+  assert_equal "$(grep -v '^trace: ' "$T/err")" "roundtrip: docs.t: interrupted; nothing committed (interrupted)"
+  if grep -q '^trace: source compact' "$T/err"; then fail "a compact was sent: $(cat "$T/err")"; fi
+  assert_equal "$(cat "$T/out")" ""
+  assert_equal "$(shape_of docs.t)" "$before"
+  assert_equal "$(lake-query -c 'SELECT count(*), sum(n) FROM docs.t')" $'300\t15150'
+  # nothing torn: the table compacts, and takes appends, as before
+  run --separate-stderr "$RT" compact docs.t
+  assert_success
+  assert_equal "$stderr" ""
+  assert_equal "$(lake-catalog resolve docs.t | jq -c '[.version, (.segments | length)]')" "[4,1]"
+  run "$RT" query "INSERT INTO docs.t VALUES (?)" i:7
+  assert_success
+  assert_equal "$(lake-query -c 'SELECT count(*), sum(n) FROM docs.t')" $'301\t15157'
+}
+
+@test "lake_interrupt while the compaction after an append runs (at lake_close) stops it: the append stands, nothing is compacted, no warning; the next append compacts" {
+  three_segments
+  export LAKE_COMPACT_THRESHOLD=2
+  stopped_at LAKE_TEST_COMPACT_HOLD query "INSERT INTO docs.t VALUES (?)" i:7
+  assert_equal "exit $HELD_STATUS" "exit 0"
+  assert_equal "$(grep -v '^trace: ' "$T/err")" ""
+  grep -q '^trace: compact docs.t: 4 small segments, threshold 2: compacting$' "$T/err" ||
+    fail "no compaction started: $(cat "$T/err")"
+  if grep -q '^trace: source compact' "$T/err"; then fail "a compact was sent: $(cat "$T/err")"; fi
+  assert_equal "$(lake-catalog resolve docs.t | jq -c '[.version, (.segments | length)]')" "[4,4]"
+  assert_equal "$(lake-query -c 'SELECT count(*), sum(n) FROM docs.t')" $'301\t15157'
+  run --separate-stderr "$RT" query "INSERT INTO docs.t VALUES (?)" i:8
+  assert_success
+  assert_equal "$stderr" ""
+  assert_equal "$(lake-catalog resolve docs.t | jq -c '[.version, (.segments | length)]')" "[6,1]"
+  assert_equal "$(lake-query -c 'SELECT count(*), sum(n) FROM docs.t')" $'302\t15165'
 }
 
 @test "lake_catalog_create, _drop and _show change and show tables as lake-catalog does, with its exit statuses" {
