@@ -641,6 +641,34 @@ code_of() {
   check_import_twins 2 5
 }
 
+@test "lake_interrupt while lake_import waits in read(2) for more input stops it: status 1, code interrupted, nothing appended; the client imports the next input" {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.t 'name TEXT, n INTEGER'
+  printf 'name,n\nb,2\n' >"$T/next.csv"
+  mkfifo "$T/fifo"
+  # held open here (read-write: no wait for a reader) so that the import
+  # sees no end after the rows written (fd 7: bats's own is 3)
+  exec 7<>"$T/fifo"
+  printf 'name,n\na,1\n' >&7
+  "$RT" import docs.t csv "$T/fifo" "$T/next.csv" >"$T/out" 2>"$T/err" &
+  local pid=$! rc=0
+  # the FIFO open: roundtrip's SIGUSR1 handler is installed; then its rows
+  # read and the import blocked in read(2) for more
+  fd_open_wait "$pid" "$T/fifo" "$T/err"
+  read_wait "$pid" "$T/err"
+  kill -USR1 "$pid"
+  wait "$pid" || rc=$?
+  exec 7>&-
+  assert_equal "exit $rc" "exit 1"
+  assert_equal "$(cat "$T/err")" "roundtrip: docs.t: interrupted (interrupted)
+roundtrip: warning: docs.t: 1 row appended"
+  assert_equal "$(cat "$T/out")" ""
+  # one version: the next import's, none of the interrupted one
+  assert_equal "$(lake-catalog --json history docs.t | jq -c 'map(.version)')" "[0,1]"
+  run lake-query -f csv -c "SELECT name, n FROM docs.t"
+  assert_output "b,2"
+}
+
 @test "lake_import streams: a CSV file several times larger than the memory the import uses, the same rows as lake-query --import" {
   command -v /usr/bin/time >/dev/null || skip "no /usr/bin/time"
   lake-catalog create-namespace docs
