@@ -94,7 +94,8 @@ int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
  * compaction (lake_catalog_compact, lake_close's) running on c, or the
  * next one, to give up: a put cleans up as lake-put does on SIGINT (no
  * object is left; an S3 upload is aborted), a statement, an import or a
- * compaction commits nothing, and each fails with code "interrupted".
+ * compaction commits nothing, and each fails with code "interrupted"
+ * (lake_close, which returns nothing, only stops).
  * The request is used up by the call it stops.  Async-signal-safe (it stores one flag): a program that wants
  * ^C to stop a long put calls it from its own SIGINT handler.  NULL is
  * fine.  Callable from any thread. */
