@@ -36,9 +36,12 @@
  *                        parameters, decode the FILE column, read the
  *                        object and compare; its FILE value, "read back
  *                        N bytes: the same", "seed: OK SIZE SHA256"
- *   roundtrip import NS.T FORMAT FILE
- *                        append FILE's rows (lake_import; FORMAT csv,
- *                        csv-strict, jsonl or auto, FILE - for stdin)
+ *   roundtrip import NS.T FORMAT FILE...
+ *                        append each FILE's rows in turn, on one client
+ *                        (lake_import; FORMAT csv, csv-strict, jsonl or
+ *                        auto, FILE - for stdin); a failure is reported
+ *                        and the next FILE imported all the same, the
+ *                        exit status the first failure's
  *   roundtrip import-stopped NS.T FORMAT FILE
  *                        the same after lake_interrupt: nothing appended
  *   roundtrip alter NS.T ACTION ARG [ARG]
@@ -371,17 +374,24 @@ static int versions(lake_client *c, int argc, char **argv, lake_error *e) {
     return 0;
 }
 
-/* import NS.T FORMAT FILE, and import-stopped (lake_interrupt first). */
-static int import(lake_client *c, char **argv, lake_error *e) {
-    int fd = strcmp(argv[4], "-") == 0 ? 0 : open(argv[4], O_RDONLY);
-    if (fd < 0) {
-        fprintf(stderr, "roundtrip: %s: %s\n", argv[4], strerror(errno));
-        return 66;
+/* import NS.T FORMAT FILE..., and import-stopped NS.T FORMAT FILE
+ * (lake_interrupt first).  A failure but the last is reported here (the
+ * last is main's to report). */
+static int import(lake_client *c, int argc, char **argv, lake_error *e) {
+    int first = 0;
+    for (int i = 4; i < argc; i++) {
+        int fd = strcmp(argv[i], "-") == 0 ? 0 : open(argv[i], O_RDONLY);
+        if (fd < 0) {
+            fprintf(stderr, "roundtrip: %s: %s\n", argv[i], strerror(errno));
+            return 66;
+        }
+        if (strcmp(argv[1], "import-stopped") == 0) lake_interrupt(c);
+        int rc = lake_import(c, argv[2], fd, strcmp(argv[3], "auto") == 0 ? NULL : argv[3], e);
+        if (fd > 0) close(fd);
+        if (rc && i + 1 < argc) die(e);
+        if (!first) first = rc;
     }
-    if (strcmp(argv[1], "import-stopped") == 0) lake_interrupt(c);
-    int rc = lake_import(c, argv[2], fd, strcmp(argv[3], "auto") == 0 ? NULL : argv[3], e);
-    if (fd > 0) close(fd);
-    return rc;
+    return first;
 }
 
 /* The seed's round trip through the library alone: put path, insert a
@@ -629,7 +639,7 @@ int main(int argc, char **argv) {
     int chg = argc == 3 && (strcmp(argv[1], "create-namespace") == 0 || strcmp(argv[1], "drop") == 0 ||
                             strcmp(argv[1], "show") == 0);
     chg |= argc == 4 && strcmp(argv[1], "create") == 0;
-    int imp = argc == 5 && (strcmp(argv[1], "import") == 0 || strcmp(argv[1], "import-stopped") == 0);
+    int imp = (argc >= 5 && strcmp(argv[1], "import") == 0) || (argc == 5 && strcmp(argv[1], "import-stopped") == 0);
     int alt = (argc == 5 || argc == 6) && strcmp(argv[1], "alter") == 0;
     int ver = argc == 4 && strcmp(argv[1], "rollback") == 0;
     ver |= argc == 3 && strcmp(argv[1], "history") == 0;
@@ -645,7 +655,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: roundtrip FILE | get|get-raw REF | cb|stop|options FILE | list [NS] | "
                         "resolve NS.T [VERSION] | query|types|abandon SQL [PARAM...] |\n"
                         "       create-namespace NS | create NS.T COLUMNS | drop NS.T | show NS.T | seed NS.T FILE |\n"
-                        "       presign REF SECONDS | import|import-stopped NS.T FORMAT FILE |\n"
+                        "       presign REF SECONDS | import NS.T FORMAT FILE... | import-stopped NS.T FORMAT FILE |\n"
                         "       alter NS.T ACTION ARG [ARG] | rollback NS.T N | history NS.T |\n"
                         "       expire [NS.T] [DURATION] | compact NS.T [SIZE] |\n"
                         "       misuse | version\n");
@@ -659,7 +669,7 @@ int main(int argc, char **argv) {
     sigaction(SIGUSR1, &sa, NULL);
     if (cat) rc = catalog(c, argc, argv, &e);
     else if (chg) rc = change(c, argv, &e);
-    else if (imp) rc = import(c, argv, &e);
+    else if (imp) rc = import(c, argc, argv, &e);
     else if (ver) rc = versions(c, argc, argv, &e);
     else if (alt) rc = lake_catalog_alter(c, argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL, &e);
     else if (sd) rc = seed(c, argv[2], argv[3], &e);

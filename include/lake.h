@@ -74,7 +74,12 @@ const char *lake_version(void);
 int lake_open(lake_client **out, const char *const *options, lake_error *e);
 
 /* Free a client.  Readers still open stay usable until they are closed.
- * NULL is fine.  Not to be called while another thread uses c. */
+ * First, as the commands do at their end, each table the client appended
+ * to (lake_query, lake_import) that now holds more small segments than
+ * lake.conf(5)'s compact_threshold is compacted (as lake_catalog_compact;
+ * a failure is a warning); lake_interrupt(c), before or meanwhile, stops
+ * that with nothing more committed and no warning.  NULL is fine.  Not to
+ * be called while another thread uses c. */
 void lake_close(lake_client *c);
 
 /* Where warnings go (a stale catalog served, a digest not recorded...):
@@ -88,11 +93,13 @@ void lake_close(lake_client *c);
 typedef void (*lake_warn_fn)(void *ctx, const char *line);
 int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
 
-/* Ask the put, statement (lake_query) or import (lake_import) running
- * on c, or the next one, to give up: a put cleans up as lake-put does on
- * SIGINT (no object is left; an S3 upload is aborted), a statement or an
- * import changes nothing, and each fails with code "interrupted".  The
- * request is used up by the put, statement or import it stops.  Async-signal-safe (it stores one flag): a program that wants
+/* Ask the put, statement (lake_query), import (lake_import) or
+ * compaction (lake_catalog_compact, lake_close's) running on c, or the
+ * next one, to give up: a put cleans up as lake-put does on SIGINT (no
+ * object is left; an S3 upload is aborted), a statement, an import or a
+ * compaction commits nothing, and each fails with code "interrupted"
+ * (lake_close, which returns nothing, only stops).
+ * The request is used up by the call it stops.  Async-signal-safe (it stores one flag): a program that wants
  * ^C to stop a long put calls it from its own SIGINT handler.  NULL is
  * fine.  Callable from any thread. */
 void lake_interrupt(lake_client *c);
@@ -274,9 +281,11 @@ int lake_catalog_expire(lake_client *c, const char *table, const char *older_tha
  * do: 0, and a warning saying so (lake_set_warn).  64 for a bad name or
  * a target_size below 2 (but 0), 66 for an unknown table, 75 after
  * losing to other compactions, 77 when the principal may not.  The
- * segments are read and written through the client's stage;
- * lake_interrupt does not stop a compaction.  One thread at a time per
- * client. */
+ * segments are read and written through the client's stage.
+ * lake_interrupt(c) stops it, as SIGINT stops lake-catalog compact,
+ * between two segments or before the commit: "interrupted", 1, nothing
+ * committed (segments already uploaded are left unreferenced, for
+ * lake-catalog gc).  One thread at a time per client. */
 int lake_catalog_compact(lake_client *c, const char *table, int64_t target_size, lake_error *e);
 
 /* SQL, as lake-query(1) runs it (lake_query(3)): SQLite's engine over

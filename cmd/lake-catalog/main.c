@@ -742,7 +742,7 @@ static int cmdCompact(run *r, char **args, lakeError *err) {
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
     compactResult res;
     int rc = r->offline ? errSet(err, LAKE_EUSAGE, "compact changes the catalog; not --offline") : 0;
-    if (!rc) rc = compactRun(&r->cfg, r->cache, ns, name, r->target_size, &res, err);
+    if (!rc) rc = compactRun(&r->cfg, r->cache, ns, name, r->target_size, NULL, &res, err);
     if (!rc && res.replaced)
         printf("compacted %s.%s: %lld segment%s -> %lld, version %lld\n", ns, name, (long long)res.replaced,
                plural(res.replaced), (long long)res.written, (long long)res.version);

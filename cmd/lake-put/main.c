@@ -577,7 +577,7 @@ int main(int argc, char **argv) {
         snprintf(err.msg + n, sizeof err.msg - n, "; %s", note);
     }
     if (rc && !interruptPending()) logError(&err);
-    if (cache) compactAfterAppends(&cfg, cache, st, NULL); /* warns, never fails */
+    if (cache) compactAfterAppends(&cfg, cache, st, NULL, NULL); /* warns, never fails */
     segmentWriterFree(plan.w);
     free(plan.vals);
     cJSON_Delete(reg);

@@ -30,7 +30,9 @@
  * (cacheAfterChange) so the change is visible at once on this host.
  * _history is sourceHistoryAll, _expire sourceExpire then
  * cacheAfterExpire, _compact compactRun: what lake-catalog history,
- * expire and compact call.
+ * expire and compact call; the client's stop flag is the compaction's
+ * stop (compactOptions), as it is the query session's, whose close
+ * compacts after appends.
  * lake_import is lake-query --import's querySessionImport on the client's
  * query session, reading the descriptor as a put does.
  *
@@ -779,11 +781,19 @@ int lake_catalog_compact(lake_client *c, const char *table, int64_t target_size,
     compactResult res;
     const logSink *old = logSinkSet(&c->sink);
     rc = catalog(c, &err);
-    if (!rc) rc = compactRun(&c->cfg, c->cache, ns, name, target_size, &res, &err);
+    if (!rc) rc = compactRun(&c->cfg, c->cache, ns, name, target_size, &c->stop, &res, &err);
+    const char *code = NULL;
+    if (rc && c->stop) { /* the stop asked for, not what it broke */
+        c->stop = 0;
+        errSet(&err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
+        code = "interrupted";
+    }
     logSinkSet(old);
     free(ns);
     free(name);
-    return finish(e, rc, &err);
+    if (rc) return fail(e, &err, code);
+    ok(e);
+    return 0;
 }
 
 int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error *e) {

@@ -24,6 +24,9 @@
 #include "core/sha256.h"
 #include "query/segment.h"
 
+/* Is the run to give up: a stop signal, or stop (may be NULL) set? */
+static int stopped(const volatile sig_atomic_t *stop) { return interruptPending() || (stop && *stop); }
+
 /* 1 when registration segment g is one to compact. */
 static int isSmall(const cJSON *g, int64_t target) {
     int64_t size;
@@ -38,7 +41,8 @@ int64_t compactSmallSegments(const cJSON *reg, int64_t target) {
 }
 
 int compactCopySegment(segcache *segs, stage *st, const char *schema, const cJSON *g,
-                       int (*drop)(void *arg, int64_t rowid), void *arg, segmentWriter *w, lakeError *err) {
+                       int (*drop)(void *arg, int64_t rowid), void *arg, segmentWriter *w,
+                       const volatile sig_atomic_t *stop, lakeError *err) {
     fileValue fv;
     if (!segmentRecordFile(g, &fv)) return errSet(err, LAKE_EDATA, "a malformed segment in the registration");
     char *path = NULL;
@@ -53,7 +57,7 @@ int compactCopySegment(segcache *segs, stage *st, const char *schema, const cJSO
     int n = q ? segmentReaderColumns(rd) : 0, s = SQLITE_DONE; /* (a mapped one ends with its rowid) */
     if (!rc && !(vals = calloc((size_t)n + 1, sizeof *vals))) rc = errSet(err, LAKE_EFAIL, "out of memory");
     while (!rc && (s = sqlite3_step(q)) == SQLITE_ROW) {
-        if (interruptPending()) {
+        if (stopped(stop)) {
             rc = errSet(err, LAKE_EFAIL, "interrupted");
             break;
         }
@@ -97,7 +101,8 @@ static int compactOnce(catalogCache *c, stage *st, segcache *segs, const char *n
     /* refused before any segment is stored */
     if ((rc = cacheMayRun(c, "compact", ns, name, err))) goto out;
 
-    segmentWriterOptions wo = {.tmp_dir = opt ? opt->tmp_dir : NULL, .max_bytes = target};
+    const volatile sig_atomic_t *stop = opt ? opt->stop : NULL;
+    segmentWriterOptions wo = {.tmp_dir = opt ? opt->tmp_dir : NULL, .max_bytes = target, .stop = stop};
     if ((rc = segmentWriterOpen(st, id->valuestring, schema, &wo, &w, err))) goto out;
     if (!(replace = cJSON_CreateArray())) {
         rc = errSet(err, LAKE_EFAIL, "out of memory");
@@ -110,10 +115,12 @@ static int compactOnce(catalogCache *c, stage *st, segcache *segs, const char *n
             cJSON_Delete(loc);
             rc = errSet(err, LAKE_EFAIL, "out of memory");
         }
-        if (rc || (rc = compactCopySegment(segs, st, schema, g, NULL, NULL, w, err))) goto out;
+        if (!rc && stopped(stop)) rc = errSet(err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
+        if (rc || (rc = compactCopySegment(segs, st, schema, g, NULL, NULL, w, stop, err))) goto out;
     }
     if ((rc = segmentWriterFinish(w, &written, &files, err))) goto out;
-    if (interruptPending()) {
+    testHold("LAKE_TEST_COMPACT_HOLD"); /* the interrupt suites: segments uploaded, not committed */
+    if (stopped(stop)) {
         rc = errSet(err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
         goto out;
     }
@@ -153,11 +160,13 @@ int compactTable(catalogCache *c, stage *st, segcache *segs, const char *ns, con
     }
 }
 
-void compactAfterAppends(const lakeConfig *cfg, catalogCache *c, stage *st, segcache *segs) {
+void compactAfterAppends(const lakeConfig *cfg, catalogCache *c, stage *st, segcache *segs,
+                         const volatile sig_atomic_t *stop) {
     if (!c || cfg->compact_threshold <= 0) return;
     segcache *own = NULL;
     const char *t;
-    for (int i = 0; (t = cacheAppended(c, i)) && !interruptPending(); i++) {
+    compactOptions opt = {.stop = stop};
+    for (int i = 0; (t = cacheAppended(c, i)) && !stopped(stop); i++) {
         lakeError err = {0};
         char *ns = NULL, *name = NULL;
         cJSON *reg = NULL;
@@ -174,12 +183,13 @@ void compactAfterAppends(const lakeConfig *cfg, catalogCache *c, stage *st, segc
             compactResult res;
             if (!segs && !own && !(rc = segcacheMaxFromEnv(&max, &err)))
                 rc = segcacheOpen(cfg->cache_dir, max, &own, &err);
-            if (!rc) rc = compactTable(c, st, segs ? segs : own, ns, name, NULL, &res, &err);
+            if (!rc) rc = compactTable(c, st, segs ? segs : own, ns, name, &opt, &res, &err);
             if (!rc)
                 traceLine("compact", "%s: %lld segments -> %lld, version %lld", t, (long long)res.before,
                           (long long)res.after, (long long)res.version);
         }
-        if (rc && !interruptPending()) logWarn("%s: auto-compaction failed: %s", t, err.msg);
+        if (rc && stopped(stop)) traceLine("compact", "%s: interrupted; nothing committed", t);
+        else if (rc) logWarn("%s: auto-compaction failed: %s", t, err.msg);
         free(ns);
         free(name);
     }
@@ -187,11 +197,11 @@ void compactAfterAppends(const lakeConfig *cfg, catalogCache *c, stage *st, segc
 }
 
 int compactRun(const lakeConfig *cfg, catalogCache *c, const char *ns, const char *name, int64_t target_size,
-               compactResult *res, lakeError *err) {
+               const volatile sig_atomic_t *stop, compactResult *res, lakeError *err) {
     stage *st = NULL;
     segcache *segs = NULL;
     int64_t segMax;
-    compactOptions opt = {.target_size = target_size};
+    compactOptions opt = {.target_size = target_size, .stop = stop};
     int rc = catalogStageOpen(cfg, c, NULL, &st, err);
     if (!rc) rc = segcacheMaxFromEnv(&segMax, err);
     if (!rc) rc = segcacheOpen(cfg->cache_dir, segMax, &segs, err);

@@ -106,7 +106,7 @@ int rewriteCommit(queryRewrite *w, catalogCache *c, segcache *segs, stage *st, c
         }
         /* every row marked: nothing of it to copy */
         if (w->segs[i].marked < rows)
-            rc = compactCopySegment(segs, st, w->schema, segv[i], isMarked, &w->segs[i], w->w, err);
+            rc = compactCopySegment(segs, st, w->schema, segv[i], isMarked, &w->segs[i], w->w, w->stop, err);
     }
     if (!rc) rc = segmentWriterFinish(w->w, &written, &files, err);
     if (!rc) testHold("LAKE_TEST_REWRITE_HOLD"); /* the crash and race suites: segments uploaded, not committed */

@@ -267,7 +267,8 @@ int querySessionRetry(querySession *s, int attempt, lakeError *err) {
 }
 
 void querySessionClose(querySession *s) {
-    if (s->cache) compactAfterAppends(&s->cfg, s->cache, s->stage, s->segs); /* warns, never fails */
+    /* warns, never fails; the context's stop (liblake's lake_interrupt) stops it */
+    if (s->cache) compactAfterAppends(&s->cfg, s->cache, s->stage, s->segs, s->q.stop);
     sqlite3_close(s->db);
     segcacheClose(s->segs);
     cacheClose(s->cache);

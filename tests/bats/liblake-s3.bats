@@ -11,7 +11,9 @@
 #  - embedded, with the S3 keys: the same multipart upload, direct;
 #  - embedded with the default local stage, where the size needs nothing
 #    of multipart.
-# The object is multipart on radosgw: its ETag ends in "-2".
+# The object is multipart on radosgw: its ETag ends in "-2".  And a put
+# from a FIFO stopped by lake_interrupt once its first part is uploaded,
+# while it waits for more input, aborts its multipart upload.
 #
 # The size: the library puts with the default part size, 8 MiB
 # (lib/stage/stage.h, STAGE_PART_DEFAULT; lake_put_fd has no part size of
@@ -136,4 +138,47 @@ metasrv_body_bytes() {
   [[ $(json_field location "$FV") == "file://$STAGE/files/"* ]] || fail "not in the default stage: $FV"
   assert_equal "$(stage_objects | wc -l)" 1
   cmp "$T/scan.bin" "$(stage_objects)"
+}
+
+@test "embedded, with the S3 keys: lake_interrupt once the first part is uploaded, while the put waits for more input, aborts the upload: status 1, code interrupted, no object, no upload left open" {
+  export LAKE_TRACE=1
+  mkfifo "$T/fifo"
+  # held open here (read-write: no wait for a reader) so that the put
+  # sees no end after the bytes written (fd 7: bats's own is 3)
+  exec 7<>"$T/fifo"
+  "$RT" "$T/fifo" >"$T/out" 2>"$T/err" &
+  local pid=$! rc=0 up="" i
+  # the FIFO open: roundtrip's SIGUSR1 handler is installed
+  fd_open_wait "$pid" "$T/fifo" "$T/err"
+  # 8 MiB + 1 byte: one whole part, and one byte of the next
+  cat "$T/scan.bin" >&7 &
+  local writer=$!
+  # the first part uploaded: in the upload's part listing (ListParts)
+  for ((i = 0; i < 1200; i++)); do
+    up=$(s3_uploads stage/)
+    if [ -n "$up" ] && s3_curl "$S3_ENDPOINT/$S3_BUCKET/${up% *}?uploadId=${up#* }" |
+      grep -q '<PartNumber>1</PartNumber>'; then break; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  if [ "$i" -eq 1200 ] || ! kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" "$writer" 2>/dev/null || true
+    fail "no first part listed (upload '$up'): $(cat "$T/err")"
+  fi
+  # the writer done (the last byte fits in the FIFO), and the put blocked
+  # in read(2) for more
+  wait "$writer"
+  read_wait "$pid" "$T/err"
+  kill -USR1 "$pid"
+  wait "$pid" || rc=$?
+  exec 7>&-
+  assert_equal "exit $rc" "exit 1"
+  stderr=$(cat "$T/err")
+  assert_equal "$(untraced_stderr)" "roundtrip: fifo: interrupted (interrupted)"
+  assert_equal "$(cat "$T/out")" ""
+  assert_equal "$(count_requests PUT 'partNumber=1[^0-9]')" 1
+  assert_equal "$(count_requests PUT 'partNumber=2[^0-9]')" 0
+  # the upload aborted, nothing stored
+  assert_equal "$(s3_uploads '')" ""
+  assert_no_s3_objects
 }
