@@ -78,14 +78,15 @@ int lake_open(lake_client **out, const char *const *options, lake_error *e);
 
 /* As lake_open, with the warnings callback of lake_set_warn (fn NULL:
  * nowhere) set before anything is read, so that lake_open's own
- * warnings (a token_file others may read) reach it too.  Two keys
- * beyond lake.conf(5)'s are taken here and by lake_open, each "0" (the
- * default) or "1" (another value is 64): "catalog_offline", the catalog
- * calls answer from the snapshot alone, never asking the metadata
- * source (lake-catalog --offline); "catalog_strict", they fail (69)
- * rather than serve a stale snapshot (lake-catalog --strict).
- * lake-catalog --max-age S is {"catalog_ttl", "S"}.  Thread-safe, as
- * lake_open. */
+ * warnings (a token_file others may read) reach it too.  Three keys
+ * beyond lake.conf(5)'s are taken here and by lake_open (a bad value is
+ * 64): "catalog_offline", "0" (the default) or "1": the catalog calls
+ * answer from the snapshot alone, never asking the metadata source
+ * (lake-catalog --offline); "catalog_strict", "0" or "1": they fail (69)
+ * rather than serve a stale snapshot (lake-catalog --strict);
+ * "catalog_max_age", a whole number of seconds: the snapshot is served
+ * while younger than that, in place of catalog_ttl, which is still read
+ * and checked (lake-catalog --max-age S).  Thread-safe, as lake_open. */
 int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn fn, void *ctx, lake_error *e);
 
 /* Free a client.  Readers still open stay usable until they are closed.

@@ -728,16 +728,14 @@ static int viaLibrary(const char *name) {
  * --offline and --strict as lake_open_v2's keys, and the library's
  * warnings (its own included) on stderr. */
 static int openClient(run *r, lakeError *err) {
-    char ttl[24];
+    char age[24];
     const char *opts[7];
     int n = 0;
     lake_error e;
     if (r->max_age >= 0) {
-        /* lake.conf's catalog_ttl stops at about 31 years: older than
-         * that, no snapshot is */
-        snprintf(ttl, sizeof ttl, "%lld", (long long)(r->max_age < 1000000000 ? r->max_age : 1000000000));
-        opts[n++] = "catalog_ttl";
-        opts[n++] = ttl;
+        snprintf(age, sizeof age, "%lld", (long long)r->max_age);
+        opts[n++] = "catalog_max_age";
+        opts[n++] = age;
     }
     if (r->offline) opts[n++] = "catalog_offline", opts[n++] = "1";
     if (r->strict) opts[n++] = "catalog_strict", opts[n++] = "1";

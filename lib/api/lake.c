@@ -88,6 +88,7 @@ struct lake_client {
     catalogCache *cache;
     logSink sink; /* warnings; fn NULL: dropped */
     int offline, strict; /* lake_open's catalog_offline and catalog_strict */
+    int64_t max_age;     /* catalog_max_age, or -1: catalog_ttl */
     volatile sig_atomic_t stop;
     /* lake_open's options, kept for the query session */
     char *optText[2 * OPTIONS_MAX];
@@ -253,10 +254,20 @@ static int clientStage(lake_client *c, lakeError *err) {
     return rc;
 }
 
-/* lake_open's own keys, beyond lake.conf(5)'s: "0" or "1" into *flag;
- * 0 when key is one of them, 1 when it is not, -1 for another value. */
-static int clientFlag(const char *key, const char *value, int *offline, int *strict) {
-    int *flag = strcmp(key, "catalog_offline") == 0 ? offline : strcmp(key, "catalog_strict") == 0 ? strict : NULL;
+/* lake_open's own keys, beyond lake.conf(5)'s, into c: catalog_offline
+ * and catalog_strict "0" or "1", catalog_max_age a whole number of
+ * seconds.  0 when key is one of them, 1 when it is not, -1 for a bad
+ * value. */
+static int clientKey(const char *key, const char *value, lake_client *c) {
+    if (strcmp(key, "catalog_max_age") == 0) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (errno || end == value || *end || v < 0) return -1;
+        c->max_age = v;
+        return 0;
+    }
+    int *flag = strcmp(key, "catalog_offline") == 0 ? &c->offline : strcmp(key, "catalog_strict") == 0 ? &c->strict : NULL;
     if (!flag) return 1;
     if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) return -1;
     *flag = value[0] == '1';
@@ -269,14 +280,17 @@ int lake_open(lake_client **out, const char *const *options, lake_error *e) {
 
 int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn warn, void *ctx, lake_error *e) {
     configOverride ov[OPTIONS_MAX];
-    int n = 0, offline = 0, strict = 0;
+    lake_client own = {.max_age = -1}; /* its keys, until there is a client */
+    int n = 0;
     if (!out) return misuse(e, "lake_open: out is NULL");
     *out = NULL;
     for (int i = 0; options && options[i]; i += 2) {
         if (!options[i + 1]) return misuse(e, "lake_open: option '%s' has no value", options[i]);
-        int own = clientFlag(options[i], options[i + 1], &offline, &strict);
-        if (own < 0) return misuse(e, "lake_open: %s: '%s' is neither 0 nor 1", options[i], options[i + 1]);
-        if (own == 0) continue;
+        int k = clientKey(options[i], options[i + 1], &own);
+        if (k < 0)
+            return misuse(e, "lake_open: %s: '%s' is %s", options[i], options[i + 1],
+                          strcmp(options[i], "catalog_max_age") == 0 ? "not a number of seconds" : "neither 0 nor 1");
+        if (k == 0) continue;
         if (!configKnownKey(options[i]))
             return misuse(e, "lake_open: unknown option '%s' (the keys are lake.conf(5)'s)", options[i]);
         if (n == OPTIONS_MAX) return misuse(e, "lake_open: more than %d options", OPTIONS_MAX);
@@ -291,8 +305,9 @@ int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn war
     pthread_mutex_init(&c->mu, NULL);
     c->refs = 1;
     c->sink = (logSink){warn, ctx}; /* lake_open_v2's: the configuration's warnings too */
-    c->offline = offline;
-    c->strict = strict;
+    c->offline = own.offline;
+    c->strict = own.strict;
+    c->max_age = own.max_age;
     for (int i = 0; i < n; i++) {
         c->optText[2 * i] = strdup(ov[i].key);
         c->optText[2 * i + 1] = strdup(ov[i].value);
@@ -521,7 +536,7 @@ void lake_free(void *p) { free(p); }
 /* The client's catalog cache, opened on first use, as lake-catalog's. */
 static int catalog(lake_client *c, lakeError *err) {
     if (c->cache) return 0;
-    cacheOptions copt = {c->cfg.catalog_ttl, c->offline, c->strict};
+    cacheOptions copt = {c->max_age >= 0 ? c->max_age : c->cfg.catalog_ttl, c->offline, c->strict};
     int rc = c->src ? 0 : sourceOpen(&c->cfg, &c->src, err);
     if (!rc) rc = cacheOpen(&c->cfg, c->src, &copt, &c->cache, err);
     return rc;

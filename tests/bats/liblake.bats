@@ -514,6 +514,18 @@ three_segments() {
   [[ $stderr != *"trace: source"* ]] || fail "the source was asked: $stderr"
   run --separate-stderr "$RT" -o catalog_offline=yes list
   assert_error roundtrip 64 "catalog_offline: 'yes' is neither 0 nor 1" "(usage)"
+  # catalog_max_age (lake-catalog --max-age) in place of catalog_ttl,
+  # which is still checked
+  run --separate-stderr "$RT" -o catalog_max_age=0 list
+  assert_success
+  [[ $stderr == "roundtrip: warning: "*"serving generation "* ]] || fail "no stale warning: $stderr"
+  LAKE_CATALOG_TTL=0 run --separate-stderr "$RT" -o catalog_max_age=100000 list
+  assert_clean_success
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  LAKE_CATALOG_TTL=soon run --separate-stderr "$RT" -o catalog_max_age=100000 list
+  assert_error roundtrip 78 "catalog_ttl: 'soon' is not a number of seconds" "(config)"
+  run --separate-stderr "$RT" -o catalog_max_age=-1 list
+  assert_error roundtrip 64 "catalog_max_age: '-1' is not a number of seconds" "(usage)"
   # the stage lake-metasrv advertises is asked for when first needed: with
   # the server down and no cache, a query of no table still answers (as
   # lake-query's), and a put says what it could not reach
