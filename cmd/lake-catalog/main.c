@@ -13,12 +13,13 @@
  * source calls while it is fresh.  Changes go to the source, then refresh
  * the cache before returning, so the next command on this host sees them.
  *
- * show, resolve, history and the changes (create-namespace, create,
- * drop, alter, rollback, expire, compact) are liblake's calls (lake.h),
- * on a client opened with this run's options: the command is the
- * library's first user, so the library cannot fall behind it.  The rest
- * (list, whose fallbacks for a principal denied the directory the
- * library lacks, and those it has no call for) use lib/catalog directly.
+ * The changes (create-namespace, create, drop, alter, rollback, expire,
+ * compact) and history are liblake's calls (lake.h), on a client opened
+ * with this run's options: the command is the library's first user, so
+ * the library cannot fall behind it.  The rest use lib/catalog directly:
+ * those the library has no call for, and list, show and resolve, which a
+ * lake_client would slow down (lake_open binds libcrypto and libmagic,
+ * most of a short command's start-up; cli.bats) and TAB completion runs.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -335,26 +336,32 @@ static int printTables(run *r, const cacheEntry *e, size_t n, const char *ns, la
     return rc;
 }
 
-/* NS.T checked, as a usage error, before the library is asked. */
-static void tableArg(const char *q, lakeError *err) {
+/* The directory entry of NS.T (for a principal denied the directory, from
+ * its registration); 66 when there is none. */
+static int findTable(run *r, const char *q, const cacheEntry **out, lakeError *err) {
     char *ns, *name;
     if (nameSplitTable(q, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    int rc = cacheTable(r->cache, ns, name, out, err);
+    if (rc && err->status && strcmp(err->status, "not_found") == 0)
+        rc = errSet(err, LAKE_ENOINPUT, "%s: no such table", q);
     free(ns);
     free(name);
+    return rc;
 }
 
-/* show: the columns (lake_catalog_show), from the directory entry (for a
- * principal denied the directory, from its registration). */
 static int cmdShow(run *r, char **args, lakeError *err) {
-    char *json = NULL;
-    lake_error e;
-    cJSON *schema = NULL, *c;
-    tableArg(args[0], err);
-    int rc = lake_catalog_show(r->lake, args[0], &json, &e) ? libError(&e, err) : 0;
-    if (!rc && !(schema = cJSON_Parse(json))) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "show");
-    if (!rc && r->json) {
+    const cacheEntry *e;
+    cJSON *c;
+    int rc = findTable(r, args[0], &e, err);
+    if (rc) return rc;
+    cJSON *schema = cJSON_Parse(e->schema);
+    if (!cJSON_IsArray(schema)) {
+        cJSON_Delete(schema);
+        return errSet(err, LAKE_EFAIL, "%s: malformed schema in the catalog", args[0]);
+    }
+    if (r->json) {
         rc = printJson(schema, err);
-    } else if (!rc) {
+    } else {
         if (r->header) fputs("column\ttype\n", stdout);
         cJSON_ArrayForEach(c, schema) {
             printf("%s\t%s\n", cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring,
@@ -362,19 +369,18 @@ static int cmdShow(run *r, char **args, lakeError *err) {
         }
     }
     cJSON_Delete(schema);
-    lake_free(json);
     return rc;
 }
 
-/* resolve: the registration at --version N or the current one
- * (lake_resolve), its JSON as the library gives it. */
 static int cmdResolve(run *r, char **args, lakeError *err) {
-    char *json = NULL;
-    lake_error e;
-    tableArg(args[0], err);
-    int rc = lake_resolve(r->lake, args[0], r->version, &json, &e) ? libError(&e, err) : 0;
-    if (!rc && puts(json) == EOF) rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
-    lake_free(json);
+    char *ns, *name;
+    cJSON *reg = NULL;
+    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    int rc = cacheResolve(r->cache, ns, name, r->version, &reg, err);
+    if (!rc) rc = printJson(reg, err);
+    cJSON_Delete(reg);
+    free(ns);
+    free(name);
     return rc;
 }
 
@@ -384,7 +390,10 @@ static int cmdHistory(run *r, char **args, lakeError *err) {
     static const char *const cols[] = {"version", "committed_at", "principal", "operation", "rows_added",
                                        "rows_removed", "segments", "rows", "bytes", "expired_at"};
     if (r->offline) return errSet(err, LAKE_EUSAGE, "history asks the source; not --offline");
-    tableArg(args[0], err);
+    char *ns, *name;
+    if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    free(ns);
+    free(name);
     char *json = NULL;
     lake_error e;
     cJSON *all = NULL, *v;
@@ -717,8 +726,8 @@ static int cmdCompact(run *r, char **args, lakeError *err) {
 
 /* The commands that are liblake's calls. */
 static int viaLibrary(const char *name) {
-    static const char *const lib[] = {"show", "resolve", "create-namespace", "create", "drop", "alter",
-                                      "rollback", "expire", "compact", "history"};
+    static const char *const lib[] = {"create-namespace", "create", "drop", "alter", "rollback",
+                                      "expire", "compact", "history"};
     for (size_t i = 0; i < sizeof lib / sizeof lib[0]; i++)
         if (strcmp(lib[i], name) == 0) return 1;
     return 0;

@@ -192,7 +192,6 @@ teardown() {
       assert_output "$DOCS_LIST"
       assert_calls 0
     fi
-    # show is liblake's lake_catalog_show, --max-age its catalog_max_age
     run_traced lake-catalog --max-age "$age" show docs.notes
     if [ "$status" -eq 64 ]; then
       assert_error lake-catalog 64 --max-age
@@ -211,9 +210,10 @@ teardown() {
       assert_calls 0
     fi
   done
-  # --max-age wins over catalog_ttl, which is still checked, through the
-  # library (show) as without it (list)
-  LAKE_CATALOG_TTL=soon run --separate-stderr lake-catalog --max-age 5 show docs.notes
+  # --max-age wins over catalog_ttl, which is still checked: through the
+  # library (history is lake_catalog_history, --max-age its
+  # catalog_max_age) as without it (list)
+  LAKE_CATALOG_TTL=soon run --separate-stderr lake-catalog --max-age 5 history docs.notes
   assert_error lake-catalog 78 "catalog_ttl: 'soon' is not a number of seconds"
   LAKE_CATALOG_TTL=soon run --separate-stderr lake-catalog --max-age 5 list
   assert_error lake-catalog 78 "catalog_ttl: 'soon' is not a number of seconds"
