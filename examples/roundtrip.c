@@ -28,7 +28,10 @@
  *   roundtrip abandon SQL [PARAM...]
  *                        compile and bind, then close before any step
  *   roundtrip create-namespace NS | create NS.T COLUMNS | drop NS.T |
- *             show NS.T  change or show the catalog (lake_catalog_*)
+ *             show NS.T  change or show the catalog (lake_catalog_*);
+ *                        create-namespace and create with a last
+ *                        argument if-not-exists: the _v2 forms with
+ *                        LIBLAKE_IF_NOT_EXISTS
  *   roundtrip seed NS.T FILE
  *                        the seed's round trip: put FILE, insert a row
  *                        (name TEXT, f FILE) holding it into NS.T
@@ -45,16 +48,21 @@
  *   roundtrip import-stopped NS.T FORMAT FILE
  *                        the same after lake_interrupt: nothing appended
  *   roundtrip alter NS.T ACTION ARG [ARG]
- *                        change a table's columns (lake_catalog_alter)
+ *                        change a table's columns (lake_catalog_alter_v2)
  *   roundtrip rollback NS.T N | history NS.T | expire [NS.T] [DURATION] |
  *             compact NS.T [SIZE]
- *                        a table's versions (lake_catalog_rollback,
- *                        _history: its JSON printed, _expire: NS.T is
- *                        the argument with a dot, _compact: SIZE bytes)
+ *                        a table's versions (lake_catalog_rollback_v2,
+ *                        _history: its JSON printed, _expire_v2: NS.T is
+ *                        the argument with a dot, _compact_v2: SIZE
+ *                        bytes); alter, rollback, expire and compact
+ *                        print the line lake-catalog prints
  *   roundtrip presign REF SECONDS
  *                        the URL lake_presign gives
  *   roundtrip misuse     call the API with NULL and bad arguments; one
  *                        line "CALL: STATUS CODE" each
+ *
+ * Before any of these, -o KEY=VALUE (repeated) is an option of
+ * lake_open_v2 (catalog_offline=1, catalog_ttl=0, ...).
  *
  * SIGUSR1 calls lake_interrupt on the client (async-signal-safe: it only
  * sets a flag), so that a test stops a call at an exact point.
@@ -345,11 +353,16 @@ static int presign(lake_client *c, const char *ref, const char *seconds, lake_er
     return 0;
 }
 
-/* create-namespace NS, create NS.T COLUMNS, drop NS.T, show NS.T. */
-static int change(lake_client *c, char **argv, lake_error *e) {
+/* create-namespace NS [if-not-exists], create NS.T COLUMNS
+ * [if-not-exists], drop NS.T, show NS.T. */
+static int change(lake_client *c, int argc, char **argv, lake_error *e) {
     char *json;
-    if (strcmp(argv[1], "create-namespace") == 0) return lake_catalog_create_namespace(c, argv[2], e);
-    if (strcmp(argv[1], "create") == 0) return lake_catalog_create(c, argv[2], argv[3], e);
+    int flags = strcmp(argv[argc - 1], "if-not-exists") == 0 ? LIBLAKE_IF_NOT_EXISTS : 0;
+    if (strcmp(argv[1], "create-namespace") == 0)
+        return flags ? lake_catalog_create_namespace_v2(c, argv[2], flags, e)
+                     : lake_catalog_create_namespace(c, argv[2], e);
+    if (strcmp(argv[1], "create") == 0)
+        return flags ? lake_catalog_create_v2(c, argv[2], argv[3], flags, e) : lake_catalog_create(c, argv[2], argv[3], e);
     if (strcmp(argv[1], "drop") == 0) return lake_catalog_drop(c, argv[2], e);
     if (lake_catalog_show(c, argv[2], &json, e)) return e->exit_status;
     printf("%s\n", json);
@@ -357,16 +370,34 @@ static int change(lake_client *c, char **argv, lake_error *e) {
     return 0;
 }
 
-/* rollback NS.T N, history NS.T, expire [NS.T] [DURATION], compact NS.T [SIZE]. */
+/* "s" unless there is exactly one. */
+static const char *plural(long long n) { return n == 1 ? "" : "s"; }
+
+/* rollback NS.T N, history NS.T, expire [NS.T] [DURATION], compact NS.T
+ * [SIZE]; each change's line as lake-catalog prints it. */
 static int versions(lake_client *c, int argc, char **argv, lake_error *e) {
     char *json;
-    if (strcmp(argv[1], "rollback") == 0) return lake_catalog_rollback(c, argv[2], strtoll(argv[3], NULL, 10), e);
-    if (strcmp(argv[1], "compact") == 0)
-        return lake_catalog_compact(c, argv[2], argc == 4 ? strtoll(argv[3], NULL, 10) : 0, e);
+    int64_t v, n, w;
+    if (strcmp(argv[1], "rollback") == 0) {
+        long long to = strtoll(argv[3], NULL, 10);
+        if (lake_catalog_rollback_v2(c, argv[2], to, &v, e)) return e->exit_status;
+        printf("rolled back %s to version %lld: version %lld\n", argv[2], to, (long long)v);
+        return 0;
+    }
+    if (strcmp(argv[1], "compact") == 0) {
+        if (lake_catalog_compact_v2(c, argv[2], argc == 4 ? strtoll(argv[3], NULL, 10) : 0, &n, &w, &v, e))
+            return e->exit_status;
+        if (n)
+            printf("compacted %s: %lld segment%s -> %lld, version %lld\n", argv[2], (long long)n, plural(n),
+                   (long long)w, (long long)v);
+        return 0;
+    }
     if (strcmp(argv[1], "expire") == 0) {
         const char *table = argc > 2 && strchr(argv[2], '.') ? argv[2] : NULL;
         const char *older = argc == 4 ? argv[3] : argc == 3 && !table ? argv[2] : NULL;
-        return lake_catalog_expire(c, table, older, e);
+        if (lake_catalog_expire_v2(c, table, older, &n, e)) return e->exit_status;
+        printf("expired %lld version%s%s%s\n", (long long)n, plural(n), table ? " of " : "", table ? table : "");
+        return 0;
     }
     if (lake_catalog_history(c, argv[2], &json, e)) return e->exit_status;
     printf("%s\n", json);
@@ -481,6 +512,9 @@ static int misuse(void) {
     say("lake_open(NULL)", lake_open(NULL, NULL, &e), &e);
     say("lake_open(unknown key)", lake_open(&c, badopt, &e), &e);
     say("lake_open(key without value)", lake_open(&c, novalue, &e), &e);
+    const char *badflag[] = {"catalog_offline", "yes", NULL};
+    say("lake_open_v2(catalog_offline yes)", lake_open_v2(&c, badflag, warn, NULL, &e), &e);
+    say("lake_open_v2(NULL)", lake_open_v2(NULL, NULL, warn, NULL, &e), &e);
     say("lake_put_fd(NULL client)", lake_put_fd(NULL, 0, "x", &f, &e), &e);
     say("lake_put_cb(NULL read)", lake_put_cb(NULL, NULL, NULL, "x", -1, NULL, NULL, &f, &e), &e);
     say("lake_file_from_json(NULL)", lake_file_from_json(NULL, &f, &e), &e);
@@ -590,6 +624,15 @@ static int misuse(void) {
     say("lake_import(unknown format)", lake_import(c, "a.b", 0, "xml", &e), &e);
     say("lake_import(not NS.T)", lake_import(c, "nodot", 0, NULL, &e), &e);
     say("lake_catalog_create_namespace(bad)", lake_catalog_create_namespace(c, "a b", &e), &e);
+    say("lake_catalog_create_namespace_v2(flags 2)", lake_catalog_create_namespace_v2(c, "a", 2, &e), &e);
+    say("lake_catalog_create_v2(flags 2)", lake_catalog_create_v2(c, "a.b", "x TEXT", 2, &e), &e);
+    int64_t v = 0, w = 0, x = 0;
+    say("lake_catalog_alter_v2(NULL table)", lake_catalog_alter_v2(c, NULL, "drop-column", "x", NULL, &v, &e), &e);
+    printf("its version: %lld\n", (long long)v);
+    say("lake_catalog_rollback_v2(-1)", lake_catalog_rollback_v2(c, "a.b", -1, &v, &e), &e);
+    say("lake_catalog_expire_v2(bad duration)", lake_catalog_expire_v2(c, NULL, "7 weeks", &w, &e), &e);
+    say("lake_catalog_compact_v2(NULL client)", lake_catalog_compact_v2(NULL, "a.b", 0, &w, &x, &v, &e), &e);
+    printf("their results: %lld %lld %lld\n", (long long)v, (long long)w, (long long)x);
     say("lake_presign(NULL url)", lake_presign(c, "{}", 60, NULL, &e), &e);
     say("lake_presign(0 seconds)", lake_presign(c, "{}", 0, &json, &e), &e);
     say("lake_presign(not JSON)", lake_presign(c, "{nope", 60, &json, &e), &e);
@@ -629,6 +672,23 @@ int main(int argc, char **argv) {
     lake_client *c;
     lake_error e;
     int rc;
+    /* -o KEY=VALUE...: lake_open_v2's options, split in place */
+    const char *opts[2 * 16 + 1];
+    int nopt = 0;
+    while (argc > 2 && strcmp(argv[1], "-o") == 0 && nopt < 2 * 16) {
+        char *eq = strchr(argv[2], '=');
+        if (!eq) {
+            fprintf(stderr, "roundtrip: -o %s: not KEY=VALUE\n", argv[2]);
+            return 64;
+        }
+        *eq = '\0';
+        opts[nopt++] = argv[2];
+        opts[nopt++] = eq + 1;
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
+    opts[nopt] = NULL;
     if (argc == 2 && strcmp(argv[1], "misuse") == 0) return misuse();
     if (argc == 2 && strcmp(argv[1], "version") == 0) {
         printf("%s %s\n", lake_version(), LIBLAKE_VERSION);
@@ -638,7 +698,9 @@ int main(int argc, char **argv) {
                             strcmp(argv[1], "abandon") == 0);
     int chg = argc == 3 && (strcmp(argv[1], "create-namespace") == 0 || strcmp(argv[1], "drop") == 0 ||
                             strcmp(argv[1], "show") == 0);
+    chg |= argc == 4 && strcmp(argv[1], "create-namespace") == 0 && strcmp(argv[3], "if-not-exists") == 0;
     chg |= argc == 4 && strcmp(argv[1], "create") == 0;
+    chg |= argc == 5 && strcmp(argv[1], "create") == 0 && strcmp(argv[4], "if-not-exists") == 0;
     int imp = (argc >= 5 && strcmp(argv[1], "import") == 0) || (argc == 5 && strcmp(argv[1], "import-stopped") == 0);
     int alt = (argc == 5 || argc == 6) && strcmp(argv[1], "alter") == 0;
     int ver = argc == 4 && strcmp(argv[1], "rollback") == 0;
@@ -654,24 +716,29 @@ int main(int argc, char **argv) {
                                              strcmp(argv[1], "stop") == 0))) {
         fprintf(stderr, "usage: roundtrip FILE | get|get-raw REF | cb|stop|options FILE | list [NS] | "
                         "resolve NS.T [VERSION] | query|types|abandon SQL [PARAM...] |\n"
-                        "       create-namespace NS | create NS.T COLUMNS | drop NS.T | show NS.T | seed NS.T FILE |\n"
+                        "       create-namespace NS [if-not-exists] | create NS.T COLUMNS [if-not-exists] |\n"
+                        "       drop NS.T | show NS.T | seed NS.T FILE |\n"
                         "       presign REF SECONDS | import NS.T FORMAT FILE... | import-stopped NS.T FORMAT FILE |\n"
                         "       alter NS.T ACTION ARG [ARG] | rollback NS.T N | history NS.T |\n"
                         "       expire [NS.T] [DURATION] | compact NS.T [SIZE] |\n"
-                        "       misuse | version\n");
+                        "       misuse | version\n"
+                        "       (each after any -o KEY=VALUE: lake_open_v2's options)\n");
         return 64;
     }
-    if (lake_open(&c, NULL, &e)) return die(&e);
-    lake_set_warn(c, warn, NULL);
+    if (lake_open_v2(&c, opts, warn, NULL, &e)) return die(&e);
     client = c;
     struct sigaction sa = {.sa_handler = onUsr1};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
     if (cat) rc = catalog(c, argc, argv, &e);
-    else if (chg) rc = change(c, argv, &e);
+    else if (chg) rc = change(c, argc, argv, &e);
     else if (imp) rc = import(c, argc, argv, &e);
     else if (ver) rc = versions(c, argc, argv, &e);
-    else if (alt) rc = lake_catalog_alter(c, argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL, &e);
+    else if (alt) {
+        int64_t v;
+        rc = lake_catalog_alter_v2(c, argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL, &v, &e);
+        if (!rc) printf("altered %s: version %lld\n", argv[2], (long long)v);
+    }
     else if (sd) rc = seed(c, argv[2], argv[3], &e);
     else if (ps) rc = presign(c, argv[2], argv[3], &e);
     else if (sql) rc = query(c, argv[1], argv[2], argv + 3, argc - 3, &e);

@@ -53,7 +53,7 @@ typedef struct lake_rows lake_rows;
  * of lake(7) the commands give for the same failure (1, 64..78); code a
  * stable lower-case word for it ("usage", "data", "no_input", "expired",
  * "unavailable", "temporary", "permission", "config", "failed",
- * "interrupted"; a minor release may add codes); message one line of
+ * "interrupted", "exists"; a minor release may add codes); message one line of
  * UTF-8 with no credential in it, as a command would print it. */
 typedef struct lake_error {
     int exit_status;
@@ -64,6 +64,9 @@ typedef struct lake_error {
 /* The library's version, "0.1.0".  Thread-safe. */
 const char *lake_version(void);
 
+/* Where warnings go: lake_set_warn, lake_open_v2. */
+typedef void (*lake_warn_fn)(void *ctx, const char *line);
+
 /* Open a client: lake.conf(5) and the environment, read exactly as the
  * commands read them (LAKE_CONFIG, LAKE_HOME, LAKE_METASRV, LAKE_STAGE,
  * ...), embedded or remote.  options is NULL or a NULL-terminated list of
@@ -72,6 +75,19 @@ const char *lake_version(void);
  * unknown key is 64; a bad configuration 78.  *out is NULL on failure.
  * Thread-safe (each call makes a client of its own). */
 int lake_open(lake_client **out, const char *const *options, lake_error *e);
+
+/* As lake_open, with the warnings callback of lake_set_warn (fn NULL:
+ * nowhere) set before anything is read, so that lake_open's own
+ * warnings (a token_file others may read) reach it too.  Three keys
+ * beyond lake.conf(5)'s are taken here and by lake_open (a bad value is
+ * 64): "catalog_offline", "0" (the default) or "1": the catalog calls
+ * answer from the snapshot alone, never asking the metadata source
+ * (lake-catalog --offline); "catalog_strict", "0" or "1": they fail (69)
+ * rather than serve a stale snapshot (lake-catalog --strict);
+ * "catalog_max_age", a whole number of seconds: the snapshot is served
+ * while younger than that, in place of catalog_ttl, which is still read
+ * and checked (lake-catalog --max-age S).  Thread-safe, as lake_open. */
+int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn fn, void *ctx, lake_error *e);
 
 /* Free a client.  Readers still open stay usable until they are closed.
  * First, as the commands do at their end, each table the client appended
@@ -85,12 +101,11 @@ void lake_close(lake_client *c);
 /* Where warnings go (a stale catalog served, a digest not recorded...):
  * fn is called with one line, without a newline, on the thread that
  * made the call that warns (or a reader's); NULL (the default): nowhere,
- * as are lake_open's own warnings (before there is a client).  A
- * reader, or a statement's rows, already open keeps warning where
- * warnings went when it was opened (its threads too), so that a change
- * here never races them.  64 for a NULL c.  Not to be called while
- * another thread uses c. */
-typedef void (*lake_warn_fn)(void *ctx, const char *line);
+ * as are lake_open's own warnings (before there is a client:
+ * lake_open_v2 takes fn up front).  A reader, or a statement's rows,
+ * already open keeps warning where warnings went when it was opened (its
+ * threads too), so that a change here never races them.  64 for a NULL
+ * c.  Not to be called while another thread uses c. */
 int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
 
 /* Ask the put, statement (lake_query), import (lake_import) or
@@ -237,6 +252,18 @@ int lake_catalog_create_namespace(lake_client *c, const char *ns, lake_error *e)
 int lake_catalog_create(lake_client *c, const char *table, const char *columns, lake_error *e);
 int lake_catalog_drop(lake_client *c, const char *table, lake_error *e);
 
+/* lake_catalog_create_v2 and lake_catalog_create_namespace_v2's flag:
+ * what exists already is success, as lake-catalog create
+ * --if-not-exists: a namespace, or a table with the same columns (names
+ * and types, in order); a table with other columns is 1, code "exists",
+ * the message naming its columns. */
+#define LIBLAKE_IF_NOT_EXISTS 1
+
+/* As lake_catalog_create_namespace and lake_catalog_create, with flags 0
+ * or LIBLAKE_IF_NOT_EXISTS (another bit is 64). */
+int lake_catalog_create_namespace_v2(lake_client *c, const char *ns, int flags, lake_error *e);
+int lake_catalog_create_v2(lake_client *c, const char *table, const char *columns, int flags, lake_error *e);
+
 /* Change table's columns as lake-catalog alter does, as one new version
  * (no data rewritten): action "add-column" with arg1 "COL TYPE",
  * "rename-column" with arg1 COL and arg2 NEW, or "drop-column" with arg1
@@ -247,6 +274,10 @@ int lake_catalog_drop(lake_client *c, const char *table, lake_error *e);
  * per client. */
 int lake_catalog_alter(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
                        lake_error *e);
+/* As lake_catalog_alter; *new_version (new_version may be NULL) the
+ * version it made, -1 on failure. */
+int lake_catalog_alter_v2(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
+                          int64_t *new_version, lake_error *e);
 
 /* A new version of table ("NS.T") holding version to_version's rows and
  * columns, as lake-catalog rollback NS.T --to-version N makes it.  The
@@ -255,6 +286,10 @@ int lake_catalog_alter(lake_client *c, const char *table, const char *action, co
  * for an expired version, 77 when the principal may not.  One thread at a time per
  * client. */
 int lake_catalog_rollback(lake_client *c, const char *table, int64_t to_version, lake_error *e);
+/* As lake_catalog_rollback; *new_version (new_version may be NULL) the
+ * version it made, -1 on failure. */
+int lake_catalog_rollback_v2(lake_client *c, const char *table, int64_t to_version, int64_t *new_version,
+                             lake_error *e);
 
 /* The versions of table ("NS.T"), oldest first, as the JSON array
  * lake-catalog --json history prints: [{"version":1,"committed_at":...,
@@ -273,6 +308,10 @@ int lake_catalog_history(lake_client *c, const char *table, char **json, lake_er
  * unknown table, 77 when the principal may not (expire is an admin's).
  * One thread at a time per client. */
 int lake_catalog_expire(lake_client *c, const char *table, const char *older_than, lake_error *e);
+/* As lake_catalog_expire; *expired (expired may be NULL) how many
+ * versions expired, 0 on failure. */
+int lake_catalog_expire_v2(lake_client *c, const char *table, const char *older_than, int64_t *expired,
+                           lake_error *e);
 
 /* Rewrite table's ("NS.T") small segments into few large ones of at most
  * target_size bytes (0: the default, 64 MiB), committed as one new
@@ -287,6 +326,12 @@ int lake_catalog_expire(lake_client *c, const char *table, const char *older_tha
  * committed (segments already uploaded are left unreferenced, for
  * lake-catalog gc).  One thread at a time per client. */
 int lake_catalog_compact(lake_client *c, const char *table, int64_t target_size, lake_error *e);
+/* As lake_catalog_compact; what it did, each pointer may be NULL:
+ * *replaced the segments rewritten, *written the segments written in
+ * their place, *new_version the version committed; 0, 0 and -1 when
+ * there was nothing to do or on failure. */
+int lake_catalog_compact_v2(lake_client *c, const char *table, int64_t target_size, int64_t *replaced,
+                            int64_t *written, int64_t *new_version, lake_error *e);
 
 /* SQL, as lake-query(1) runs it (lake_query(3)): SQLite's engine over
  * lake tables named NS.T, with the FILE functions; a statement means

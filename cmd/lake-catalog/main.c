@@ -12,6 +12,14 @@
  * Reads are answered from the snapshot cache (lib/catalog/cache): zero
  * source calls while it is fresh.  Changes go to the source, then refresh
  * the cache before returning, so the next command on this host sees them.
+ *
+ * The changes (create-namespace, create, drop, alter, rollback, expire,
+ * compact) and history are liblake's calls (lake.h), on a client opened
+ * with this run's options: the command is the library's first user, so
+ * the library cannot fall behind it.  The rest use lib/catalog directly:
+ * those the library has no call for, and list, show and resolve, which a
+ * lake_client would slow down (lake_open binds libcrypto and libmagic,
+ * most of a short command's start-up; cli.bats) and TAB completion runs.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -19,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "api/command.h"
 
 #include "catalog/cache.h"
 #include "catalog/gc.h"
@@ -33,7 +43,6 @@
 #include "core/jsonstrict.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
-#include "query/compact.h"
 
 enum { OPT_JSON = 0x100, OPT_HEADER = 'H', OPT_MAX_AGE = 0x101, OPT_OFFLINE, OPT_STRICT,
        OPT_VERSION, OPT_FORCE, OPT_DRY_RUN, OPT_GRACE, OPT_IF_NOT_EXISTS, OPT_TARGET_SIZE, OPT_TO_VERSION,
@@ -186,9 +195,11 @@ static const command commands[] = {
 typedef struct run {
     int json, header, force, strict, offline, dry_run, if_not_exists;
     int64_t max_age, version, grace, target_size, to_version, older_than;
+    const char *older_than_text; /* --older-than as given, for lake_catalog_expire_v2 */
     lakeConfig cfg;
     catalogSource *src;
     catalogCache *cache;
+    lake_client *lake; /* the commands that are liblake's calls: no src, no cache */
 } run;
 
 static int64_t parseCount(const char *opt, const char *s) {
@@ -220,6 +231,7 @@ static void parseOption(run *r, int c, const char *arg) {
         if (durationParse(arg, GRACE_MAX_S, &r->older_than))
             cliUsageError(&spec, "--older-than: '%s' is not a duration (seconds, or with a unit: 45s, 30m, 12h, 7d)",
                           arg);
+        r->older_than_text = arg;
         break;
     case OPT_GRACE:
         if (durationParse(arg, GRACE_MAX_S, &r->grace))
@@ -358,15 +370,20 @@ static int cmdResolve(run *r, char **args, lakeError *err) {
 }
 
 /* The table's versions, every page from the source (never cached):
- * sourceHistoryAll, lake_catalog_history's too. */
+ * lake_catalog_history. */
 static int cmdHistory(run *r, char **args, lakeError *err) {
     static const char *const cols[] = {"version", "committed_at", "principal", "operation", "rows_added",
                                        "rows_removed", "segments", "rows", "bytes", "expired_at"};
-    char *ns, *name;
     if (r->offline) return errSet(err, LAKE_EUSAGE, "history asks the source; not --offline");
+    char *ns, *name;
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    free(ns);
+    free(name);
+    char *json = NULL;
+    lake_error e;
     cJSON *all = NULL, *v;
-    int rc = sourceHistoryAll(r->src, ns, name, &all, err);
+    int rc = lake_catalog_history(r->lake, args[0], &json, &e) ? commandFailed(&e, err) : 0;
+    if (!rc && !(all = cJSON_Parse(json))) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "history");
     if (!rc && r->json) rc = printJson(all, err);
     else if (!rc) {
         if (r->header) {
@@ -385,8 +402,7 @@ static int cmdHistory(run *r, char **args, lakeError *err) {
         }
     }
     cJSON_Delete(all);
-    free(ns);
-    free(name);
+    lake_free(json);
     return rc;
 }
 
@@ -433,91 +449,30 @@ static int cmdStatus(run *r, lakeError *err) {
     return 0;
 }
 
-/* "a TEXT, b INTEGER" for a schema's JSON text (caller frees), NULL when
- * it is not one. */
-static char *schemaText(const char *json) {
-    cJSON *schema = cJSON_Parse(json), *c;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = cJSON_IsArray(schema) ? open_memstream(&text, &len) : NULL;
-    if (f) {
-        cJSON_ArrayForEach(c, schema) {
-            const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
-            const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
-            fprintf(f, "%s%s %s", c == schema->child ? "" : ", ", cJSON_IsString(n) ? n->valuestring : "?",
-                    cJSON_IsString(t) ? t->valuestring : "?");
-        }
-        if (fclose(f) != 0) {
-            free(text);
-            text = NULL;
-        }
-    }
-    cJSON_Delete(schema);
-    return text;
-}
-
-/* --if-not-exists after the source refused a create (why): 0 when what
- * was to be created exists already, the same (a table: the same schema);
- * otherwise the refusal, or one naming the other schema. */
-static int existsAlready(run *r, const char *ns, const char *name, const char *schema, const lakeError *why,
-                         lakeError *err) {
-    int rc = cacheRefresh(r->cache, 0, err);
-    if (rc) return rc;
-    if (!name) {
-        if (cacheHasNamespace(r->cache, ns)) return 0;
-        *err = *why;
-        return err->code;
-    }
-    const cacheEntry *e = cacheFindTable(r->cache, ns, name);
-    if (!e) {
-        *err = *why;
-        return err->code;
-    }
-    char *have = NULL;
-    if ((rc = schemaCanonical(e->schema, &have, err))) return rc;
-    /* the same columns, names and types in order: the ids an alter gave
-     * them (lake-catalog alter) are not the schema's text */
-    char *haveText = schemaText(have), *wantText = schemaText(schema);
-    int same = haveText && wantText && strcmp(haveText, wantText) == 0;
-    free(haveText);
-    free(wantText);
-    if (!same) {
-        char *text = schemaText(have);
-        rc = errSetStatus(err, "failed_precondition",
-                          "%s.%s exists with another schema ('%s'); --if-not-exists changes nothing", ns, name,
-                          text ? text : have);
-        free(text);
-    }
-    cJSON_free(have);
-    return rc;
-}
-
+/* create-namespace, create and drop: lake_catalog_create_namespace_v2,
+ * _create_v2 (--if-not-exists: LIBLAKE_IF_NOT_EXISTS) and _drop; the
+ * names and columns checked here first, as usage errors. */
 static int cmdDdl(run *r, const char *cmd, char **args, lakeError *err) {
     char *ns = NULL, *name = NULL, *schema = NULL;
-    int64_t gen;
+    int flags = r->if_not_exists ? LIBLAKE_IF_NOT_EXISTS : 0;
+    lake_error e;
     int rc;
     if (r->offline) return errSet(err, LAKE_EUSAGE, "%s: a change cannot be made --offline", cmd);
     if (strcmp(cmd, "create-namespace") == 0) {
         if (!nameIsValid(args[0]))
             cliUsageError(&spec, "%s: names must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)",
                           args[0], NAME_MAX_LEN);
-        rc = sourceCreateNamespace(r->src, args[0], &gen, err);
+        rc = lake_catalog_create_namespace_v2(r->lake, args[0], flags, &e);
     } else {
         if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
         if (strcmp(cmd, "create") == 0) {
             if (schemaParse(args[1], &schema, err)) cliUsageError(&spec, "%s", err->msg);
-            rc = sourceCreateTable(r->src, ns, name, schema, &gen, err);
+            rc = lake_catalog_create_v2(r->lake, args[0], args[1], flags, &e);
         } else {
-            rc = sourceDropTable(r->src, ns, name, &gen, err);
+            rc = lake_catalog_drop(r->lake, args[0], &e);
         }
     }
-    if (rc && r->if_not_exists && err->status && strcmp(err->status, "failed_precondition") == 0) {
-        lakeError why = *err;
-        errClear(err);
-        rc = existsAlready(r, ns ? ns : args[0], name, schema, &why, err);
-    } else if (!rc) {
-        rc = cacheAfterChange(r->cache, err); /* visible to the next command on this host */
-    }
+    if (rc) commandFailed(&e, err);
     free(ns);
     free(name);
     cJSON_free(schema);
@@ -685,48 +640,49 @@ done:
     return rc;
 }
 
-/* alter: one schema change, one line on stdout. */
+/* alter: one schema change (lake_catalog_alter_v2), one line on stdout. */
 static int cmdAlter(run *r, char **args, int nargs, lakeError *err) {
     char *ns, *name;
     int64_t version;
-    if (schemaAlterCheck(args[0], args[1], args[2], nargs == 4 ? args[3] : NULL, &ns, &name, err))
-        cliUsageError(&spec, "%s", err->msg);
+    lake_error e;
+    const char *arg2 = nargs == 4 ? args[3] : NULL;
+    if (schemaAlterCheck(args[0], args[1], args[2], arg2, &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
     int rc = r->offline ? errSet(err, LAKE_EUSAGE, "alter changes the catalog; not --offline") : 0;
-    if (!rc) rc = cacheAlter(r->cache, ns, name, args[1], args[2], nargs == 4 ? args[3] : NULL, &version, err);
-    if (!rc) rc = cacheAfterChange(r->cache, err); /* the new schema, for the next command on this host */
+    if (!rc && lake_catalog_alter_v2(r->lake, args[0], args[1], args[2], arg2, &version, &e))
+        rc = commandFailed(&e, err);
     if (!rc) printf("altered %s.%s: version %lld\n", ns, name, (long long)version);
     free(ns);
     free(name);
     return rc;
 }
 
-/* expire: one table's versions, or every table's; one line on stdout
- * saying how many expired. */
+/* expire: one table's versions, or every table's (lake_catalog_expire_v2);
+ * one line on stdout saying how many expired. */
 static int cmdExpire(run *r, char **args, int nargs, lakeError *err) {
     char *ns = NULL, *name = NULL;
     int64_t n;
+    lake_error e;
     if (nargs && nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    int rc = r->offline ? errSet(err, LAKE_EUSAGE, "expire changes the catalog; not --offline") : 0;
-    if (!rc) rc = sourceExpire(r->src, ns, name, r->older_than, &n, err);
-    if (!rc) cacheAfterExpire(r->cache);
-    if (!rc)
-        printf("expired %lld version%s%s%s\n", (long long)n, plural(n), nargs ? " of " : "", nargs ? args[0] : "");
     free(ns);
     free(name);
+    int rc = r->offline ? errSet(err, LAKE_EUSAGE, "expire changes the catalog; not --offline") : 0;
+    if (!rc && lake_catalog_expire_v2(r->lake, nargs ? args[0] : NULL, r->older_than_text, &n, &e))
+        rc = commandFailed(&e, err);
+    if (!rc)
+        printf("expired %lld version%s%s%s\n", (long long)n, plural(n), nargs ? " of " : "", nargs ? args[0] : "");
     return rc;
 }
 
-/* rollback: a new version with an older version's rows, one line on
- * stdout saying which. */
+/* rollback: a new version with an older version's rows
+ * (lake_catalog_rollback_v2), one line on stdout saying which. */
 static int cmdRollback(run *r, char **args, lakeError *err) {
     char *ns, *name;
     int64_t version;
+    lake_error e;
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
     if (r->to_version < 0) cliUsageError(&spec, "rollback: --to-version N is required");
     int rc = r->offline ? errSet(err, LAKE_EUSAGE, "rollback changes the catalog; not --offline") : 0;
-    if (!rc) rc = cacheRollback(r->cache, ns, name, r->to_version, &version, err);
-    /* version N's schema may not be the one before (an alter between) */
-    if (!rc) rc = cacheAfterChange(r->cache, err);
+    if (!rc && lake_catalog_rollback_v2(r->lake, args[0], r->to_version, &version, &e)) rc = commandFailed(&e, err);
     if (!rc)
         printf("rolled back %s.%s to version %lld: version %lld\n", ns, name, (long long)r->to_version,
                (long long)version);
@@ -735,20 +691,50 @@ static int cmdRollback(run *r, char **args, lakeError *err) {
     return rc;
 }
 
-/* compact: the table's small segments into few large ones (compactRun,
- * lake_catalog_compact's too), one line on stdout saying what was done. */
+/* compact: the table's small segments into few large ones
+ * (lake_catalog_compact_v2), one line on stdout saying what was done. */
 static int cmdCompact(run *r, char **args, lakeError *err) {
     char *ns, *name;
+    int64_t replaced, written, version;
+    lake_error e;
     if (nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
-    compactResult res;
     int rc = r->offline ? errSet(err, LAKE_EUSAGE, "compact changes the catalog; not --offline") : 0;
-    if (!rc) rc = compactRun(&r->cfg, r->cache, ns, name, r->target_size, NULL, &res, err);
-    if (!rc && res.replaced)
-        printf("compacted %s.%s: %lld segment%s -> %lld, version %lld\n", ns, name, (long long)res.replaced,
-               plural(res.replaced), (long long)res.written, (long long)res.version);
+    if (!rc && lake_catalog_compact_v2(r->lake, args[0], r->target_size, &replaced, &written, &version, &e))
+        rc = commandFailed(&e, err);
+    if (!rc && replaced)
+        printf("compacted %s.%s: %lld segment%s -> %lld, version %lld\n", ns, name, (long long)replaced,
+               plural(replaced), (long long)written, (long long)version);
     free(ns);
     free(name);
     return rc;
+}
+
+/* The commands that are liblake's calls. */
+static int viaLibrary(const char *name) {
+    static const char *const lib[] = {"create-namespace", "create", "drop", "alter", "rollback",
+                                      "expire", "compact", "history"};
+    for (size_t i = 0; i < sizeof lib / sizeof lib[0]; i++)
+        if (strcmp(lib[i], name) == 0) return 1;
+    return 0;
+}
+
+/* This run's client: lake.conf(5) and the environment, with --max-age,
+ * --offline and --strict as lake_open_v2's keys, and the library's
+ * warnings (its own included) on stderr. */
+static int openClient(run *r, lakeError *err) {
+    char age[24];
+    const char *opts[7];
+    int n = 0;
+    lake_error e;
+    if (r->max_age >= 0) {
+        snprintf(age, sizeof age, "%lld", (long long)r->max_age);
+        opts[n++] = "catalog_max_age";
+        opts[n++] = age;
+    }
+    if (r->offline) opts[n++] = "catalog_offline", opts[n++] = "1";
+    if (r->strict) opts[n++] = "catalog_strict", opts[n++] = "1";
+    opts[n] = NULL;
+    return lake_open_v2(&r->lake, opts, logWarnLine, NULL, &e) ? commandFailed(&e, err) : 0;
 }
 
 int main(int argc, char **argv) {
@@ -777,10 +763,15 @@ int main(int argc, char **argv) {
      * ends the run (core/interrupt.h) */
     interruptCatch(0);
     lakeError err = {0};
-    int rc = configLoad(&r.cfg, NULL, 0, &err);
-    cacheOptions copt = {r.max_age >= 0 ? r.max_age : r.cfg.catalog_ttl, r.offline, r.strict};
-    if (!rc) rc = sourceOpen(&r.cfg, &r.src, &err);
-    if (!rc) rc = cacheOpen(&r.cfg, r.src, &copt, &r.cache, &err);
+    int rc;
+    if (viaLibrary(cmd->name)) {
+        rc = openClient(&r, &err);
+    } else {
+        rc = configLoad(&r.cfg, NULL, 0, &err);
+        cacheOptions copt = {r.max_age >= 0 ? r.max_age : r.cfg.catalog_ttl, r.offline, r.strict};
+        if (!rc) rc = sourceOpen(&r.cfg, &r.src, &err);
+        if (!rc) rc = cacheOpen(&r.cfg, r.src, &copt, &r.cache, &err);
+    }
     if (rc) goto out;
 
     const char *name = cmd->name;
@@ -805,6 +796,7 @@ int main(int argc, char **argv) {
         rc = errSetErrno(&err, LAKE_EFAIL, errno, "stdout");
 out:
     if (rc) logError(&err);
+    lake_close(r.lake);
     cacheClose(r.cache);
     sourceClose(r.src);
     configFree(&r.cfg);

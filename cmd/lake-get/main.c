@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lake.h"
+#include "api/command.h"
 
 #include "catalog/names.h"
 #include "core/cli.h"
@@ -145,18 +145,13 @@ static int ttyRefuse(const fileValue *fv, const char *what, lakeError *err) {
                   "or -o - to write it anyway", fv->location, what);
 }
 
-/* A failed library call's error as the command's own. */
-static int libFailed(const lake_error *e, lakeError *err) {
-    return errSet(err, e->exit_status ? e->exit_status : LAKE_EFAIL, "%s", e->message);
-}
-
 /* --presign: one line, the URL of the object ref names.  No request for
  * the object itself; containment is lake_presign's first check. */
 static int presignOne(getRun *run, const char *ref, lakeError *err) {
     char *url = NULL;
     int fd = STDOUT_FILENO, rc = 0;
     lake_error e;
-    if (lake_presign(run->c, ref, run->presign, &url, &e)) rc = libFailed(&e, err);
+    if (lake_presign(run->c, ref, run->presign, &url, &e)) rc = commandFailed(&e, err);
     else if (fdWrite(&fd, url, strlen(url)) < 0 || fdWrite(&fd, "\n", 1) < 0)
         rc = errSetErrno(err, LAKE_EFAIL, errno, "stdout");
     lake_free(url);
@@ -179,7 +174,7 @@ static int copyOut(void *ctx, lakeWriter *w, lakeError *err) {
         if (w->write(w->ctx, j->buf, (size_t)n) < 0) return errSetErrno(err, LAKE_EFAIL, errno, "%s", w->what);
         progressAdd(j->prog, n);
     }
-    return n < 0 ? libFailed(&e, err) : 0;
+    return n < 0 ? commandFailed(&e, err) : 0;
 }
 
 static int getOne(getRun *run, const fileValue *fv, const char *ref, lakeError *err) {
@@ -188,7 +183,7 @@ static int getOne(getRun *run, const fileValue *fv, const char *ref, lakeError *
     if (run->presign) return presignOne(run, ref, err);
     copyJob job = {NULL, NULL, NULL};
     /* containment, before any I/O on the location, is the open's first check */
-    if (lake_open_file_opt(run->c, ref, run->ropt, &job.rd, &e)) return libFailed(&e, err);
+    if (lake_open_file_opt(run->c, ref, run->ropt, &job.rd, &e)) return commandFailed(&e, err);
     if (!run->tar && !run->outdir && run->tty && fv->content_type && !textType(fv->content_type)) {
         lake_reader_close(job.rd);
         return ttyRefuse(fv, fv->content_type, err);
@@ -340,7 +335,7 @@ int main(int argc, char **argv) {
     if (!rc && run.outdir && (stat(run.outdir, &sb) < 0 || !S_ISDIR(sb.st_mode)))
         rc = errSet(&err, LAKE_ENOINPUT, "%s: no such directory", run.outdir);
     lake_error e;
-    if (!rc && lake_open(&run.c, copt, &e)) rc = libFailed(&e, &err);
+    if (!rc && lake_open(&run.c, copt, &e)) rc = commandFailed(&e, &err);
     if (!rc) lake_set_warn(run.c, logWarnLine, NULL);
     /* remote mode: the stage lake-metasrv advertises, unless LAKE_STAGE
      * says, asked for by the first REF's open (lake_open_file_opt) */

@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lake.h"
+#include "api/command.h"
 
 #include "catalog/cache.h"
 #include "catalog/vend.h"
@@ -360,7 +360,7 @@ static int putLib(const putArgs *a, int fd, const char *what, const char *name, 
     progressStart(&src.prog, a->progress, name ? name : what, total);
     int rc = lake_put_opt(a->c, libRead, &src, name, total, opt, libProgress, &src, &f, &e);
     progressEnd(&src.prog);
-    if (rc) rc = errSet(err, e.exit_status, "%s", e.message);
+    if (rc) rc = commandFailed(&e, err);
     else rc = printLine(lake_file_json(f), err);
     lake_file_free(f);
     return rc;
@@ -531,7 +531,7 @@ int main(int argc, char **argv) {
     lake_error e;
     int rc = 0;
     if (!a.table && !a.archive) { /* a plain put: the public library's */
-        if (lake_open(&a.c, lopt, &e)) rc = errSet(&err, e.exit_status, "%s", e.message);
+        if (lake_open(&a.c, lopt, &e)) rc = commandFailed(&e, &err);
         else lake_set_warn(a.c, logWarnLine, NULL);
     } else {
         rc = configLoad(&cfg, ov, 1, &err);

@@ -29,10 +29,13 @@
  * are lake-catalog's: the source changed, then the cache refreshed
  * (cacheAfterChange) so the change is visible at once on this host.
  * _history is sourceHistoryAll, _expire sourceExpire then
- * cacheAfterExpire, _compact compactRun: what lake-catalog history,
- * expire and compact call; the client's stop flag is the compaction's
- * stop (compactOptions), as it is the query session's, whose close
- * compacts after appends.
+ * cacheAfterExpire, _compact compactRun; the client's stop flag is the
+ * compaction's stop (compactOptions), as it is the query session's,
+ * whose close compacts after appends.  lake-catalog makes these
+ * changes, and asks for history, through these very calls (the _v2
+ * forms, which also return what it prints, and LIBLAKE_IF_NOT_EXISTS
+ * for --if-not-exists), on a client of lake_open_v2 whose keys
+ * catalog_offline and catalog_strict are its --offline and --strict.
  * lake_import is lake-query --import's querySessionImport on the client's
  * query session, reading the descriptor as a put does.
  *
@@ -44,6 +47,7 @@
  * readers are closed.
  */
 #include "lake.h"
+#include "api/command.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -87,6 +91,8 @@ struct lake_client {
     catalogSource *src; /* the catalog, opened on first use */
     catalogCache *cache;
     logSink sink; /* warnings; fn NULL: dropped */
+    int offline, strict; /* lake_open's catalog_offline and catalog_strict */
+    int64_t max_age;     /* catalog_max_age, or -1: catalog_ttl */
     volatile sig_atomic_t stop;
     /* lake_open's options, kept for the query session */
     char *optText[2 * OPTIONS_MAX];
@@ -195,6 +201,10 @@ static int finish(lake_error *e, int rc, const lakeError *err) {
     return 0;
 }
 
+int commandFailed(const lake_error *e, lakeError *err) {
+    return errSet(err, e->exit_status ? e->exit_status : LAKE_EFAIL, "%s", e->message);
+}
+
 /* NULL handles and other misuse: 64, as a command's bad argument. */
 __attribute__((format(printf, 2, 3))) static int misuse(lake_error *e, const char *fmt, ...) {
     lakeError err = {0};
@@ -254,13 +264,43 @@ static int clientStage(lake_client *c, lakeError *err) {
     return rc;
 }
 
+/* lake_open's own keys, beyond lake.conf(5)'s, into c: catalog_offline
+ * and catalog_strict "0" or "1", catalog_max_age a whole number of
+ * seconds.  0 when key is one of them, 1 when it is not, -1 for a bad
+ * value. */
+static int clientKey(const char *key, const char *value, lake_client *c) {
+    if (strcmp(key, "catalog_max_age") == 0) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (errno || end == value || *end || v < 0) return -1;
+        c->max_age = v;
+        return 0;
+    }
+    int *flag = strcmp(key, "catalog_offline") == 0 ? &c->offline : strcmp(key, "catalog_strict") == 0 ? &c->strict : NULL;
+    if (!flag) return 1;
+    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) return -1;
+    *flag = value[0] == '1';
+    return 0;
+}
+
 int lake_open(lake_client **out, const char *const *options, lake_error *e) {
+    return lake_open_v2(out, options, NULL, NULL, e);
+}
+
+int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn warn, void *ctx, lake_error *e) {
     configOverride ov[OPTIONS_MAX];
+    lake_client own = {.max_age = -1}; /* its keys, until there is a client */
     int n = 0;
     if (!out) return misuse(e, "lake_open: out is NULL");
     *out = NULL;
     for (int i = 0; options && options[i]; i += 2) {
         if (!options[i + 1]) return misuse(e, "lake_open: option '%s' has no value", options[i]);
+        int k = clientKey(options[i], options[i + 1], &own);
+        if (k < 0)
+            return misuse(e, "lake_open: %s: '%s' is %s", options[i], options[i + 1],
+                          strcmp(options[i], "catalog_max_age") == 0 ? "not a number of seconds" : "neither 0 nor 1");
+        if (k == 0) continue;
         if (!configKnownKey(options[i]))
             return misuse(e, "lake_open: unknown option '%s' (the keys are lake.conf(5)'s)", options[i]);
         if (n == OPTIONS_MAX) return misuse(e, "lake_open: more than %d options", OPTIONS_MAX);
@@ -274,6 +314,10 @@ int lake_open(lake_client **out, const char *const *options, lake_error *e) {
     }
     pthread_mutex_init(&c->mu, NULL);
     c->refs = 1;
+    c->sink = (logSink){warn, ctx}; /* lake_open_v2's: the configuration's warnings too */
+    c->offline = own.offline;
+    c->strict = own.strict;
+    c->max_age = own.max_age;
     for (int i = 0; i < n; i++) {
         c->optText[2 * i] = strdup(ov[i].key);
         c->optText[2 * i + 1] = strdup(ov[i].value);
@@ -553,7 +597,7 @@ void lake_free(void *p) { free(p); }
 /* The client's catalog cache, opened on first use, as lake-catalog's. */
 static int catalog(lake_client *c, lakeError *err) {
     if (c->cache) return 0;
-    cacheOptions copt = {c->cfg.catalog_ttl, 0, 0};
+    cacheOptions copt = {c->max_age >= 0 ? c->max_age : c->cfg.catalog_ttl, c->offline, c->strict};
     int rc = c->src ? 0 : sourceOpen(&c->cfg, &c->src, err);
     if (!rc) rc = cacheOpen(&c->cfg, c->src, &copt, &c->cache, err);
     return rc;
@@ -633,15 +677,94 @@ static int changed(lake_client *c, int rc, lakeError *err) {
 }
 
 int lake_catalog_create_namespace(lake_client *c, const char *ns, lake_error *e) {
+    return lake_catalog_create_namespace_v2(c, ns, 0, e);
+}
+
+/* "a TEXT, b INTEGER" for a schema's JSON text (caller frees), NULL when
+ * it is not one. */
+static char *schemaText(const char *json) {
+    cJSON *schema = cJSON_Parse(json), *col;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = cJSON_IsArray(schema) ? open_memstream(&text, &len) : NULL;
+    if (f) {
+        cJSON_ArrayForEach(col, schema) {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(col, "name");
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(col, "type");
+            fprintf(f, "%s%s %s", col == schema->child ? "" : ", ", cJSON_IsString(n) ? n->valuestring : "?",
+                    cJSON_IsString(t) ? t->valuestring : "?");
+        }
+        if (fclose(f) != 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    cJSON_Delete(schema);
+    return text;
+}
+
+/* LIBLAKE_IF_NOT_EXISTS after the source refused a create (why, in
+ * *err): 0 when what was to be created exists already, the same (a
+ * table: the same columns, names and types in order); otherwise the
+ * refusal, or one naming the other schema (*code "exists"), in *err.
+ * The snapshot is asked again first: the thing may be another host's. */
+static int existsAlready(lake_client *c, const char *ns, const char *name, const char *schema, lakeError *err,
+                         const char **code) {
+    lakeError why = *err;
+    errClear(err);
+    int rc = cacheRefresh(c->cache, 0, err);
+    if (rc) return rc;
+    if (!name) {
+        if (cacheHasNamespace(c->cache, ns)) return 0;
+        *err = why;
+        return err->code;
+    }
+    const cacheEntry *ent = cacheFindTable(c->cache, ns, name);
+    if (!ent) {
+        *err = why;
+        return err->code;
+    }
+    char *have = NULL;
+    if ((rc = schemaCanonical(ent->schema, &have, err))) return rc;
+    /* the ids an alter gave the columns (lake-catalog alter) are not the
+     * schema's text */
+    char *haveText = schemaText(have), *wantText = schemaText(schema);
+    int same = haveText && wantText && strcmp(haveText, wantText) == 0;
+    free(wantText);
+    if (!same) {
+        rc = errSetStatus(err, "failed_precondition",
+                          "%s.%s exists with another schema ('%s'); --if-not-exists changes nothing", ns, name,
+                          haveText ? haveText : have);
+        *code = "exists";
+    }
+    free(haveText);
+    cJSON_free(have);
+    return rc;
+}
+
+/* A create's end: the snapshot refreshed after a change; a refusal with
+ * LIBLAKE_IF_NOT_EXISTS looked into. */
+static int created(lake_client *c, int rc, int flags, const char *ns, const char *name, const char *schema,
+                   lakeError *err, const char **code) {
+    if (rc && (flags & LIBLAKE_IF_NOT_EXISTS) && err->status && strcmp(err->status, "failed_precondition") == 0)
+        return existsAlready(c, ns, name, schema, err, code);
+    return changed(c, rc, err);
+}
+
+int lake_catalog_create_namespace_v2(lake_client *c, const char *ns, int flags, lake_error *e) {
     if (!c) return misuse(e, "lake_catalog_create_namespace: no client");
     if (!ns || !nameIsValid(ns)) return misuse(e, "%s: not a valid namespace name", ns ? ns : "(null)");
+    if (flags & ~LIBLAKE_IF_NOT_EXISTS) return misuse(e, "lake_catalog_create_namespace: unknown flags %#x", flags);
     lakeError err = {0};
     int64_t gen;
+    const char *code = NULL;
     const logSink *old = logSinkSet(&c->sink);
     int rc = catalog(c, &err);
-    if (!rc) rc = changed(c, sourceCreateNamespace(c->src, ns, &gen, &err), &err);
+    if (!rc) rc = created(c, sourceCreateNamespace(c->src, ns, &gen, &err), flags, ns, NULL, NULL, &err, &code);
     logSinkSet(old);
-    return finish(e, rc, &err);
+    if (rc) return fail(e, &err, code);
+    ok(e);
+    return 0;
 }
 
 /* NS.T split for a change; 64 when it is no table name. */
@@ -657,25 +780,34 @@ static int tableName(const char *what, const char *table, char **ns, char **name
 }
 
 int lake_catalog_create(lake_client *c, const char *table, const char *columns, lake_error *e) {
+    return lake_catalog_create_v2(c, table, columns, 0, e);
+}
+
+int lake_catalog_create_v2(lake_client *c, const char *table, const char *columns, int flags, lake_error *e) {
     if (!c) return misuse(e, "lake_catalog_create: no client");
     if (!columns) return misuse(e, "lake_catalog_create: no columns");
+    if (flags & ~LIBLAKE_IF_NOT_EXISTS) return misuse(e, "lake_catalog_create: unknown flags %#x", flags);
     char *ns, *name, *schema = NULL;
     int rc = tableName("lake_catalog_create", table, &ns, &name, e);
     if (rc) return rc;
     lakeError err = {0};
     int64_t gen;
+    const char *code = NULL;
     if (schemaParse(columns, &schema, &err)) {
         err.code = LAKE_EUSAGE;
         rc = err.code;
     }
     const logSink *old = logSinkSet(&c->sink);
     if (!rc) rc = catalog(c, &err);
-    if (!rc) rc = changed(c, sourceCreateTable(c->src, ns, name, schema, &gen, &err), &err);
+    if (!rc)
+        rc = created(c, sourceCreateTable(c->src, ns, name, schema, &gen, &err), flags, ns, name, schema, &err, &code);
     logSinkSet(old);
     free(ns);
     free(name);
     cJSON_free(schema);
-    return finish(e, rc, &err);
+    if (rc) return fail(e, &err, code);
+    ok(e);
+    return 0;
 }
 
 int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
@@ -696,9 +828,15 @@ int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
 
 int lake_catalog_alter(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
                        lake_error *e) {
+    return lake_catalog_alter_v2(c, table, action, arg1, arg2, NULL, e);
+}
+
+int lake_catalog_alter_v2(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
+                          int64_t *new_version, lake_error *e) {
+    if (new_version) *new_version = -1;
     if (!c) return misuse(e, "lake_catalog_alter: no client");
     char *ns, *name;
-    int64_t version;
+    int64_t version = -1;
     lakeError err = {0};
     int rc = schemaAlterCheck(table, action, arg1, arg2, &ns, &name, &err);
     if (rc) return fail(e, &err, NULL);
@@ -708,10 +846,17 @@ int lake_catalog_alter(lake_client *c, const char *table, const char *action, co
     logSinkSet(old);
     free(ns);
     free(name);
+    if (!rc && new_version) *new_version = version;
     return finish(e, rc, &err);
 }
 
 int lake_catalog_rollback(lake_client *c, const char *table, int64_t to_version, lake_error *e) {
+    return lake_catalog_rollback_v2(c, table, to_version, NULL, e);
+}
+
+int lake_catalog_rollback_v2(lake_client *c, const char *table, int64_t to_version, int64_t *new_version,
+                             lake_error *e) {
+    if (new_version) *new_version = -1;
     if (!c) return misuse(e, "lake_catalog_rollback: no client");
     if (to_version < 0) return misuse(e, "lake_catalog_rollback: to_version %lld is negative", (long long)to_version);
     char *ns, *name;
@@ -726,6 +871,7 @@ int lake_catalog_rollback(lake_client *c, const char *table, int64_t to_version,
     logSinkSet(old);
     free(ns);
     free(name);
+    if (!rc && new_version) *new_version = version;
     return finish(e, rc, &err);
 }
 
@@ -750,6 +896,12 @@ int lake_catalog_history(lake_client *c, const char *table, char **json, lake_er
 }
 
 int lake_catalog_expire(lake_client *c, const char *table, const char *older_than, lake_error *e) {
+    return lake_catalog_expire_v2(c, table, older_than, NULL, e);
+}
+
+int lake_catalog_expire_v2(lake_client *c, const char *table, const char *older_than, int64_t *expired,
+                           lake_error *e) {
+    if (expired) *expired = 0;
     if (!c) return misuse(e, "lake_catalog_expire: no client");
     char *ns = NULL, *name = NULL;
     int64_t secs = -1, n;
@@ -763,6 +915,7 @@ int lake_catalog_expire(lake_client *c, const char *table, const char *older_tha
     rc = catalog(c, &err);
     if (!rc) rc = sourceExpire(c->src, ns, name, secs, &n, &err);
     if (!rc) cacheAfterExpire(c->cache);
+    if (!rc && expired) *expired = n;
     logSinkSet(old);
     free(ns);
     free(name);
@@ -770,6 +923,14 @@ int lake_catalog_expire(lake_client *c, const char *table, const char *older_tha
 }
 
 int lake_catalog_compact(lake_client *c, const char *table, int64_t target_size, lake_error *e) {
+    return lake_catalog_compact_v2(c, table, target_size, NULL, NULL, NULL, e);
+}
+
+int lake_catalog_compact_v2(lake_client *c, const char *table, int64_t target_size, int64_t *replaced,
+                            int64_t *written, int64_t *new_version, lake_error *e) {
+    if (replaced) *replaced = 0;
+    if (written) *written = 0;
+    if (new_version) *new_version = -1;
     if (!c) return misuse(e, "lake_catalog_compact: no client");
     if (target_size < 0 || target_size == 1)
         return misuse(e, "lake_catalog_compact: target_size %lld is not a size in bytes (0, or 2 or more)",
@@ -787,6 +948,11 @@ int lake_catalog_compact(lake_client *c, const char *table, int64_t target_size,
         c->stop = 0;
         errSet(&err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
         code = "interrupted";
+    }
+    if (!rc && res.replaced) { /* nothing to do: 0, 0 and -1 */
+        if (replaced) *replaced = res.replaced;
+        if (written) *written = res.written;
+        if (new_version) *new_version = res.version;
     }
     logSinkSet(old);
     free(ns);

@@ -192,6 +192,14 @@ teardown() {
       assert_output "$DOCS_LIST"
       assert_calls 0
     fi
+    run_traced lake-catalog --max-age "$age" show docs.notes
+    if [ "$status" -eq 64 ]; then
+      assert_error lake-catalog 64 --max-age
+    else
+      assert_success
+      assert_output $'body\tTEXT'
+      assert_calls 0
+    fi
     echo "# LAKE_CATALOG_TTL=$age"
     LAKE_CATALOG_TTL=$age run_traced lake-catalog list
     if [ "$status" -eq 78 ]; then
@@ -202,6 +210,13 @@ teardown() {
       assert_calls 0
     fi
   done
+  # --max-age wins over catalog_ttl, which is still checked: through the
+  # library (history is lake_catalog_history, --max-age its
+  # catalog_max_age) as without it (list)
+  LAKE_CATALOG_TTL=soon run --separate-stderr lake-catalog --max-age 5 history docs.notes
+  assert_error lake-catalog 78 "catalog_ttl: 'soon' is not a number of seconds"
+  LAKE_CATALOG_TTL=soon run --separate-stderr lake-catalog --max-age 5 list
+  assert_error lake-catalog 78 "catalog_ttl: 'soon' is not a number of seconds"
 }
 
 @test "a table missing from a fresh snapshot is asked for once before 66" {

@@ -153,6 +153,8 @@ open(verify 0): 0 ok"
   assert_output "lake_open(NULL): 64 usage
 lake_open(unknown key): 64 usage
 lake_open(key without value): 64 usage
+lake_open_v2(catalog_offline yes): 64 usage
+lake_open_v2(NULL): 64 usage
 lake_put_fd(NULL client): 64 usage
 lake_put_cb(NULL read): 64 usage
 lake_file_from_json(NULL): 64 usage
@@ -222,6 +224,14 @@ lake_import(bad fd): 64 usage
 lake_import(unknown format): 64 usage
 lake_import(not NS.T): 64 usage
 lake_catalog_create_namespace(bad): 64 usage
+lake_catalog_create_namespace_v2(flags 2): 64 usage
+lake_catalog_create_v2(flags 2): 64 usage
+lake_catalog_alter_v2(NULL table): 64 usage
+its version: -1
+lake_catalog_rollback_v2(-1): 64 usage
+lake_catalog_expire_v2(bad duration): 64 usage
+lake_catalog_compact_v2(NULL client): 64 usage
+their results: -1 0 0
 lake_presign(NULL url): 64 usage
 lake_presign(0 seconds): 64 usage
 lake_presign(not JSON): 65 data
@@ -475,6 +485,38 @@ shape_of() {
   assert_error roundtrip 66 "no such table" "(no_input)"
 }
 
+@test "lake_catalog_create_v2 and _create_namespace_v2 with LIBLAKE_IF_NOT_EXISTS are lake-catalog's --if-not-exists: what exists is success, other columns are refused (code exists)" {
+  run --separate-stderr "$RT" create-namespace docs if-not-exists
+  assert_clean_success
+  run --separate-stderr "$RT" create-namespace docs if-not-exists
+  assert_clean_success
+  run --separate-stderr "$RT" create-namespace docs
+  assert_error roundtrip 1 "docs: namespace exists" "(failed)"
+  run --separate-stderr "$RT" create docs.t 'a TEXT, b INTEGER' if-not-exists
+  assert_clean_success
+  # the same columns in other words, and after alters gave them ids
+  run --separate-stderr "$RT" create docs.t 'a text,b   INTEGER' if-not-exists
+  assert_clean_success
+  lake-catalog alter docs.t rename-column b c >/dev/null
+  lake-catalog alter docs.t rename-column c b >/dev/null
+  run --separate-stderr "$RT" create docs.t 'a TEXT, b INTEGER' if-not-exists
+  assert_clean_success
+  run --separate-stderr "$RT" create docs.t 'a TEXT, b INTEGER'
+  assert_error roundtrip 1 "docs.t: table exists" "(failed)"
+  # other columns: the command's refusal, word for word
+  run --separate-stderr lake-catalog create docs.t 'a TEXT' --if-not-exists
+  assert_equal "exit $status" "exit 1"
+  local msg=${stderr#lake-catalog: }
+  assert_equal "$msg" "docs.t exists with another schema ('a TEXT, b INTEGER'); --if-not-exists changes nothing"
+  run --separate-stderr "$RT" create docs.t 'a TEXT' if-not-exists
+  assert_error roundtrip 1 "$msg (exists)"
+  # an unknown namespace is no "exists"
+  run --separate-stderr "$RT" create nons.t 'a TEXT' if-not-exists
+  assert_error roundtrip 66 "(no_input)"
+  # nothing but the two alters made a version
+  assert_equal "$(lake-catalog resolve docs.t | jq .version)" 2
+}
+
 @test "seed: put, insert a row holding its FILE value, query it back by parameters, decode, read and compare, through the library alone" {
   head -c 3000000 /dev/urandom >"$T/scan.bin"
   sum=$(sha256sum <"$T/scan.bin" | cut -d' ' -f1)
@@ -545,6 +587,34 @@ shape_of() {
   assert_equal "${#stderr_lines[@]}" 1
   [[ ${stderr_lines[0]} == "roundtrip: warning: "*"serving generation "*" fetched "*" s ago"* ]] ||
     fail "no stale warning: $stderr"
+  # lake_open_v2's keys: catalog_ttl as the environment's, catalog_strict
+  # refuses the stale snapshot (lake-catalog --strict), catalog_offline
+  # asks no source at all (--offline)
+  run --separate-stderr "$RT" -o catalog_ttl=0 list
+  assert_success
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  [[ $stderr == "roundtrip: warning: "*"serving generation "* ]] || fail "no stale warning: $stderr"
+  run --separate-stderr "$RT" -o catalog_ttl=0 -o catalog_strict=1 list
+  assert_equal "exit $status" "exit 69"
+  [[ $stderr == "roundtrip: "*"(unavailable)" ]] || fail "not refused: $stderr"
+  LAKE_TRACE=1 run --separate-stderr "$RT" -o catalog_ttl=0 -o catalog_offline=1 list
+  assert_success
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  [[ $stderr != *"trace: source"* ]] || fail "the source was asked: $stderr"
+  run --separate-stderr "$RT" -o catalog_offline=yes list
+  assert_error roundtrip 64 "catalog_offline: 'yes' is neither 0 nor 1" "(usage)"
+  # catalog_max_age (lake-catalog --max-age) in place of catalog_ttl,
+  # which is still checked
+  run --separate-stderr "$RT" -o catalog_max_age=0 list
+  assert_success
+  [[ $stderr == "roundtrip: warning: "*"serving generation "* ]] || fail "no stale warning: $stderr"
+  LAKE_CATALOG_TTL=0 run --separate-stderr "$RT" -o catalog_max_age=100000 list
+  assert_clean_success
+  assert_output '[{"namespace":"docs","name":"scans"}]'
+  LAKE_CATALOG_TTL=soon run --separate-stderr "$RT" -o catalog_max_age=100000 list
+  assert_error roundtrip 78 "catalog_ttl: 'soon' is not a number of seconds" "(config)"
+  run --separate-stderr "$RT" -o catalog_max_age=-1 list
+  assert_error roundtrip 64 "catalog_max_age: '-1' is not a number of seconds" "(usage)"
   # the stage lake-metasrv advertises is asked for when first needed: with
   # the server down and no cache, a query of no table still answers (as
   # lake-query's), and a put says what it could not reach
@@ -729,15 +799,18 @@ roundtrip: warning: docs.t: 1 row appended"
 }
 
 # alter_as_the_command ARGS...: lake-catalog alter docs.cmd ARGS and
-# roundtrip alter docs.lib ARGS give the same status and message.
+# roundtrip alter docs.lib ARGS give the same status and message, and
+# the same line (lake_catalog_alter_v2's version).
 alter_as_the_command() {
   run --separate-stderr lake-catalog alter docs.cmd "$@"
-  local want=$status msg=${stderr#lake-catalog: }
+  local want=$status msg=${stderr#lake-catalog: } out=$output
   msg=${msg% (see *}
   run --separate-stderr "$RT" alter docs.lib "$@"
   assert_equal "exit $status" "exit $want"
   if [ "$want" -eq 0 ]; then
     assert_equal "$stderr" ""
+    assert_equal "$output" "${out/docs.cmd/docs.lib}"
+    [[ $output == "altered docs.lib: version "[0-9]* ]] || fail "no version: $output"
     assert_equal "$(lake-catalog --json show docs.lib)" "$(lake-catalog --json show docs.cmd)"
   else
     assert_equal "$stderr" "roundtrip: ${msg/docs.cmd/docs.lib} ($(code_of "$want"))"
@@ -782,7 +855,8 @@ alter_both() {
 
 # versions_as_the_command CMD [ARGS...]: lake-catalog CMD on docs.cmd
 # and roundtrip CMD on docs.lib (ARGS the library's, with --to-version N
-# and --older-than D for the command) give the same status and message.
+# and --older-than D for the command) give the same status and message,
+# and the same line (what the _v2 calls return).
 versions_as_the_command() {
   local cmd=$1 table=${2:-} msg want
   shift 2
@@ -796,10 +870,13 @@ versions_as_the_command() {
   want=$status
   msg=${stderr#lake-catalog: }
   msg=${msg% (see *}
+  local out=$output
   run --separate-stderr "$RT" "$cmd" "$table" "$@"
   assert_equal "exit $status" "exit $want"
   if [ "$want" -eq 0 ]; then
     assert_equal "$stderr" ""
+    assert_equal "$output" "${out/docs.cmd/docs.lib}"
+    [ -n "$output" ] || fail "$cmd printed nothing"
   else
     # a version expired is named with the instant its twin's expired (the
     # two expired in two runs, maybe a second apart): that is not compared
