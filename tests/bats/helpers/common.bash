@@ -178,34 +178,34 @@ held_wait() {
     sleep 0.05
   done
 }
-# fd_open_wait PID PATH ERRFILE: wait until process PID has PATH open,
-# failing with ERRFILE's text if PID ended first (a state, not a time:
+# state_wait PID ERRFILE WHAT CMD...: wait until CMD... succeeds, failing
+# with ERRFILE's text if process PID ended first (a state, not a time:
 # bounded only so that a hung program cannot hang the suite; then PID is
-# killed).
-fd_open_wait() {
-  local i
+# killed and the failure says it never WHAT).
+state_wait() {
+  local pid=$1 err=$2 what=$3 i
+  shift 3
   for ((i = 0; i < 1200; i++)); do
-    [ "$(find "/proc/$1/fd" -lname "$2" 2>/dev/null)" = "" ] || return 0
-    kill -0 "$1" 2>/dev/null || fail "the command ended: $(cat "$3")"
+    ! "$@" || return 0
+    kill -0 "$pid" 2>/dev/null || fail "the command ended: $(cat "$err")"
     sleep 0.05
   done
-  kill "$1" 2>/dev/null || true
-  fail "process $1 never opened $2: $(cat "$3")"
+  kill "$pid" 2>/dev/null || true
+  fail "process $pid never $what: $(cat "$err")"
 }
-# read_wait PID ERRFILE: wait until the main thread of process PID blocks
-# in a read of a pipe or FIFO (its wchan is pipe_read, or anon_pipe_read
-# on newer kernels), as fd_open_wait.  On failure PID is killed.
-read_wait() {
-  local i w
-  for ((i = 0; i < 1200; i++)); do
-    w=$(cat "/proc/$1/wchan" 2>/dev/null) || true
-    [[ $w != *pipe_read ]] || return 0
-    kill -0 "$1" 2>/dev/null || fail "the command ended: $(cat "$2")"
-    sleep 0.05
-  done
-  kill "$1" 2>/dev/null || true
-  fail "process $1 never waited in read (wchan $w): $(cat "$2")"
+# has_open PID PATH: process PID has PATH open.
+has_open() { [ "$(find "/proc/$1/fd" -lname "$2" 2>/dev/null)" != "" ]; }
+# in_pipe_read PID: the main thread of process PID blocks in a read of a
+# pipe or FIFO (its wchan is pipe_read, or anon_pipe_read on newer kernels).
+in_pipe_read() {
+  local w
+  w=$(cat "/proc/$1/wchan" 2>/dev/null) || true
+  [[ $w == *pipe_read ]]
 }
+# fd_open_wait PID PATH ERRFILE, read_wait PID ERRFILE: state_wait for
+# those two states.
+fd_open_wait() { state_wait "$1" "$3" "opened $2" has_open "$1" "$2"; }
+read_wait() { state_wait "$1" "$2" "waited in read" in_pipe_read "$1"; }
 # shellcheck disable=SC2034 # HELD_STATUS is the suites' to read
 held_release() {
   touch "$1"
