@@ -194,15 +194,17 @@ static void said(const char *what, int rc, const lake_error *e, int message) {
 static int options(lake_client *c, const char *path, lake_error *e) {
     static const char *const unknown[] = {"no_such_key", "1", NULL}, *const jobs0[] = {"jobs", "0", NULL},
                              *const size1[] = {"size", "1", "label", "LBL", NULL},
+                             *const sizex[] = {"size", "-1", NULL},
                              *const sha0[] = {"sha256", "0000000000000000000000000000000000000000000000000000000000000000",
                                               NULL},
                              *const badsha[] = {"sha256", "xyz", NULL},
                              *const typed[] = {"content_type", "text/x-test", "jobs", "2", "part_size", "5MiB", NULL},
                              *const verify2[] = {"verify", "2", NULL}, *const raw[] = {"verify", "0", NULL},
                              *const parts[] = {"part_size", "1KiB", NULL};
-    static const char *const *const puts[] = {unknown, jobs0, size1, sha0, badsha, typed};
-    static const char *const putWhat[] = {"put(unknown key)", "put(jobs 0)", "put(size 1)", "put(sha256 zeros)",
-                                          "put(sha256 xyz)", "put(content_type, jobs, part_size)"};
+    static const char *const *const puts[] = {unknown, jobs0, size1, sizex, sha0, badsha, typed};
+    static const char *const putWhat[] = {"put(unknown key)", "put(jobs 0)",       "put(size 1)",
+                                          "put(size -1)",     "put(sha256 zeros)", "put(sha256 xyz)",
+                                          "put(content_type, jobs, part_size)"};
     lake_file *f = NULL;
     for (size_t i = 0; i < sizeof puts / sizeof puts[0]; i++) {
         cbState s = {open(path, O_RDONLY), 0, 0};

@@ -108,11 +108,9 @@ typedef struct rowPlan {
 } rowPlan;
 
 static long long parseSize(const char *s) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < 0 || v > FILE_SIZE_MAX)
-        cliUsageError(&spec, "--size: '%s' is not a number of bytes", s);
+    int64_t v;
+    lakeError err = {0};
+    if (stageParseSize(s, &v, &err)) cliUsageError(&spec, "%s", err.msg);
     return v;
 }
 

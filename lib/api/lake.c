@@ -194,9 +194,10 @@ static int fail(lake_error *e, const lakeError *err, const char *code) {
     return status;
 }
 
-/* The end of a call: 0 and e "ok", or err's status and e filled. */
-static int finish(lake_error *e, int rc, const lakeError *err) {
-    if (rc) return fail(e, err, NULL);
+/* The end of a call: 0 and e "ok", or err's status and e filled, its
+ * code code (NULL: the status's). */
+static int finish(lake_error *e, int rc, const lakeError *err, const char *code) {
+    if (rc) return fail(e, err, code);
     ok(e);
     return 0;
 }
@@ -264,6 +265,13 @@ static int clientStage(lake_client *c, lakeError *err) {
     return rc;
 }
 
+/* An option's "0" or "1" into *flag: 0, or -1 for any other text. */
+static int parseFlag(const char *value, int *flag) {
+    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) return -1;
+    *flag = value[0] == '1';
+    return 0;
+}
+
 /* lake_open's own keys, beyond lake.conf(5)'s, into c: catalog_offline
  * and catalog_strict "0" or "1", catalog_max_age a whole number of
  * seconds.  0 when key is one of them, 1 when it is not, -1 for a bad
@@ -279,9 +287,7 @@ static int clientKey(const char *key, const char *value, lake_client *c) {
     }
     int *flag = strcmp(key, "catalog_offline") == 0 ? &c->offline : strcmp(key, "catalog_strict") == 0 ? &c->strict : NULL;
     if (!flag) return 1;
-    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) return -1;
-    *flag = value[0] == '1';
-    return 0;
+    return parseFlag(value, flag);
 }
 
 int lake_open(lake_client **out, const char *const *options, lake_error *e) {
@@ -400,7 +406,7 @@ int lake_file_from_json(const char *json, lake_file **out, lake_error *e) {
     lakeError err = {0};
     int rc = refRead(json, &fv, &err);
     if (!rc) rc = fileWrap(&fv, out, &err);
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 const char *lake_file_json(const lake_file *f) { return f ? f->json : NULL; }
@@ -491,12 +497,8 @@ static int putOptions(const char *const *options, stagePutOptions *opt, const ch
             if (!*v) return errSet(err, LAKE_EUSAGE, "lake_put_opt: content_type is empty");
             opt->content_type = v;
         } else if (strcmp(k, "size") == 0) {
-            char *end;
-            errno = 0;
-            long long n = strtoll(v, &end, 10);
-            if (errno || end == v || *end || n < 0 || n > FILE_SIZE_MAX)
-                return errSet(err, LAKE_EUSAGE, "lake_put_opt: size: '%s' is not a number of bytes", v);
-            opt->expect_size = n;
+            int64_t n;
+            if (!(rc = stageParseSize(v, &n, err))) opt->expect_size = n;
         } else if (strcmp(k, "sha256") == 0) {
             if (!sha256IsHex(v)) return errSet(err, LAKE_EUSAGE, "lake_put_opt: sha256: '%s' is not 64 hex digits", v);
             opt->expect_sha256 = v;
@@ -535,9 +537,7 @@ static int put(lake_client *c, putSrc *src, const char *name, const char *const 
     }
     if (!rc) rc = fileWrap(&fv, out, &err);
     logSinkSet(old);
-    if (rc) return fail(e, &err, code);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err, code);
 }
 
 int lake_put_fd(lake_client *c, int fd, const char *name, lake_file **out, lake_error *e) {
@@ -645,7 +645,7 @@ int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e
     if (!rc && ns && !cacheHasNamespace(c->cache, ns)) rc = errSet(&err, LAKE_ENOINPUT, "%s: no such namespace", ns);
     if (!rc) rc = listJson(ents, n, ns, json, &err);
     logSinkSet(old);
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 int lake_resolve(lake_client *c, const char *table, int64_t version, char **json, lake_error *e) {
@@ -668,7 +668,7 @@ int lake_resolve(lake_client *c, const char *table, int64_t version, char **json
     cJSON_Delete(reg);
     free(ns);
     free(name);
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 /* After a change: the snapshot refreshed so the change is seen at once. */
@@ -762,9 +762,7 @@ int lake_catalog_create_namespace_v2(lake_client *c, const char *ns, int flags, 
     int rc = catalog(c, &err);
     if (!rc) rc = created(c, sourceCreateNamespace(c->src, ns, &gen, &err), flags, ns, NULL, NULL, &err, &code);
     logSinkSet(old);
-    if (rc) return fail(e, &err, code);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err, code);
 }
 
 /* NS.T split for a change; 64 when it is no table name. */
@@ -805,9 +803,7 @@ int lake_catalog_create_v2(lake_client *c, const char *table, const char *column
     free(ns);
     free(name);
     cJSON_free(schema);
-    if (rc) return fail(e, &err, code);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err, code);
 }
 
 int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
@@ -823,7 +819,7 @@ int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
     logSinkSet(old);
     free(ns);
     free(name);
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 int lake_catalog_alter(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
@@ -847,7 +843,7 @@ int lake_catalog_alter_v2(lake_client *c, const char *table, const char *action,
     free(ns);
     free(name);
     if (!rc && new_version) *new_version = version;
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 int lake_catalog_rollback(lake_client *c, const char *table, int64_t to_version, lake_error *e) {
@@ -872,7 +868,7 @@ int lake_catalog_rollback_v2(lake_client *c, const char *table, int64_t to_versi
     free(ns);
     free(name);
     if (!rc && new_version) *new_version = version;
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 int lake_catalog_history(lake_client *c, const char *table, char **json, lake_error *e) {
@@ -892,7 +888,7 @@ int lake_catalog_history(lake_client *c, const char *table, char **json, lake_er
     cJSON_Delete(all);
     free(ns);
     free(name);
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 int lake_catalog_expire(lake_client *c, const char *table, const char *older_than, lake_error *e) {
@@ -919,7 +915,7 @@ int lake_catalog_expire_v2(lake_client *c, const char *table, const char *older_
     logSinkSet(old);
     free(ns);
     free(name);
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 int lake_catalog_compact(lake_client *c, const char *table, int64_t target_size, lake_error *e) {
@@ -957,9 +953,7 @@ int lake_catalog_compact_v2(lake_client *c, const char *table, int64_t target_si
     logSinkSet(old);
     free(ns);
     free(name);
-    if (rc) return fail(e, &err, code);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err, code);
 }
 
 int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error *e) {
@@ -984,7 +978,7 @@ int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error
     cJSON_Delete(schema);
     free(ns);
     free(name);
-    return finish(e, rc, &err);
+    return finish(e, rc, &err, NULL);
 }
 
 /* --- queries ---------------------------------------------------------------- */
@@ -1388,9 +1382,7 @@ int lake_import(lake_client *c, const char *table, int fd, const char *format, l
         code = "interrupted";
     }
     logSinkSet(old);
-    if (rc) return fail(e, &err, code);
-    ok(e);
-    return 0;
+    return finish(e, rc, &err, code);
 }
 
 /* --- readers --------------------------------------------------------------- */
@@ -1456,9 +1448,8 @@ static int readerOptions(lake_reader *r, const char *const *options, lakeError *
         int rc = 0;
         if (!v) return errSet(err, LAKE_EUSAGE, "lake_open_file_opt: option '%s' has no value", k);
         if (strcmp(k, "verify") == 0) {
-            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+            if (parseFlag(v, &r->verify))
                 return errSet(err, LAKE_EUSAGE, "lake_open_file_opt: verify: '%s' is not 0 or 1", v);
-            r->verify = v[0] == '1';
         } else if (strcmp(k, "jobs") == 0) {
             rc = stageParseJobs(v, &jobs, err);
         } else if (strcmp(k, "part_size") == 0) {

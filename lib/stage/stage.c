@@ -52,6 +52,16 @@ int stageParsePartSize(const char *text, int64_t *bytes, lakeError *err) {
     return 0;
 }
 
+int stageParseSize(const char *text, int64_t *bytes, lakeError *err) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < 0 || v > FILE_SIZE_MAX)
+        return errSet(err, LAKE_EUSAGE, "--size: '%s' is not a number of bytes", text);
+    *bytes = v;
+    return 0;
+}
+
 int stageDup(const stage *s, stage **out, lakeError *err) {
     int rc = stageOpen(s->url, out, err);
     if (!rc) stageSetGetJobs(*out, s->get_jobs, s->get_part_size);

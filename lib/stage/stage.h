@@ -125,11 +125,13 @@ int stagePutInto(stage *s, const char *key_dir, lakeReader *r, const stagePutOpt
 #define STAGE_GET_JOBS_DEFAULT 4
 void stageSetGetJobs(stage *s, int jobs, int64_t part_size);
 
-/* The option texts of lake-put's and lake-get's --jobs (1..STAGE_JOBS_MAX)
- * and --part-size (bytes, STAGE_PART_MIN..STAGE_PART_MAX): 0, or 64 with
- * a one-line message naming the option. */
+/* The option texts of lake-put's and lake-get's --jobs (1..STAGE_JOBS_MAX),
+ * --part-size (bytes, STAGE_PART_MIN..STAGE_PART_MAX) and lake-put's --size
+ * (a whole number of bytes, 0..FILE_SIZE_MAX): 0, or 64 with a one-line
+ * message naming the option. */
 int stageParseJobs(const char *text, int *jobs, lakeError *err);
 int stageParsePartSize(const char *text, int64_t *bytes, lakeError *err);
+int stageParseSize(const char *text, int64_t *bytes, lakeError *err);
 
 /* Stream the object fv names to w.  verify=0 skips the digest check.  A
  * value without a known digest (a bare location) is verified against the

@@ -85,6 +85,7 @@ teardown() {
   assert_output "put(unknown key): 64 usage: lake_put_opt: unknown option 'no_such_key'
 put(jobs 0): 64 usage: lake_put_opt: jobs: '0' is not a number from 1 to 64
 put(size 1): 65 data: LBL: more than the stated 1 bytes
+put(size -1): 64 usage: lake_put_opt: size: '-1' is not a number of bytes
 put(sha256 zeros): 65 data: opt: SHA-256 is $sha, not the stated 0000000000000000000000000000000000000000000000000000000000000000
 put(sha256 xyz): 64 usage: lake_put_opt: sha256: 'xyz' is not 64 hex digits
 put(content_type, jobs, part_size): 0 ok
