@@ -48,8 +48,11 @@ static void *detectMain(void *arg) {
 }
 
 int detectorStart(detector **out, lakeError *err) {
-    detector *d = calloc(1, sizeof *d);
     *out = NULL;
+    /* libmagic bound before anything is stored: a detection that failed
+     * for want of it would leave the batch's objects unreferenced */
+    if (stageContentTypeLoad(err)) return LAKE_EFAIL;
+    detector *d = calloc(1, sizeof *d);
     if (!d) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "detector");
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);

@@ -26,7 +26,8 @@ typedef struct detectJob detectJob;
 /* The most bytes of an entry's start that are looked at. */
 #define DETECT_PREFIX_MAX (64 * 1024)
 
-/* Start the helper thread.  1 when it cannot be started. */
+/* Bind libmagic and start the helper thread.  1 when either cannot be
+ * done (the line saying why in err). */
 int detectorStart(detector **out, lakeError *err);
 
 /* Queue the detection of buf (len bytes, malloc'd: the job takes it, and

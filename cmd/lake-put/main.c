@@ -208,7 +208,7 @@ static int batchFlush(stage *st, rowPlan *plan, outBatch *b, lakeError *err) {
         batchEntry *e = &b->e[i];
         if (!rc && e->job) {
             free(e->fv.content_type);
-            e->fv.content_type = detectJobTake(e->job);
+            if (!(e->fv.content_type = detectJobTake(e->job))) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "content type");
         }
         char *json = rc ? NULL : fileValueToJson(&e->fv);
         if (!rc && !json) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "stdout");

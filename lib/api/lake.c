@@ -242,14 +242,14 @@ static void clientUnref(lake_client *c) {
     free(c);
 }
 
-/* The run-time libraries a client needs, bound now: the commands exit 1
+/* The run-time library every client needs, bound now: the commands exit 1
  * when one is missing at its first use, and the library never exits, so
- * a client that opened has them all.  libcurl, which only a remote lake or
- * an S3 stage needs, is bound by the first of them to open (httpOpen,
- * s3ClientInit), which fails as this does. */
+ * a client that opened has libcrypto.  libcurl, which only a remote lake
+ * or an S3 stage needs, is bound by the first of them to open (httpOpen,
+ * s3ClientInit), and libmagic by the first put that detects a content
+ * type (contentTypeDetect), which fail as this does. */
 static int librariesReady(lakeError *err) {
     const char *why = lakeCryptoReady();
-    if (!why) why = stageContentTypeReady();
     if (why) errSet(err, LAKE_EFAIL, "%s", why);
     return why ? -1 : 0;
 }

@@ -119,9 +119,11 @@ int stageOverStated(const lakeReader *r, const stagePutOptions *opt, int64_t tot
 int stageCheckStated(const lakeReader *r, const stagePutOptions *opt, int64_t total,
                      const char *sha256, lakeError *err);
 
-/* Detected content type of the first bytes of an object; never NULL (falls
- * back to application/octet-stream).  Caller frees. */
-char *contentTypeDetect(const void *buf, size_t len);
+/* The content type of an object's first bytes into *type (the caller
+ * frees; application/octet-stream when libmagic finds none): 0, or 1 with
+ * err set when libmagic cannot be bound (bound by the first detection,
+ * never exiting) or memory runs out. */
+int contentTypeDetect(const void *buf, size_t len, char **type, lakeError *err);
 /* Unload the magic database (about 8 MiB resident) until the next
  * detection: the S3 backend does, before its part buffers fill. */
 void contentTypeRelease(void);

@@ -10,6 +10,7 @@
  */
 #include "stage/backend.h"
 
+#include <errno.h>
 #include <magic.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -39,27 +40,32 @@ static const char *const magicNames[] = {MAGIC_FUNCS(LAKE_DLIB_NAME)};
 static void **const magicSlots[] = {MAGIC_FUNCS(SLOT)};
 #define MAGIC_N (sizeof magicNames / sizeof magicNames[0])
 
-const char *stageContentTypeReady(void) {
-    return lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots) ? lib.error : NULL;
-}
-
-char *contentTypeDetect(const void *buf, size_t len) {
+int contentTypeDetect(const void *buf, size_t len, char **type, lakeError *err) {
     const char *t = NULL;
+    *type = NULL;
     pthread_mutex_lock(&mu);
+    if (!loaded && lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots)) {
+        pthread_mutex_unlock(&mu);
+        return errSet(err, LAKE_EFAIL, "%s", lib.error);
+    }
     if (!loaded) {
-        lakeDlibBind(&lib, MAGIC_N, magicNames, magicSlots);
         cookie = lm.magic_open(MAGIC_MIME_TYPE | MAGIC_ERROR);
         loaded = cookie && lm.magic_load(cookie, NULL) == 0 ? 1 : -1;
     }
     if (loaded > 0 && len > 0) t = lm.magic_buffer(cookie, buf, len);
     if (!t || strcmp(t, "application/x-empty") == 0) t = "application/octet-stream";
-    char *r = strdup(t);
+    *type = strdup(t);
     pthread_mutex_unlock(&mu);
-    return r;
+    return *type ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "content type");
+}
+
+int stageContentTypeLoad(lakeError *err) {
+    return lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots) ? errSet(err, LAKE_EFAIL, "%s", lib.error) : 0;
 }
 
 char *stageDetectContentType(const void *buf, size_t len) {
-    return contentTypeDetect(buf, len);
+    char *t;
+    return contentTypeDetect(buf, len, &t, &(lakeError){0}) ? NULL : t;
 }
 
 void contentTypeRelease(void) {

@@ -187,14 +187,14 @@ static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePut
         if (stageStopped(opt)) { rc = stageInterrupted(r, err); goto out; }
         if (n < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", r->what); goto out; }
         if (n == 0) break;
-        if (total == 0 && !opt->content_type) ctype = contentTypeDetect(buf, (size_t)n);
+        if (total == 0 && !opt->content_type && (rc = contentTypeDetect(buf, (size_t)n, &ctype, err))) goto out;
         sha256Update(h, buf, (size_t)n);
         writeRingQueue(ring, (size_t)n);
         total += n;
         if ((rc = stageOverStated(r, opt, total, err))) goto out;
         if (opt->progress) progressAdd(opt->progress, n);
     }
-    if (!ctype && !opt->content_type) ctype = contentTypeDetect("", 0); /* empty input */
+    if (!ctype && !opt->content_type && (rc = contentTypeDetect("", 0, &ctype, err))) goto out; /* empty input */
     if (writeRingFinish(ring) < 0) { rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", dir); goto out; }
     sha256FinalHex(h, out->sha256);
     if ((rc = stageCheckStated(r, opt, total, out->sha256, err))) goto out;

@@ -90,9 +90,9 @@ static int64_t fillPart(putState *ps, char *buf, size_t cap, lakeError *err) {
         if (n == 0) break;
         if (ps->total == 0 && !ps->opt->content_type) {
             /* the magic database is not kept while the part buffers fill */
-            ps->ctype = contentTypeDetect(buf + got, (size_t)n);
+            int rc = contentTypeDetect(buf + got, (size_t)n, &ps->ctype, err);
             contentTypeRelease();
-            if (!ps->ctype) return errSetErrno(err, LAKE_EFAIL, ENOMEM, "put"), -1;
+            if (rc) return -1;
         }
         sha256Update(ps->sha, buf + got, (size_t)n);
         got += (size_t)n;

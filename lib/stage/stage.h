@@ -226,15 +226,16 @@ int stageSync(stage *s, lakeError *err);
  * it sends it with the object (S3: the object's Content-Type). */
 int stageTypeInValue(const stage *s);
 
+/* Binds libmagic, as a put's first detection does: 0, or 1 with err set
+ * (the line saying why), never exiting.  A caller that will detect types
+ * aside (lake-put's detector) asks this before anything is stored. */
+int stageContentTypeLoad(lakeError *err);
 /* The content type libmagic finds in the first bytes of an object, as a
  * put without a content_type records it; application/octet-stream when it
- * finds none.  Never NULL; the caller frees.  Thread-safe (calls take
- * turns on libmagic's one cookie). */
+ * finds none.  The caller frees; NULL when out of memory or libmagic
+ * cannot be bound.  Thread-safe (calls take turns on libmagic's one
+ * cookie). */
 char *stageDetectContentType(const void *buf, size_t len);
-/* Binds libmagic without exiting: NULL when detection can run, else the
- * line saying why not (liblake(3)'s lake_open asks it first: the
- * detection exits 1 when libmagic is missing). */
-const char *stageContentTypeReady(void);
 
 /* Called per unfinished multipart upload that stageAbortUploads aborts
  * (or, with dry_run, would abort). */

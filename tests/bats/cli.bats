@@ -76,7 +76,7 @@ teardown() {
   assert_line --index 1 --partial "OpenSSL/$(openssl version | cut -d' ' -f2)"
 }
 
-@test "start-up: a listing and a query load neither libcrypto nor libmagic, a put no libarchive" {
+@test "start-up: a listing and a query load neither libcrypto nor libmagic, a get no libmagic, a put no libarchive" {
   # (they cost a short command most of its start-up: lib/core/dlib.h)
   lake-catalog create-namespace ns
   lake-catalog create ns.t 'a TEXT'
@@ -84,6 +84,13 @@ teardown() {
   LD_DEBUG=files lake-catalog list 2>"$BATS_TEST_TMPDIR/list.ld" >/dev/null
   LD_DEBUG=files lake-query -c 'SELECT 1' 2>"$BATS_TEST_TMPDIR/query.ld" >/dev/null
   run grep -E 'file=lib(crypto|magic)\.' "$BATS_TEST_TMPDIR/list.ld" "$BATS_TEST_TMPDIR/query.ld"
+  assert_failure 1
+  # a get hashes, and never detects a type
+  printf 'hi\n' >"$BATS_TEST_TMPDIR/g.txt"
+  fv=$(lake-put "$BATS_TEST_TMPDIR/g.txt")
+  LD_DEBUG=files lake-get "$fv" 2>"$BATS_TEST_TMPDIR/get.ld" >/dev/null
+  grep -q 'file=libcrypto\.so\.3 .*dynamically loaded' "$BATS_TEST_TMPDIR/get.ld"
+  run grep 'file=libmagic' "$BATS_TEST_TMPDIR/get.ld"
   assert_failure 1
   # and the commands that need them load them: a put hashes and detects
   printf 'hello\n' >"$BATS_TEST_TMPDIR/f.txt"

@@ -1025,18 +1025,32 @@ r5,5"
   [[ ${lines[0]} == *"\"location\":\"file://$T/other/files/"* ]] || fail "not in lake.conf's stage: ${lines[0]}"
 }
 
-@test "a run-time library that cannot be bound is lake_open's error (status 1), never an exit inside the program; the commands exit 1 with the same line" {
+@test "a run-time library that cannot be bound is the error (status 1) of the call that needs it, never an exit inside the program; the commands exit 1 with the same line" {
   # A fault the real libraries cannot produce: an empty libmagic.so.1 and
   # libcurl.so.4 found first through LD_LIBRARY_PATH, as an old or broken
   # install would offer them.
   mkdir "$T/fake"
   cc -shared -fPIC -o "$T/fake/libmagic.so.1" -x c /dev/null
   cc -shared -fPIC -o "$T/fake/libcurl.so.4" -x c /dev/null
+  fv=$(lake-put --content-type text/plain "$BATS_TEST_FILENAME")
+  # libmagic is bound by the first put that detects a type: the put fails,
+  # leaving nothing
   LD_LIBRARY_PATH=$T/fake run --separate-stderr "$RT" "$BATS_TEST_FILENAME"
   assert_error roundtrip 1 "libmagic.so.1 has no magic_open (libmagic 5 is needed) (failed)"
   LD_LIBRARY_PATH=$T/fake run --separate-stderr lake-put "$BATS_TEST_FILENAME"
   assert_error lake-put 1 "libmagic.so.1 has no magic_open (libmagic 5 is needed)"
-  [ -z "$(find "$LAKE_HOME/stage" -type f 2>/dev/null)" ] || fail "an object was left: $(find "$LAKE_HOME/stage" -type f)"
+  tar cf "$T/a.tar" -C "$(dirname "$BATS_TEST_FILENAME")" liblake.bats
+  LD_LIBRARY_PATH=$T/fake run --separate-stderr lake-put --archive "$T/a.tar"
+  assert_error lake-put 1 "libmagic.so.1 has no magic_open (libmagic 5 is needed)"
+  assert_equal "$(find "$LAKE_HOME/stage" -type f | wc -l)" 1
+  # and nothing else needs it: a get, a put with its type stated
+  LD_LIBRARY_PATH=$T/fake run --separate-stderr lake-get "$fv"
+  assert_success
+  assert_output "$(cat "$BATS_TEST_FILENAME")"
+  LD_LIBRARY_PATH=$T/fake run --separate-stderr lake-put --content-type text/x-bats "$BATS_TEST_FILENAME"
+  assert_success
+  [[ $output == *'"content_type":"text/x-bats"'* ]] || fail "$output"
+  assert_equal "$(find "$LAKE_HOME/stage" -type f | wc -l)" 2
   # libcurl only matters to a remote lake or an S3 stage
   mkdir "$T/fake2"
   cp "$T/fake/libcurl.so.4" "$T/fake2/"
