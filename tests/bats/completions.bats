@@ -632,31 +632,48 @@ catalog_fixture() {
 }
 
 # What an interactive bash (real readline, on a pseudo-terminal) inserts
-# when TAB is pressed at the end of LINE, with lake.bash loaded.
+# when TAB is pressed at the end of LINE, with lake.bash loaded.  Each step
+# waits for what the shell prints, never for a time: readline takes keys in
+# order, so C-t, bound after TAB to print the line (READLINE_LINE), shows
+# the line once the completion is done.  (The bound of 60 s only keeps a
+# hung shell from hanging the suite.)
 readline_tab() {
   python3 - "$BASH_COMP" "$1" <<'PY'
-import os, pty, select, sys, time
+import os, pty, select, signal, sys, time
 comp, line = sys.argv[1], sys.argv[2]
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
-def drain(t):
-    out, end = b"", time.time() + t
-    while time.time() < end:
-        if select.select([fd], [], [], 0.05)[0]:
+seen = b""
+def until(mark):
+    global seen
+    end = time.time() + 60
+    while mark not in seen:
+        if time.time() > end:
+            sys.exit("readline_tab: no %r from the shell, only %r" % (mark, seen))
+        if select.select([fd], [], [], 0.1)[0]:
             try:
-                out += os.read(fd, 65536)
+                chunk = os.read(fd, 65536)
             except OSError:
-                break
+                chunk = b""
+            if not chunk:
+                sys.exit("readline_tab: the shell ended: %r" % seen)
+            seen += chunk
+    i = seen.index(mark) + len(mark)
+    out, seen = seen[:i], seen[i:]
     return out
-os.write(fd, b"PS1='$ '; bind 'set bell-style none'; source '" + comp.encode() + b"'\n")
-drain(1.0)
-os.write(fd, line.encode())
-drain(0.5)
-os.write(fd, b"\t")
-sys.stdout.write(drain(1.0).decode(errors="replace"))
-os.write(fd, b"\x03exit\n")
-drain(0.3)
+# (the echo of each command line differs from its output: RE""ADY, %s)
+os.write(fd, b"PS1='$ '; bind 'set bell-style none'; source '" + comp.encode() +
+         b"'; bind -x '\"\\C-t\": printf \"\\n<<<%s>>>\\n\" \"$READLINE_LINE\"'; echo RE\"\"ADY\n")
+until(b"READY\r\n")
+os.write(fd, line.encode() + b"\t\x14")
+until(b"\n<<<")
+done = until(b">>>")[:-3].decode(errors="replace")
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+if not done.startswith(line):
+    sys.exit("readline_tab: the line became %r" % done)
+sys.stdout.write(done[len(line):])
 PY
 }
 
