@@ -256,7 +256,7 @@ $(NPM_STAMP): tests/package.json tests/package-lock.json
 check: deps
 	@$(MAKE) --no-print-directory $(NPM_STAMP) all unit-bins fuzz-bins
 	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin LAKE_UNIT=$(CURDIR)/$(BUILD)/tests \
-	  LAKE_SRC=$(CURDIR) bash tests/run
+	  LAKE_SRC=$(CURDIR) LAKE_TEST_SANITIZED=$(SANITIZE) bash tests/run
 
 unit-bins: $(UNIT_BINS)
 

@@ -74,13 +74,16 @@ metasrv_start() {
   touch "$dir/serve.log"
   METASRV_LOGS+=("$(stat -c %s "$dir/serve.log") $dir/serve.log")
   metasrv_regopt "$dir"
-  lake-metasrv serve "${METASRV_REGOPT[@]}" --listen "127.0.0.1:$port" \
+  # (the sanitized pass checks the server for leaks: tests/run)
+  ASAN_OPTIONS=${LAKE_TEST_SERVER_ASAN_OPTIONS-${ASAN_OPTIONS:-}} \
+    lake-metasrv serve "${METASRV_REGOPT[@]}" --listen "127.0.0.1:$port" \
     --tls-cert "$dir/cert.pem" --tls-key "$dir/key.pem" "$@" \
     >"$dir/serve.out" 2>>"$dir/serve.log" 3>&- &
   METASRV_PID=$!
   local i
-  # METASRV_START_WAIT: seconds to wait for "listening on" (valgrind: more)
-  for i in $(seq $((${METASRV_START_WAIT:-5} * 40))); do
+  # METASRV_START_WAIT: seconds to wait for "listening on" at most (a
+  # bound, not a time the test needs: a hung start must not hang the suite)
+  for i in $(seq $((${METASRV_START_WAIT:-60} * 40))); do
     grep -q '^listening on ' "$dir/serve.out" && break
     kill -0 "$METASRV_PID" 2>/dev/null || { cat "$dir/serve.log" >&2; fail "lake-metasrv exited"; }
     sleep 0.025
