@@ -365,11 +365,15 @@ failover_table() {
   wait_trace "$T/put.err" "round 2; trying again in"
   pgp_promote "$s" || fail "cannot promote the standby"
   local rc=0
+  # nothing said but, when the cached whoami was older than the cache's
+  # time to live by then (a slow machine), that the client used it
+  # (lib/catalog/cache.c): the whoami is served at once, not retried
+  local used_cached=': the catalog is temporarily unavailable \(its registry may be failing over\); using the cached whoami$'
   wait "$insert" || rc=$?
-  assert_equal "INSERT exit $rc: $(grep -v '^trace: ' "$T/insert.err")" "INSERT exit 0: "
+  assert_equal "INSERT exit $rc: $(grep -v '^trace: ' "$T/insert.err" | grep -Ev "^lake-query: $A_URL,$B_URL$used_cached")" "INSERT exit 0: "
   rc=0
   wait "$put" || rc=$?
-  assert_equal "lake-put exit $rc: $(grep -v '^trace: ' "$T/put.err")" "lake-put exit 0: "
+  assert_equal "lake-put exit $rc: $(grep -v '^trace: ' "$T/put.err" | grep -Ev "^lake-put: $A_URL,$B_URL$used_cached")" "lake-put exit 0: "
   PIDS=()
   # the trace says what happened: 503s from both instances, the server's
   # own words there (and only there), the pauses between rounds
