@@ -40,15 +40,20 @@ static const char *const magicNames[] = {MAGIC_FUNCS(LAKE_DLIB_NAME)};
 static void **const magicSlots[] = {MAGIC_FUNCS(SLOT)};
 #define MAGIC_N (sizeof magicNames / sizeof magicNames[0])
 
+int stageContentTypeLoad(lakeError *err) {
+    return lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots) ? errSet(err, LAKE_EFAIL, "%s", lib.error) : 0;
+}
+
 int contentTypeDetect(const void *buf, size_t len, char **type, lakeError *err) {
     const char *t = NULL;
-    *type = NULL;
     pthread_mutex_lock(&mu);
-    if (!loaded && lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots)) {
-        pthread_mutex_unlock(&mu);
-        return errSet(err, LAKE_EFAIL, "%s", lib.error);
-    }
-    if (!loaded) {
+    /* an empty input has no type to find: libmagic is not loaded for it */
+    if (len > 0 && !loaded) {
+        if (stageContentTypeLoad(err)) {
+            pthread_mutex_unlock(&mu);
+            *type = NULL;
+            return LAKE_EFAIL;
+        }
         cookie = lm.magic_open(MAGIC_MIME_TYPE | MAGIC_ERROR);
         loaded = cookie && lm.magic_load(cookie, NULL) == 0 ? 1 : -1;
     }
@@ -57,10 +62,6 @@ int contentTypeDetect(const void *buf, size_t len, char **type, lakeError *err) 
     *type = strdup(t);
     pthread_mutex_unlock(&mu);
     return *type ? 0 : errSetErrno(err, LAKE_EFAIL, ENOMEM, "content type");
-}
-
-int stageContentTypeLoad(lakeError *err) {
-    return lakeDlibTry(&lib, MAGIC_N, magicNames, magicSlots) ? errSet(err, LAKE_EFAIL, "%s", lib.error) : 0;
 }
 
 char *stageDetectContentType(const void *buf, size_t len) {

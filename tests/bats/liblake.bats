@@ -1051,6 +1051,10 @@ r5,5"
   assert_success
   [[ $output == *'"content_type":"text/x-bats"'* ]] || fail "$output"
   assert_equal "$(find "$LAKE_HOME/stage" -type f | wc -l)" 2
+  # nor an empty input, which has no type to detect
+  LD_LIBRARY_PATH=$T/fake run --separate-stderr lake-put </dev/null
+  assert_success
+  [[ $output == *'"content_type":"application/octet-stream"'* ]] || fail "$output"
   # libcurl only matters to a remote lake or an S3 stage
   mkdir "$T/fake2"
   cp "$T/fake/libcurl.so.4" "$T/fake2/"
