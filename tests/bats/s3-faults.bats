@@ -157,15 +157,22 @@ teardown() {
   assert_equal "$(s3_uploads)" ""
 }
 
+# polling_lake_put PID: process PID is lake-put, blocked in poll.
+polling_lake_put() {
+  [ "$(cat "/proc/$1/comm" 2>/dev/null)" = lake-put ] && [[ $(cat "/proc/$1/wchan" 2>/dev/null) == *poll* ]]
+}
+
 @test "s3 faults: a signal ignored at start stays ignored (nohup)" {
   mkfifo "$T/fifo"
   nohup lake-put --part-size 5MiB <"$T/fifo" >"$T/put.out" 2>"$T/put.err" 3>&- &
   PUT=$!
   exec 4>"$T/fifo"
   head -c 100 /dev/urandom >&4
-  sleep 0.3
+  # lake-put itself (nohup has exec'ed it), its set-up done, waits for
+  # more input (in poll): a HUP sent before would meet nohup's child before
+  # it ignores HUP, or lake-put before it decides what to do with HUP
+  state_wait "$PUT" "$T/put.err" "waited for input" polling_lake_put "$PUT"
   kill -HUP "$PUT"
-  sleep 0.3
   exec 4>&-
   wait_put
   assert_equal "exit $status" "exit 0"
