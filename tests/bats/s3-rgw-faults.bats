@@ -46,11 +46,15 @@ teardown() {
   common_teardown
 }
 
+# The waits below are for a state of the program (bytes read, connections,
+# trace lines); their 60 s bound is only a guard against a hang, never what
+# a test's result depends on.
+
 # wait_read PID BYTES: wait until process PID has read BYTES bytes in all
 # (/proc/PID/io rchar; its start-up reads are a few KiB).
 wait_read() {
   local i
-  for i in $(seq 200); do
+  for i in $(seq 1200); do
     [ "$(sed -n 's/^rchar: //p' "/proc/$1/io")" -ge "$2" ] && return 0
     sleep 0.05
   done
@@ -60,11 +64,32 @@ wait_read() {
 # wait_conns PID N: wait until process PID has N connections to radosgw open.
 wait_conns() {
   local i
-  for i in $(seq 200); do
+  for i in $(seq 1200); do
     [ "$(ss -tnpH state established "( dport = :$RGW_PORT )" | grep -c "pid=$1,")" -ge "$2" ] && return 0
     sleep 0.05
   done
   fail "process $1 never had $2 connections to radosgw"
+}
+
+# lines_wait FILE N RE: wait until FILE has N lines matching the extended
+# regular expression RE (a trace, the fault proxy's log).
+lines_wait() {
+  local i
+  for i in $(seq 1200); do
+    [ "$(grep -cE "$3" "$1" 2>/dev/null)" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "$1 never had $2 lines matching '$3': $(cat "$1")"
+}
+
+# parts_cancelled_wait N...: wait until the put's trace shows parts N...
+# cancelled ("interrupted"): only then may the frozen osd go on, or a part
+# not yet cancelled would be stored.
+parts_cancelled_wait() {
+  local n
+  for n in "$@"; do
+    lines_wait "$T/put.err" 1 "partNumber=$n&[^ ]+ bytes=[0-9]+ -> interrupted"
+  done
 }
 
 # --- abort with every part buffer in use -----------------------------------
@@ -96,8 +121,9 @@ assert_cancelled_then_aborted() {
 @test "rgw abort, full buffers: input short of --size while 3 parts are in flight and the 4th buffer fills: the original error, no upload, no object" {
   full_buffers
   exec 4>&-
-  # the abort waits on the frozen osd too: let it go once lake-put is there
-  sleep 1
+  # the abort waits on the frozen osd too: let it go once lake-put has
+  # cancelled the parts in flight
+  parts_cancelled_wait 2 3 4
   osd_cont
   wait_put
   assert_traced_error lake-put 65 "stdin: $((23 * MIB)) bytes, not the stated $((40 * MIB))"
@@ -108,7 +134,7 @@ assert_cancelled_then_aborted() {
 @test "rgw abort, full buffers: SIGTERM while 3 parts are in flight and the 4th buffer fills: 'interrupted', no upload, no object" {
   full_buffers
   kill -TERM "$PUT"
-  sleep 1
+  parts_cancelled_wait 2 3 4
   osd_cont
   wait_put
   exec 4>&-
@@ -125,8 +151,8 @@ assert_cancelled_then_aborted() {
   # and its abort waits on the frozen osd)
   head -c $((17 * MIB)) /dev/urandom >&4 2>/dev/null &
   local writer=$!
-  for _ in $(seq 200); do grep -q 'partNumber=4&.* -> 400' "$T/put.err" && break; sleep 0.05; done
-  grep -q 'partNumber=4&.* -> 400' "$T/put.err" || fail "part 4 was not refused: $(cat "$T/put.err")"
+  lines_wait "$T/put.err" 1 'partNumber=4&.* -> 400'
+  parts_cancelled_wait 2 3
   osd_cont
   # lake-put learns of the failure without waiting for more input
   wait_put
@@ -156,11 +182,13 @@ refused_while_waiting() {
   wait_parts 1
   # (lake-put may stop before it has read all of it: a broken pipe here)
   tail -c +$((6 * MIB + 1)) "$file" | head -c $((5 * MIB)) >&4 2>/dev/null || true
-  for ((i = 0; i < 200; i++)); do
+  # (the FIFO's writer holds it open: lake-put can only end by seeing the
+  # refusal; 60 s bounds a hang)
+  for ((i = 0; i < 1200; i++)); do
     _rgw_alive "$PUT" || break
     sleep 0.05
   done
-  [ "$i" -lt 200 ] || fail "lake-put still waits for input 10 s after its part was refused: $(cat "$T/put.err")"
+  [ "$i" -lt 1200 ] || fail "lake-put still waits for input 60 s after its part was refused: $(cat "$T/put.err")"
   wait_put
   exec 4>&-
   assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 InvalidArgument"
@@ -278,11 +306,23 @@ put_big() {
   V=$(LAKE_TRACE='' lake-put --jobs 2 "$T/in/big")
 }
 
+# in_pipe_write PID: a thread of process PID blocks writing to a full pipe
+# or FIFO (wchan pipe_write, or anon_pipe_write on newer kernels).
+in_pipe_write() {
+  local t
+  for t in /proc/"$1"/task/*/wchan; do
+    [[ $(cat "$t" 2>/dev/null) == *pipe_write ]] && return 0
+  done
+  return 1
+}
+
 # get_through_fault V WHEN FAULT [OPTION...]: lake-get OPTION... V to a
-# FIFO that is not read, so that it stalls mid-object; then FAULT (a
-# command) runs, before the reading goes on (WHEN=stalled) or while it goes
-# on (WHEN=reading: radosgw needs the osd for the next chunks).  The output
-# in $T/get.out, the status and stderr set.
+# FIFO that is not read, so that it stalls mid-object (seen: it blocks
+# writing to the full FIFO, its first bytes got); then FAULT (a command)
+# runs, before the reading goes on (WHEN=stalled) or while it goes on
+# (WHEN=reading: the reading resumes once FAULT says it has struck, and
+# radosgw needs the osd for the next chunks).  The output in $T/get.out,
+# the status and stderr set.
 get_through_fault() {
   local v=$1 when=$2 fault=$3 reader=
   shift 3
@@ -292,13 +332,12 @@ get_through_fault() {
   BG=$!
   # opened, not read: lake-get stalls once the pipe is full, mid-object
   exec 5<"$T/fifo"
-  wait_connected "$BG"
-  sleep 0.3
+  state_wait "$BG" "$T/get.err" "stalled on the full FIFO" in_pipe_write "$BG"
   if [ "$when" = reading ]; then
-    # the fault under way (0.2 s into it) before the reading resumes
+    rm -f "$T/fault.struck"
     "$fault" &
     reader=$!
-    sleep 0.2
+    fault_struck_wait "$reader"
   else
     "$fault"
   fi
@@ -458,33 +497,23 @@ assert_refs_intact() {
   assert_equal "$(s3_uploads | cut -d' ' -f1)" "elsewhere/k"
 }
 
-# gc_until_batches N: lake-catalog gc --grace 0 in the background (BG),
-# until its trace shows N DeleteObjects requests answered.
-gc_until_batches() {
-  bg gc lake-catalog gc --grace 0
-  for _ in $(seq 1000); do
-    [ "$(grep -c '^trace: stage POST .*?delete= .*-> 200' "$T/gc.err")" -ge "$1" ] && return 0
-    sleep 0.01
-  done
-  fail "gc never had $1 DeleteObjects answered: $(cat "$T/gc.err")"
-}
-
 @test "rgw gc fault: radosgw killed during gc: gc fails 69; after the restart a second gc removes the rest, the referenced objects intact" {
   stage_garbage 20 1500
-  # the first batch of 1,000 removed; the osd frozen at once, so that the
-  # second batch (or the listing page before it) hangs in radosgw, which
-  # is then killed under it
-  gc_until_batches 1
-  osd_stop
+  # the first batch of 1,000 removed; the second held in flight by the
+  # fault proxy while radosgw is killed, then let go to the dead server
+  s3_fault "POST?delete:pass:1,POST?delete:hold:1" "$T/release"
+  bg gc lake-catalog gc --grace 0
+  lines_wait "$T/fault.err" 1 '^POST [^ ]*\?delete[^ ]* -> hold'
   s3_kill
-  osd_cont
+  touch "$T/release"
   wait_bg gc
   assert_equal "exit $status" "exit 69"
   [[ $(untraced_stderr) == *"the object store is unreachable"* ]] || fail "message: $(untraced_stderr)"
+  assert_equal "$(count_requests POST '\?delete= bytes=[0-9]+ -> 200$')" 1
   s3_restart
   local left
   left=$(stage_file_keys | wc -l)
-  [ "$left" -gt 20 ] && [ "$left" -le 520 ] || fail "gc was not stopped mid-way: $left objects left"
+  assert_equal "$left" 520
   run --separate-stderr lake-catalog gc --grace 0
   assert_success
   [[ $(untraced_stderr) == *"gc: $((left - 20)) objects, "*" bytes removed; "* ]] || fail "summary: $(untraced_stderr)"
@@ -501,6 +530,20 @@ fault_met() {
   ! _rgw_alive "$BG" || echo hit >>"$T/fault.hit"
 }
 
+# fault_struck: a fault says it has struck (the osd is stopped or dead);
+# fault_struck_wait PID waits for that, failing if the fault (process PID)
+# ended without it.  The test holds the program's input or output until
+# then, so that the fault lands while the program is in flight, however
+# long the fault takes to strike (osd_kill asks the mon first).
+fault_struck() {
+  : >"$T/fault.struck"
+}
+
+fault_struck_wait() {
+  state_wait "$1" /dev/null "struck" test -e "$T/fault.struck"
+  rm -f "$T/fault.struck"
+}
+
 assert_fault_met() {
   [ -s "$T/fault.hit" ] || fail "it was over before the fault: the fault hit nothing"
   rm -f "$T/fault.hit"
@@ -508,6 +551,7 @@ assert_fault_met() {
 
 osd_freeze_2s() {
   osd_stop
+  fault_struck
   sleep 2
   fault_met
   osd_cont
@@ -515,14 +559,15 @@ osd_freeze_2s() {
 
 osd_kill_restart() {
   osd_kill
+  fault_struck
   sleep 0.3
   fault_met
   osd_restart
 }
 
 # put_get_through FAULT: a 96 MiB multipart put (--jobs 2) from a FIFO: its first
-# part stored, then FAULT (a command) in the background and, 0.2 s into
-# it, the rest of the input, so that the parts after the first meet the
+# part stored, then FAULT (a command) in the background and, once it has
+# struck, the rest of the input, so that the parts after the first meet the
 # fault; then a get of its object with FAULT in the middle.  Each was
 # still running while the fault held (fault_met), waited for it to pass
 # and finished; the stored bytes and the bytes got are right.
@@ -535,9 +580,10 @@ put_get_through() {
   BG=$PUT
   head -c $((6 * MIB)) "$T/in/data" >&4
   wait_parts 1
+  rm -f "$T/fault.struck"
   "$1" &
   fault=$!
-  sleep 0.2
+  fault_struck_wait "$fault"
   tail -c +$((6 * MIB + 1)) "$T/in/data" >&4 &
   writer=$!
   wait "$fault"
@@ -569,6 +615,8 @@ put_get_through() {
   # frozen before gc starts and thawed 2 s later, while gc waits on it
   osd_stop
   bg gc lake-catalog gc --grace 0
+  # gc is at radosgw (connected), which waits on the osd
+  wait_connected "$BG"
   sleep 2
   fault_met
   osd_cont

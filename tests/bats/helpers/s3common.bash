@@ -29,10 +29,10 @@ s3_use_bucket() {
 }
 
 # Wait until the trace of the put in the background ($T/put.err) shows N
-# parts stored.
+# parts stored (bounded at 60 s only against a hang).
 wait_parts() {
   local i
-  for i in $(seq 300); do
+  for i in $(seq 1200); do
     [ "$(grep -cE 'partNumber=[0-9]+&.* -> 200$' "$T/put.err")" -ge "$1" ] && return 0
     sleep 0.05
   done
@@ -88,12 +88,13 @@ _s3_port_of() {
   return 1
 }
 
-# s3_fault RULES: start the fault proxy between lake and the server (see
-# s3fault.js for RULES) and point AWS_ENDPOINT_URL at it.  Its log of
+# s3_fault RULES [RELEASE_FILE]: start the fault proxy between lake and the
+# server (see s3fault.js for RULES; a "hold" rule holds its request until
+# RELEASE_FILE exists) and point AWS_ENDPOINT_URL at it.  Its log of
 # requests is $T/fault.err (an earlier proxy's is moved aside).
 s3_fault() {
   [ -f "$T/fault.err" ] && mv -f "$T/fault.err" "$T/fault.err.old"
-  node "$LAKE_SRC/tests/bats/helpers/s3fault.js" "$S3_PORT" "$1" >"$T/fault.out" 2>"$T/fault.err" 3>&- &
+  node "$LAKE_SRC/tests/bats/helpers/s3fault.js" "$S3_PORT" "$1" ${2:+"$2"} >"$T/fault.out" 2>"$T/fault.err" 3>&- &
   S3_PIDS="$S3_PIDS $!"
   local port
   port=$(_s3_port_of "$T/fault.out") || fail "the fault proxy did not start: $(cat "$T/fault.err")"

@@ -4,7 +4,7 @@
 // (radosgw), for the retry tests (tests/bats/s3-faults.bats, s3-rgw.bats).
 // Node's http module only.
 //
-//   node s3fault.js UPSTREAM_PORT RULES
+//   node s3fault.js UPSTREAM_PORT RULES [RELEASE_FILE]
 //
 // Listens on an ephemeral loopback port and prints "listening on
 // 127.0.0.1:PORT".  Every request goes to 127.0.0.1:UPSTREAM_PORT unless a
@@ -20,12 +20,20 @@
 //          "200error": answered 200 with an S3 error document (as S3 may
 //          answer a CompleteMultipartUpload);
 //          "flip": forwarded with the first byte of the request body
-//          inverted (same length: only a payload hash can tell)
+//          inverted (same length: only a payload hash can tell);
+//          "pass": forwarded as it is (a rule that only counts, so that
+//          the next rule takes a later request: POST?delete:pass:1,
+//          POST?delete:hold:1 holds the second DeleteObjects);
+//          "hold": logged, then held (neither forwarded nor answered)
+//          until RELEASE_FILE exists, then forwarded: the client waits on
+//          a request in flight for as long as the test wants, and the
+//          test sees the hold in the log ("-> hold") before it acts
 // Every request is logged to stderr as "METHOD URL -> what [range=R]
 // inflight=N": R its Range header, N the requests in progress at its
 // start, itself included.
 'use strict';
 
+const fs = require('fs');
 const http = require('http');
 
 const upstream = Number(process.argv[2]);
@@ -37,6 +45,7 @@ const rules = (process.argv[3] || '')
     const [method, query] = match.split('?');
     return { method, query: query || '', fault, left: Number(count || 1) };
   });
+const release = process.argv[4] || '';
 const codes = { 400: 'InvalidArgument', 403: 'AccessDenied', 404: 'NoSuchKey', 405: 'MethodNotAllowed', 429: 'SlowDown',
                 500: 'InternalError', 501: 'NotImplemented', 503: 'SlowDown' };
 
@@ -63,7 +72,17 @@ const server = http.createServer((req, res) => {
     req.socket.destroy();
     return;
   }
-  if (rule && rule.fault !== 'cut' && rule.fault !== 'flip') {
+  if (rule && rule.fault === 'hold') {
+    req.pause();
+    const poll = setInterval(() => {
+      if (!release || !fs.existsSync(release)) return;
+      clearInterval(poll);
+      forward(req, res, null);
+    }, 20);
+    res.on('close', () => clearInterval(poll));
+    return;
+  }
+  if (rule && rule.fault !== 'cut' && rule.fault !== 'flip' && rule.fault !== 'pass') {
     req.resume();
     req.on('end', () => {
       const status = rule.fault === '200error' ? 200 : Number(rule.fault);
@@ -74,6 +93,13 @@ const server = http.createServer((req, res) => {
     });
     return;
   }
+  forward(req, res, rule && rule.fault !== 'pass' ? rule : null);
+});
+
+// forward: REQ relayed to the upstream and its answer back, as RULE ("cut",
+// "flip" or none) says; an upstream that cannot be reached (killed) drops
+// the client's connection, as a dead server would.
+function forward(req, res, rule) {
   const up = http.request({ host: '127.0.0.1', port: upstream, method: req.method, path: req.url,
                             headers: req.headers }, upres => {
     res.writeHead(upres.statusCode, upres.headers);
@@ -109,7 +135,7 @@ const server = http.createServer((req, res) => {
     up.write(chunk);
   });
   req.on('end', () => up.end());
-});
+}
 
 server.listen(0, '127.0.0.1', () => {
   console.log(`listening on 127.0.0.1:${server.address().port}`);
