@@ -1638,20 +1638,26 @@ fail:
 int registryGrants(registry *r, const char *ns, const char *name, const char *principal, const char *role,
                    cJSON **answer, lakeError *err) {
     *answer = NULL;
-    char table[2 * NAME_BUF], like[NAME_BUF + 2], grole[40];
+    char table[2 * NAME_BUF], lo[NAME_BUF + 2], hi[NAME_BUF + 2], grole[40];
     snprintf(table, sizeof table, "%s.%s", ns ? ns : "", name ? name : "");
-    snprintf(like, sizeof like, "%s.%%", ns ? ns : "");
+    snprintf(lo, sizeof lo, "%s.", ns ? ns : "");
+    snprintf(hi, sizeof hi, "%s/", ns ? ns : "");
     roleGrantee(role, grole);
     /* on NS.T: what applies to it; on NS: to it and its tables; else all.
-     * For a principal (not NULL): only the grants to it, its role or
-     * PUBLIC, so no other principal's access is shown to it. */
+     * NS's tables are the scopes that begin with exactly "NS.": those from
+     * "NS." up to "NS/" ('/' follows '.'), compared byte by byte (SQLite's
+     * BINARY, PostgreSQL's "C") -- not LIKE, for which '_' is a wildcard
+     * and, in SQLite, 'A' is 'a'.  For a principal (not NULL): only the
+     * grants to it, its role or PUBLIC, so no other principal's access is
+     * shown to it. */
     sqlStmt *st = prep(r, err,
                        "SELECT scope, privilege, grantee, granted_at, granted_by FROM grants"
-                       " WHERE (? = '' OR scope = '*' OR scope = ? OR (? = '' AND scope LIKE ?) OR scope = ?)"
+                       " WHERE (? = '' OR scope = '*' OR scope = ? OR (? = '' AND scope >= ? AND scope < ?)"
+                       " OR scope = ?)"
                        " AND (? = '' OR grantee IN (?, ?, 'PUBLIC'))"
                        " ORDER BY scope COLLATE \"C\", grantee COLLATE \"C\", privilege",
-                       ns ? ns : "", ns ? ns : "", name ? name : "", like, table, principal ? principal : "",
-                       principal ? principal : "", grole, NULL);
+                       ns ? ns : "", ns ? ns : "", name ? name : "", lo, hi, table,
+                       principal ? principal : "", principal ? principal : "", grole, NULL);
     if (!st) return err->code;
     cJSON *arr = cJSON_CreateArray();
     int s = SQL_DONE;

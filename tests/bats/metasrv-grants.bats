@@ -221,6 +221,28 @@ admin_grant() { # grant|revoke PRIVILEGE ON GRANTEE
   assert_equal "$(lake-catalog grants | cut -f1-3)" $'hr\tread\talice\nlogs.app\twrite\trole:user'
 }
 
+@test "grants ON NS lists that namespace's grants exactly: '_' is no wildcard and 'A' is not 'a' (issue 41)" {
+  local ns
+  for ns in a A _ b; do lake-catalog create-namespace "$ns"; done
+  lake-catalog create a.x 'v TEXT'
+  lake-catalog create b.y 'v TEXT'
+  lake-catalog grant read ON a.x TO alice
+  lake-catalog grant write ON a TO bob
+  lake-catalog grant read ON b.y TO bob
+  # what a LIKE 'NS.%' matched: any one-letter namespace for '_', a.x for
+  # 'A' (SQLite's LIKE folds case)
+  assert_equal "$(lake-catalog grants _ | cut -f1-3)" ""
+  assert_equal "$(lake-catalog grants A | cut -f1-3)" ""
+  assert_equal "$(lake-catalog grants a | cut -f1-3)" $'a\twrite\tbob\na.x\tread\talice'
+  lake-catalog grant modify ON A TO alice
+  lake-catalog grant read ON _ TO bob
+  assert_equal "$(lake-catalog grants A | cut -f1-3)" $'A\tmodify\talice'
+  assert_equal "$(lake-catalog grants _ | cut -f1-3)" $'_\tread\tbob'
+  # the action itself, as a client other than lake-catalog sends it
+  metasrv_post "$ADMIN" grants '{"on":"_"}'
+  assert_equal "$HTTP_CODE $(jq -c '[.grants[] | .on]' <<<"$HTTP_BODY")" '200 ["_"]'
+}
+
 @test "revocation takes effect at the authority's next request; a dropped table's grants go with it" {
   lake-catalog create-namespace hr
   lake-catalog create hr.scans 'a INTEGER'
