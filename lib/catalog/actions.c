@@ -276,12 +276,35 @@ static int tableField(const cJSON *req, lakeError *err) {
     return 0;
 }
 
+/* upload_begin's dir, whoever asks: none (the stage's files/), one
+ * under files/, or tables/ID of a live table -- the one "table" names,
+ * when both are given -- so that no object lands where gc does not look,
+ * nor in the directory of a table other than the one named (a user's
+ * write on both was checked by mayUpload, which keeps a user to files/'s
+ * dated directories and the tables'). */
+static int uploadDir(const actionContext *ctx, const char *dir, const cJSON *req, lakeError *err) {
+    const char *table;
+    char ns[NAME_BUF], name[NAME_BUF], named[2 * NAME_BUF];
+    if (!dir || strcmp(dir, "files") == 0 || strncmp(dir, "files/", 6) == 0) return 0;
+    if (strncmp(dir, "tables/", 7) != 0)
+        return errSetStatus(err, "invalid_argument", "dir: files/..., tables/ID of a table, or none (files/)");
+    int rc = registryTableById(ctx->reg, dir + 7, ns, name, err);
+    if (rc && err->status && strcmp(err->status, "not_found") == 0)
+        return errSetStatus(err, "invalid_argument", "dir: no live table has that id");
+    if (rc) return rc;
+    if (text(req, "table", 0, &table, err)) return err->code;
+    snprintf(named, sizeof named, "%s.%s", ns, name);
+    if (table && strcmp(table, named) != 0)
+        return errSetStatus(err, "invalid_argument", "dir and table name two different tables");
+    return 0;
+}
+
 static int uploadBegin(const actionContext *ctx, const cJSON *req, cJSON **answer, lakeError *err) {
     stagePutReq pr = {0};
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(req, "size");
     if (text(req, "dir", 0, &pr.key_dir, err) || text(req, "content_type", 1, &pr.content_type, err) ||
         text(req, "sha256", 0, &pr.sha256, err) || text(req, "md5", 0, &pr.md5, err) ||
-        integer(req, "size", -1, 0, &pr.size, err) || tableField(req, err))
+        integer(req, "size", -1, 0, &pr.size, err) || tableField(req, err) || uploadDir(ctx, pr.key_dir, req, err))
         return err->code;
     if (pr.md5) {
         int64_t expires = expiryDefault(ctx);
@@ -469,7 +492,10 @@ static int mayReference(const actionContext *ctx, const cJSON *req, lakeError *e
 }
 
 /* upload_begin's table: "table" (NS.T), or the table whose segments dir
- * (tables/ID) names; none: write on any table will do. */
+ * (tables/ID) names; none: write on any table will do.  A dir's table is
+ * refused in the same words whether the id is a live table's or not, so
+ * an id does not tell its table's name (uploadDir checks that dir and
+ * table agree). */
 static int mayUpload(const actionContext *ctx, const cJSON *req, lakeError *err) {
     const char *dir, *table;
     if (text(req, "dir", 0, &dir, err) || text(req, "table", 0, &table, err)) return err->code;
@@ -482,15 +508,20 @@ static int mayUpload(const actionContext *ctx, const cJSON *req, lakeError *err)
         int rc = holds(ctx, "write", ns, name, err);
         free(ns);
         free(name);
-        return rc;
+        if (rc || !dir) return rc;
     }
     if (dir && strncmp(dir, "tables/", 7) == 0) {
         char ns[NAME_BUF], name[NAME_BUF];
         int rc = registryTableById(ctx->reg, dir + 7, ns, name, err);
         if (rc && (!err->status || strcmp(err->status, "not_found"))) return rc;
-        if (rc) return errSetStatus(err, "permission_denied", "%s holds no write privilege on that table",
-                                    ctx->principal);
-        return holds(ctx, "write", ns, name, err);
+        if (!rc) {
+            rc = registryHolds(ctx->reg, ctx->principal, ctx->role, "write", ns, name, err);
+            if (rc < 0) return -rc;
+        }
+        if (rc != 1)
+            return errSetStatus(err, "permission_denied", "%s holds no write privilege on that table",
+                                ctx->principal);
+        return 0;
     }
     if (dir) return errSetStatus(err, "permission_denied", "a user's uploads go to files/ or a table's segments");
     return held(ctx, registryHolds(ctx->reg, ctx->principal, ctx->role, "write", NULL, NULL, err), "write",

@@ -115,6 +115,50 @@ as() { # TOKENFILE COMMAND…: run as that user, with a cache of its own
   metasrv_check_errors
 }
 
+# upload_begin as TOKENFILE with BODY: the error's code and message, or
+# "200 " and the location's key below the stage.
+upload_as() {
+  metasrv_post "$1" upload_begin "$2"
+  if [ "$HTTP_CODE" = 200 ]; then
+    echo "200 $(jq -r .location <<<"$HTTP_BODY" | sed "s|^$STAGE_URL/||")"
+  else
+    metasrv_expect_error "$HTTP_CODE" "$(jq -r .error.code <<<"$HTTP_BODY")"
+    echo "$HTTP_CODE $(jq -r .error.message <<<"$HTTP_BODY")"
+  fi
+}
+
+@test "upload_begin's dir is a live table's segments directory, the one its table names; an id's refusal does not name the table (issue 41, holes 2 and 3)" {
+  local hrid logid b
+  hrid=$(lake-catalog --max-age 0 resolve hr.scans | jq -r .id)
+  logid=$(lake-catalog --max-age 0 resolve logs.app | jq -r .id)
+  b='"content_type":"text/plain"'
+  # leo names his own table but HR's directory: refused, nothing signed
+  assert_equal "$(upload_as "$LEO" "{$b,\"table\":\"logs.app\",\"dir\":\"tables/$hrid\"}")" \
+    "403 leo holds no write privilege on that table"
+  # a live table's id and an unknown one: the same answer
+  assert_equal "$(upload_as "$LEO" "{$b,\"dir\":\"tables/$hrid\"}")" "403 leo holds no write privilege on that table"
+  assert_equal "$(upload_as "$LEO" "{$b,\"dir\":\"tables/01NOSUCHTABLE\"}")" "403 leo holds no write privilege on that table"
+  # nowhere gc does not look, whoever asks
+  assert_equal "$(upload_as "$LEO" "{$b,\"dir\":\"anything/at/all\"}")" "403 a user's uploads go to files/ or a table's segments"
+  assert_equal "$(upload_as "$T/srv/admin.token" "{$b,\"dir\":\"anything/at/all\"}")" "400 dir: files/..., tables/ID of a table, or none (files/)"
+  assert_equal "$(upload_as "$T/srv/admin.token" "{$b,\"dir\":\"tables/01NOSUCHTABLE\"}")" "400 dir: no live table has that id"
+  assert_equal "$(upload_as "$T/srv/admin.token" "{$b,\"table\":\"hr.scans\",\"dir\":\"tables/$logid\"}")" \
+    "400 dir and table name two different tables"
+  # a dropped table's directory is no longer one
+  lake-catalog create logs.old 'line TEXT'
+  local oldid
+  oldid=$(lake-catalog --max-age 0 resolve logs.old | jq -r .id)
+  lake-catalog drop logs.old
+  assert_equal "$(upload_as "$LEO" "{$b,\"dir\":\"tables/$oldid\"}")" "403 leo holds no write privilege on that table"
+  # what agrees is signed, and lands where it says
+  [[ $(upload_as "$LEO" "{$b,\"table\":\"logs.app\",\"dir\":\"tables/$logid\"}") == "200 tables/$logid/"* ]] ||
+    fail "leo's own table: $HTTP_CODE $HTTP_BODY"
+  [[ $(upload_as "$LEO" "{$b,\"dir\":\"tables/$logid\"}") == "200 tables/$logid/"* ]] || fail "$HTTP_BODY"
+  metasrv_check_errors
+  # nothing landed in HR's directory
+  assert_equal "$(s3_keys | grep -c "/tables/$hrid/")" 0
+}
+
 @test "a bare lake-put needs write on some table; its object is its uploader's to append and read, no one else's" {
   printf 'draft\n' >"$T/d.txt"
   local carol value
