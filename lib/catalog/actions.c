@@ -491,8 +491,9 @@ static int mayReference(const actionContext *ctx, const cJSON *req, lakeError *e
     return 0;
 }
 
-/* upload_begin's table: "table" (NS.T), or the table whose segments dir
- * (tables/ID) names; none: write on any table will do.  A dir's table is
+/* upload_begin's table: "table" (NS.T), on which write is needed, or the
+ * table whose segments dir (tables/ID) names, on which write or modify
+ * is; none: write on any table will do.  A dir's table is
  * refused in the same words whether the id is a live table's or not, so
  * an id does not tell its table's name (uploadDir checks that dir and
  * table agree). */
@@ -514,8 +515,11 @@ static int mayUpload(const actionContext *ctx, const cJSON *req, lakeError *err)
         char ns[NAME_BUF], name[NAME_BUF];
         int rc = registryTableById(ctx->reg, dir + 7, ns, name, err);
         if (rc && (!err->status || strcmp(err->status, "not_found"))) return rc;
+        /* a table's segments are an append's (write) or a rewrite's:
+         * DELETE and UPDATE (modify), which modify alone allows */
         if (!rc) {
             rc = registryHolds(ctx->reg, ctx->principal, ctx->role, "write", ns, name, err);
+            if (rc == 0) rc = registryHolds(ctx->reg, ctx->principal, ctx->role, "modify", ns, name, err);
             if (rc < 0) return -rc;
         }
         if (rc != 1)

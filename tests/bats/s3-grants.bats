@@ -159,6 +159,32 @@ upload_as() {
   assert_equal "$(s3_keys | grep -c "/tables/$hrid/")" 0
 }
 
+@test "modify alone (with read) lets a user DELETE and UPDATE on the keyless stage: a rewrite's segment uploads need no write (issue 41)" {
+  printf 'a\n' >"$T/a.txt"
+  printf 'b\n' >"$T/b.txt"
+  run --separate-stderr as "$ANN" lake-put --table hr.scans --set who=keep "$T/a.txt"
+  assert_clean_success
+  run --separate-stderr as "$ANN" lake-put --table hr.scans --set who=gone "$T/b.txt"
+  assert_clean_success
+  local mia
+  mia=$(metasrv_token user mia) # HR's auditor: reads and corrects, adds nothing
+  lake-catalog grant read ON hr.scans TO mia
+  lake-catalog grant modify ON hr.scans TO mia
+  # (one segment a put: the DELETE drops one whole, the UPDATE writes one)
+  run --separate-stderr as "$mia" lake-query -c "DELETE FROM hr.scans WHERE who = 'gone'"
+  assert_equal "exit $status: $stderr" "exit 0: lake-query: hr.scans: 1 row deleted"
+  run --separate-stderr as "$mia" lake-query -c "UPDATE hr.scans SET who = 'kept' WHERE who = 'keep'"
+  assert_equal "exit $status: $stderr" "exit 0: lake-query: hr.scans: 1 row updated"
+  # (ann's cached version is her own last: she asks again)
+  assert_equal "$(as "$ANN" env LAKE_CATALOG_TTL=0 lake-query -c 'SELECT who FROM hr.scans')" kept
+  # modify is no write: mia adds no row, and puts no object
+  run --separate-stderr as "$mia" lake-query -c "INSERT INTO hr.scans (who) VALUES ('new')"
+  assert_equal "exit $status" "exit 77"
+  run --separate-stderr as "$mia" lake-put --table hr.scans --set who=new "$T/a.txt"
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$(as "$ANN" env LAKE_CATALOG_TTL=0 lake-query -c 'SELECT count(*) FROM hr.scans')" 1
+}
+
 @test "a bare lake-put needs write on some table; its object is its uploader's to append and read, no one else's" {
   printf 'draft\n' >"$T/d.txt"
   local carol value
