@@ -52,7 +52,7 @@ int sourceLocalRegistry(catalogSource *s, registry **reg, lakeError *err) {
         char *slash = strrchr(dir, '/');
         if (slash && slash != dir) {
             *slash = '\0';
-            if (mkdirs(dir, 0755, err)) return err->code;
+            if (mkdirs(dir, 0700, err)) return err->code; /* the embedded lake is private */
         }
         if (registryOpen(ls->path, REGISTRY_CREATE | REGISTRY_EMBEDDED, ls->stage_url, &ls->reg, err))
             return err->code;

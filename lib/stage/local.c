@@ -151,6 +151,24 @@ static int openBeneath(const localStage *ls, const char *location, const char *r
     return fd;
 }
 
+/* The modes of what a put creates below the root, from the root's own:
+ * directories as the root, objects as the root without its x bits, each
+ * narrowed by the umask (never widened).  A root the stage creates is
+ * 0700, so a stage it makes (the embedded lake's) is private -- objects
+ * 0600 in 0700 directories whatever the umask -- and one an operator made
+ * shared (2775, say) stays so. */
+static int localModes(const localStage *ls, mode_t *dir, mode_t *file, lakeError *err) {
+    struct stat st;
+    if (stat(ls->root, &st) < 0) {
+        if (errno != ENOENT) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", ls->root);
+        if (mkdirs(ls->root, 0700, err)) return err->code;
+        if (stat(ls->root, &st) < 0) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", ls->root);
+    }
+    *dir = st.st_mode & 0777;
+    *file = st.st_mode & 0666;
+    return 0;
+}
+
 static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePutOptions *opt,
                     fileValue *out, lakeError *err) {
     localStage *ls = (localStage *)s;
@@ -169,8 +187,10 @@ static int localPut(stage *s, const char *key_dir, lakeReader *r, const stagePut
     long long t0 = (long long)time(NULL);
     stagePutKeyDir(key_dir, t0, keydir);
     snprintf(dir, sizeof dir, "%s/%s", ls->root, keydir);
-    if ((rc = mkdirs(dir, 0755, err))) goto out;
-    if ((rc = atomicOpen(&af, dir, id, 0, 0644, err))) goto out;
+    mode_t dmode = 0700, fmode = 0600;
+    if ((rc = localModes(ls, &dmode, &fmode, err))) goto out;
+    if ((rc = mkdirs(dir, dmode, err))) goto out;
+    if ((rc = atomicOpen(&af, dir, id, 0, fmode, err))) goto out;
     af.nosync = opt->defer_sync;
     if (!(ring = writeRingNew(af.fd, STAGE_BUF_SIZE, PUT_CHUNK, WRITEBACK_EVERY))) {
         rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "put");

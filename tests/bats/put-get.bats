@@ -394,3 +394,42 @@ PY
   assert_clean_success
   cmp "$T/in/b.zip" "$T/got"
 }
+
+# The modes of everything under DIR, "MODE PATH-BELOW-DIR" per line, sorted.
+modes_under() {
+  (cd "$1" && find . -mindepth 1 -printf '%m %p\n' | sort -k2)
+}
+
+@test "the embedded lake is its owner's alone whatever the umask: objects, segments and registry 0600 in 0700 directories (issue 41)" {
+  local mask
+  printf 'customer document\n' >"$T/in/doc"
+  for mask in 022 000; do
+    rm -rf "$LAKE_HOME"
+    (
+      umask "$mask"
+      lake-put "$T/in/doc" >/dev/null
+      lake-catalog create-namespace crm
+      lake-catalog create crm.docs 'email TEXT'
+      lake-query -c "INSERT INTO crm.docs VALUES ('ann@example.com')"
+    )
+    # something of each kind was made: objects, a segment, the registry
+    [ -n "$(stage_objects)" ] && [ -n "$(find "$STAGE/tables" -type f)" ] && [ -f "$LAKE_HOME/registry.db" ] ||
+      fail "umask $mask: not everything was made: $(modes_under "$LAKE_HOME")"
+    assert_equal "umask $mask: $(find "$LAKE_HOME" -mindepth 1 \( -type d ! -perm 700 \) -o \( -type f ! -perm 600 \) | sort)" \
+      "umask $mask: "
+    assert_equal "$(stat -c %a "$LAKE_HOME")" 700
+  done
+}
+
+@test "a stage directory made shared stays shared: a put's directories and objects take the root's modes, narrowed by the umask, never widened" {
+  local root=$T/shared v
+  mkdir -p "$root"
+  chmod 2775 "$root"
+  printf 'team file\n' >"$T/in/f"
+  v=$( umask 002; LAKE_STAGE=file://$root lake-put "$T/in/f" )
+  assert_equal "$(stat -c %a "$(loc_path "$(json_field location "$v")")")" 664
+  assert_equal "$(stat -c %a "$root/files")" 2775
+  # a umask narrows what the root allows
+  v=$( umask 027; LAKE_STAGE=file://$root lake-put "$T/in/f" )
+  assert_equal "$(stat -c %a "$(loc_path "$(json_field location "$v")")")" 640
+}

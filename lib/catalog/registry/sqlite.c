@@ -5,6 +5,7 @@
  * writers queue on SQLite's lock, and BEGIN IMMEDIATE for writes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -237,6 +238,13 @@ int sqliteDbOpen(const char *path, int create, sqlDb **out, lakeError *err) {
     if (slash && slash != l->dir) *slash = '\0';
     else snprintf(l->dir, sizeof l->dir, "%s", slash ? "/" : ".");
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    /* a new registry is its owner's alone (0600, whatever the umask
+     * widens to): SQLite would make it 0644, and gives its WAL and shared
+     * memory the database file's mode */
+    if (create) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0) close(fd);
+    }
     if (sqlite3_open_v2(path, &l->db, flags, NULL) != SQLITE_OK) {
         /* missing is 66 only where it must exist (lake-metasrv serve) */
         int sys = l->db ? sqlite3_system_errno(l->db) : 0, rc;
