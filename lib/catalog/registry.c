@@ -876,6 +876,47 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
     return 0;
 }
 
+/* Erase what the registry keeps of the table id's data (every table's
+ * for "") that no unexpired version of a live table holds any more: the
+ * location and statistics of each segment removed by its table's first
+ * unexpired version or before (every segment of a dropped table), and the
+ * FILE locations recorded by an expired version that registryReferences
+ * no longer counts (all of a dropped table's).  A statistic is a value of
+ * a row (a min or max), a location names an object: after an erasure
+ * request (DELETE, expire, gc) neither may outlive the rows.  What stays
+ * is each version's history (time, principal, operation, rows and bytes
+ * added and removed) and each segment's size, row count and SHA-256; an
+ * erased segment's location becomes "erased:TABLE:VERSION:SEQ", which no
+ * stage contains.  Inside the caller's write transaction; SQLite's
+ * secure_delete zeroes the bytes freed (sqlite.c), dialect->after_erase
+ * clears the WAL once committed. */
+/* The first unexpired version of the table whose id is the SQL expression T. */
+#define FIRST_UNEXPIRED(T) "(SELECT min(v.version) FROM versions v WHERE v.table_id = " T " AND v.expired_at IS NULL)"
+
+static int eraseUnreferenced(registry *r, const char *id, lakeError *err) {
+    int rc = run(r, err, "erase segments",
+                 "UPDATE segments SET location = 'erased:' || table_id || ':' || CAST(version AS TEXT) || ':'"
+                 " || CAST(seq AS TEXT), stats = NULL"
+                 " WHERE (CAST(? AS TEXT) = '' OR table_id = ?) AND location NOT LIKE 'erased:%'"
+                 " AND (table_id IN (SELECT t.id FROM tables t WHERE t.dropped = 1)"
+                 "  OR (removed_in IS NOT NULL AND removed_in <= " FIRST_UNEXPIRED("segments.table_id") "))",
+                 id, id, NULL);
+    if (rc) return rc;
+    return run(r, err, "erase file lists",
+               "DELETE FROM version_files WHERE (CAST(? AS TEXT) = '' OR table_id = ?)"
+               " AND (table_id IN (SELECT t.id FROM tables t WHERE t.dropped = 1)"
+               "  OR (version < " FIRST_UNEXPIRED("version_files.table_id") " AND NOT EXISTS (SELECT 1 FROM"
+               "   segments g WHERE g.table_id = version_files.table_id AND g.version = version_files.version"
+               "   AND (g.removed_in IS NULL OR g.removed_in > " FIRST_UNEXPIRED("version_files.table_id") "))))",
+               id, id, NULL);
+}
+
+/* Once an erasure is committed: what the database keeps of the pages
+ * before it (SQLite's WAL) is cleared, where the dialect can. */
+static void eraseCommitted(registry *r) {
+    if (r->db->dialect->after_erase) (void)r->db->drv->exec(r->db, r->db->dialect->after_erase);
+}
+
 int registryExpire(registry *r, const char *ns, const char *name, int64_t older_than, cJSON **answer,
                    lakeError *err) {
     *answer = NULL;
@@ -899,7 +940,8 @@ int registryExpire(registry *r, const char *ns, const char *name, int64_t older_
              now, id, id, cutoff, NULL);
     if (rc) goto fail;
     n = sqlChanges(r->db);
-    if ((rc = commit(r, err))) goto fail;
+    if ((rc = eraseUnreferenced(r, id, err)) || (rc = commit(r, err))) goto fail;
+    eraseCommitted(r);
     *answer = cJSON_CreateObject();
     if (!*answer || !cJSON_AddNumberToObject(*answer, "expired", (double)n) ||
         !cJSON_AddStringToObject(*answer, "cutoff", cutoff)) {
@@ -1504,7 +1546,10 @@ int registryDropTable(registry *r, const char *ns, const char *name, int64_t *ge
     char scope[2 * NAME_BUF];
     snprintf(scope, sizeof scope, "%s.%s", ns, name);
     if (!rc) rc = run(r, err, "drop grants", "DELETE FROM grants WHERE scope = ?", scope, NULL);
+    /* and what it held: its objects are garbage from now (gc) */
+    if (!rc) rc = eraseUnreferenced(r, "", err);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = commit(r, err))) goto fail;
+    eraseCommitted(r);
     return 0;
 fail:
     rollback(r);
@@ -1709,7 +1754,6 @@ int registryMayGet(registry *r, const char *principal, const char *role, const c
     int64_t one;
     /* k: the table's first unexpired version (its expired ones are its
      * oldest); a reader may read the table: a read grant names it */
-#define FIRST_UNEXPIRED(T) "(SELECT min(v.version) FROM versions v WHERE v.table_id = " T " AND v.expired_at IS NULL)"
 #define READABLE                                                                                                 \
     " AND EXISTS (SELECT 1 FROM tables t WHERE t.id = x.table_id AND t.dropped = 0 AND EXISTS (SELECT 1 FROM"     \
     " grants g WHERE g.privilege = 'read' AND g.grantee IN (?, ?, 'PUBLIC')"                                       \

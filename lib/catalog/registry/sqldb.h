@@ -52,6 +52,7 @@ typedef struct sqlDialect {
     const char *begin_write;            /* a write transaction */
     const char *for_update;             /* appended to a SELECT that locks its rows */
     const char *writable;               /* one row, 1 when the database takes writes, else 0 */
+    const char *after_erase;            /* run after a committed erasure (registry.c), or NULL */
 } sqlDialect;
 
 typedef struct sqlDriver {

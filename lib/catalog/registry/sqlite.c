@@ -100,13 +100,21 @@ static const sqlDialect dialect = {
     .migrations = migrations,
     .count_tables = "SELECT count(*) FROM sqlite_master",
     .count_named_table = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
-    .after_check = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
+    /* secure_delete: the bytes a delete or an update frees are zeroed, so
+     * that an erased value leaves no copy in the file (registry.c's
+     * eraseUnreferenced) */
+    .after_check = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
+                   " PRAGMA secure_delete = ON",
     .schema_lock = NULL,
     .schema_unlock = NULL,
     .begin_read = "BEGIN",
     .begin_write = "BEGIN IMMEDIATE",
     .for_update = "",
     .writable = "SELECT 1", /* a file it may not write fails its open */
+    /* the WAL's frames hold the pages before the erasure: copied into the
+     * file (zeroed there) and the WAL emptied, unless a reader still needs
+     * them (then at a later erasure's, or the last connection's close) */
+    .after_erase = "PRAGMA wal_checkpoint(TRUNCATE)",
 };
 
 static int liteExec(sqlDb *d, const char *sql) {
