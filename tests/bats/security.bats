@@ -240,6 +240,17 @@ handshake() {
   metasrv_log_wait $((before + 1))
   if grep -q '^2026-01-01T00:00:00Z' "$SRV/serve.log"; then fail "a forged log line: $(grep -n FORGED "$SRV/serve.log")"; fi
   assert_equal "$(grep -c FORGED "$SRV/serve.log")" 1
+  # the other control characters as lake-metasrv(8) says: \xHH, C1 as
+  # \uHHHH, no raw one in the log (a terminal escape, a bell)
+  before=$(metasrv_log_lines | wc -l)
+  metasrv_post "$ADMIN" whoami '{"x\u001b[31mred\u0007\u0085tail":1}'
+  metasrv_assert_error 400 invalid_argument
+  metasrv_log_wait $((before + 1))
+  grep -qF "detail=whoami: unknown field 'x\\x1b[31mred\\x07\\u0085tail'" "$SRV/serve.log" ||
+    fail "not quoted as documented: $(grep -a 'red' "$SRV/serve.log")"
+  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' "$SRV/serve.log"; then
+    fail "a raw control character in the log: $(grep -an $'\x1b' "$SRV/serve.log" | cat -v)"
+  fi
 
   # after all that, it still serves
   metasrv_post "$ADMIN" whoami
