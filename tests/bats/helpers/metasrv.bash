@@ -258,10 +258,11 @@ metasrv_log_lines() {
 }
 
 # The log line is written when the response has been sent, which the
-# client may see first: wait for it, at most 2 s.
+# client may see first: wait for it (at most 60 s, a guard against a hang:
+# 2 s was short on a loaded machine).
 metasrv_log_wait() {
   local n=$1 dir=${2:-$T/srv} i
-  for i in $(seq 100); do
+  for i in $(seq 3000); do
     [ "$(metasrv_log_lines "$dir" | wc -l)" -ge "$n" ] && return 0
     sleep 0.02
   done

@@ -285,12 +285,13 @@ pgp_rejoin() {
 pgp_wait_sync() {
   local primary state=$1
   primary=$(pgp_primary)
-  for _ in $(seq 600); do
+  # (60 s: a guard against a hang; 30 s was short on a loaded machine)
+  for _ in $(seq 1200); do
     [ "$(pgp_sql "$primary" postgres "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = '$state'" 2>/dev/null)" = 1 ] &&
       return 0
     sleep 0.05
   done
-  echo "pg.bash: no streaming standby of $primary in sync_state $state after 30 s" >&2
+  echo "pg.bash: no streaming standby of $primary in sync_state $state after 60 s" >&2
   return 1
 }
 
@@ -302,11 +303,12 @@ pgp_createdb() {
     pgp_wait_replayed "SELECT count(*) FROM pg_database WHERE datname = '$1'" 1
 }
 
-# pgp_wait_replayed SQL VALUE [DB]: until SQL answers VALUE on the standby (10 s)
+# pgp_wait_replayed SQL VALUE [DB]: until SQL answers VALUE on the standby
+# (at most 60 s, a guard against a hang)
 pgp_wait_replayed() {
   local standby
   standby=$(pgp_standby)
-  for _ in $(seq 200); do
+  for _ in $(seq 1200); do
     [ "$(pgp_sql "$standby" "${3:-postgres}" "$1" 2>/dev/null)" = "$2" ] && return 0
     sleep 0.05
   done
