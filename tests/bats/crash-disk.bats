@@ -163,9 +163,11 @@ used_kib() {
   local before
   before=$(sha_of "$LAKE_HOME/registry.db")
 
-  # another user's lake (root's, mode 0755: readable, not writable), read
+  # another user's lake (root's, made readable to others: 0755 and 0644,
+  # as a lake made before it was private by default; not writable), read
   # by a user with its own cache
-  chmod 0755 "$T"
+  chmod 0755 "$T" "$LAKE_HOME"
+  chmod 0644 "$LAKE_HOME/registry.db"
   mkdir "$T/nobody"
   chown nobody "$T/nobody"
   local c
