@@ -26,29 +26,38 @@ teardown() {
 
 # kill_mid_put BYTES MIN: pipe BYTES of data into lake-put, then stall; once
 # the put holds its temporary file with at least MIN bytes written to it,
-# SIGKILL lake-put itself (not the shell, not the writer) and check what is
-# left.  (A put reads in large buffers, so a few bytes may still sit in its
-# buffer: MIN is what must have reached the file.)
+# and the writer has written everything and stalls, SIGKILL lake-put itself
+# (not the shell, not the writer) and check what is left.  (A put reads in
+# large buffers, so a few bytes may still sit in its buffer: MIN is what
+# must have reached the file.)
 kill_mid_put() {
-  local bytes=$1 min=$2 fd pos=''
+  local bytes=$1 min=$2 fd pos='' i
   # $! of a background pipeline is its last process: lake-put.  The writer
   # records its own pid, then becomes the sleep (exec), so that pid is the
-  # sleep's.  fd 3 is closed so bats never waits on these processes.
-  { echo "$BASHPID" >"$T/writer.pid"; head -c "$bytes" /dev/urandom; exec sleep 30; } 3>&- |
+  # sleep's; it sleeps until killed (a sleep of N s would end the input,
+  # and the put with it, if the machine took longer to get here).  fd 3 is
+  # closed so bats never waits on these processes.
+  { echo "$BASHPID" >"$T/writer.pid"; head -c "$bytes" /dev/urandom; exec sleep infinity; } 3>&- |
     lake-put >"$T/put.out" 2>"$T/put.err" 3>&- &
   PUT=$!
   # wait until the process exists and holds its unnamed temporary file with
-  # at least MIN bytes written (its file offset), i.e. it is in the middle
-  for _ in $(seq 200); do
+  # at least MIN bytes written (its file offset), i.e. it is in the middle,
+  # and the writer is the sleep (all its bytes are in the pipe: head may
+  # still be writing when the put has MIN bytes, or not yet have exec'd
+  # after 1 byte); 60 s at most, a guard against a hang
+  for ((i = 0; i < 1200; i++)); do
+    [ -n "$WRITER" ] || WRITER=$(cat "$T/writer.pid" 2>/dev/null || true)
     fd=$(unnamed_stage_fd "$PUT")
-    if [ -n "$fd" ]; then
+    if [ -n "$fd" ] && [ -n "$WRITER" ] && [ "$(cat "/proc/$WRITER/comm" 2>/dev/null)" = sleep ]; then
       pos=$(fd_pos "$PUT" "$fd")
       [ -n "$pos" ] && [ "$pos" -ge "$min" ] && break
     fi
-    [ -n "$WRITER" ] || WRITER=$(cat "$T/writer.pid" 2>/dev/null || true)
+    # (ended, it is a zombie until waited for: kill -0 would not tell)
+    [[ $(cut -d' ' -f3 "/proc/$PUT/stat" 2>/dev/null) == [^Z] ]] || fail "lake-put ended: $(cat "$T/put.err")"
     sleep 0.05
   done
   [ -n "$WRITER" ] || WRITER=$(cat "$T/writer.pid")
+  [ -z "$fd" ] || pos=$(fd_pos "$PUT" "$fd")
   [ -n "$fd" ] || fail "lake-put never opened an unnamed (O_TMPFILE) file in the stage"
   [ -n "$pos" ] && [ "$pos" -ge "$min" ] || fail "only ${pos:-no} bytes reached the temporary file"
   assert_equal "$(cat "/proc/$PUT/comm")" lake-put
