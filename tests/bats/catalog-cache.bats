@@ -233,14 +233,41 @@ teardown() {
   assert_equal "$(untraced_stderr)" "lake-catalog: docs.nope: no such table"
 }
 
+# snapshot_set KEY VALUE: the snapshot file's header line "KEY ..." made
+# "KEY VALUE", its checksum made anew (the file stays valid): a time in it
+# set explicitly, instead of waiting for one to pass.
+snapshot_set() {
+  python3 - "$(snapshot_file)" "$1" "$2" <<'EOF2'
+import os, sys, zlib
+path, key, value = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
+lines = open(path, 'rb').read().split(b'\n')[:-2]  # without the crc32 line
+hits = [i for i, l in enumerate(lines) if l.startswith(key + b' ')]
+if len(hits) != 1:
+    sys.exit('snapshot_set: %d lines %s in %s' % (len(hits), key.decode(), path))
+lines[hits[0]] = key + b' ' + value
+body = b'\n'.join(lines) + b'\n'
+open(path + '.new', 'wb').write(body + b'crc32 %08x\n' % zlib.crc32(body))
+os.replace(path + '.new', path)
+EOF2
+}
+
+# The snapshot file's header value KEY.
+snapshot_get() {
+  sed -n "s/^$1 //p" "$(snapshot_file)"
+}
+
 # --- coalescing ---------------------------------------------------------------
 
 @test "30 processes started together on an expired cache make one catalog_snapshot call in all" {
   make_docs
   local g i n=30
   g=$(cached_generation)
-  export LAKE_CATALOG_TTL=2 LAKE_TRACE=1
-  sleep 2.2 # past the TTL: every process finds the snapshot expired
+  # expired by its fetch time (1 ms after the epoch), not by waiting out a
+  # short TTL: the one refresh then renews it for longer than the last of
+  # the 30 can take to start (a 2 s TTL could run out again before it, on
+  # a loaded machine: a second call)
+  export LAKE_CATALOG_TTL=3600 LAKE_TRACE=1
+  snapshot_set fetched_ms 1
   run_together $n lake-catalog list
 
   for i in $(seq $n); do
@@ -430,9 +457,19 @@ empty_file() {
 @test "after a failure the next processes skip the doomed attempt for a short backoff" {
   make_docs
   source_break
+  local t0 t1 failed
+  t0=$(date +%s%3N)
   run_traced lake-catalog --max-age 0 list
+  t1=$(date +%s%3N)
   assert_success
   assert_equal "source calls: $(trace_count source)" "source calls: 1"
+  # the failure's time recorded, in ms, by that command
+  failed=$(snapshot_get failed_ms)
+  [ "$failed" -ge "$t0" ] && [ "$failed" -le "$t1" ] ||
+    fail "failed_ms $failed is not the time of the failure (between $t0 and $t1)"
+  # then set to now: the next command is inside the 5 s backoff however
+  # long the steps since the failure took on a loaded machine
+  snapshot_set failed_ms "$(date +%s%3N)"
 
   # straight after: no call, the same stale answer and warning
   run_traced lake-catalog --max-age 0 list
