@@ -58,22 +58,33 @@ read_offline() {
 
   # the lifetime of a full refresh, from the start of the process, warm
   # (the first one also fetches whoami and makes the cache directory) and
-  # of a changed directory, as in the rounds
+  # of a changed directory, as in the rounds: the shorter of two (the
+  # machine is shared, so one may be slowed)
   timeout 60 lake-catalog refresh --force >/dev/null 2>&1 || fail "a refresh failed"
-  metasrv_post "$ADMIN" create_table '{"namespace":"w","name":"calibration","schema":[{"name":"x","type":"INTEGER"}]}'
-  [ "$HTTP_CODE" = 200 ] || fail "create_table: $HTTP_CODE $HTTP_BODY"
-  printf 'w\tcalibration\n' >>"$T/server"
-  sort -o "$T/server" "$T/server"
-  t0=$(crash_now_ms)
-  timeout 60 lake-catalog refresh --force >/dev/null 2>&1 || fail "a refresh failed"
-  t1=$(crash_now_ms)
-  life=$((t1 - t0))
+  life=
+  for k in 1 2; do
+    metasrv_post "$ADMIN" create_table "{\"namespace\":\"w\",\"name\":\"calibration$k\",\"schema\":[{\"name\":\"x\",\"type\":\"INTEGER\"}]}"
+    [ "$HTTP_CODE" = 200 ] || fail "create_table: $HTTP_CODE $HTTP_BODY"
+    printf 'w\tcalibration%s\n' "$k" >>"$T/server"
+    sort -o "$T/server" "$T/server"
+    t0=$(crash_now_ms)
+    timeout 60 lake-catalog refresh --force >/dev/null 2>&1 || fail "a refresh failed"
+    t1=$(crash_now_ms)
+    [ -n "$life" ] && [ "$life" -le $((t1 - t0)) ] || life=$((t1 - t0))
+  done
   # start over: the kills begin on an empty cache (the first refresh)
   rm -rf "$XDG_CACHE_HOME/lake"
   crash_log "a refresh of $TABLES tables takes $life ms"
 
+  # KILLS + 1 rounds, and more (3 x KILLS at most) until KILLS / 6
+  # refreshes were killed in flight: a refresh that finished before its
+  # kill shows the lifetime was measured long (a machine busier then than
+  # now), and the lifetime is cut to 2/3 of that delay, so the kills land
+  # inside the refreshes however the load changes
   local killed=0 gen=
-  for k in $(seq 0 "$KILLS"); do
+  k=-1
+  while [ "$k" -lt "$KILLS" ] || { [ "$killed" -lt $((KILLS / 6)) ] && [ "$k" -lt $((KILLS * 3)) ]; }; do
+    k=$((k + 1))
     if [ "$k" -gt 0 ]; then
       # one more table: a new generation at the server
       metasrv_post "$ADMIN" create_table "{\"namespace\":\"w\",\"name\":\"n$k\",\"schema\":[{\"name\":\"x\",\"type\":\"INTEGER\"}]}"
@@ -85,12 +96,17 @@ read_offline() {
     # at least 1 ms: timeout(1) takes a duration of 0 as "never"
     delay=$(( $(crash_rand $((life * 5 / 4 + 5))) + 1 ))
     crash_log "round $k: refresh killed after $delay ms"
+    g=0
     timeout -s KILL "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))s" \
-      lake-catalog refresh --force >/dev/null 2>"$T/refresh.err" 3>&- || {
-      g=$?
-      [ "$g" -eq 137 ] || fail "round $k: refresh exited $g: $(cat "$T/refresh.err")"
-      killed=$((killed + 1))
-    }
+      lake-catalog refresh --force >/dev/null 2>"$T/refresh.err" 3>&- || g=$?
+    case $g in
+      137) killed=$((killed + 1)) ;;
+      0)
+        crash_log "round $k: the refresh had finished"
+        [ "$life" -le $((delay * 2 / 3)) ] || life=$((delay * 2 / 3))
+        ;;
+      *) fail "round $k: refresh exited $g: $(cat "$T/refresh.err")" ;;
+    esac
 
     read_offline
     if cmp -s "$T/seen" "$T/cached" && [ "$SEEN_GEN" = "$CACHED_GEN" ]; then
@@ -113,7 +129,7 @@ read_offline() {
     left=$(find "$XDG_CACHE_HOME/lake" -name '.tmp-*' 2>/dev/null)
     [ -z "$left" ] || fail "round $k: temporary files left in the cache: $left"
   done
-  crash_log "$killed of $((KILLS + 1)) refreshes were killed before they finished"
+  crash_log "$killed of $((k + 1)) refreshes were killed before they finished"
   [ "$killed" -ge $((KILLS / 6)) ] || fail "only $killed refreshes were killed in flight"
   # and a refresh after all that brings the cache up to date
   timeout 60 lake-catalog refresh --force >/dev/null || fail "the final refresh failed"
