@@ -59,6 +59,23 @@ client() {
   done
 }
 
+# The lines of the files $T/NAME.* (acked, failed) so far.
+lines_of() {
+  cat "$T/$1".* 2>/dev/null | wc -l
+}
+
+# wait_lines NAME N WHY: until $T/NAME.* hold N lines or more (the clients
+# write them all along; 60 s at most, a guard against a hang), else fail
+# with WHY.
+wait_lines() {
+  local i
+  for ((i = 0; i < 1200; i++)); do
+    [ "$(lines_of "$1")" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "$3 ($(lines_of "$1") $1 after 60 s)"
+}
+
 # The rows of d.t as "c s", sorted, read from a restarted server.
 table_rows() {
   timeout 60 lake-query -f tsv -c 'SELECT c, s FROM d.t' | tr '\t' ' ' | sort
@@ -102,11 +119,16 @@ check_round() {
     client "$c" 3>&- &
     CLIENT_PIDS+=($!)
   done
+  local since=0
   for k in $(seq "$KILLS"); do
     up=$((300 + $(crash_rand 900)))
     down=$(crash_rand 400)
     crash_log "round $k: server up ${up} ms, then SIGKILL, down ${down} ms"
     crash_sleep_ms "$up"
+    # and until an append was acknowledged since the last start: the kill
+    # lands in the storm, not before it, however slowly a loaded machine
+    # runs the clients
+    wait_lines acked $((since + 1)) "round $k: no append acknowledged since the server started"
     # a change to the directory each round: the generation must keep it
     metasrv_post "$ADMIN" create_table "{\"namespace\":\"d\",\"name\":\"g$k\",\"schema\":[{\"name\":\"x\",\"type\":\"INTEGER\"}]}"
     [ "$HTTP_CODE" = 200 ] || fail "round $k: create_table: $HTTP_CODE $HTTP_BODY"
@@ -119,10 +141,18 @@ check_round() {
     METASRV_PID=
     assert_equal "$(sqlite3 "$SRV/registry.db" 'PRAGMA integrity_check')" ok
     crash_sleep_ms "$down"
+    # the last time down: until a client saw it, if none has yet (a kill
+    # with no request in flight and a down time shorter than any client
+    # took to ask is no outage seen)
+    [ "$k" -lt "$KILLS" ] || wait_lines failed 1 "no client ever saw the server down"
     metasrv_start "$SRV" "$port"
     assert_equal "$METASRV_PORT" "$port"
+    since=$(lines_of acked)
     check_round "$k"
   done
+  # many successes: the storm runs on until then (a loaded machine runs
+  # fewer appends in the rounds' times)
+  wait_lines acked $((CLIENTS * 3)) "too few appends acknowledged"
   touch "$T/stop"
   for c in "${CLIENT_PIDS[@]}"; do wait "$c"; done
   CLIENT_PIDS=()
