@@ -41,11 +41,19 @@ restart_a() {
   lake-metasrv serve "${METASRV_REGOPT[@]}" --listen "127.0.0.1:$port" \
     --tls-cert "$SRV/cert.pem" --tls-key "$SRV/key.pem" >"$SRV/serve.out.a2" 2>>"$SRV/serve.log" &
   A_PID=$!
-  for _ in $(seq 200); do
+  # (60 s at most: a guard against a hung start, not a time A needs)
+  for _ in $(seq 2400); do
     grep -q '^listening on ' "$SRV/serve.out.a2" && return 0
+    kill -0 "$A_PID" 2>/dev/null || fail "instance A exited: $(tail -n 3 "$SRV/serve.log")"
     sleep 0.025
   done
   fail "instance A did not come back"
+}
+
+# The version of s.t, asked of B (empty if it did not answer).
+storm_version() {
+  METASRV_DIR=$SRV METASRV_URL=$B_URL metasrv_post "$ADMIN" resolve '{"namespace":"s","name":"t"}'
+  [ "$HTTP_CODE" != 200 ] || jq .version <<<"$HTTP_BODY"
 }
 
 status_of() { # status_of KEY: one key of lake-catalog status
@@ -138,8 +146,21 @@ status_of() { # status_of KEY: one key of lake-catalog status
     ) &
     STORM_PIDS+=($!)
   done
-  sleep 1
+  # the storm held where it is (each client stopped; an INSERT it has
+  # running goes on: one at most) once 8 of its 60 rows are in, so that A
+  # dies mid-storm however fast or slowly the clients run
+  local v
+  for _ in $(seq 1200); do
+    kill -STOP "${STORM_PIDS[@]}"
+    v=$(storm_version)
+    [ "$v" -ge 8 ] 2>/dev/null && break
+    kill -CONT "${STORM_PIDS[@]}"
+    sleep 0.05
+  done
+  [ "$v" -ge 8 ] 2>/dev/null || fail "the storm never reached version 8 (last: $v)"
+  [ "$v" -lt 56 ] || fail "the storm was nearly over ($v) when A died"
   kill_a
+  kill -CONT "${STORM_PIDS[@]}"
   for c in "${STORM_PIDS[@]}"; do wait "$c"; done
   STORM_PIDS=()
   for c in 1 2 3 4; do
@@ -177,7 +198,8 @@ while True:
     c, _ = s.accept(); c.recv(65536); c.close()
 ' >"$T/fake.port" &
   STORM_PIDS+=($!)
-  for _ in $(seq 100); do [ -s "$T/fake.port" ] && break; sleep 0.05; done
+  for _ in $(seq 1200); do [ -s "$T/fake.port" ] && break; sleep 0.05; done
+  [ -s "$T/fake.port" ] || fail "the fake endpoint did not start"
   LAKE_METASRV="http://127.0.0.1:$(cat "$T/fake.port"),$B_URL"
   export LAKE_METASRV
   run --separate-stderr env LAKE_TRACE=1 lake-catalog create-namespace docs
