@@ -78,30 +78,40 @@ serve() {
   lake-catalog refresh >/dev/null || fail "lake-catalog refresh"
 }
 
-# hold_write_lock SECONDS: another process holds the SQLite registry's
-# write lock (BEGIN IMMEDIATE; WAL readers go on) for SECONDS, in the
-# background; $T/stalled once it holds it, $T/restored just before it lets
-# go (nothing answered before $T/restored was answered under the lock)
+# hold_write_lock: another process holds the SQLite registry's write lock
+# (BEGIN IMMEDIATE; WAL readers go on), in the background, until
+# release_write_lock; $T/stalled once it holds it, $T/restored just before
+# it lets go (nothing answered before $T/restored was answered under the
+# lock).  Released on a state the test saw, never after a time: the
+# stall must outlast the work it is meant to hold up, however slowly a
+# loaded machine brings that work.
 hold_write_lock() {
-  python3 - "$SRV/registry.db" "$1" "$T" 3>&- <<'EOF' &
+  python3 - "$SRV/registry.db" "$T" 3>&- <<'EOF' &
 import os, sqlite3, sys, time
-db, secs, t = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+db, t = sys.argv[1], sys.argv[2]
 c = sqlite3.connect(db, isolation_level=None, timeout=60)
 c.execute("BEGIN IMMEDIATE")
 open(os.path.join(t, "stalled"), "w").close()
-time.sleep(secs)
+while not os.path.exists(os.path.join(t, "release")):
+    time.sleep(0.05)
 open(os.path.join(t, "restored"), "w").close()
 c.execute("ROLLBACK")
 c.close()
 EOF
   LOCKER=$!
   PIDS+=("$LOCKER")
-  for _ in $(seq 200); do
+  for _ in $(seq 1200); do
     [ -e "$T/stalled" ] && return 0
     kill -0 "$LOCKER" 2>/dev/null || break
     sleep 0.05
   done
   fail "the write lock was never taken"
+}
+
+# release_write_lock: the holder lets go; waits for it to end
+release_write_lock() {
+  touch "$T/release"
+  wait "$LOCKER"
 }
 
 # start_probes TABLE: in the background until $T/stop, as admin:
@@ -275,6 +285,44 @@ assert_writes_waited() {
   echo "# metrics: at most $most writes waiting on the registry" >&3
 }
 
+# stall_seen: the probes saw, during the stall, what the write stall
+# asserts on (assert_health_waiting, assert_writes_waited): health saying
+# registry waiting with a write waiting over 1 s, and the metrics a write
+# waiting
+stall_seen() {
+  awk '$3 == "stall" { $1 = $2 = $3 = ""; print }' "$T/health" |
+    jq -e 'select(.registry == "waiting" and .waiting_writes >= 1 and .oldest_wait_s > 1)' >/dev/null 2>&1 &&
+    awk '$1 == "stall"' "$T/metrics" | grep -oE 'lake_registry_waiting_requests\{lane="write"\} [0-9.]+' |
+      awk '$2 > 0 { f = 1 } END { exit !f }'
+}
+
+# stall_hold SECONDS [CMD…]: let the stall last SECONDS (the time the
+# asserts on reads during it count on: assert_reads_went_on) and on until
+# the probes saw it (stall_seen) and CMD, if given, succeeds (120 s more
+# at most: a guard against a hang)
+stall_hold() {
+  local secs=$1 i
+  shift
+  sleep "$secs"
+  for ((i = 0; i < 1200; i++)); do
+    stall_seen && { [ $# -eq 0 ] || "$@"; } && return 0
+    sleep 0.1
+  done
+  fail "the stall was never seen (health: $(awk '$3 == "stall"' "$T/health" | tail -n 2); metrics: $(awk '$1 == "stall"' "$T/metrics" | tail -n 1); refused: $(refused))"
+}
+
+# timeout_refused: an append was refused after waiting its time in the queue
+timeout_refused() {
+  [[ $(refused) =~ timeout=([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -gt 0 ]
+}
+
+# stalled_refused: a request was refused because the registry went silent
+# (counted as stalled; seen in the server's log: its metrics need the
+# registry to check the token)
+stalled_refused() {
+  grep -Eq ' message="the registry (does not answer|is not answering reads); retry later"' "$SRV/serve.log"
+}
+
 # assert_write_stall WHEN: after a stall of the writes with 64 INSERT
 # clients (probes stopped here): the figures printed; every resolve
 # answered 200 and on time; health said waiting and the metrics counted
@@ -302,9 +350,13 @@ assert_write_stall() {
   serve
   start_probes t1
   sleep 1
-  hold_write_lock 30
+  hold_write_lock
   insert_clients 64
-  wait "$LOCKER"
+  # 30 s, and until the probes saw the writes wait and appends queued past
+  # SQLite's 10 s busy timeout were refused (asserted below): the clients
+  # may take long to start on a loaded machine
+  stall_hold 30 timeout_refused
+  release_write_lock
   sleep 2
   clients_wait
   # WAL reads are not blocked by a writer
@@ -318,7 +370,9 @@ assert_write_stall() {
 
 @test "--max-waiting 4: appends past 4 waiting on a locked registry are refused at once, 503 with Retry-After, counted as full; reads go on; nothing committed" {
   serve --max-waiting 4
-  hold_write_lock 15
+  # held until all 16 appends are answered: the 4 admitted ones end by
+  # SQLite's 10 s busy timeout, under the lock, however late they came
+  hold_write_lock
   local secret i gun rc code secs ph
   IFS= read -r secret <"$ADMIN"
   # 16 appends at once (a starting gun: all are in before the first 4,
@@ -340,8 +394,8 @@ assert_write_stall() {
   exec {gun}<>"$T/gun"
   for i in $(seq 16); do echo go; done >&"$gun"
   # the refused ones are answered before the admitted ones can be: wait
-  # for 12 answers (at most the lock's 15 s)
-  for _ in $(seq 300); do
+  # for 12 answers (60 s at most, a guard)
+  for _ in $(seq 1200); do
     [ "$(cat "$T"/ans.* 2>/dev/null | wc -l)" -ge 12 ] && break
     sleep 0.05
   done
@@ -352,7 +406,7 @@ assert_write_stall() {
   full_during=$(refused)
   clients_wait
   exec {gun}>&-
-  wait "$LOCKER"
+  release_write_lock
   echo "# answers (EXIT HTTP SECONDS PHASE): $(cat "$T"/ans.* | sort -k3,3n | awk '{ printf "%s%s %s", s, $2, $3; s = ", " }')" >&3
   echo "# refused while locked: $full_during" >&3
   assert_equal "resolve during the full write lane: $read_during" "resolve during the full write lane: 200 stall"
@@ -399,7 +453,9 @@ pg_database() {
   pgp_crash "$s"
   touch "$T/stalled"
   insert_clients 64
-  sleep 30
+  # 30 s, and until the probes saw the writes wait (the clients may take
+  # long to start on a loaded machine)
+  stall_hold 30
   touch "$T/restored"
   pgp_resume "$s" || fail "the standby does not start again"
   clients_wait
@@ -415,7 +471,7 @@ pg_database() {
   python3 "$BATS_TEST_DIRNAME/helpers/blackhole.py" 0 "$(pgp_node_port "$(pgp_primary)")" >"$T/bh.port" 2>"$T/bh.err" 3>&- &
   local bh=$!
   PIDS+=("$bh")
-  for _ in $(seq 200); do [ -s "$T/bh.port" ] && break; sleep 0.05; done
+  for _ in $(seq 1200); do [ -s "$T/bh.port" ] && break; sleep 0.05; done
   [ -s "$T/bh.port" ] || fail "blackhole.py did not start: $(cat "$T/bh.err")"
   printf 'postgresql://lake@127.0.0.1:%s/%s\n' "$(cat "$T/bh.port")" "$DB" >"$SRV/registry.url"
   serve
@@ -425,12 +481,14 @@ pg_database() {
   touch "$T/stalled"
   local t0 t_unavail='' i
   t0=$(date +%s.%N)
-  # held 30 s, and until the server says unavailable (60 s at most)
-  for i in $(seq 600); do
+  # held 30 s, and until the server says unavailable and has refused a
+  # read as stalled (asserted below: a loaded machine may take longer to
+  # get there; 120 s at most, a guard)
+  for i in $(seq 1200); do
     if [ -z "$t_unavail" ] && grep -q '"registry": *"unavailable"' "$T/health"; then
       t_unavail=$(date +%s.%N)
     fi
-    [ "$i" -ge 300 ] && [ -n "$t_unavail" ] && break
+    [ "$i" -ge 300 ] && [ -n "$t_unavail" ] && stalled_refused && break
     sleep 0.1
   done
   kill -USR2 "$bh"
