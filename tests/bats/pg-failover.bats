@@ -58,18 +58,6 @@ wait_health() {
   fail "$1: registry never $2 (last: $(health "$1"))"
 }
 
-# wait_until WHY CMD…: until CMD succeeds (60 s at most, a guard), else
-# fail saying WHY
-wait_until() {
-  local why=$1
-  shift
-  for _ in $(seq 1200); do
-    "$@" && return 0
-    sleep 0.05
-  done
-  fail "$why"
-}
-
 # lines_at_least FILE N [PATTERN]: FILE has N lines (matching PATTERN) or more
 lines_at_least() {
   [ "$(grep -c -- "${3:-}" "$1" 2>/dev/null)" -ge "$2" ]

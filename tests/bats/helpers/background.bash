@@ -31,13 +31,9 @@ bg_cleanup() {
   exec 4>&- 5>&- 2>/dev/null || true
 }
 
-# wait_for CMD...: until CMD succeeds (10 s at most).
+# wait_for CMD...: until CMD succeeds (common.bash's wait_until).
 wait_for() {
-  for _ in $(seq 200); do
-    "$@" && return 0
-    sleep 0.05
-  done
-  fail "timed out waiting for: $*"
+  wait_until "timed out waiting for: $*" "$@"
 }
 
 # run_together N CMD...: N copies of CMD started at the same moment (each

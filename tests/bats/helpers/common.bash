@@ -193,6 +193,17 @@ state_wait() {
   kill "$pid" 2>/dev/null || true
   fail "process $pid never $what: $(cat "$err")"
 }
+# wait_until WHY CMD...: until CMD... succeeds (60 s at most, a guard
+# against a hang, never a time a result depends on), else fail saying WHY.
+wait_until() {
+  local why=$1
+  shift
+  for _ in $(seq 1200); do
+    "$@" && return 0
+    sleep 0.05
+  done
+  fail "$why"
+}
 # has_open PID PATH: process PID has PATH open.
 has_open() { [ "$(find "/proc/$1/fd" -lname "$2" 2>/dev/null)" != "" ]; }
 # in_pipe_read PID: the main thread of process PID blocks in a read of a
