@@ -159,8 +159,7 @@ static int openBeneath(const localStage *ls, const char *location, const char *r
  * shared (2775, say) stays so. */
 static int localModes(const localStage *ls, mode_t *dir, mode_t *file, lakeError *err) {
     struct stat st;
-    if (stat(ls->root, &st) < 0) {
-        if (errno != ENOENT) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", ls->root);
+    if (stat(ls->root, &st) < 0) { /* (mkdirs says why it cannot be made) */
         if (mkdirs(ls->root, 0700, err)) return err->code;
         if (stat(ls->root, &st) < 0) return errSetErrno(err, errCodeForErrno(errno), errno, "%s", ls->root);
     }
