@@ -516,16 +516,12 @@ static int mayUpload(const actionContext *ctx, const cJSON *req, lakeError *err)
         int rc = registryTableById(ctx->reg, dir + 7, ns, name, err);
         if (rc && (!err->status || strcmp(err->status, "not_found"))) return rc;
         /* a table's segments are an append's (write) or a rewrite's:
-         * DELETE and UPDATE (modify), which modify alone allows */
-        if (!rc) {
-            rc = registryHolds(ctx->reg, ctx->principal, ctx->role, "write", ns, name, err);
-            if (rc == 0) rc = registryHolds(ctx->reg, ctx->principal, ctx->role, "modify", ns, name, err);
-            if (rc < 0) return -rc;
-        }
-        if (rc != 1)
-            return errSetStatus(err, "permission_denied", "%s holds no write privilege on that table",
-                                ctx->principal);
-        return 0;
+         * DELETE and UPDATE (modify), which modify alone allows; an
+         * unknown id holds nothing */
+        int h = 0;
+        if (!rc && (h = registryHolds(ctx->reg, ctx->principal, ctx->role, "write", ns, name, err)) == 0)
+            h = registryHolds(ctx->reg, ctx->principal, ctx->role, "modify", ns, name, err);
+        return held(ctx, h, "write", "that table", err);
     }
     if (dir) return errSetStatus(err, "permission_denied", "a user's uploads go to files/ or a table's segments");
     return held(ctx, registryHolds(ctx->reg, ctx->principal, ctx->role, "write", NULL, NULL, err), "write",

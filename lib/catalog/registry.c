@@ -876,6 +876,9 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
     return 0;
 }
 
+/* The first unexpired version of the table whose id is the SQL expression T. */
+#define FIRST_UNEXPIRED(T) "(SELECT min(v.version) FROM versions v WHERE v.table_id = " T " AND v.expired_at IS NULL)"
+
 /* Erase what the registry keeps of the table id's data (every table's
  * for "") that no unexpired version of a live table holds any more: the
  * location and statistics of each segment removed by its table's first
@@ -887,13 +890,10 @@ int registryReferences(registry *r, const char *after, int64_t limit, int64_t ma
  * is each version's history (time, principal, operation, rows and bytes
  * added and removed) and each segment's size, row count and SHA-256; an
  * erased segment's location becomes "erased:TABLE:VERSION:SEQ", which no
- * stage contains.  Inside the caller's write transaction; SQLite's
- * secure_delete zeroes the bytes freed (sqlite.c), dialect->after_erase
- * clears the WAL once committed. */
-/* The first unexpired version of the table whose id is the SQL expression T. */
-#define FIRST_UNEXPIRED(T) "(SELECT min(v.version) FROM versions v WHERE v.table_id = " T " AND v.expired_at IS NULL)"
-
-static int eraseUnreferenced(registry *r, const char *id, lakeError *err) {
+ * stage contains.  Inside the caller's write transaction; *erased says
+ * whether any row changed.  SQLite's secure_delete zeroes the bytes freed
+ * (sqlite.c); eraseCommitted clears the WAL once committed. */
+static int eraseUnreferenced(registry *r, const char *id, int *erased, lakeError *err) {
     int rc = run(r, err, "erase segments",
                  "UPDATE segments SET location = 'erased:' || table_id || ':' || CAST(version AS TEXT) || ':'"
                  " || CAST(seq AS TEXT), stats = NULL"
@@ -902,19 +902,24 @@ static int eraseUnreferenced(registry *r, const char *id, lakeError *err) {
                  "  OR (removed_in IS NOT NULL AND removed_in <= " FIRST_UNEXPIRED("segments.table_id") "))",
                  id, id, NULL);
     if (rc) return rc;
-    return run(r, err, "erase file lists",
-               "DELETE FROM version_files WHERE (CAST(? AS TEXT) = '' OR table_id = ?)"
-               " AND (table_id IN (SELECT t.id FROM tables t WHERE t.dropped = 1)"
-               "  OR (version < " FIRST_UNEXPIRED("version_files.table_id") " AND NOT EXISTS (SELECT 1 FROM"
-               "   segments g WHERE g.table_id = version_files.table_id AND g.version = version_files.version"
-               "   AND (g.removed_in IS NULL OR g.removed_in > " FIRST_UNEXPIRED("version_files.table_id") "))))",
-               id, id, NULL);
+    *erased = sqlChanges(r->db) > 0;
+    rc = run(r, err, "erase file lists",
+             "DELETE FROM version_files WHERE (CAST(? AS TEXT) = '' OR table_id = ?)"
+             " AND (table_id IN (SELECT t.id FROM tables t WHERE t.dropped = 1)"
+             "  OR (version < " FIRST_UNEXPIRED("version_files.table_id") " AND NOT EXISTS (SELECT 1 FROM"
+             "   segments g WHERE g.table_id = version_files.table_id AND g.version = version_files.version"
+             "   AND (g.removed_in IS NULL OR g.removed_in > " FIRST_UNEXPIRED("version_files.table_id") "))))",
+             id, id, NULL);
+    if (!rc && sqlChanges(r->db) > 0) *erased = 1;
+    return rc;
 }
 
-/* Once an erasure is committed: what the database keeps of the pages
- * before it (SQLite's WAL) is cleared, where the dialect can. */
-static void eraseCommitted(registry *r) {
-    if (r->db->dialect->after_erase) (void)r->db->drv->exec(r->db, r->db->dialect->after_erase);
+/* Once an erasure that changed rows is committed: what the database keeps
+ * of the pages before it (SQLite's WAL) is cleared, where the dialect can.
+ * Only then: a checkpoint that truncates waits for the readers, which an
+ * expire or a gc that erased nothing has no reason to do. */
+static void eraseCommitted(registry *r, int erased) {
+    if (erased && r->db->dialect->after_erase) (void)r->db->drv->exec(r->db, r->db->dialect->after_erase);
 }
 
 int registryExpire(registry *r, const char *ns, const char *name, int64_t older_than, cJSON **answer,
@@ -922,6 +927,7 @@ int registryExpire(registry *r, const char *ns, const char *name, int64_t older_
     *answer = NULL;
     char now[32], cutoff[32], id[64] = "";
     int64_t current, n = 0;
+    int erased = 0;
     long long t = (long long)time(NULL);
     rfc3339Format(now, t);
     rfc3339Format(cutoff, older_than > t ? 0 : t - older_than);
@@ -940,8 +946,8 @@ int registryExpire(registry *r, const char *ns, const char *name, int64_t older_
              now, id, id, cutoff, NULL);
     if (rc) goto fail;
     n = sqlChanges(r->db);
-    if ((rc = eraseUnreferenced(r, id, err)) || (rc = commit(r, err))) goto fail;
-    eraseCommitted(r);
+    if ((rc = eraseUnreferenced(r, id, &erased, err)) || (rc = commit(r, err))) goto fail;
+    eraseCommitted(r, erased);
     *answer = cJSON_CreateObject();
     if (!*answer || !cJSON_AddNumberToObject(*answer, "expired", (double)n) ||
         !cJSON_AddStringToObject(*answer, "cutoff", cutoff)) {
@@ -1536,20 +1542,20 @@ fail:
 
 int registryDropTable(registry *r, const char *ns, const char *name, int64_t *generation,
                       lakeError *err) {
-    int rc = beginDdl(r, err);
+    char id[64];
+    int64_t current;
+    int erased = 0, rc = beginDdl(r, err);
     if (rc) return rc;
-    rc = run(r, err, "drop table", "UPDATE tables SET dropped = 1 WHERE namespace = ? AND name = ? AND dropped = 0",
-             ns, name, NULL);
-    if (!rc && sqlChanges(r->db) == 0)
-        rc = errSetStatus(err, "not_found", "%s.%s: no such table", ns, name);
+    if (!(rc = findTable(r, ns, name, 1, id, &current, NULL, err)))
+        rc = run(r, err, "drop table", "UPDATE tables SET dropped = 1 WHERE id = ?", id, NULL);
     /* its grants go with it: a table made later under the name is another */
     char scope[2 * NAME_BUF];
     snprintf(scope, sizeof scope, "%s.%s", ns, name);
     if (!rc) rc = run(r, err, "drop grants", "DELETE FROM grants WHERE scope = ?", scope, NULL);
-    /* and what it held: its objects are garbage from now (gc) */
-    if (!rc) rc = eraseUnreferenced(r, "", err);
+    /* and what it held (its own rows only): its objects are garbage from now (gc) */
+    if (!rc) rc = eraseUnreferenced(r, id, &erased, err);
     if (rc || (rc = bumpGeneration(r, generation, err)) || (rc = commit(r, err))) goto fail;
-    eraseCommitted(r);
+    eraseCommitted(r, erased);
     return 0;
 fail:
     rollback(r);

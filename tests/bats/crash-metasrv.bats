@@ -64,16 +64,15 @@ lines_of() {
   cat "$T/$1".* 2>/dev/null | wc -l
 }
 
+# has_lines NAME N: $T/NAME.* hold N lines or more.
+has_lines() {
+  [ "$(lines_of "$1")" -ge "$2" ]
+}
+
 # wait_lines NAME N WHY: until $T/NAME.* hold N lines or more (the clients
-# write them all along; 60 s at most, a guard against a hang), else fail
-# with WHY.
+# write them all along; poll_until's guard), else fail with WHY.
 wait_lines() {
-  local i
-  for ((i = 0; i < 1200; i++)); do
-    [ "$(lines_of "$1")" -ge "$2" ] && return 0
-    sleep 0.05
-  done
-  fail "$3 ($(lines_of "$1") $1 after 60 s)"
+  poll_until has_lines "$1" "$2" || fail "$3 ($(lines_of "$1") $1 after 60 s)"
 }
 
 # The rows of d.t as "c s", sorted, read from a restarted server.

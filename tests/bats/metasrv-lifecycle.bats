@@ -46,6 +46,10 @@ state_of() {
   assert_error lake-metasrv 1
   assert_equal "$(state_of "$SRV")" "$before"
 
+  # a new registry is its owner's alone whatever the umask (and its WAL)
+  (umask 022 && lake-metasrv init --db "$T/private.db" >/dev/null)
+  assert_equal "$(stat -c %a "$T/private.db")" 600
+
   # not a registry, or empty: refused the same, and left as they were
   echo hello >"$T/hello.db"
   : >"$T/empty.db"

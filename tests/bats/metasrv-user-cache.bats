@@ -46,19 +46,13 @@ teardown() {
 # Make every registration in the points file old (resolved at 1 ms after
 # the epoch), with a valid checksum: expired for any TTL, without waiting.
 age_points() {
-  python3 - "$(cache_file points)" <<'EOF'
-import sys, zlib
-path = sys.argv[1]
-lines = open(path).read().split('\n')[:-2]  # without the crc32 line
+  cache_rewrite "$(cache_file points)" '
 n = int(lines[4].split()[1])
 for i in range(5, 5 + n):
-    f = lines[i].split('\t')
-    if f[5] != '0':
-        f[5] = '1'
-    lines[i] = '\t'.join(f)
-body = '\n'.join(lines) + '\n'
-open(path, 'w').write(body + 'crc32 %08x\n' % zlib.crc32(body.encode()))
-EOF
+    f = lines[i].split("\t")
+    if f[5] != "0":
+        f[5] = "1"
+    lines[i] = "\t".join(f)'
 }
 
 @test "a user's fresh registration costs zero calls: resolve, show, SELECT, and a fixed version while fresh" {

@@ -58,20 +58,16 @@ wait_health() {
   fail "$1: registry never $2 (last: $(health "$1"))"
 }
 
-# lines_at_least FILE N [PATTERN]: FILE has N lines (matching PATTERN) or more
-lines_at_least() {
-  [ "$(grep -c -- "${3:-}" "$1" 2>/dev/null)" -ge "$2" ]
-}
-
 # wait_sql NODE DB SQL VALUE WHAT: until SQL on NODE answers VALUE (60 s
 # at most, a guard), else fail saying it never WHAT
 wait_sql() {
   local got
-  for _ in $(seq 1200); do
-    got=$(pgp_sql "$1" "$2" "$3" 2>/dev/null) && [ "$got" = "$4" ] && return 0
-    sleep 0.05
-  done
-  fail "never $5 (last: $got)"
+  poll_until sql_answers "$1" "$2" "$3" "$4" || fail "never $5 (last: $got)"
+}
+# sql_answers NODE DB SQL VALUE: SQL on NODE answers VALUE (the answer in
+# the caller's got)
+sql_answers() {
+  got=$(pgp_sql "$1" "$2" "$3" 2>/dev/null) && [ "$got" = "$4" ]
 }
 
 # Every acknowledged append of clients 1..$1 ($2 each): versions rise
@@ -271,8 +267,8 @@ assert_held() {
   PIDS+=($!)
   # both at work before the primary dies: an INSERT of the writer's and a
   # query of the reader's done
-  wait_until "the writer never inserted a row: $(cat "$T/writer.err")" lines_at_least "$T/written" 6
-  wait_until "the reader never ended a query: $(cat "$T/reader.err")" lines_at_least "$T/reads" 1 '^rc='
+  poll_until lines_at_least "$T/written" 6 || fail "the writer never inserted a row: $(cat "$T/writer.err")"
+  poll_until lines_at_least "$T/reads" 1 '^rc=' || fail "the reader never ended a query: $(cat "$T/reader.err")"
   pgp_crash "$p"
   sleep 1
   pgp_promote "$s" || fail "cannot promote"
@@ -280,8 +276,10 @@ assert_held() {
   # and after the promotion: an INSERT and a query answered
   local nw nr
   nw=$(wc -l <"$T/written") nr=$(grep -c '^rc=0' "$T/reads")
-  wait_until "no INSERT succeeded after the promotion: $(tail -n 3 "$T/writer.err")" lines_at_least "$T/written" $((nw + 1))
-  wait_until "no query answered after the promotion: $(tail -n 3 "$T/reader.err")" lines_at_least "$T/reads" $((nr + 1)) '^rc=0'
+  poll_until lines_at_least "$T/written" $((nw + 1)) ||
+    fail "no INSERT succeeded after the promotion: $(tail -n 3 "$T/writer.err")"
+  poll_until lines_at_least "$T/reads" $((nr + 1)) '^rc=0' ||
+    fail "no query answered after the promotion: $(tail -n 3 "$T/reader.err")"
   touch "$T/stop"
   for rc in "${PIDS[@]}"; do wait "$rc" || true; done
   PIDS=()

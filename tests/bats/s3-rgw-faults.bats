@@ -50,36 +50,32 @@ teardown() {
 # trace lines); their 60 s bound is only a guard against a hang, never what
 # a test's result depends on.
 
-# wait_read PID BYTES: wait until process PID has read BYTES bytes in all
+# has_read PID BYTES: process PID has read BYTES bytes in all
 # (/proc/PID/io rchar; its start-up reads are a few KiB).
+has_read() {
+  [ "$(sed -n 's/^rchar: //p' "/proc/$1/io")" -ge "$2" ]
+}
 wait_read() {
-  local i
-  for i in $(seq 1200); do
-    [ "$(sed -n 's/^rchar: //p' "/proc/$1/io")" -ge "$2" ] && return 0
-    sleep 0.05
-  done
-  fail "process $1 never read $2 bytes: $(cat "/proc/$1/io")"
+  poll_until has_read "$1" "$2" || fail "process $1 never read $2 bytes: $(cat "/proc/$1/io")"
 }
 
-# wait_conns PID N: wait until process PID has N connections to radosgw open.
+# has_conns PID N: process PID has N connections to radosgw open.
+has_conns() {
+  [ "$(ss -tnpH state established "( dport = :$RGW_PORT )" | grep -c "pid=$1,")" -ge "$2" ]
+}
 wait_conns() {
-  local i
-  for i in $(seq 1200); do
-    [ "$(ss -tnpH state established "( dport = :$RGW_PORT )" | grep -c "pid=$1,")" -ge "$2" ] && return 0
-    sleep 0.05
-  done
-  fail "process $1 never had $2 connections to radosgw"
+  wait_until "process $1 never had $2 connections to radosgw" has_conns "$1" "$2"
 }
 
 # lines_wait FILE N RE: wait until FILE has N lines matching the extended
 # regular expression RE (a trace, the fault proxy's log).
 lines_wait() {
-  local i
-  for i in $(seq 1200); do
-    [ "$(grep -cE "$3" "$1" 2>/dev/null)" -ge "$2" ] && return 0
-    sleep 0.05
-  done
-  fail "$1 never had $2 lines matching '$3': $(cat "$1")"
+  poll_until lines_at_least "$@" || fail "$1 never had $2 lines matching '$3': $(cat "$1")"
+}
+
+# rgw_ended PID: process PID has ended.
+rgw_ended() {
+  ! _rgw_alive "$1"
 }
 
 # parts_cancelled_wait N...: wait until the put's trace shows parts N...
@@ -174,7 +170,7 @@ assert_cancelled_then_aborted() {
 # more input.  lake-put must stop at once with the 400, abort the upload
 # and store nothing.
 refused_while_waiting() {
-  local file=$1 i
+  local file=$1
   shift
   s3_fault "PUT?partNumber=2&:400:1"
   put_until_parts 0 0 --part-size 5MiB "$@"
@@ -183,12 +179,9 @@ refused_while_waiting() {
   # (lake-put may stop before it has read all of it: a broken pipe here)
   tail -c +$((6 * MIB + 1)) "$file" | head -c $((5 * MIB)) >&4 2>/dev/null || true
   # (the FIFO's writer holds it open: lake-put can only end by seeing the
-  # refusal; 60 s bounds a hang)
-  for ((i = 0; i < 1200; i++)); do
-    _rgw_alive "$PUT" || break
-    sleep 0.05
-  done
-  [ "$i" -lt 1200 ] || fail "lake-put still waits for input 60 s after its part was refused: $(cat "$T/put.err")"
+  # refusal; poll_until's 60 s bounds a hang)
+  poll_until rgw_ended "$PUT" ||
+    fail "lake-put still waits for input 60 s after its part was refused: $(cat "$T/put.err")"
   wait_put
   exec 4>&-
   assert_traced_error lake-put 1 "refused by the object store" "HTTP 400 InvalidArgument"

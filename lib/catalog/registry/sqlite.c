@@ -248,9 +248,10 @@ int sqliteDbOpen(const char *path, int create, sqlDb **out, lakeError *err) {
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
     /* a new registry is its owner's alone (0600, whatever the umask
      * widens to): SQLite would make it 0644, and gives its WAL and shared
-     * memory the database file's mode */
+     * memory the database file's mode.  O_EXCL: an existing one is left
+     * as it is (the open fails, and SQLite opens it) */
     if (create) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd >= 0) close(fd);
     }
     if (sqlite3_open_v2(path, &l->db, flags, NULL) != SQLITE_OK) {

@@ -68,6 +68,23 @@ assert_error() {
   done
 }
 
+# cache_rewrite FILE PY [ARG...]: a cache file of lines followed by
+# "crc32 HEX" of them (the snapshot, the points) changed in place, its
+# checksum made anew so that it stays valid: the Python statements PY edit
+# `lines` (its lines as str, the checksum line left out; the ARGs in
+# `args`).  How a test sets a time in the cache instead of waiting for it.
+cache_rewrite() {
+  python3 - "$@" <<'EOF'
+import os, sys, zlib
+path, code, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+lines = open(path).read().split('\n')[:-2]
+exec(code)
+body = '\n'.join(lines) + '\n'
+open(path + '.new', 'w').write(body + 'crc32 %08x\n' % zlib.crc32(body.encode()))
+os.replace(path + '.new', path)
+EOF
+}
+
 # Success with nothing on stderr (diagnostics only when something is wrong).
 assert_clean_success() {
   assert_equal "exit $status" "exit 0"
@@ -193,16 +210,26 @@ state_wait() {
   kill "$pid" 2>/dev/null || true
   fail "process $pid never $what: $(cat "$err")"
 }
-# wait_until WHY CMD...: until CMD... succeeds (60 s at most, a guard
-# against a hang, never a time a result depends on), else fail saying WHY.
-wait_until() {
-  local why=$1
-  shift
+# poll_until CMD...: 0 once CMD... succeeds, 1 when it has not within
+# 60 s (a guard against a hang, never a time a result depends on).
+poll_until() {
   for _ in $(seq 1200); do
     "$@" && return 0
     sleep 0.05
   done
-  fail "$why"
+  return 1
+}
+# wait_until WHY CMD...: poll_until CMD..., else fail saying WHY (a WHY
+# that shows a file as it is at the failure: poll_until ... || fail ...).
+wait_until() {
+  local why=$1
+  shift
+  poll_until "$@" || fail "$why"
+}
+# lines_at_least FILE N [ERE]: FILE has N lines (matching the extended
+# regular expression ERE) or more.
+lines_at_least() {
+  [ "$(grep -cE -- "${3:-}" "$1" 2>/dev/null)" -ge "$2" ]
 }
 # has_open PID PATH: process PID has PATH open.
 has_open() { [ "$(find "/proc/$1/fd" -lname "$2" 2>/dev/null)" != "" ]; }

@@ -261,12 +261,9 @@ metasrv_log_lines() {
 # client may see first: wait for it (at most 60 s, a guard against a hang:
 # 2 s was short on a loaded machine).
 metasrv_log_wait() {
-  local n=$1 dir=${2:-$T/srv} i
-  for i in $(seq 3000); do
-    [ "$(metasrv_log_lines "$dir" | wc -l)" -ge "$n" ] && return 0
-    sleep 0.02
-  done
-  fail "expected $n request lines in $dir/serve.log, found $(metasrv_log_lines "$dir" | wc -l)"
+  local n=$1 dir=${2:-$T/srv}
+  poll_until lines_at_least "$dir/serve.log" "$n" ' request_id=' ||
+    fail "expected $n request lines in $dir/serve.log, found $(metasrv_log_lines "$dir" | wc -l)"
 }
 
 # NS and COUNT tables PREFIX1..PREFIXCOUNT (three columns each) made over one

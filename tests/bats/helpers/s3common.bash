@@ -31,12 +31,8 @@ s3_use_bucket() {
 # Wait until the trace of the put in the background ($T/put.err) shows N
 # parts stored (bounded at 60 s only against a hang).
 wait_parts() {
-  local i
-  for i in $(seq 1200); do
-    [ "$(grep -cE 'partNumber=[0-9]+&.* -> 200$' "$T/put.err")" -ge "$1" ] && return 0
-    sleep 0.05
-  done
-  fail "$1 parts were never stored: $(cat "$T/put.err")"
+  poll_until lines_at_least "$T/put.err" "$1" 'partNumber=[0-9]+&.* -> 200$' ||
+    fail "$1 parts were never stored: $(cat "$T/put.err")"
 }
 
 # Start lake-put ARGS in the background on the FIFO $T/fifo, held open on
