@@ -417,6 +417,27 @@ static void testRedact(void) {
        "registry URL kinds");
 }
 
+/* A registry in memory (":memory:", as the fuzz harness opens one) is
+ * created in memory only: no file of that name in the working directory
+ * (the 0600 pre-create of a new registry file made one). */
+static void testMemoryRegistry(void) {
+    char cwd[600], tmp[] = "/tmp/lake-unit-mem-XXXXXX";
+    registry *r = NULL;
+    lakeError err = {0};
+    if (!getcwd(cwd, sizeof cwd) || !mkdtemp(tmp) || chdir(tmp) != 0) {
+        ok(0, "memory registry: set-up");
+        return;
+    }
+    int rc = registryOpen(":memory:", REGISTRY_CREATE, "file:///nonexistent/stage", &r, &err);
+    int made = access(":memory:", F_OK) == 0;
+    registryClose(r);
+    ok(rc == 0 && !made, "a :memory: registry opens (%s) and leaves no file named ':memory:' (%s)",
+       rc ? err.msg : "ok", made ? "one was made" : "none");
+    unlink(":memory:");
+    if (chdir(cwd) != 0) ok(0, "memory registry: back to the working directory");
+    rmdir(tmp);
+}
+
 int main(void) {
     const char *which = getenv("LAKE_TEST_SOURCE");
     int remote = which && strcmp(which, "remote") == 0;
@@ -432,6 +453,7 @@ int main(void) {
         return 0;
     }
     testRedact();
+    testMemoryRegistry();
     if (!mkdtemp(dir)) return 1;
     char home[600], cache[600];
     snprintf(home, sizeof home, "%s/lake", dir);

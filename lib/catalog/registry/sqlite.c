@@ -249,8 +249,10 @@ int sqliteDbOpen(const char *path, int create, sqlDb **out, lakeError *err) {
     /* a new registry is its owner's alone (0600, whatever the umask
      * widens to): SQLite would make it 0644, and gives its WAL and shared
      * memory the database file's mode.  O_EXCL: an existing one is left
-     * as it is (the open fails, and SQLite opens it) */
-    if (create) {
+     * as it is (the open fails, and SQLite opens it).  Not SQLite's names
+     * that are no file: "" (a temporary database) and ":memory:" (the fuzz
+     * harness's) */
+    if (create && *path && strcmp(path, ":memory:") != 0) {
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd >= 0) close(fd);
     }
