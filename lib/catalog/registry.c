@@ -638,6 +638,27 @@ static int checkUnexpired(registry *r, const char *id, const char *ns, const cha
     return rc;
 }
 
+/* A column the registration's schema lacks (dropped since the segment
+ * was written, or not yet added at the version resolved) is carried in
+ * the segment unread: its bounds are the dropped column's values, and no
+ * reader of this version may see them (issue 41).  Its entry keeps only
+ * "nulls".  s NULL: nothing is stripped. */
+static void stripDroppedBounds(cJSON *segment, const segmentSchema *s) {
+    cJSON *stats = cJSON_GetObjectItemCaseSensitive(segment, "stats");
+    int64_t ids[SCHEMA_MAX_COLUMNS];
+    if (!s || !cJSON_IsArray(stats)) return;
+    int n = segmentRecordColumns(segment, cJSON_GetArraySize(stats), ids, SCHEMA_MAX_COLUMNS), i = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, stats) {
+        if (i < n && segmentSchemaFindId(s, ids[i]) < 0 && cJSON_IsObject(e)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(e, "min");
+            cJSON_DeleteItemFromObjectCaseSensitive(e, "max");
+            cJSON_DeleteItemFromObjectCaseSensitive(e, "max_cut");
+        }
+        i++;
+    }
+}
+
 /* registryResolve, registryResolveAt and registryResolveChanged: the
  * registration at version (current when < 0; with at, the last version
  * committed at or before at), or not_modified when the current version
@@ -702,6 +723,9 @@ static int resolveIn(registry *r, const char *ns, const char *name, int64_t vers
     cJSON *sch = cJSON_Parse(schema);
     cJSON_AddItemToObject(a, "schema", sch ? sch : cJSON_CreateArray());
     cJSON_AddItemToObject(a, "segments", segs);
+    segmentSchema *parsed = NULL;
+    lakeError pe = {0};
+    segmentSchemaParse(schema, &parsed, &pe); /* (stored canonical; NULL: nothing is stripped) */
     int s;
     while ((s = sqlStep(st)) == SQL_ROW) {
         cJSON *g = cJSON_CreateObject();
@@ -715,10 +739,12 @@ static int resolveIn(registry *r, const char *ns, const char *name, int64_t vers
         /* its columns' ids, when not 1 to n (catalog/schema.h) */
         const char *columns = sqlColumnText(st, 5);
         if (columns) cJSON_AddItemToObject(g, "columns", cJSON_Parse(columns));
+        stripDroppedBounds(g, parsed);
         cJSON_AddItemToArray(segs, g);
     }
     if (s != SQL_DONE) rc = sqlErr(r, err, "read segments");
     sqlFinalize(st);
+    segmentSchemaFree(parsed);
     if (rc) cJSON_Delete(a);
     else *answer = a;
 out:

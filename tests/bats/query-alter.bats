@@ -101,6 +101,22 @@ locations() {
   assert_equal "$(lake-query -c "SELECT s FROM d.t AT (VERSION => 2) WHERE k = 1")" s1
 }
 
+@test "drop-column: no reader of a later version sees the dropped column's bounds (resolve keeps its null count only); the version before keeps them" {
+  lake-catalog alter d.t drop-column s
+  # the segments' entries of column 2 (s): bounds gone, nulls kept
+  run lake-catalog --max-age 0 resolve d.t
+  assert_success
+  [[ $output != *'"s1'* && $output != *'"s0"'* ]] || fail "the dropped column's bounds are served: $output"
+  assert_equal "$(jq -c '[.segments[].stats[1]]' <<<"$output")" '[{"nulls":0},{"nulls":0}]'
+  # the other columns keep theirs, and pruning by them still works
+  assert_equal "$(jq -c '[.segments[].stats[0]]' <<<"$output")" '[{"nulls":0,"min":0,"max":9},{"nulls":0,"min":10,"max":19}]'
+  # the version before the drop has the column, and its bounds
+  assert_equal "$(lake-catalog --max-age 0 resolve d.t --version 2 | jq -c '[.segments[].stats[1]]')" \
+    '[{"nulls":0,"min":"s0","max":"s9"},{"nulls":0,"min":"s10","max":"s19"}]'
+  both "SELECT count(*) FROM d.t AT (VERSION => 2) WHERE s = 's3'"
+  assert_output '{"count(*)":1}'
+}
+
 @test "DELETE, UPDATE, compaction and split aggregates after alters: every row as the schema says" {
   lake-catalog alter d.t add-column 'n INTEGER'
   lake-catalog alter d.t drop-column x
