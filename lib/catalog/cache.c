@@ -1226,10 +1226,6 @@ typedef struct digests {
     size_t n, cap;
 } digests;
 
-static int digestCmp(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Add the segments' digests of the registration at path to *k: 0, or -1
  * when out of memory. */
 static int digestsOf(const char *path, digests *k) {
@@ -1289,10 +1285,9 @@ static void segmentsForget(const catalogCache *c) {
     }
     if (d) closedir(d);
     if (!rc && d) { /* a partial list would remove what is still referenced */
-        qsort(k.v, k.n, sizeof *k.v, digestCmp);
         int64_t removed;
         lakeError err = {0};
-        if (segcacheForget(c->root, (const char *const *)k.v, k.n, &removed, &err)) logWarn("%s", err.msg);
+        if (segcacheForget(c->root, k.v, k.n, &removed, &err)) logWarn("%s", err.msg);
     }
     for (size_t i = 0; i < k.n; i++) free(k.v[i]);
     free(k.v);

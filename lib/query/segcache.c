@@ -421,12 +421,13 @@ void segcacheSetMaxAge(segcache *c, int64_t seconds) {
 }
 
 static int digestCmp(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int segcacheForget(const char *cache_dir, const char *const *keep, size_t n, int64_t *removed, lakeError *err) {
+int segcacheForget(const char *cache_dir, char **keep, size_t n, int64_t *removed, lakeError *err) {
     char dir[PATH_MAX], lockname[PATH_MAX + 8];
     *removed = 0;
+    if (n) qsort(keep, n, sizeof *keep, digestCmp);
     snprintf(dir, sizeof dir, "%s/segments", cache_dir);
     DIR *d = opendir(dir);
     if (!d) return errno == ENOENT ? 0 : errSetErrno(err, errCodeForErrno(errno), errno, "%s", dir);

@@ -91,12 +91,12 @@ int segcacheDup(const segcache *c, segcache **out, lakeError *err);
 void segcacheSetMaxAge(segcache *c, int64_t seconds);
 
 /* Remove from cache_dir/segments every segment whose digest is not in
- * keep[0..n) (sorted by strcmp), pinned ones too (a process reading one
+ * keep[0..n) (sorted here), pinned ones too (a process reading one
  * keeps its descriptor): what no cached registration references, when the
  * host forgets expired versions or purges (catalog/cache.h).  The count
  * removed in *removed.  0, or the file system's error (the rest is still
  * removed). */
-int segcacheForget(const char *cache_dir, const char *const *keep, size_t n, int64_t *removed, lakeError *err);
+int segcacheForget(const char *cache_dir, char **keep, size_t n, int64_t *removed, lakeError *err);
 
 /* Drop one pin of the segment with this digest (no-op if none). */
 void segcacheRelease(segcache *c, const char *sha256);

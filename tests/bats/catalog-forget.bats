@@ -105,9 +105,8 @@ cached_segments() {
 
 @test "a host cut off from the source serves no cached registration older than catalog_max_stale (69), --offline included; a fresh one is served with a warning" {
   two_tables_read_by_b
-  local docs keep now snap
+  local docs now snap
   docs=$(table_id crm.docs)
-  keep=$(table_id crm.keep)
   host_b lake-catalog resolve crm.docs --version 1 >/dev/null
   # B resolved crm.docs (current and version 1) two hours ago; crm.keep now
   now=$(date +%s%3N)
