@@ -18,7 +18,10 @@
 #   - a corrupt file of the cache is ignored and replaced;
 #   - `lake-catalog list` lists what a user may read (list_tables:
 #     catalog-list-user.bats), and `--offline list` (so TAB completion)
-#     adds the tables it resolved here.
+#     adds the tables it resolved here;
+#   - a not_modified answer names the oldest unexpired version: the
+#     expired ones cached are forgotten; no registration older than
+#     catalog_max_stale is served without the source (issue 41).
 
 load helpers/common
 load helpers/metasrv
