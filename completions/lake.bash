@@ -35,8 +35,8 @@ _lake_args_lake_get='-o --output --presign --jobs --part-size --stage'
 _lake_opts_lake_catalog='-q --quiet --json -H --header --max-age --offline
     --strict -h --help --version'
 _lake_args_lake_catalog='--max-age'
-_lake_commands_lake_catalog='list show resolve history rollback alter expire refresh status create-namespace
-    create drop grant revoke grants whoami actions gc compact'
+_lake_commands_lake_catalog='list show resolve history rollback alter expire refresh status purge-cache
+    create-namespace create drop grant revoke grants whoami actions gc compact'
 _lake_opts_lake_catalog_gc='--dry-run --grace'
 _lake_args_lake_catalog_gc='--grace'
 _lake_opts_lake_catalog_compact='--target-size'
@@ -186,7 +186,7 @@ _lake_complete_operand() {
     case $1 in
     lake-catalog)
         case $3:$4 in
-        show:1 | resolve:1 | history:1 | rollback:1 | alter:1 | expire:1 | drop:1 | compact:1)
+        show:1 | resolve:1 | history:1 | rollback:1 | alter:1 | expire:1 | drop:1 | compact:1 | purge-cache:1)
             list=$(_lake_catalog_cached | tr '\t' '.')
             _lake_compgen -W "$list" -- "$2"
             ;;

@@ -8,6 +8,7 @@
  *     | drop NS.T | whoami | actions | gc [--dry-run] [--grace DURATION]
  *     | compact NS.T [--target-size SIZE] | history NS.T
  *     | rollback NS.T --to-version N | expire [NS.T] [--older-than DURATION]
+ *     | purge-cache [NS.T]
  *
  * Reads are answered from the snapshot cache (lib/catalog/cache): zero
  * source calls while it is fresh.  Changes go to the source, then refresh
@@ -108,6 +109,7 @@ static const cliSpec spec = {
     "                                expire the versions older than DURATION (default: the retention)\n"
     "  refresh [--force]             ask the metadata source now\n"
     "  status                        the cached catalog: source, generation, age, staleness\n"
+    "  purge-cache [NS.T]            remove this host's cached rows and statistics of NS.T (of all tables)\n"
     "  create-namespace NS [--if-not-exists]\n"
     "                                create a namespace\n"
     "  create NS.T 'COL TYPE, ...' [--if-not-exists]\n"
@@ -162,6 +164,10 @@ static const command commands[] = {
      "Ask the metadata source now; a failing source is an error."},
     {"status", 0, 0, globalOptions, "status",
      "Describe the cached catalog (source, generation, age_s, stale, last_error); no source call."},
+    {"purge-cache", 0, 1, globalOptions, "purge-cache [NS.T]",
+     "Remove what this host's cache holds of NS.T's rows (of every table when none is named): its cached "
+     "registrations, which carry column statistics, and the segment files no other cached registration "
+     "references; prints how many files were removed.  No source call; the catalog is unchanged."},
     {"create-namespace", 1, 1, createOptions, "create-namespace NS [--if-not-exists]",
      "Create a namespace; with --if-not-exists one that exists is success."},
     {"create", 2, 2, createOptions, "create NS.T 'COL TYPE, ...' [--if-not-exists]",
@@ -419,6 +425,21 @@ static int cmdRefresh(run *r, lakeError *err) {
     return rc;
 }
 
+static const char *plural(long long n) { return n == 1 ? "" : "s"; }
+
+/* purge-cache: this host's cache only, never the source. */
+static int cmdPurge(run *r, char **args, int nargs, lakeError *err) {
+    char *ns = NULL, *name = NULL;
+    int64_t removed = 0;
+    if (nargs && nameSplitTable(args[0], &ns, &name, err)) cliUsageError(&spec, "%s", err->msg);
+    int rc = cachePurge(r->cache, ns, name, &removed, err);
+    if (!rc && r->json) printf("{\"removed\":%lld}\n", (long long)removed);
+    else if (!rc) printf("removed %lld cached file%s\n", (long long)removed, plural(removed));
+    free(ns);
+    free(name);
+    return rc;
+}
+
 static int cmdStatus(run *r, lakeError *err) {
     cacheStatusInfo st;
     int rc = cacheStatus(r->cache, &st, err);
@@ -584,7 +605,6 @@ static int gcPrint(void *ctx, const char *location, int64_t size, lakeError *err
 }
 
 /* "s" unless there is exactly one: "1 object", "2 objects". */
-static const char *plural(long long n) { return n == 1 ? "" : "s"; }
 
 /* An object the store refused to remove: one line each (errors, shown
  * even with -q); gc then fails with their count. */
@@ -615,7 +635,7 @@ static int cmdGc(run *r, lakeError *err) {
     else if (r->header) fputs("location\tsize\n", stdout);
     gcOptions opt = {r->grace >= 0 ? r->grace : GC_GRACE_DEFAULT, r->dry_run, 0};
     rc = catalogGc(r->src, st, &opt, gcPrint, gcRefused, gcUpload, &out, &stats, err);
-    if (stats.expired > 0) cacheAfterExpire(r->cache);
+    if (stats.expired > 0) cacheAfterExpire(r->cache, NULL, NULL);
     if (r->json) fputs(out.n ? "\n]\n" : "]\n", stdout);
     if (rc) goto done;
     if (stats.uploads_supported == 0)
@@ -768,7 +788,9 @@ int main(int argc, char **argv) {
         rc = openClient(&r, &err);
     } else {
         rc = configLoad(&r.cfg, NULL, 0, &err);
-        cacheOptions copt = {r.max_age >= 0 ? r.max_age : r.cfg.catalog_ttl, r.offline, r.strict};
+        /* purge-cache never asks the source: what is cached is what it removes */
+        cacheOptions copt = {r.max_age >= 0 ? r.max_age : r.cfg.catalog_ttl,
+                             r.offline || strcmp(cmd->name, "purge-cache") == 0, r.strict};
         if (!rc) rc = sourceOpen(&r.cfg, &r.src, &err);
         if (!rc) rc = cacheOpen(&r.cfg, r.src, &copt, &r.cache, &err);
     }
@@ -785,6 +807,7 @@ int main(int argc, char **argv) {
     else if (strcmp(name, "refresh") == 0)
         rc = r.offline ? errSet(&err, LAKE_EUSAGE, "refresh asks the source; not --offline") : cmdRefresh(&r, &err);
     else if (strcmp(name, "status") == 0) rc = cmdStatus(&r, &err);
+    else if (strcmp(name, "purge-cache") == 0) rc = cmdPurge(&r, args, nargs, &err);
     else if (strcmp(name, "grant") == 0 || strcmp(name, "revoke") == 0) rc = cmdGrant(&r, name[0] == 'r', args, &err);
     else if (strcmp(name, "grants") == 0) rc = cmdGrants(&r, args, nargs, &err);
     else if (strcmp(name, "whoami") == 0) rc = cmdWhoami(&r, 0, &err);

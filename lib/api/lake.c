@@ -910,7 +910,7 @@ int lake_catalog_expire_v2(lake_client *c, const char *table, const char *older_
     const logSink *old = logSinkSet(&c->sink);
     rc = catalog(c, &err);
     if (!rc) rc = sourceExpire(c->src, ns, name, secs, &n, &err);
-    if (!rc) cacheAfterExpire(c->cache);
+    if (!rc) cacheAfterExpire(c->cache, ns, name);
     if (!rc && expired) *expired = n;
     logSinkSet(old);
     free(ns);

@@ -58,6 +58,7 @@
 #include "core/interrupt.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
+#include "query/segcache.h"
 
 typedef struct tableState {
     char id[64];
@@ -110,8 +111,10 @@ typedef struct pointTable {
 struct catalogCache {
     catalogSource *src;
     cacheOptions opt;
+    char *root; /* cache_dir: every source's cache and the segment cache */
     char *dir;
     char *path; /* dir/snapshot */
+    int64_t max_stale_ms; /* catalog_max_stale: the oldest registration served stale */
     int lockfd;
     snapshot snap;
     int refreshed; /* this process asked the source already */
@@ -441,7 +444,8 @@ int cacheOpen(const lakeConfig *cfg, catalogSource *src, const cacheOptions *opt
     if (c->opt.ttl_s > CACHE_TTL_MAX) c->opt.ttl_s = CACHE_TTL_MAX; /* ms arithmetic stays exact */
     snprintf(dir, sizeof dir, "%s/%s", cfg->cache_dir, sourceKey(src));
     snprintf(path, sizeof path, "%s/snapshot", dir);
-    if (!(c->dir = strdup(dir)) || !(c->path = strdup(path))) {
+    c->max_stale_ms = cfg->catalog_max_stale * 1000;
+    if (!(c->root = strdup(cfg->cache_dir)) || !(c->dir = strdup(dir)) || !(c->path = strdup(path))) {
         cacheClose(c);
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "cache");
     }
@@ -502,6 +506,7 @@ void cacheClose(catalogCache *c) {
     for (int i = 0; i < c->nappended; i++) free(c->appended[i]);
     free(c->appended);
     if (c->lockfd >= 0) close(c->lockfd);
+    free(c->root);
     free(c->dir);
     free(c->path);
     free(c);
@@ -976,6 +981,7 @@ static const cacheEntry *find(const snapshot *s, const char *ns, const char *nam
 }
 
 static pointTable *pointFind(const catalogCache *c, const char *ns, const char *name);
+static pointRow *pointsRow(catalogCache *c, const char *ns, const char *name, int create);
 
 const cacheEntry *cacheFindTable(catalogCache *c, const char *ns, const char *name) {
     if (c->snap.valid) return find(&c->snap, ns, name);
@@ -1177,7 +1183,129 @@ static int64_t regCheckedMs(const catalogCache *c, const char *id, int64_t versi
     return checked && checked > mtimeMs(path) ? checked : 0;
 }
 
-void cacheAfterExpire(catalogCache *c) {
+/* --- forgetting what can no longer be served (issue 41) -----------------
+ *
+ * A resolve answer carries "oldest", the table's oldest unexpired version
+ * (registry.c).  The registrations cached of older versions are removed
+ * (with their indexes), and then every segment file of the host that no
+ * cached registration, of any source cached under cache_dir, references:
+ * the rows of an expired version do not outlive its expiry on a host that
+ * has since asked the source about the table.  Best effort: a failure
+ * leaves files for the next occasion, never fails the command. */
+
+/* 1 when name is VERSION.json or VERSION.rix, VERSION into *v. */
+static int regFileVersion(const char *name, int64_t *v) {
+    char *end;
+    long long n = strtoll(name, &end, 10);
+    if (end == name || n < 0 || (strcmp(end, ".json") != 0 && strcmp(end, ".rix") != 0)) return 0;
+    *v = n;
+    return 1;
+}
+
+/* Remove the files of registrations/ID/ of versions below oldest (all of
+ * them when oldest < 0, and the directory): the count removed. */
+static int regForget(const char *root_dir, const char *id, int64_t oldest) {
+    char dir[PATH_MAX];
+    DIR *d = snprintf(dir, sizeof dir, "%s/registrations/%s", root_dir, id) < (int)sizeof dir ? opendir(dir) : NULL;
+    if (!d) return 0;
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        int64_t v;
+        if (e->d_name[0] == '.' && oldest >= 0) continue;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if ((oldest < 0 || (regFileVersion(e->d_name, &v) && v < oldest)) && unlinkat(dirfd(d), e->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(d);
+    if (oldest < 0) rmdir(dir);
+    return removed;
+}
+
+typedef struct digests {
+    char **v;
+    size_t n, cap;
+} digests;
+
+/* Add the segments' digests of the registration at path to *k: 0, or -1
+ * when out of memory. */
+static int digestsOf(const char *path, digests *k) {
+    cJSON *reg = checkedJsonLoad(path), *g;
+    int rc = 0;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(reg, "segments")) {
+        const cJSON *sha = cJSON_GetObjectItemCaseSensitive(g, "sha256");
+        if (!cJSON_IsString(sha)) continue;
+        if (k->n == k->cap) {
+            size_t ncap = k->cap ? 2 * k->cap : 256;
+            char **nv = realloc(k->v, ncap * sizeof *nv);
+            if (!nv) { rc = -1; break; }
+            k->v = nv;
+            k->cap = ncap;
+        }
+        if (!(k->v[k->n] = strdup(sha->valuestring))) { rc = -1; break; }
+        k->n++;
+    }
+    cJSON_Delete(reg);
+    return rc;
+}
+
+/* Add every digest of the registrations cached under dir/registrations. */
+static int digestsUnder(const char *dir, digests *k) {
+    char path[PATH_MAX];
+    DIR *ids = snprintf(path, sizeof path, "%s/registrations", dir) < (int)sizeof path ? opendir(path) : NULL;
+    if (!ids) return 0;
+    int rc = 0;
+    for (struct dirent *t; !rc && (t = readdir(ids));) {
+        if (!idIsValid(t->d_name)) continue;
+        char tdir[PATH_MAX];
+        DIR *d = snprintf(tdir, sizeof tdir, "%s/%s", path, t->d_name) < (int)sizeof tdir ? opendir(tdir) : NULL;
+        for (struct dirent *e; !rc && d && (e = readdir(d));) {
+            char *end;
+            int64_t v;
+            if (!regFileVersion(e->d_name, &v) || !(end = strchr(e->d_name, '.')) || strcmp(end, ".json") != 0)
+                continue;
+            char file[PATH_MAX];
+            if (snprintf(file, sizeof file, "%s/%s", tdir, e->d_name) < (int)sizeof file) rc = digestsOf(file, k);
+        }
+        if (d) closedir(d);
+    }
+    closedir(ids);
+    return rc;
+}
+
+/* Remove the segment files no cached registration of any source under
+ * c->root references. */
+static void segmentsForget(const catalogCache *c) {
+    digests k = {0};
+    int rc = 0;
+    DIR *d = opendir(c->root);
+    for (struct dirent *e; !rc && d && (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "segments") == 0) continue;
+        char dir[PATH_MAX];
+        if (snprintf(dir, sizeof dir, "%s/%s", c->root, e->d_name) < (int)sizeof dir) rc = digestsUnder(dir, &k);
+    }
+    if (d) closedir(d);
+    if (!rc && d) { /* a partial list would remove what is still referenced */
+        int64_t removed;
+        lakeError err = {0};
+        if (segcacheForget(c->root, k.v, k.n, &removed, &err)) logWarn("%s", err.msg);
+    }
+    for (size_t i = 0; i < k.n; i++) free(k.v[i]);
+    free(k.v);
+}
+
+/* What the answer ans (a registration or not_modified) says of its table's
+ * expired versions: the cached ones are forgotten, and the segments only
+ * they referenced. */
+static void learnOldest(const catalogCache *c, const cJSON *ans) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(ans, "id");
+    int64_t oldest;
+    if (!cJSON_IsString(id) || !idIsValid(id->valuestring) ||
+        !jsonWhole(cJSON_GetObjectItemCaseSensitive(ans, "oldest"), 0, &oldest))
+        return; /* a server older than "oldest": nothing learnt */
+    if (regForget(c->dir, id->valuestring, oldest) > 0) segmentsForget(c);
+}
+
+void cacheAfterExpire(catalogCache *c, const char *ns, const char *name) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/expired", c->dir);
     /* its time is what counts: a registration had before it is asked again */
@@ -1186,10 +1314,78 @@ void cacheAfterExpire(catalogCache *c) {
         futimens(fd, NULL);
         close(fd);
     }
+    /* the table just expired: what this host cached of it goes now (the
+     * others' when next resolved) */
+    cJSON *ans = NULL;
+    lakeError ignored = {0};
+    if (ns && !c->opt.offline && sourceResolve(c->src, ns, name, -1, &ans, &ignored) == 0) learnOldest(c, ans);
+    cJSON_Delete(ans);
+}
+
+int cachePurge(catalogCache *c, const char *ns, const char *name, int64_t *removed, lakeError *err) {
+    *removed = 0;
+    char id[64] = "";
+    if (ns) {
+        /* its id as this host knows it: the snapshot, the listing, the points */
+        const cacheEntry *e = NULL;
+        lakeError ignored = {0};
+        if (load(c, &ignored) == 0) e = cacheFindTable(c, ns, name);
+        const snapshot *l = e ? NULL : listingPeek(c);
+        if (l) e = find(l, ns, name);
+        if (e) snprintf(id, sizeof id, "%s", e->id);
+        if (!e && pointsLoad(c, &ignored) == 0) {
+            const pointRow *r = pointsRow(c, ns, name, 0);
+            if (r) snprintf(id, sizeof id, "%s", r->id);
+        }
+        if (!*id) return 0; /* nothing cached of it here */
+    }
+    /* every source's cache under cache_dir: another principal's too */
+    DIR *d = opendir(c->root);
+    if (!d) return errno == ENOENT ? 0 : errSetErrno(err, errCodeForErrno(errno), errno, "%s", c->root);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, "segments") == 0) continue;
+        char dir[PATH_MAX], path[PATH_MAX];
+        if (snprintf(dir, sizeof dir, "%s/%s", c->root, e->d_name) >= (int)sizeof dir) continue;
+        if (*id) {
+            *removed += regForget(dir, id, -1);
+            continue;
+        }
+        DIR *r = snprintf(path, sizeof path, "%s/registrations", dir) < (int)sizeof path ? opendir(path) : NULL;
+        for (struct dirent *t; r && (t = readdir(r));)
+            if (idIsValid(t->d_name)) *removed += regForget(dir, t->d_name, -1);
+        if (r) closedir(r);
+        rmdir(path);
+    }
+    closedir(d);
+    int64_t segs = 0;
+    if (!*id) {
+        /* everything: no registration is left to keep a segment */
+        int rc = segcacheForget(c->root, NULL, 0, &segs, err);
+        *removed += segs;
+        return rc;
+    }
+    segmentsForget(c);
+    return 0;
 }
 
 static int serveStaleRegistration(catalogCache *c, const char *why_msg, const char *ns, const char *name,
                                   int64_t version, int64_t resolved_ms, cJSON **reg, lakeError *err);
+
+/* A registration this host had from the source at had_ms, to be served
+ * without asking it (an outage, --offline): 69 when that is longer ago
+ * than catalog_max_stale, the bound on how long an unreachable host shows
+ * what may have been erased since (lake(7)), *reg freed; else 0. */
+static int staleBound(const catalogCache *c, const char *ns, const char *name, int64_t version, int64_t had_ms,
+                      cJSON **reg, lakeError *err) {
+    int64_t age = nowMs() - had_ms;
+    if (age <= c->max_stale_ms) return 0;
+    cJSON_Delete(*reg);
+    *reg = NULL;
+    return errSet(err, LAKE_EUNAVAIL,
+                  "%s.%s: the cached registration of version %lld is %lld s old, older than catalog_max_stale "
+                  "(%lld s); not served without the metadata source",
+                  ns, name, (long long)version, (long long)(age / 1000), (long long)(c->max_stale_ms / 1000));
+}
 
 /* A fixed version of ns.name (table id, NULL when not known here).  Its
  * rows never change, but it may expire: so the cached registration is
@@ -1203,7 +1399,7 @@ static int pinnedResolve(catalogCache *c, const char *id, const char *ns, const 
     int64_t checked = id ? regCheckedMs(c, id, version) : 0, now = nowMs();
     if (checked && (c->opt.offline || (now - checked < c->opt.ttl_s * 1000 && checked <= now + 1000)) &&
         (*reg = regLoad(c, id, version)))
-        return 0;
+        return c->opt.offline ? staleBound(c, ns, name, version, checked, reg, err) : 0;
     if (c->opt.offline)
         return errSet(err, LAKE_EUNAVAIL, "%s.%s: registration not cached (offline)", ns, name);
     sourceNoRetry(c->src, checked != 0);
@@ -1212,9 +1408,10 @@ static int pinnedResolve(catalogCache *c, const char *id, const char *ns, const 
     if (rc && err->status && strcmp(err->status, "expired") == 0 && id) {
         char path[PATH_MAX];
         regPath(c, path, sizeof path, id, version);
-        unlink(path);
+        int gone = unlink(path) == 0;
         snprintf(path, sizeof path, "%s/registrations/%s/%lld.rix", c->dir, id, (long long)version);
         unlink(path);
+        if (gone) segmentsForget(c);
     } else if (rc && checked && sourceOutage(err) && (*reg = regLoad(c, id, version))) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
@@ -1222,6 +1419,7 @@ static int pinnedResolve(catalogCache *c, const char *id, const char *ns, const 
     }
     if (rc) return rc;
     regStore(c, *reg);
+    learnOldest(c, *reg);
     return 0;
 }
 
@@ -1488,6 +1686,11 @@ static int serveStaleRegistration(catalogCache *c, const char *why_msg, const ch
     char why[700];
     staleReason(c, why_msg, why, sizeof why);
     errClear(err);
+    if (staleBound(c, ns, name, version, resolved_ms, reg, err)) {
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (%s)", why);
+        return err->code;
+    }
     if (c->opt.strict) {
         cJSON_Delete(*reg);
         *reg = NULL;
@@ -1624,6 +1827,7 @@ static int pointRefresh(catalogCache *c, const char *ns, const char *name, cJSON
         cJSON_Delete(ans);
         return errSetStatus(err, "internal", "resolve %s.%s: unexpected answer", ns, name);
     }
+    learnOldest(c, ans);
     if (status) {
         cJSON_Delete(ans);
         ans = have;
@@ -1687,9 +1891,11 @@ static int pointResolve(catalogCache *c, const char *ns, const char *name, int64
     if ((*reg = rowRegistration(c, r))) {
         if (now - r->resolved_ms < c->opt.ttl_s * 1000 && r->resolved_ms <= now + 1000)
             return pointServe(c, ns, name, reg, r->resolved_ms, err);
+        if (c->opt.offline && c->opt.strict) return pointStale(c, "not asked (--offline)", ns, name, r, reg, err);
         if (c->opt.offline)
-            return c->opt.strict ? pointStale(c, "not asked (--offline)", ns, name, r, reg, err)
-                                 : pointServe(c, ns, name, reg, r->resolved_ms, err);
+            return (rc = staleBound(c, ns, name, r->version, r->resolved_ms, reg, err))
+                       ? rc
+                       : pointServe(c, ns, name, reg, r->resolved_ms, err);
         cJSON_Delete(*reg);
         *reg = NULL;
     } else if (c->opt.offline) {
@@ -1868,7 +2074,7 @@ static int resolve(catalogCache *c, const char *ns, const char *name, int64_t ve
             return 0;
         if (c->opt.offline && t && t->resolved_ms && t->version >= t->epoch &&
             (*reg = regLoadIndexed(c, id, t->version, ix)))
-            return 0;
+            return staleBound(c, ns, name, t->version, t->resolved_ms, reg, err);
     } else {
         /* a fixed version: held a TTL, like the current one (it may expire) */
         if ((rc = pinnedResolve(c, id, ns, name, version, reg, err))) return rc;
@@ -1897,6 +2103,7 @@ static int resolve(catalogCache *c, const char *ns, const char *name, int64_t ve
     if ((rc = checkRegistration(ans, ns, name, &n, err))) return rc;
     const cJSON *aid = cJSON_GetObjectItemCaseSensitive(ans, "id");
     regStoreIndexing(c, ans, ix != NULL);
+    learnOldest(c, ans);
     if (version < 0 && strcmp(aid->valuestring, id) == 0) updateState(c, id, 0, n, nowMs(), err);
     errClear(err);
     *reg = ans;
@@ -1930,6 +2137,7 @@ int cacheResolveAt(catalogCache *c, const char *ns, const char *name, const char
     int64_t n;
     if ((rc = checkRegistration(ans, ns, name, &n, err))) return rc;
     regStore(c, ans); /* a version's registration never changes: AT (VERSION => n) finds it here */
+    learnOldest(c, ans);
     *reg = ans;
     return 0;
 }

@@ -219,11 +219,27 @@ int cacheRewrite(catalogCache *c, const char *ns, const char *name, int64_t expe
  * (query/compact.h). */
 const char *cacheAppended(const catalogCache *c, int i);
 
-/* After this host's expire (or gc, which expires): every fixed version's
- * registration cached before is asked of the source again, so that this
- * host never serves a version it saw expire.  A failure only costs that
- * (a version expired elsewhere is refused once the TTL has passed). */
-void cacheAfterExpire(catalogCache *c);
+/* After this host's expire (or gc, which expires) of ns.name (NULL: of
+ * every table): every fixed version's registration cached before is asked
+ * of the source again, so that this host never serves a version it saw
+ * expire; with a table named, it is resolved now, and what this host
+ * cached of its expired versions is forgotten at once.  A failure only
+ * costs that (a version expired elsewhere is refused once the TTL has
+ * passed).
+ *
+ * Any resolve answer names the table's oldest unexpired version
+ * ("oldest"): the registrations cached of older versions are removed
+ * then, and every segment file under cache_dir/segments that no cached
+ * registration references (issue 41). */
+void cacheAfterExpire(catalogCache *c, const char *ns, const char *name);
+
+/* Remove what this host cached of the rows of ns.name (ns NULL: of every
+ * table): its registrations under every source's cache in cache_dir, and
+ * the segment files no remaining registration references.  Never asks
+ * the source: the table's id is the one cached here (nothing cached of
+ * it: nothing to do).  The count of files removed in *removed; 0, or the
+ * file system's error. */
+int cachePurge(catalogCache *c, const char *ns, const char *name, int64_t *removed, lakeError *err);
 
 /* After this host's DDL: refresh so that the change is visible at once. */
 int cacheAfterChange(catalogCache *c, lakeError *err);

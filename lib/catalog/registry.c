@@ -673,10 +673,22 @@ static int resolveIn(registry *r, const char *ns, const char *name, int64_t vers
     /* one read transaction: the version and its segments agree */
     if ((rc = exec(r, r->db->dialect->begin_read, err))) return rc;
     if ((rc = findTable(r, ns, name, 0, id, &current, &schema, err))) goto out;
+    /* the oldest version still served: a client forgets what it cached of
+     * older ones (catalog/cache.c, issue 41); the current version never
+     * expires, so there is one */
+    int64_t oldest;
+    if ((rc = queryInt(r, &oldest, err, "SELECT min(version) FROM versions WHERE table_id = ? AND expired_at IS NULL",
+                       id, NULL)) > 0)
+        goto out;
+    if (rc < 0) {
+        oldest = 0;
+        rc = 0;
+    }
     if (known_id && strcmp(id, known_id) == 0 && current == known_version) {
         cJSON *a = cJSON_CreateObject();
         if (!a || !cJSON_AddStringToObject(a, "status", "not_modified") || !cJSON_AddStringToObject(a, "id", id) ||
-            !cJSON_AddNumberToObject(a, "version", (double)current)) {
+            !cJSON_AddNumberToObject(a, "version", (double)current) ||
+            !cJSON_AddNumberToObject(a, "oldest", (double)oldest)) {
             cJSON_Delete(a);
             rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "registry");
         } else {
@@ -720,6 +732,7 @@ static int resolveIn(registry *r, const char *ns, const char *name, int64_t vers
     cJSON_AddStringToObject(a, "namespace", ns);
     cJSON_AddStringToObject(a, "name", name);
     cJSON_AddNumberToObject(a, "version", (double)version);
+    cJSON_AddNumberToObject(a, "oldest", (double)oldest);
     cJSON *sch = cJSON_Parse(schema);
     cJSON_AddItemToObject(a, "schema", sch ? sch : cJSON_CreateArray());
     cJSON_AddItemToObject(a, "segments", segs);

@@ -37,6 +37,8 @@ typedef struct keySpec {
 #define COMPACT_SLOT ((size_t)-4)
 #define RETRY_SLOT ((size_t)-5)
 #define RETENTION_SLOT ((size_t)-6)
+#define MAX_STALE_SLOT ((size_t)-7)
+#define SEG_AGE_SLOT ((size_t)-8)
 #define COMPACT_THRESHOLD_MAX 1000000L
 #define CONNECT_TIMEOUT_MAX 3600L
 static const keySpec keys[] = {
@@ -54,6 +56,8 @@ static const keySpec keys[] = {
     {"compact_threshold", "LAKE_COMPACT_THRESHOLD", COMPACT_SLOT},
     {"retry_deadline", "LAKE_RETRY_DEADLINE", RETRY_SLOT},
     {"retention", "LAKE_RETENTION", RETENTION_SLOT},
+    {"catalog_max_stale", "LAKE_CATALOG_MAX_STALE", MAX_STALE_SLOT},
+    {"segment_cache_max_age", "LAKE_SEGMENT_CACHE_MAX_AGE", SEG_AGE_SLOT},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -64,6 +68,8 @@ typedef struct layerState {
     char *compact; /* compact_threshold likewise */
     char *retry;   /* retry_deadline likewise */
     char *retention; /* retention likewise (a duration) */
+    char *max_stale; /* catalog_max_stale likewise */
+    char *seg_age;   /* segment_cache_max_age likewise */
     int layer;     /* 1 options, 2 environment, 3 file */
     int layer_of_token;
 } layerState;
@@ -93,6 +99,8 @@ static int setIfUnset(lakeConfig *cfg, layerState *st, const keySpec *k,
                   : k->offset == COMPACT_SLOT ? &st->compact
                   : k->offset == RETRY_SLOT   ? &st->retry
                   : k->offset == RETENTION_SLOT ? &st->retention
+                  : k->offset == MAX_STALE_SLOT ? &st->max_stale
+                  : k->offset == SEG_AGE_SLOT ? &st->seg_age
                                               : (char **)((char *)cfg + k->offset);
     if (*slot) return 0;
     *slot = strdup(value);
@@ -262,6 +270,17 @@ static int applyDefaults(lakeConfig *cfg, layerState *st, lakeError *err) {
     if (st->retention && durationParse(st->retention, CONFIG_RETENTION_MAX, &cfg->retention))
         return errSet(err, LAKE_ECONFIG, "retention: '%s' is not a duration (seconds, or 45s, 30m, 12h, 7d)",
                       st->retention);
+    /* a host serves no cached registration longer than a version lives */
+    cfg->catalog_max_stale = cfg->retention;
+    if (st->max_stale && durationParse(st->max_stale, CONFIG_RETENTION_MAX, &cfg->catalog_max_stale))
+        return errSet(err, LAKE_ECONFIG,
+                      "catalog_max_stale: '%s' is not a duration (seconds, or 45s, 30m, 12h, 7d)", st->max_stale);
+    cfg->segment_cache_max_age = CONFIG_SEGMENT_CACHE_MAX_AGE_DEFAULT;
+    if (st->seg_age && (durationParse(st->seg_age, CONFIG_RETENTION_MAX, &cfg->segment_cache_max_age) ||
+                        cfg->segment_cache_max_age <= 0))
+        return errSet(err, LAKE_ECONFIG,
+                      "segment_cache_max_age: '%s' is not a positive duration (seconds, or 45s, 30m, 12h, 7d)",
+                      st->seg_age);
     return 0;
 }
 
@@ -308,6 +327,8 @@ out:
     free(st.compact);
     free(st.retry);
     free(st.retention);
+    free(st.max_stale);
+    free(st.seg_age);
     return rc;
 }
 

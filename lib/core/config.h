@@ -33,6 +33,9 @@ typedef struct lakeConfig {
                                segments than this (query/compact.h); 0: never */
     int64_t retention; /* seconds: the embedded lake's versions expire this long after
                           the next one (lake-catalog gc, expire); a server has its own */
+    int64_t catalog_max_stale; /* seconds: the oldest cached registration served while the
+                                  source is unreachable or --offline (catalog/cache.h) */
+    int64_t segment_cache_max_age; /* seconds a cached segment may go unused (query/segcache.h) */
     char *config_file; /* the file that was read, or NULL */
 } lakeConfig;
 
@@ -45,6 +48,8 @@ typedef struct lakeConfig {
 /* As Delta's VACUUM keeps: a week to read, roll back to, or recover from. */
 #define CONFIG_RETENTION_DEFAULT (7LL * 86400)
 #define CONFIG_RETENTION_MAX (36500LL * 86400)
+/* As long as the default retention keeps a version readable. */
+#define CONFIG_SEGMENT_CACHE_MAX_AGE_DEFAULT (7LL * 86400)
 
 /* One option given on the command line, applied last. */
 typedef struct configOverride {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/fsutil.h"
@@ -36,6 +37,7 @@ struct segcache {
     char *dir;  /* cache_dir/segments */
     int dirfd;
     int64_t max;
+    int64_t max_age_s; /* 0: no bound on age */
     pin *pins;
     size_t npins, cap;
 };
@@ -100,6 +102,7 @@ int segcacheDup(const segcache *c, segcache **out, lakeError *err) {
     *slash = '\0'; /* cache_dir, without /segments */
     int rc = segcacheOpen(dir, c->max, out, err);
     free(dir);
+    if (!rc) (*out)->max_age_s = c->max_age_s;
     return rc;
 }
 
@@ -222,6 +225,16 @@ static void unlockDigest(segcache *c, const char *sha256, int fd) {
     close(fd);
 }
 
+/* Remove the segment named name unless some process (this one included)
+ * has it pinned: 1 when it was removed. */
+static int evictOne(segcache *c, const char *name) {
+    int f = openat(c->dirfd, name, O_RDONLY | O_CLOEXEC), gone = 0;
+    if (f < 0) return 0;
+    if (flock(f, LOCK_EX | LOCK_NB) == 0 && stillNamed(c, f, name) && unlinkat(c->dirfd, name, 0) == 0) gone = 1;
+    close(f);
+    return gone;
+}
+
 typedef struct entry {
     char name[SHA256_HEX_LEN + 1];
     int64_t size;
@@ -235,9 +248,10 @@ static int olderFirst(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* With .lock held: evict least recently used segments until the total plus
- * need fits the bound, skipping pinned ones.  Best effort: a scan failure
- * leaves the cache over its bound rather than failing the query. */
+/* With .lock held: evict the segments unused for longer than the maximum
+ * age, then the least recently used ones until the total plus need fits
+ * the bound, skipping pinned ones.  Best effort: a scan failure leaves the
+ * cache over its bound rather than failing the query. */
 static void evictLocked(segcache *c, int64_t need) {
     int dfd = dup(c->dirfd);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
@@ -268,17 +282,18 @@ static void evictLocked(segcache *c, int64_t need) {
         total += st.st_size;
         n++;
     }
+    if (c->max_age_s > 0) {
+        time_t oldest = time(NULL) - (time_t)c->max_age_s;
+        for (size_t i = 0; i < n; i++) {
+            if (es[i].used.tv_sec >= oldest || !evictOne(c, es[i].name)) continue;
+            total -= es[i].size;
+            es[i--] = es[--n];
+        }
+    }
     if (total + need <= c->max) goto out;
     qsort(es, n, sizeof *es, olderFirst);
-    for (size_t i = 0; i < n && total + need > c->max; i++) {
-        int f = openat(c->dirfd, es[i].name, O_RDONLY | O_CLOEXEC);
-        if (f < 0) continue;
-        /* pinned by some process (this one included): keep it */
-        if (flock(f, LOCK_EX | LOCK_NB) == 0 && stillNamed(c, f, es[i].name) &&
-            unlinkat(c->dirfd, es[i].name, 0) == 0)
-            total -= es[i].size;
-        close(f);
-    }
+    for (size_t i = 0; i < n && total + need > c->max; i++)
+        if (evictOne(c, es[i].name)) total -= es[i].size;
 out:
     free(es);
     closedir(d);
@@ -391,4 +406,47 @@ int segcacheGet(segcache *c, stage *st, const fileValue *seg, char **path, lakeE
     else if (r == LOOK_MISS) rc = fetch(c, st, seg, &fd, err);
     unlockDigest(c, seg->sha256, lfd);
     return rc ? rc : pinned(c, seg, fd, path, err);
+}
+
+void segcacheSetMaxAge(segcache *c, int64_t seconds) {
+    c->max_age_s = seconds > 0 ? seconds : 0;
+    if (!c->max_age_s) return;
+    char lockname[PATH_MAX];
+    lakeError ignored = {0};
+    snprintf(lockname, sizeof lockname, "%s/.lock", c->dir);
+    int lockfd = lockPath(lockname, LOCK_EX, &ignored);
+    if (lockfd < 0) return;
+    evictLocked(c, 0);
+    close(lockfd);
+}
+
+static int digestCmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int segcacheForget(const char *cache_dir, char **keep, size_t n, int64_t *removed, lakeError *err) {
+    char dir[PATH_MAX], lockname[PATH_MAX + 8];
+    *removed = 0;
+    if (n) qsort(keep, n, sizeof *keep, digestCmp);
+    snprintf(dir, sizeof dir, "%s/segments", cache_dir);
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? 0 : errSetErrno(err, errCodeForErrno(errno), errno, "%s", dir);
+    snprintf(lockname, sizeof lockname, "%s/.lock", dir);
+    int lockfd = lockPath(lockname, LOCK_EX, err), rc = 0;
+    if (lockfd < 0) {
+        closedir(d);
+        return err->code;
+    }
+    for (struct dirent *de; (de = readdir(d));) {
+        const char *name = de->d_name;
+        if (strlen(name) != SHA256_HEX_LEN || !sha256IsHex(name) ||
+            (n && bsearch(&name, keep, n, sizeof *keep, digestCmp)))
+            continue;
+        /* pinned or not: a process reading it keeps its descriptor */
+        if (unlinkat(dirfd(d), name, 0) == 0) (*removed)++;
+        else if (errno != ENOENT) rc = errSetErrno(err, errCodeForErrno(errno), errno, "%s/%s", dir, name);
+    }
+    close(lockfd);
+    closedir(d);
+    return rc;
 }

@@ -32,6 +32,10 @@
  *    every fetch and hit (so noatime and relatime do not matter).  Before a
  *    new segment is published, the oldest files are evicted until the
  *    total, new segment included, fits in max_bytes.
+ *  - A maximum age (segcacheSetMaxAge, segment_cache_max_age in
+ *    lake.conf(5)) evicts a segment unused for that long, so erased rows
+ *    a host once read do not stay on its disk until the size bound
+ *    pushes them out (issue 41).
  *  - A segment returned by segcacheGet is pinned: this handle holds a
  *    shared flock on it until segcacheRelease or segcacheClose, and
  *    eviction skips any file it cannot lock exclusively.  So a file a
@@ -80,6 +84,19 @@ int segcacheGet(segcache *c, stage *st, const fileValue *seg, char **path, lakeE
  * handle is used by one thread; handles coordinate through the file
  * locks, as processes do). */
 int segcacheDup(const segcache *c, segcache **out, lakeError *err);
+
+/* Bound the age of c's segments: a segment unused (its atime, the LRU
+ * stamp) for longer than seconds is evicted (unless pinned), now and at
+ * every later publish; 0: no bound.  Best effort, as eviction is. */
+void segcacheSetMaxAge(segcache *c, int64_t seconds);
+
+/* Remove from cache_dir/segments every segment whose digest is not in
+ * keep[0..n) (sorted here), pinned ones too (a process reading one
+ * keeps its descriptor): what no cached registration references, when the
+ * host forgets expired versions or purges (catalog/cache.h).  The count
+ * removed in *removed.  0, or the file system's error (the rest is still
+ * removed). */
+int segcacheForget(const char *cache_dir, char **keep, size_t n, int64_t *removed, lakeError *err);
 
 /* Drop one pin of the segment with this digest (no-op if none). */
 void segcacheRelease(segcache *c, const char *sha256);

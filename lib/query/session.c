@@ -47,6 +47,7 @@ int querySessionLake(querySession *s, lakeError *err) {
     if (!rc) rc = catalogStageOpen(&s->cfg, s->cache, NULL, &s->stage, e);
     if (!rc) rc = segcacheMaxFromEnv(&segMax, e);
     if (!rc) rc = segcacheOpen(s->cfg.cache_dir, segMax, &s->segs, e);
+    if (!rc) segcacheSetMaxAge(s->segs, s->cfg.segment_cache_max_age);
     if (!rc && s->db) rc = fileFunctionsRegister(s->db, s->stage, &s->q.err, e);
     if (!rc) {
         s->q.cache = s->cache;

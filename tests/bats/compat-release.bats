@@ -14,7 +14,9 @@
 #     release's refusal, and the tables it resolved listed offline;
 #   - segments the old release's lake-query wrote have no row ranges
 #     (issue 30): today's lake-query reads them whole, with the answers of
-#     LAKE_QUERY_NO_PUSHDOWN, beside new segments that have them.
+#     LAKE_QUERY_NO_PUSHDOWN, beside new segments that have them;
+#   - its resolve answers name no oldest unexpired version (issue 41):
+#     today's client then forgets nothing and serves them as before.
 
 load helpers/common
 load helpers/metasrv
@@ -75,6 +77,9 @@ old_start() {
   assert_clean_success
   local reg=$output
   assert_equal "$(jq .version <<<"$reg")" 1
+  # that release names no oldest version (issue 41): today's client
+  # forgets nothing on its answers, and serves them as before
+  assert_equal "$(jq 'has("oldest")' <<<"$reg")" false
 
   run --separate-stderr env LAKE_TRACE=1 lake-catalog --max-age 0 resolve m.t
   assert_success

@@ -18,7 +18,10 @@
 #   - a corrupt file of the cache is ignored and replaced;
 #   - `lake-catalog list` lists what a user may read (list_tables:
 #     catalog-list-user.bats), and `--offline list` (so TAB completion)
-#     adds the tables it resolved here.
+#     adds the tables it resolved here;
+#   - a not_modified answer names the oldest unexpired version: the
+#     expired ones cached are forgotten; no registration older than
+#     catalog_max_stale is served without the source (issue 41).
 
 load helpers/common
 load helpers/metasrv
@@ -322,4 +325,32 @@ for i in range(5, 5 + n):
                _lake_complete; printf "%s\n" "${COMPREPLY[@]}"' _ "$LAKE_SRC/completions/lake.bash"
   assert_success
   assert_output $'m.t\nm.u'
+}
+
+@test "a user's host forgets expired versions from a not_modified answer, and refuses a registration older than catalog_max_stale in an outage and --offline (69; issue 41)" {
+  lake-query -c "INSERT INTO m.t VALUES (2, 'two')" 2>/dev/null
+  lake-catalog resolve m.t --version 1 >/dev/null
+  local id dir
+  id=$(lake-catalog resolve m.t | jq -r .id)
+  dir=$(dirname "$(cache_file points)")/registrations/$id
+  [ -f "$dir/1.json" ] || fail "version 1 is not cached"
+  LAKE_TOKEN_FILE=$ADMIN lake-catalog expire m.t --older-than 0 >/dev/null
+  age_points
+  run_traced lake-catalog resolve m.t
+  assert_success
+  [[ $(trace_lines source) == *"-> not_modified"* ]] || fail "not a conditional resolve: $(trace_lines source)"
+  [ ! -e "$dir/1.json" ] || fail "the expired version 1 is still cached: $(ls "$dir")"
+  [ -f "$dir/2.json" ] || fail "the current version 2 is gone"
+  # resolved 1 ms after the epoch: far older than the default bound
+  age_points
+  metasrv_stop
+  run --separate-stderr lake-catalog resolve m.t
+  assert_equal "exit $status" "exit 69"
+  [[ ${stderr_lines[-1]} == "lake-catalog: m.t: the cached registration of version 2 is "*" s old, older than catalog_max_stale (604800 s)"* ]] ||
+    fail "not refused for its age: $stderr"
+  run --separate-stderr lake-catalog --offline resolve m.t
+  assert_error lake-catalog 69 "older than catalog_max_stale"
+  # a bound that covers it: served, with the stale warning
+  LAKE_CATALOG_MAX_STALE=36500d run --separate-stderr lake-catalog --offline resolve m.t
+  assert_success
 }

@@ -254,6 +254,40 @@ int main(void) {
     ok(allOk, "%d processes getting one segment at once all get a verified copy", KIDS);
     ok(stageGets() == before + 1, "and it was downloaded once (%d GETs)", stageGets() - before);
 
+    /* the age bound: a segment unused for longer is evicted, unless pinned */
+    snprintf(cache, sizeof cache, "%s/cache-age", dir);
+    ok(segcacheOpen(cache, 1LL << 30, &c, &err) == 0, "open a cache for the age bound");
+    const fileValue *all[] = {&a, &b, &cc, &d};
+    char *pd = NULL;
+    for (int i = 0; i < 4; i++) {
+        segcacheGet(c, st, all[i], i == 3 ? &pd : &p, &err);
+        if (i < 3) {
+            segcacheRelease(c, all[i]->sha256);
+            free(p);
+        }
+    }
+    struct timespec old[2] = {{time(NULL) - 2 * 86400, 0}, {0, UTIME_OMIT}};
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) continue; /* cc was used just now */
+        char f[600];
+        snprintf(f, sizeof f, "%s/segments/%s", cache, all[i]->sha256);
+        utimensat(AT_FDCWD, f, old, 0);
+    }
+    segcacheSetMaxAge(c, 7 * 86400);
+    ok(cached(cache, &a) && cached(cache, &b), "segments unused for 2 days stay under a 7-day bound");
+    segcacheSetMaxAge(c, 86400);
+    ok(!cached(cache, &a) && !cached(cache, &b), "segments unused for 2 days are evicted under a 1-day bound");
+    ok(cached(cache, &cc) && cached(cache, &d), "a recently used one and a pinned one stay");
+    /* forgetting: only the digests kept stay, pinned ones go too */
+    char *keep[] = {cc.sha256};
+    int64_t removed = -1;
+    ok(segcacheForget(cache, keep, 1, &removed, &err) == 0 && removed == 1 && cached(cache, &cc) && !cached(cache, &d),
+       "segcacheForget removes every segment not kept, a pinned one too (%lld)", (long long)removed);
+    free(pd);
+    ok(segcacheForget(cache, NULL, 0, &removed, &err) == 0 && removed == 1 && !cached(cache, &cc),
+       "keeping none removes all");
+    segcacheClose(c);
+
     /* the bound from the environment */
     int64_t max;
     unsetenv("LAKE_SEGMENT_CACHE_MAX");
