@@ -158,7 +158,7 @@ maintenance_units() {
 # the unit's Environment, the script.
 maintenance_run() {
   run --separate-stderr env -i PATH="$LAKE_BIN:/usr/bin:/bin" HOME="$T" LAKE_CACHE_DIR="$T/mcache" \
-    sh -c 'set -a; . "$1"; set +a; exec "$2"' sh "$T/maintenance.conf" "$LAKE_SRC/debian/lake-maintenance"
+    sh -c 'set -a; . "$1"; set +a; shift; exec "$@"' sh "$T/maintenance.conf" "$LAKE_SRC/debian/lake-maintenance" "$@"
 }
 
 @test "lake-maintenance.service and .timer: systemd-analyze verify is clean, the service's exposure at most 2.0; the timer is installed, not enabled" {
@@ -182,6 +182,7 @@ maintenance_run() {
   lake-catalog create-namespace m
   lake-catalog create m.a 'v INTEGER'
   lake-catalog create m.b 'v INTEGER'
+  lake-catalog create m.empty 'v INTEGER'
   lake-catalog grant read ON m.a TO alice
   lake-catalog grant write ON m.a TO alice
   local i
@@ -218,6 +219,11 @@ CONF
   # the garbage and the replaced segments are gone: one segment a table left
   assert_not_exist "$(loc_path "$garbage")"
   assert_equal "$(find "$T/srv/stage/tables" -type f | wc -l)" 2
+  # -q, as the cron line runs it: nothing to say when all goes well
+  maintenance_run -q
+  assert_equal "exit $status: $output$stderr" "exit 0: "
+  maintenance_run -x
+  assert_error lake-maintenance 64 "-x: not an option; usage: lake-maintenance [-q]"
   # the job is the maintenance principal's: the audit trail says so
   metasrv_regopt
   lake-metasrv audit "${METASRV_REGOPT[@]}" --principal maintenance >"$T/trail"
