@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "catalog/actions.h"
+#include "catalog/gc.h"
 #include "catalog/names.h"
 #include "core/fsutil.h"
 #include "core/id.h"
@@ -273,14 +274,30 @@ static void auditPrune(registry *reg) {
         logWarn("audit trail: %lld row(s) before %s pruned (--audit-retention)", (long long)removed, before);
 }
 
-/* At most once an hour, on whichever worker comes first. */
+/* Forget the uploads begun more than gc's grace ago (issue 41): each
+ * object is by then its table's (read through it) or gc's. */
+static void uploadsPrune(registry *reg) {
+    char before[32];
+    int64_t removed;
+    lakeError err = {0};
+    rfc3339Format(before, (long long)time(NULL) - GC_GRACE_DEFAULT);
+    if (registryUploadsPrune(reg, before, &removed, &err))
+        logErrorf("uploads not forgotten: %s / %s", err.msg, err.cause);
+    else if (removed > 0)
+        logWarn("uploads: %lld begun before %s forgotten (gc's grace)", (long long)removed, before);
+}
+
+/* At most once an hour, on whichever worker comes first: the audit
+ * trail's and the uploads' pruning. */
 static void auditPruneMaybe(registry *reg) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     long long last = atomic_load(&lastPrune);
     if (t.tv_sec - last >= AUDIT_PRUNE_EVERY_S &&
-        atomic_compare_exchange_strong(&lastPrune, &last, (long long)t.tv_sec))
+        atomic_compare_exchange_strong(&lastPrune, &last, (long long)t.tv_sec)) {
         auditPrune(reg);
+        uploadsPrune(reg);
+    }
 }
 
 /* The NS or NS.T the request's body names ("namespace" and "name"; a
@@ -746,6 +763,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
         clock_gettime(CLOCK_MONOTONIC, &t);
         atomic_store(&lastPrune, (long long)t.tv_sec);
         auditPrune(probe);
+        uploadsPrune(probe);
     }
     registryClose(probe);
     if (!rc && !cfg->insecure) rc = tlsCredsLoad(cfg->tls_cert, cfg->tls_key, err);

@@ -42,8 +42,9 @@ static const struct actionRow {
     {"resolve", R_ALL, "read", "namespace name version timestamp known_id known_version", 0},
     {"history", R_ALL, "read", "namespace name after limit", 0},
     {"append", R_ADMIN | R_QUERY | R_USER, "write", "namespace name expected_version segments files", 1},
-    /* the same rows in fewer segments: write, as the INSERT that starts it */
-    {"compact", R_ADMIN | R_QUERY | R_USER, "write", "namespace name expected_version replace segments files", 1},
+    /* modify: the registry checks a compaction's row counts, not its rows,
+     * so a compaction could replace any rows (issue 41) */
+    {"compact", R_ADMIN | R_QUERY | R_USER, "modify", "namespace name expected_version replace segments files", 1},
     {"rewrite", R_ADMIN | R_QUERY | R_USER, "modify", "namespace name expected_version operation replace segments files", 1},
     {"rollback", R_ADMIN | R_QUERY | R_USER, "modify", "namespace name expected_version version", 1},
     {"alter", R_ADMIN | R_QUERY | R_USER, "modify", "namespace name operation column to", 1},
@@ -59,7 +60,8 @@ static const struct actionRow {
     {"list_tables", R_ALL, NULL, "after limit namespace known_generation", 0},
     /* grace: sent by clients before expiry existed; no longer used */
     {"references", R_ADMIN, NULL, "after limit grace", 0},
-    /* a location a table the user may read refers to, or its own upload */
+    /* a location a table the user may read refers to, or its own upload
+     * while it holds what the upload needed (mayGet) */
     {"presign_get", R_ADMIN | R_QUERY | R_USER, "read", "location expires", 0},
     /* write on table (NS.T), on the table of dir tables/ID, or (neither) on
      * any table; a user's is recorded (one INSERT, no change to audit) */
@@ -468,6 +470,24 @@ static int holds(const actionContext *ctx, const char *priv, const char *ns, con
     return held(ctx, registryHolds(ctx->reg, ctx->principal, ctx->role, priv, ns, name, err), priv, on, err);
 }
 
+/* The id of the table whose segments directory (tables/ID/) holds loc,
+ * in id; empty for any other location. */
+static void segmentsOf(const actionContext *ctx, const char *loc, char id[NAME_BUF]) {
+    char *key = ctx->stage ? stageRelativePath(ctx->stage, loc) : NULL;
+    const char *slash = key && strncmp(key, "tables/", 7) == 0 ? strchr(key + 7, '/') : NULL;
+    id[0] = '\0';
+    if (slash && slash - (key + 7) < NAME_BUF) snprintf(id, NAME_BUF, "%.*s", (int)(slash - (key + 7)), key + 7);
+    free(key);
+}
+
+/* registryMayGet for the caller: a table it may read refers to loc, or
+ * loc is its own upload and it holds what the upload needed. */
+static int mayGet(const actionContext *ctx, const char *loc, lakeError *err) {
+    char id[NAME_BUF];
+    segmentsOf(ctx, loc, id);
+    return registryMayGet(ctx->reg, ctx->principal, ctx->role, loc, id[0] ? id : NULL, err);
+}
+
 /* Each location of a user's new version: one it uploaded, or one a table
  * it may read refers to, so a FILE value of a table it may not read,
  * copied or guessed, cannot be appended to one it may and read there. */
@@ -480,7 +500,7 @@ static int mayReference(const actionContext *ctx, const cJSON *req, lakeError *e
         cJSON_ArrayForEach(x, list) {
             const cJSON *loc = pass ? x : cJSON_GetObjectItemCaseSensitive(x, "location");
             if (!cJSON_IsString(loc)) continue; /* the registry refuses it */
-            int h = registryMayGet(ctx->reg, ctx->principal, ctx->role, loc->valuestring, err);
+            int h = mayGet(ctx, loc->valuestring, err);
             if (h < 0) return -h;
             if (!h)
                 return errSetStatus(err, "permission_denied",
@@ -537,7 +557,7 @@ static int userMay(const actionContext *ctx, const char *action, const cJSON *re
     if (strcmp(action, "presign_get") == 0) {
         const char *loc;
         if (text(req, "location", 1, &loc, err)) return err->code;
-        int h = registryMayGet(ctx->reg, ctx->principal, ctx->role, loc, err);
+        int h = mayGet(ctx, loc, err);
         if (h < 0) return -h;
         return h ? 0 : errSetStatus(err, "permission_denied", "%s may not read that location", ctx->principal);
     }

@@ -1790,12 +1790,17 @@ int registryHolds(registry *r, const char *principal, const char *role, const ch
 }
 
 /* The live references to a location (as registryReferences defines them)
- * from tables that principal (of role) may read, or its own upload.
- * Looked up from the location (its indexes), then the few tables that
- * refer to it: a presign costs the same however many tables there are. */
-int registryMayGet(registry *r, const char *principal, const char *role, const char *location, lakeError *err) {
+ * from tables that principal (of role) may read, or its own upload while
+ * it holds what the upload needed (mayUpload in actions.c): write or
+ * modify on the table whose segments directory holds it, write on some
+ * table for any other (files/).  Looked up from the location (its
+ * indexes), then the few tables that refer to it: a presign costs the
+ * same however many tables there are. */
+int registryMayGet(registry *r, const char *principal, const char *role, const char *location,
+                   const char *table_id, lakeError *err) {
     char grole[40];
     roleGrantee(role, grole);
+    const char *tid = table_id ? table_id : "";
     int64_t one;
     /* k: the table's first unexpired version (its expired ones are its
      * oldest); a reader may read the table: a read grant names it */
@@ -1804,7 +1809,10 @@ int registryMayGet(registry *r, const char *principal, const char *role, const c
     " grants g WHERE g.privilege = 'read' AND g.grantee IN (?, ?, 'PUBLIC')"                                       \
     " AND g.scope IN ('*', t.namespace, t.namespace || '.' || t.name)))"
     int rc = queryInt(r, &one, err,
-                      "SELECT 1 FROM uploads WHERE location = ? AND principal = ?"
+                      "SELECT 1 FROM uploads u WHERE u.location = ? AND u.principal = ? AND EXISTS (SELECT 1"
+                      "  FROM grants g WHERE g.grantee IN (?, ?, 'PUBLIC') AND ((? = '' AND g.privilege = 'write')"
+                      "  OR (g.privilege IN ('write', 'modify') AND EXISTS (SELECT 1 FROM tables t WHERE t.id = ?"
+                      "   AND t.dropped = 0 AND g.scope IN ('*', t.namespace, t.namespace || '.' || t.name)))))"
                       " UNION ALL SELECT 1 FROM segments x WHERE x.location = ?"
                       "  AND (x.removed_in IS NULL OR x.removed_in > " FIRST_UNEXPIRED("x.table_id") ")" READABLE
                       " UNION ALL SELECT 1 FROM version_files x WHERE x.location = ?"
@@ -1812,7 +1820,8 @@ int registryMayGet(registry *r, const char *principal, const char *role, const c
                       "   WHERE s.table_id = x.table_id AND s.version = x.version AND (s.removed_in IS NULL"
                       "   OR s.removed_in > " FIRST_UNEXPIRED("x.table_id") ")))" READABLE
                       " LIMIT 1",
-                      location, principal, location, principal, grole, location, principal, grole, NULL);
+                      location, principal, principal, grole, tid, tid, location, principal, grole, location,
+                      principal, grole, NULL);
 #undef READABLE
 #undef FIRST_UNEXPIRED
     return rc < 0 ? 0 : rc > 0 ? -rc : 1;
@@ -1837,6 +1846,14 @@ int registryUploaded(registry *r, const char *principal, const char *location, l
     rfc3339Now(now);
     return run(r, err, "record upload", "INSERT INTO uploads VALUES (?, ?, ?) ON CONFLICT DO NOTHING", location,
                principal, now, NULL);
+}
+
+int registryUploadsPrune(registry *r, const char *before, int64_t *removed, lakeError *err) {
+    *removed = 0;
+    int rc = run(r, err, "forget old uploads", "DELETE FROM uploads WHERE created_at < ? COLLATE \"C\"", before,
+                 NULL);
+    if (!rc) *removed = sqlChanges(r->db);
+    return rc;
 }
 
 int registryGeneration(registry *r, int64_t *generation, lakeError *err) {

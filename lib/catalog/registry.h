@@ -339,12 +339,20 @@ int registryHolds(registry *r, const char *principal, const char *role, const ch
 void registrySetScope(registry *r, const char *principal, const char *role, const char *privilege);
 /* 1 when a table principal may read refers to location (a segment of an
  * unexpired version, or a FILE value as gc counts one), or the server
- * began uploading it for principal; 0 when not; minus an error code. */
-int registryMayGet(registry *r, const char *principal, const char *role, const char *location, lakeError *err);
+ * began uploading it for principal and principal still holds what the
+ * upload needed: write or modify on the live table of table_id (the id
+ * of the segments directory tables/ID that holds location), or, table_id
+ * NULL, write on some table; 0 when not; minus an error code. */
+int registryMayGet(registry *r, const char *principal, const char *role, const char *location,
+                   const char *table_id, lakeError *err);
 /* The live table of id (not_found when none). */
 int registryTableById(registry *r, const char *id, char ns[NAME_BUF], char name[NAME_BUF], lakeError *err);
 /* Record that the server began uploading location for principal. */
 int registryUploaded(registry *r, const char *principal, const char *location, lakeError *err);
+/* Forget the uploads begun before before (RFC 3339 UTC): by then gc's
+ * grace has passed, so each object is referenced (readable as its
+ * table's) or garbage; *removed gets how many. */
+int registryUploadsPrune(registry *r, const char *before, int64_t *removed, lakeError *err);
 
 /* 1 when the registry has its directory marker. */
 int registryHasMarker(const registry *r);

@@ -178,7 +178,12 @@ void compactAfterAppends(const lakeConfig *cfg, catalogCache *c, stage *st, segc
             traceLine("compact", "%s: %lld small segment%s, threshold %ld%s", t, (long long)small,
                       small == 1 ? "" : "s", cfg->compact_threshold,
                       small > cfg->compact_threshold ? ": compacting" : "");
-        if (!rc && small > cfg->compact_threshold) {
+        /* a writer without modify leaves compaction to one who holds it
+         * (the maintenance job): its appends stand, nothing to warn of */
+        if (!rc && small > cfg->compact_threshold && cacheMayRun(c, "compact", ns, name, &err)) {
+            if (err.code == LAKE_EPERM) traceLine("compact", "%s: not compacted: %s", t, err.msg);
+            else logWarn("%s: auto-compaction failed: %s", t, err.msg);
+        } else if (!rc && small > cfg->compact_threshold) {
             int64_t max;
             compactResult res;
             if (!segs && !own && !(rc = segcacheMaxFromEnv(&max, &err)))

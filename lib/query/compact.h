@@ -95,7 +95,9 @@ int compactCopySegment(segcache *segs, stage *st, const char *schema, const stru
  * now holds more than cfg->compact_threshold small segments (of
  * COMPACT_TARGET_DEFAULT) is compacted; 0 turns this off.  segs may be
  * NULL (one is opened under cfg->cache_dir when needed).  A failure is a
- * one-line warning on stderr, never an error: the appends succeeded.
+ * one-line warning on stderr, never an error: the appends succeeded.  A
+ * principal that may not compact the table (a user without modify) is
+ * no failure: the table is left as it is, said only in a trace line.
  * LAKE_TRACE shows each table checked and compacted ("trace: compact").
  * A stop signal, or stop (may be NULL; liblake's lake_interrupt) once
  * set, ends it with nothing more committed and no warning (a trace line

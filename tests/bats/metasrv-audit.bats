@@ -250,6 +250,16 @@ logged_ids() {
   done
 }
 
+@test "serve forgets the uploads begun more than gc's grace (1d) ago, when it starts; a younger one stays (issue 41, hole 5)" {
+  reg_sql "INSERT INTO uploads VALUES ('$STAGE_URL/files/old', 'alice', '2020-01-01T00:00:00Z')"
+  reg_sql "INSERT INTO uploads VALUES ('$STAGE_URL/files/young', 'alice', '$(date -u -d '-1 hour' +%Y-%m-%dT%H:%M:%SZ)')"
+  metasrv_stop
+  metasrv_start "$SRV" 0
+  assert_equal "$(reg_sql 'SELECT location FROM uploads')" "$STAGE_URL/files/young"
+  grep -q "uploads: 1 begun before .* forgotten (gc's grace)" "$SRV/serve.log" ||
+    fail "the pruning is not logged: $(cat "$SRV/serve.log")"
+}
+
 @test "a token made with --expires stops authenticating once past, exactly as a revoked one; token list shows expires_at" {
   local t0
   t0=$(date -u +%s)

@@ -29,22 +29,22 @@ teardown() {
 privilege_of() {
   case $1 in
     resolve | history) echo read ;;
-    append | compact) echo write ;;
-    rewrite | rollback | alter | expire) echo modify ;;
+    append) echo write ;;
+    compact | rewrite | rollback | alter | expire) echo modify ;;
   esac
 }
 SCOPED="resolve history append compact rewrite rollback alter expire"
 
-# A request of ACTION on NS.t at VERSION: append and compact work on
-# alice's segment, rewrite deletes the admin's.
+# A request of ACTION on NS.t at VERSION: append adds alice's segment,
+# compact replaces the admin's, rewrite deletes what compact put there.
 body_for() {
   local action=$1 ns=$2 v=$3 seg="$STAGE_URL/tables/$2/seg"
   case $action in
     resolve) echo "{\"namespace\":\"$ns\",\"name\":\"t\"}" ;;
     history) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"limit\":2}" ;;
     append) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"expected_version\":$v,\"segments\":[$(metasrv_segment "${seg}_alice")],\"files\":[]}" ;;
-    compact) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"expected_version\":$v,\"replace\":[\"${seg}_alice\"],\"segments\":[$(metasrv_segment "${seg}_c")],\"files\":[]}" ;;
-    rewrite) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"expected_version\":$v,\"operation\":\"delete\",\"replace\":[\"${seg}_admin\"],\"segments\":[],\"files\":[]}" ;;
+    compact) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"expected_version\":$v,\"replace\":[\"${seg}_admin\"],\"segments\":[$(metasrv_segment "${seg}_c")],\"files\":[]}" ;;
+    rewrite) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"expected_version\":$v,\"operation\":\"delete\",\"replace\":[\"${seg}_c\"],\"segments\":[],\"files\":[]}" ;;
     rollback) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"expected_version\":$v,\"version\":1}" ;;
     alter) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"operation\":\"add-column\",\"column\":\"c TEXT\"}" ;;
     expire) echo "{\"namespace\":\"$ns\",\"name\":\"t\",\"older_than\":86400}" ;;
@@ -120,9 +120,9 @@ admin_grant() { # grant|revoke PRIVILEGE ON GRANTEE
       metasrv_post "$ADMIN" resolve "{\"namespace\":\"$ns\",\"name\":\"t\"}"
       case $kind:$priv in
         none:* | revoked:* | *:read) want=1 ;;
-        *:write) want=3 ;; # append, compact
-        public:modify | role:modify) want=5 ;; # and bob's rollback (his alter clashes)
-        *:modify) want=4 ;; # rewrite, rollback, alter
+        *:write) want=2 ;; # append
+        public:modify | role:modify) want=6 ;; # and bob's rollback (his alter clashes)
+        *:modify) want=5 ;; # compact, rewrite, rollback, alter
       esac
       assert_equal "$ns: counted $v" "$ns: counted $want"
       assert_equal "$ns: version $(jq .version <<<"$HTTP_BODY")" "$ns: version $want"
@@ -335,4 +335,59 @@ admin_grant() { # grant|revoke PRIVILEGE ON GRANTEE
   assert_output 0
   # and a server started on that registry enforces what it stored
   assert_equal "$(sqlite3 "$LAKE_HOME/registry.db" "SELECT scope || ' ' || privilege || ' ' || grantee FROM grants")" "hr.scans write role:user"
+}
+
+@test "compact needs modify: a writer's compaction swapping a reader's rows for its own is refused (403, 77, one line), the rows unchanged; a modify holder compacts (issue 41)" {
+  lake-catalog create-namespace hr
+  lake-catalog create hr.t 'secret TEXT'
+  lake-query -q -c "INSERT INTO hr.t VALUES ('TOPSECRET')"
+  lake-catalog grant read ON hr.t TO alice
+  lake-catalog grant write ON hr.t TO alice
+  LAKE_TOKEN_FILE=$ALICE lake-query -q -c "INSERT INTO hr.t VALUES ('TAMPERED')"
+  local reg top mine copy
+  reg=$(lake-catalog --max-age 0 resolve hr.t)
+  top=$(jq -r '.segments[0].location' <<<"$reg")
+  mine=$(jq -r '.segments[1].location' <<<"$reg")
+  # a copy of alice's segment under a name of its own: the same row count
+  copy=${mine}_copy
+  cp "$(loc_path "$mine")" "$(loc_path "$copy")"
+  metasrv_post "$ALICE" compact "$(jq -c --arg top "$top" --arg copy "$copy" \
+    '{namespace:"hr",name:"t",expected_version:.version,replace:[$top],
+      segments:[.segments[1] | .location = $copy],files:[]}' <<<"$reg")"
+  metasrv_expect_error 403 permission_denied
+  assert_equal "$(jq -r .error.message <<<"$HTTP_BODY")" "alice holds no modify privilege on hr.t"
+  run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" lake-catalog compact hr.t
+  assert_error lake-catalog 77 "alice holds no modify privilege on hr.t"
+  assert_equal "${#stderr_lines[@]}" 1
+  assert_equal "$(lake-query -c 'SELECT secret FROM hr.t ORDER BY secret')" $'TAMPERED\nTOPSECRET'
+  assert_equal "$(lake-catalog --max-age 0 resolve hr.t | jq .version)" 2
+
+  # modify lets the same user compact: the same rows, in one segment
+  lake-catalog grant modify ON hr.t TO alice
+  run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" lake-catalog compact hr.t
+  assert_equal "exit $status" "exit 0"
+  reg=$(lake-catalog --max-age 0 resolve hr.t)
+  assert_equal "$(jq -c '[.version, (.segments | length)]' <<<"$reg")" "[3,1]"
+  assert_equal "$(lake-query -c 'SELECT secret FROM hr.t ORDER BY secret')" $'TAMPERED\nTOPSECRET'
+}
+
+@test "a writer's INSERT over the compaction threshold appends and leaves compaction to a modify holder: no warning, a trace line; with modify it compacts (issue 41)" {
+  lake-catalog create-namespace hr
+  lake-catalog create hr.t 'v INTEGER'
+  lake-catalog grant read ON hr.t TO alice
+  lake-catalog grant write ON hr.t TO alice
+  export LAKE_COMPACT_THRESHOLD=1
+  local i
+  for i in 1 2; do
+    run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" LAKE_TRACE=1 lake-query -c "INSERT INTO hr.t VALUES ($i)"
+    assert_equal "exit $status: $(untraced_stderr)" "exit 0: "
+  done
+  trace_lines compact | grep -qx 'trace: compact hr.t: not compacted: alice holds no modify privilege on hr.t' ||
+    fail "no trace of the compaction left alone: $stderr"
+  assert_equal "$(lake-catalog --max-age 0 resolve hr.t | jq -c '[.version, (.segments | length)]')" "[2,2]"
+  lake-catalog grant modify ON hr.t TO alice
+  run --separate-stderr env LAKE_TOKEN_FILE="$ALICE" lake-query -c "INSERT INTO hr.t VALUES (3)"
+  assert_clean_success
+  assert_equal "$(lake-catalog --max-age 0 resolve hr.t | jq -c '[.version, (.segments | length)]')" "[4,1]"
+  assert_equal "$(lake-query -c 'SELECT group_concat(v) FROM hr.t')" "1,2,3"
 }

@@ -9,8 +9,12 @@
 #    configuration error (78) naming the files, as a reload's is logged;
 #  - tokens need no reload: one created or revoked while serving counts at
 #    the next request;
-#  - /v1/metrics carries the build's version and git revision.
-# The unit file itself is checked in package.bats.
+#  - /v1/metrics carries the build's version and git revision;
+#  - the maintenance job (issue 41, lake-metasrv(8) MAINTENANCE): its
+#    units verify clean, and debian/lake-maintenance, run as its unit
+#    runs it, compacts every table, expires and collects as an admin
+#    principal of its own; a principal that may not is refused (77).
+# The server's unit file itself is checked in package.bats.
 
 load helpers/common
 load helpers/metasrv
@@ -138,4 +142,105 @@ log_wait() {
     --tls-cert "$T/bad.pem" --tls-key "$T/srv/key.pem"
   assert_error lake-metasrv 78 "$T/bad.pem"
   assert_output ""
+}
+
+# debian/lake-metasrv.lake-maintenance.UNIT (service, timer) as installed,
+# ExecStart the tree's script, in $T/units.
+maintenance_units() {
+  mkdir -p "$T/units"
+  sed "s|^ExecStart=/usr/libexec/lake/lake-maintenance$|ExecStart=$LAKE_SRC/debian/lake-maintenance|" \
+    "$LAKE_SRC/debian/lake-metasrv.lake-maintenance.service" >"$T/units/lake-maintenance.service"
+  cp "$LAKE_SRC/debian/lake-metasrv.lake-maintenance.timer" "$T/units/lake-maintenance.timer"
+}
+
+# The maintenance job as lake-maintenance.service runs it: a clean
+# environment, the configuration file's KEY=value lines (EnvironmentFile),
+# the unit's Environment, the script.
+maintenance_run() {
+  run --separate-stderr env -i PATH="$LAKE_BIN:/usr/bin:/bin" HOME="$T" LAKE_CACHE_DIR="$T/mcache" \
+    sh -c 'set -a; . "$1"; set +a; shift; exec "$@"' sh "$T/maintenance.conf" "$LAKE_SRC/debian/lake-maintenance" "$@"
+}
+
+@test "lake-maintenance.service and .timer: systemd-analyze verify is clean, the service's exposure at most 2.0; the timer is installed, not enabled" {
+  command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
+  maintenance_units
+  run systemd-analyze verify --man=no "$T/units/lake-maintenance.service" "$T/units/lake-maintenance.timer"
+  assert_success
+  assert_output ""
+  unit_exposure "$T/units/lake-maintenance.service" 2.0
+  # debian/rules installs both, enabling and starting neither, stopping
+  # neither on upgrade (package.bats runs the maintainer scripts)
+  grep -qx $'\tdh_installsystemd --no-enable --no-start --no-stop-on-upgrade --name=lake-maintenance' "$LAKE_SRC/debian/rules" ||
+    fail "debian/rules does not install the maintenance units unenabled"
+}
+
+@test "the maintenance job against a real server, as a maintenance admin: every table compacted (a writer's too), old versions expired, unreferenced objects collected, rows unchanged" {
+  metasrv_use
+  local maint alice
+  maint=$(metasrv_token admin maintenance)
+  alice=$(metasrv_token user alice)
+  lake-catalog create-namespace m
+  lake-catalog create m.a 'v INTEGER'
+  lake-catalog create m.b 'v INTEGER'
+  lake-catalog create m.empty 'v INTEGER'
+  lake-catalog grant read ON m.a TO alice
+  lake-catalog grant write ON m.a TO alice
+  local i
+  for i in 1 2 3; do
+    LAKE_COMPACT_THRESHOLD=0 lake-query -q -c "INSERT INTO m.b VALUES ($i)"
+    # a writer that may not compact: its small segments stay
+    LAKE_TOKEN_FILE=$alice LAKE_COMPACT_THRESHOLD=1 lake-query -q -c "INSERT INTO m.a VALUES ($i)"
+  done
+  assert_equal "$(lake-catalog --max-age 0 resolve m.a | jq '.segments | length')" 3
+  # an object no table refers to
+  printf 'garbage\n' >"$T/g.txt"
+  local garbage
+  garbage=$(lake-put "$T/g.txt" | jq -r .location)
+  assert_file_exists "$(loc_path "$garbage")"
+  cat >"$T/maintenance.conf" <<CONF
+# as /etc/lake/maintenance.conf
+LAKE_METASRV=$METASRV_URL
+LAKE_CA_FILE=$T/srv/cert.pem
+LAKE_TOKEN_FILE=$maint
+EXPIRE_OLDER_THAN=0s
+GC_GRACE=0s
+CONF
+  maintenance_run
+  assert_equal "exit $status" "exit 0"
+  [[ $stderr$output == *"compacted m.a: 3 segments -> 1"* ]] || fail "m.a not compacted: $output $stderr"
+  [[ $stderr$output == *"compacted m.b: 3 segments -> 1"* ]] || fail "m.b not compacted: $output $stderr"
+  local t
+  for t in m.a m.b; do
+    assert_equal "$t: $(lake-catalog --max-age 0 resolve "$t" | jq '.segments | length')" "$t: 1"
+    assert_equal "$t: $(lake-query -c "SELECT group_concat(v) FROM $t")" "$t: 1,2,3"
+    # every version but the current expired
+    assert_equal "$t: $(lake-catalog --json history "$t" | jq '[.[] | select(.expired_at == null)] | length')" "$t: 1"
+  done
+  # the garbage and the replaced segments are gone: one segment a table left
+  assert_not_exist "$(loc_path "$garbage")"
+  assert_equal "$(find "$T/srv/stage/tables" -type f | wc -l)" 2
+  # -q, as the cron line runs it: nothing to say when all goes well
+  maintenance_run -q
+  assert_equal "exit $status: $output$stderr" "exit 0: "
+  maintenance_run -x
+  assert_error lake-maintenance 64 "-x: not an option; usage: lake-maintenance [-q]"
+  # the job is the maintenance principal's: the audit trail says so
+  metasrv_regopt
+  lake-metasrv audit "${METASRV_REGOPT[@]}" --principal maintenance >"$T/trail"
+  grep -q $'\tcompact\t' "$T/trail" || fail "no compact by maintenance in the trail: $(cat "$T/trail")"
+}
+
+@test "the maintenance job: a principal that may not list or compact is refused with lake-catalog's status and words; nothing changes" {
+  metasrv_use
+  local alice
+  alice=$(metasrv_token user alice)
+  lake-catalog create-namespace m
+  lake-catalog create m.a 'v INTEGER'
+  lake-catalog grant read ON m.a TO alice
+  for i in 1 2; do LAKE_COMPACT_THRESHOLD=0 lake-query -q -c "INSERT INTO m.a VALUES ($i)"; done
+  printf 'LAKE_METASRV=%s\nLAKE_CA_FILE=%s\nLAKE_TOKEN_FILE=%s\n' "$METASRV_URL" "$T/srv/cert.pem" "$alice" \
+    >"$T/maintenance.conf"
+  maintenance_run
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$(lake-catalog --max-age 0 resolve m.a | jq -c '[.version, (.segments | length)]')" "[2,2]"
 }

@@ -267,3 +267,43 @@ upload_as() {
   assert_equal "$(as "$bob" lake-query -c 'SELECT who FROM hr.scans')" new
   metasrv_check_errors
 }
+
+@test "a user's own uploads are presigned only while it holds what they were uploaded under: once its grants are revoked, the refusal anyone gets (issue 41, hole 5)" {
+  printf 'draft\n' >"$T/d.txt"
+  local value file seg hrid
+  run --separate-stderr as "$ANN" lake-put "$T/d.txt"
+  assert_clean_success
+  value=$output
+  file=$(jq -r .location <<<"$value")
+  # a segment of hr.scans begun, never appended
+  hrid=$(lake-catalog --max-age 0 resolve hr.scans | jq -r .id)
+  metasrv_post "$ANN" upload_begin "{\"content_type\":\"application/octet-stream\",\"table\":\"hr.scans\",\"dir\":\"tables/$hrid\"}"
+  assert_equal "$HTTP_CODE" 200
+  seg=$(jq -r .location <<<"$HTTP_BODY")
+  local loc
+  for loc in "$file" "$seg"; do
+    metasrv_post "$ANN" presign_get "{\"location\":\"$loc\"}"
+    assert_equal "ann's own ${loc#"$STAGE_URL"/}: HTTP $HTTP_CODE" "ann's own ${loc#"$STAGE_URL"/}: HTTP 200"
+  done
+  # write alone was what both needed: read on hr does not keep them hers
+  lake-catalog revoke write ON hr FROM ann
+  for loc in "$file" "$seg"; do
+    metasrv_post "$ANN" presign_get "{\"location\":\"$loc\"}"
+    metasrv_expect_error 403 permission_denied
+    assert_equal "$(jq -r .error.message <<<"$HTTP_BODY")" "ann may not read that location"
+    metasrv_post "$LEO" presign_get "{\"location\":\"$loc\"}"
+    metasrv_expect_error 403 permission_denied
+    assert_equal "$(jq -r .error.message <<<"$HTTP_BODY")" "leo may not read that location"
+  done
+  run --separate-stderr as "$ANN" lake-get "$value"
+  assert_error lake-get 77
+  assert_output ""
+  # write on another table gives back her files/ object (a bare put's
+  # grant), not HR's segment
+  lake-catalog grant write ON logs.app TO ann
+  metasrv_post "$ANN" presign_get "{\"location\":\"$file\"}"
+  assert_equal "$HTTP_CODE" 200
+  metasrv_post "$ANN" presign_get "{\"location\":\"$seg\"}"
+  metasrv_expect_error 403 permission_denied
+  metasrv_check_errors
+}

@@ -250,3 +250,14 @@ held_release() {
   HELD_STATUS=0
   wait "$2" || HELD_STATUS=$?
 }
+
+# unit_exposure UNITFILE MAX: systemd-analyze security --offline rates the
+# unit at most MAX (its level to fd 3, as a measured figure).
+unit_exposure() {
+  local unit=$1 max=$2 level out
+  out=$(systemd-analyze security --offline=yes "$unit" 2>&1) || true
+  level=$(sed -n "s/.*Overall exposure level for $(basename "$unit"): \([0-9.]*\).*/\1/p" <<<"$out")
+  [ -n "$level" ] || fail "no exposure level: $out"
+  echo "# exposure of $(basename "$unit") $level" >&3
+  awk -v l="$level" -v m="$max" 'BEGIN { exit !(l <= m) }' || fail "exposure $level > $max: $out"
+}
