@@ -26,11 +26,11 @@ teardown() {
   common_teardown
 }
 
-# flood N: N POSTs of whoami with $BAD from 127.0.0.2 on one connection;
+# flood N: N POSTs of whoami with $BAD from 127.0.0.2, one curl;
 # one line per answer, "STATUS RETRY-AFTER" (the header, or "-").
 flood() {
-  local i args=()
-  for i in $(seq "$1"); do args+=(-o /dev/null "$METASRV_URL/v1/actions/whoami"); done
+  local args=()
+  for _ in $(seq "$1"); do args+=(-o /dev/null "$METASRV_URL/v1/actions/whoami"); done
   curl -sS --cacert "$SRV/cert.pem" --interface 127.0.0.2 -H "Authorization: Bearer $BAD" \
     -X POST --data-binary '{}' -w '%{http_code} %header{retry-after}\n' "${args[@]}" |
     awk '{ print $1, ($2 == "" ? "-" : $2) }'
@@ -123,8 +123,8 @@ trail() {
   FLOOD_PID=$!
   poll_until_refused() { [ "$(metasrv_count whoami 429)" -ge 1 ]; }
   wait_until "the flood was never refused" poll_until_refused
-  local i codes=
-  for i in $(seq 20); do
+  local codes=
+  for _ in $(seq 20); do
     metasrv_post "$ALICE" whoami
     codes+="$HTTP_CODE "
   done
