@@ -329,12 +329,13 @@ static void auditRecord(const request *rq, const registryPrincipal *p, registryA
 }
 
 /* A row on its own (a refusal, a failed mutating action, an idempotent
- * retry); a failure to write it is logged under the request's id. */
+ * retry, a sum of 429s); a failure to write it is logged under the
+ * request's id, with its target (a sum's count is only there). */
 static void auditWrite(registry *reg, const registryAudit *a, const char *result) {
     lakeError err = {0};
     if (registryAuditWrite(reg, a, result, &err))
-        logErrorf("request_id=%s: audit row (%s %s) not written: %s / %s", a->request_id, a->action, result,
-                  err.msg, err.cause);
+        logErrorf("request_id=%s: audit row (%s %s) not written%s%s: %s / %s", a->request_id, a->action, result,
+                  a->target[0] ? " for " : "", a->target, err.msg, err.cause);
 }
 
 /* The error answer of a refusal: permission_denied is audited first. */
@@ -373,8 +374,9 @@ static enum MHD_Result refuseUnauthenticated(struct MHD_Connection *c, request *
  * address's at most once every AUTHLIMIT_FOLD_S seconds, as rows of no
  * principal: action "authenticate", result resource_exhausted, target
  * "from=ADDR refused=N", the first refused request's id.  Every summary
- * due with all set (at shutdown); a failure to write one is logged with
- * its count. */
+ * due with all set (at shutdown).  A sum is taken out of the table before
+ * it is written: one that cannot be written is in the log only
+ * (auditWrite). */
 static void auditRefusals(registry *reg, int all) {
     authlimitSummary due[16];
     size_t n;
