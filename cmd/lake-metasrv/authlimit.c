@@ -20,6 +20,7 @@ typedef struct slot {
     unsigned char key[KEY_LEN];
     int64_t at_ms;      /* when milli was last brought up to date */
     int64_t milli;      /* the allowance left, in thousandths of a failure */
+    int64_t held;       /* requests let in and not yet authenticated */
     uint64_t refused;   /* refusals not yet in a summary */
     int64_t since_ms;   /* the first of them */
     char id[ID_LEN + 1];
@@ -106,7 +107,7 @@ static slot *claim(const unsigned char key[KEY_LEN], int64_t now) {
     for (size_t i = 0; i < PROBES; i++) {
         slot *s = &table[(h + i) % AUTHLIMIT_SLOTS];
         if (s->key[0]) refill(s, now);
-        if (!s->key[0] || (s->refused == 0 && s->milli >= (int64_t)perMinute * ONE)) {
+        if (!s->key[0] || (s->refused == 0 && s->held == 0 && s->milli >= (int64_t)perMinute * ONE)) {
             oldest = s;
             break;
         }
@@ -126,8 +127,9 @@ static slot *claim(const unsigned char key[KEY_LEN], int64_t now) {
     return oldest;
 }
 
-unsigned authlimitRefused(const struct sockaddr *sa, const char *id) {
+unsigned authlimitRefused(const struct sockaddr *sa, const char *id, int *held) {
     unsigned char key[KEY_LEN];
+    *held = 0;
     if (!perMinute || !keyOf(sa, key)) return 0;
     unsigned wait = 0;
     pthread_mutex_lock(&mu);
@@ -135,7 +137,7 @@ unsigned authlimitRefused(const struct sockaddr *sa, const char *id) {
     if (s) {
         int64_t now = clockMs();
         refill(s, now);
-        if (s->milli < ONE) {
+        if (s->milli - s->held * ONE < ONE) {
             if (!s->refused++) {
                 s->since_ms = now;
                 snprintf(s->id, sizeof s->id, "%s", id);
@@ -143,22 +145,29 @@ unsigned authlimitRefused(const struct sockaddr *sa, const char *id) {
             int64_t ms = ((ONE - s->milli) * 60 + perMinute - 1) / perMinute;
             wait = (unsigned)((ms + 999) / 1000);
             if (!wait) wait = 1;
+        } else {
+            s->held++;
+            *held = 1;
         }
     }
     pthread_mutex_unlock(&mu);
     return wait;
 }
 
-void authlimitFailed(const struct sockaddr *sa) {
+void authlimitDone(const struct sockaddr *sa, int held, int failed) {
     unsigned char key[KEY_LEN];
     if (!perMinute || !keyOf(sa, key)) return;
     pthread_mutex_lock(&mu);
-    int64_t now = clockMs();
     slot *s = find(key);
-    if (s) refill(s, now);
-    else s = claim(key, now);
-    /* (requests that were let in together may fail after the last of it) */
-    s->milli = s->milli >= ONE ? s->milli - ONE : 0;
+    /* (an address forgotten since holds nothing) */
+    if (s && held && s->held > 0) s->held--;
+    if (failed) {
+        int64_t now = clockMs();
+        if (s) refill(s, now);
+        else s = claim(key, now);
+        /* (requests let in before its first failure may fail past it) */
+        s->milli = s->milli >= ONE ? s->milli - ONE : 0;
+    }
     pthread_mutex_unlock(&mu);
 }
 

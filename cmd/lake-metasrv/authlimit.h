@@ -11,7 +11,11 @@
  * /v1/health is refused (authlimitRefused), and the refusals are counted
  * for the audit trail, one summary row per address at most every
  * AUTHLIMIT_FOLD_S seconds (authlimitDue).  Successful requests take
- * nothing, and other addresses are not affected.  An IPv6 address counts
+ * nothing, and other addresses are not affected.  A request let in from
+ * an address that has failed before holds one of what is left until it
+ * is authenticated or not (authlimitDone), so that requests in flight
+ * together cannot fail past the allowance: such an address has at most
+ * as many requests in flight as it has failures left.  An IPv6 address counts
  * by its /64 (a host has the whole prefix to send from); an IPv4 one, or
  * an IPv4-mapped IPv6 one, by itself.
  *
@@ -44,14 +48,16 @@
  * once; 0 turns the limit off.  Call before serving. */
 void authlimitInit(unsigned per_minute);
 
-/* 0 when a request from sa may go on; else it is refused: the seconds
- * until the address may try again (Retry-After, >= 1), the refusal
- * counted for the address's summary (id: the request's, kept when it is
- * the first of one). */
-unsigned authlimitRefused(const struct sockaddr *sa, const char *id);
+/* 0 when a request from sa may go on (*held set when it holds one of the
+ * address's allowance: then authlimitDone must follow, once); else it is
+ * refused: the seconds until the address may try again (Retry-After,
+ * >= 1), the refusal counted for the address's summary (id: the
+ * request's, kept when it is the first of one). */
+unsigned authlimitRefused(const struct sockaddr *sa, const char *id, int *held);
 
-/* A request from sa failed authentication: one less of its allowance. */
-void authlimitFailed(const struct sockaddr *sa);
+/* A request from sa let in is done with authentication: failed, one less
+ * of its allowance; held, what it held is given back. */
+void authlimitDone(const struct sockaddr *sa, int held, int failed);
 
 /* The address as the audit trail and the log show it: text, the /64 of an
  * IPv6 one as ADDR/64 ("-" for what is neither IPv4 nor IPv6). */

@@ -117,6 +117,7 @@ typedef struct request {
     int permit;              /* holds a snapshot permit */
     int status;
     unsigned retry_after;    /* a 429's Retry-After, seconds */
+    int held;                /* holds one of its address's allowance (authlimit.h) */
     struct sockaddr_storage from; /* the client's address */
     char principal[NAME_BUF];
     char action[48];
@@ -350,6 +351,14 @@ static enum MHD_Result refuse(struct MHD_Connection *c, request *rq, registry *r
     return respondError(c, rq, err);
 }
 
+/* rq is done with authentication (authlimit.h): failed or not, and what it
+ * held of its address's allowance given back (once: a request let in that
+ * never got as far is done when it completes). */
+static void authDone(request *rq, int failed) {
+    if (rq->held || failed) authlimitDone((const struct sockaddr *)&rq->from, rq->held, failed);
+    rq->held = 0;
+}
+
 /* The answer to a failed authentication (err: unauthenticated, or the
  * registry's failure to look the token up).  An unauthenticated one takes
  * one of its address's allowance (authlimit.h) and is audited with no
@@ -358,7 +367,7 @@ static enum MHD_Result refuse(struct MHD_Connection *c, request *rq, registry *r
 static enum MHD_Result refuseUnauthenticated(struct MHD_Connection *c, request *rq, registry *reg,
                                              const char *claimed, const lakeError *err) {
     if (strcmp(errStatus(err), "unauthenticated") == 0) {
-        authlimitFailed((const struct sockaddr *)&rq->from);
+        authDone(rq, 1);
         registryAudit a;
         auditRecord(rq, NULL, &a);
         char from[sizeof ((authlimitSummary *)0)->addr];
@@ -569,7 +578,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         /* an address past its allowance of failed authentications is
          * refused from memory: no token checked, no registry touched */
         if (strcmp(named, "health") != 0 &&
-            (rq->retry_after = authlimitRefused((const struct sockaddr *)&rq->from, rq->id)) > 0)
+            (rq->retry_after = authlimitRefused((const struct sockaddr *)&rq->from, rq->id, &rq->held)) > 0)
             return respondStatus(c, rq, "resource_exhausted",
                                  "too many failed authentications from this address; retry later");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -648,6 +657,7 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
     int isAction = strncmp(url, "/v1/actions/", 12) == 0 && strcmp(method, "POST") == 0;
     char claimed[NAME_BUF];
     if (authenticate(rq, reg, &p, claimed, &err)) return refuseUnauthenticated(c, rq, reg, claimed, &err);
+    authDone(rq, 0);
     snprintf(rq->principal, sizeof rq->principal, "%s", p.name);
     touchPrincipal(reg, &p);
 
@@ -737,6 +747,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_
     if (!rq) return;
     *ctx = NULL;
     if (rq->permit) atomic_fetch_add(&permitsFree, 1);
+    authDone(rq, 0);
     double secs = since(&rq->start);
     int status = rq->status ? rq->status : 0;
     countRequest(rq->action, status, secs);

@@ -28,7 +28,15 @@ static struct sockaddr_in6 v6(const char *text) {
 #define SA(x) ((const struct sockaddr *)&(x))
 
 static void failN(const struct sockaddr *sa, int n) {
-    for (int i = 0; i < n; i++) authlimitFailed(sa);
+    for (int i = 0; i < n; i++) authlimitDone(sa, 0, 1);
+}
+
+/* A request that authenticates: its wait (0: let in, and done at once). */
+static unsigned probe(const struct sockaddr *sa, const char *id) {
+    int held;
+    unsigned wait = authlimitRefused(sa, id, &held);
+    if (!wait) authlimitDone(sa, held, 0);
+    return wait;
 }
 
 /* Every refusal still to be summed, taken out. */
@@ -48,12 +56,12 @@ int main(void) {
     authlimitInit(3);
     struct sockaddr_in a = v4(0x0a000001), b = v4(0x0a000002);
     failN(SA(a), 2);
-    ok(authlimitRefused(SA(a), "id1") == 0, "two failures of three: not refused");
-    authlimitFailed(SA(a));
-    unsigned wait = authlimitRefused(SA(a), "id2");
+    ok(probe(SA(a), "id1") == 0, "two failures of three: not refused");
+    failN(SA(a), 1);
+    unsigned wait = probe(SA(a), "id2");
     ok(wait >= 1 && wait <= 20, "the third: refused, Retry-After %u s (one back in 20 s at 3 a minute)", wait);
-    ok(authlimitRefused(SA(b), "id3") == 0, "another address is not refused");
-    authlimitRefused(SA(a), "id4");
+    ok(probe(SA(b), "id3") == 0, "another address is not refused");
+    probe(SA(a), "id4");
     authlimitSummary s[4];
     ok(authlimitDue(s, 4, 0) == 0, "refusals are not due before %d s", AUTHLIMIT_FOLD_S);
     ok(authlimitPending() == 2, "two refusals pending");
@@ -64,13 +72,13 @@ int main(void) {
 
     struct sockaddr_in6 x = v6("2001:db8:1:2::5"), y = v6("2001:db8:1:2:ffff::9"), z = v6("2001:db8:1:3::5");
     failN(SA(x), 3);
-    ok(authlimitRefused(SA(y), "id5") > 0, "IPv6: the same /64 is refused");
-    ok(authlimitRefused(SA(z), "id6") == 0, "another /64 is not");
+    ok(probe(SA(y), "id5") > 0, "IPv6: the same /64 is refused");
+    ok(probe(SA(z), "id6") == 0, "another /64 is not");
     char text[64];
     authlimitAddress(SA(y), text, sizeof text);
     ok(strcmp(text, "2001:db8:1:2::/64") == 0, "shown as its /64: %s", text);
     struct sockaddr_in6 mapped = v6("::ffff:10.0.0.1");
-    ok(authlimitRefused(SA(mapped), "id7") > 0, "an IPv4-mapped address is its IPv4 one");
+    ok(probe(SA(mapped), "id7") > 0, "an IPv4-mapped address is its IPv4 one");
     size_t rows;
     drained(&rows);
 
@@ -82,12 +90,12 @@ int main(void) {
     for (uint32_t i = 0; i < many; i++) {
         struct sockaddr_in c = v4(0x0b000000 + i);
         failN(SA(c), 3);
-        refused += authlimitRefused(SA(c), "idn") > 0;
+        refused += probe(SA(c), "idn") > 0;
     }
     ok(refused == many, "each of %u addresses refused after 3 failures: %llu", (unsigned)many,
        (unsigned long long)refused);
     struct sockaddr_in last = v4(0x0b000000 + many - 1);
-    ok(authlimitRefused(SA(last), "idl") > 0, "the newest is still limited");
+    ok(probe(SA(last), "idl") > 0, "the newest is still limited");
     refused++;
     authlimitSummary first;
     size_t got = authlimitDue(&first, 1, 1);
@@ -98,9 +106,25 @@ int main(void) {
        (unsigned long long)refused);
     ok(rows <= AUTHLIMIT_SLOTS, "besides, at most one sum per slot (%zu)", rows);
 
+    /* requests in flight together: an address that has failed has at
+     * most as many in flight as it has failures left */
+    authlimitInit(3);
+    struct sockaddr_in e = v4(0x0d000001);
+    failN(SA(e), 1);
+    int h1, h2, h3;
+    ok(authlimitRefused(SA(e), "c1", &h1) == 0 && h1 && authlimitRefused(SA(e), "c2", &h2) == 0 && h2,
+       "two failures left: two requests let in, each holding one");
+    ok(authlimitRefused(SA(e), "c3", &h3) > 0, "a third in flight with them: refused");
+    authlimitDone(SA(e), h1, 1);
+    authlimitDone(SA(e), h2, 0);
+    ok(probe(SA(e), "c4") == 0, "the first failed, the second did not: one left, let in");
+    failN(SA(e), 1);
+    ok(probe(SA(e), "c5") > 0, "and none after one more failure");
+    drained(&rows);
+
     authlimitInit(0);
     struct sockaddr_in d = v4(0x0c000001);
     failN(SA(d), 100);
-    ok(authlimitRefused(SA(d), "id8") == 0, "--auth-failures 0: never refused");
+    ok(probe(SA(d), "id8") == 0, "--auth-failures 0: never refused");
     return tapDone();
 }
