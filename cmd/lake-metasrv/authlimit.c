@@ -137,12 +137,14 @@ unsigned authlimitRefused(const struct sockaddr *sa, const char *id, int *held) 
     if (s) {
         int64_t now = clockMs();
         refill(s, now);
-        if (s->milli - s->held * ONE < ONE) {
+        int64_t left = s->milli - s->held * ONE; /* what requests in flight do not hold */
+        if (left < ONE) {
             if (!s->refused++) {
                 s->since_ms = now;
                 snprintf(s->id, sizeof s->id, "%s", id);
             }
-            int64_t ms = ((ONE - s->milli) * 60 + perMinute - 1) / perMinute;
+            /* until one is back, were every one in flight to fail */
+            int64_t ms = ((ONE - left) * 60 + perMinute - 1) / perMinute;
             wait = (unsigned)((ms + 999) / 1000);
             if (!wait) wait = 1;
         } else {
