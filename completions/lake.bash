@@ -60,12 +60,12 @@ _lake_args_lake_query='-f --format -c --command --import'
 _lake_opts_lake_metasrv='-q --quiet --db --registry --stage --listen --tls-cert
     --tls-key --tls-priority --insecure-listen --threads --pool --max-waiting --max-connections --timeout
     --max-body --snapshot-permits --max-entries --max-bytes --max-schema-bytes
-    --presign-expires --presign-max --retention --audit-retention --role --name --expires
+    --presign-expires --presign-max --retention --audit-retention --auth-failures --role --name --expires
     --since --principal --action --result --json -H --header -h --help --version'
 _lake_args_lake_metasrv='--db --registry --stage --listen --tls-cert --tls-key
     --tls-priority --threads --pool --max-waiting --max-connections --timeout --max-body
     --snapshot-permits --max-entries --max-bytes --max-schema-bytes --presign-expires
-    --presign-max --retention --audit-retention --role --name --expires --since --principal
+    --presign-max --retention --audit-retention --auth-failures --role --name --expires --since --principal
     --action --result'
 _lake_commands_lake_metasrv='init serve token audit'
 

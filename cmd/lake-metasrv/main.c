@@ -34,6 +34,7 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/sha256.h"
+#include "authlimit.h"
 #include "server.h"
 #include "stage/stage.h"
 
@@ -41,7 +42,7 @@ enum { OPT_DB = 0x100, OPT_STAGE, OPT_LISTEN, OPT_CERT, OPT_KEY, OPT_INSECURE, O
        OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_PERMITS, OPT_MAXENTRIES, OPT_MAXBYTES,
        OPT_MAXSCHEMA, OPT_JSON, OPT_REGISTRY, OPT_POOL, OPT_PRIORITY, OPT_PRESIGN_EXPIRES,
        OPT_PRESIGN_MAX, OPT_MAXWAITING, OPT_RETENTION, OPT_AUDIT_RETENTION, OPT_EXPIRES, OPT_SINCE,
-       OPT_PRINCIPAL, OPT_ACTION, OPT_RESULT, OPT_HEADER };
+       OPT_PRINCIPAL, OPT_ACTION, OPT_RESULT, OPT_HEADER, OPT_AUTH_FAILURES };
 
 #define AUDIT_RETENTION_DEFAULT (90LL * 86400)
 #define TOKEN_EXPIRES_MAX (3650LL * 86400)
@@ -69,6 +70,7 @@ static const cliOption options[] = {
     {OPT_PRESIGN_EXPIRES, 0, "presign-expires", "DURATION", "serve: how long a vended URL lasts when the client asks none (default 15m)"},
     {OPT_PRESIGN_MAX, 0, "presign-max", "DURATION", "serve: the longest expiry a client may ask of a vended URL (default 1d, at most 7d)"},
     {OPT_RETENTION, 0, "retention", "DURATION", "serve: versions expire this long after the next one, when expire or gc names no age (default 7d)"},
+    {OPT_AUTH_FAILURES, 0, "auth-failures", "N", "serve: failed authentications a minute per client address, then 429 (default 30; 0: no limit)"},
     {OPT_AUDIT_RETENTION, 0, "audit-retention", "DURATION", "serve: audit rows older than this are pruned, at start and hourly (default 90d)"},
     {OPT_ROLE, 0, "role", "ROLE", "token create: admin, query-service, metadata-peer or user"},
     {OPT_NAME, 0, "name", "NAME", "token create/revoke: the principal's name"},
@@ -289,7 +291,8 @@ int main(int argc, char **argv) {
     a.srv = (serverConfig){.threads = 4, .max_connections = 512, .timeout_s = 30, .max_body = 1 << 20,
                            .permits = 4, .bounds = {1000000, 64LL << 20, 256 << 10}, .drain_s = 30,
                            .pool = 8, .queue_wait_ms = 10000, .max_waiting = 256, .presign_max = 24 * 3600,
-                           .retention = CONFIG_RETENTION_DEFAULT, .audit_retention = AUDIT_RETENTION_DEFAULT};
+                           .retention = CONFIG_RETENTION_DEFAULT, .audit_retention = AUDIT_RETENTION_DEFAULT,
+                           .auth_failures = AUTHLIMIT_DEFAULT};
     const char *presignExpires = NULL, *expires = NULL, *since = NULL;
     const char *arg;
     int c, first;
@@ -319,6 +322,7 @@ int main(int argc, char **argv) {
             if (durationParse(arg, CONFIG_RETENTION_MAX, &a.srv.audit_retention) || a.srv.audit_retention < 1)
                 cliUsageError(&spec, "--audit-retention: '%s' is not a duration from 1s (e.g. 90d, 12h)", arg);
             break;
+        case OPT_AUTH_FAILURES: a.srv.auth_failures = (unsigned)number("--auth-failures", arg, 0, 1000000); break;
         case OPT_THREADS: a.srv.threads = (unsigned)number("--threads", arg, 1, 256); break;
         case OPT_MAXCONN: a.srv.max_connections = (unsigned)number("--max-connections", arg, 1, 100000); break;
         case OPT_TIMEOUT: a.srv.timeout_s = (unsigned)number("--timeout", arg, 1, 86400); break;

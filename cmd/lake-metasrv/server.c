@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "catalog/actions.h"
+#include "authlimit.h"
 #include "catalog/gc.h"
 #include "catalog/names.h"
 #include "core/fsutil.h"
@@ -67,7 +68,7 @@ static const char *const metricActions[] = {"catalog_snapshot", "resolve", "hist
                                             "upload_parts", "upload_complete", "upload_abort", "actions",
                                             "health", "metrics", "other"};
 #define NMA (sizeof metricActions / sizeof metricActions[0])
-static const int metricStatuses[] = {200, 400, 401, 403, 404, 409, 410, 412, 413, 500, 503};
+static const int metricStatuses[] = {200, 400, 401, 403, 404, 409, 410, 412, 413, 429, 500, 503};
 #define NMS (sizeof metricStatuses / sizeof metricStatuses[0])
 static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 #define NB (sizeof buckets / sizeof buckets[0])
@@ -116,6 +117,9 @@ typedef struct request {
     int too_large;
     int permit;              /* holds a snapshot permit */
     int status;
+    unsigned retry_after;    /* a 429's Retry-After, seconds */
+    int held;                /* holds one of its address's allowance (authlimit.h) */
+    struct sockaddr_storage from; /* the client's address */
     char principal[NAME_BUF];
     char action[48];
     char detail[800];        /* the unredacted cause, for the log only */
@@ -156,7 +160,9 @@ static enum MHD_Result deliver(struct MHD_Connection *c, request *rq) {
     }
     MHD_add_response_header(resp, "Content-Type", rq->answer_type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
-    if (rq->status == 503) MHD_add_response_header(resp, "Retry-After", "1");
+    char after[24];
+    snprintf(after, sizeof after, "%u", rq->status == 429 ? rq->retry_after : 1);
+    if (rq->status == 503 || rq->status == 429) MHD_add_response_header(resp, "Retry-After", after);
     deadlineAnswering(c);
     enum MHD_Result r = MHD_queue_response(c, (unsigned)rq->status, resp);
     MHD_destroy_response(resp);
@@ -210,9 +216,13 @@ static enum MHD_Result respondStatus(struct MHD_Connection *c, request *rq, cons
 /* Authenticate the bearer token: lk_<name>_<secret>.  The principal is
  * found by its (public) name and the token's SHA-256 compared with the
  * stored one in constant time.  A revoked or expired token is refused as
- * an unknown one.  p->name is set whenever the named principal exists. */
-static int authenticate(const request *rq, registry *reg, registryPrincipal *p, lakeError *err) {
+ * an unknown one.  p->name is set whenever the named principal exists;
+ * claimed gets the name the token claims when it is a valid name, else "":
+ * what the audit row of a failure records, apart from any principal. */
+static int authenticate(const request *rq, registry *reg, registryPrincipal *p, char claimed[NAME_BUF],
+                        lakeError *err) {
     const char *h = rq->auth;
+    claimed[0] = '\0';
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return errSetStatus(err, "unauthenticated", "a bearer token is required");
     const char *tok = h + 7;
@@ -221,6 +231,7 @@ static int authenticate(const request *rq, registry *reg, registryPrincipal *p, 
         return errSetStatus(err, "unauthenticated", "invalid token");
     char name[NAME_BUF];
     snprintf(name, sizeof name, "%.*s", (int)(last - tok - 3), tok + 3);
+    if (nameIsValid(name)) snprintf(claimed, NAME_BUF, "%s", name);
     char hex[SHA256_HEX_LEN + 1];
     sha256Ctx *s = sha256New();
     if (!s) return errSetStatus(err, "internal", "out of memory");
@@ -321,37 +332,116 @@ static void auditTarget(const request *rq, char *out, size_t n) {
     cJSON_Delete(req);
 }
 
-/* The request's record: who (p NULL or unnamed: unknown), what, on what. */
-static void auditRecord(const request *rq, const registryPrincipal *p, int authenticated, registryAudit *a) {
+/* The request's record: who (p NULL: no one verified), what, on what (a
+ * request of no one verified names nothing: its body is anyone's). */
+static void auditRecord(const request *rq, const registryPrincipal *p, registryAudit *a) {
     memset(a, 0, sizeof *a);
-    if (p && p->name[0]) snprintf(a->principal, sizeof a->principal, "%s", p->name);
-    if (p && authenticated) snprintf(a->role, sizeof a->role, "%s", p->role);
+    if (p) {
+        snprintf(a->principal, sizeof a->principal, "%s", p->name);
+        snprintf(a->role, sizeof a->role, "%s", p->role);
+    }
     snprintf(a->action, sizeof a->action, "%s", rq->action);
     snprintf(a->request_id, sizeof a->request_id, "%s", rq->id);
-    if (strcmp(rq->action, "other") && strcmp(rq->action, "actions") && strcmp(rq->action, "metrics"))
+    if (p && strcmp(rq->action, "other") && strcmp(rq->action, "actions") && strcmp(rq->action, "metrics"))
         auditTarget(rq, a->target, sizeof a->target);
 }
 
 /* A row on its own (a refusal, a failed mutating action, an idempotent
- * retry); a failure to write it is logged under the request's id. */
+ * retry, a sum of 429s); a failure to write it is logged under the
+ * request's id, with its target (a sum's count is only there). */
 static void auditWrite(registry *reg, const registryAudit *a, const char *result) {
     lakeError err = {0};
     if (registryAuditWrite(reg, a, result, &err))
-        logErrorf("request_id=%s: audit row (%s %s) not written: %s / %s", a->request_id, a->action, result,
-                  err.msg, err.cause);
+        logErrorf("request_id=%s: audit row (%s %s) not written%s%s: %s / %s", a->request_id, a->action, result,
+                  a->target[0] ? " for " : "", a->target, err.msg, err.cause);
 }
 
-/* The error answer of a refusal: unauthenticated and permission_denied
- * are audited first. */
+/* The error answer of a refusal: permission_denied is audited first. */
 static enum MHD_Result refuse(struct MHD_Connection *c, request *rq, registry *reg, const registryPrincipal *p,
-                              int authenticated, const lakeError *err) {
+                              const lakeError *err) {
     const char *code = errStatus(err);
-    if (strcmp(code, "unauthenticated") == 0 || strcmp(code, "permission_denied") == 0) {
+    if (strcmp(code, "permission_denied") == 0) {
         registryAudit a;
-        auditRecord(rq, p, authenticated, &a);
+        auditRecord(rq, p, &a);
         auditWrite(reg, &a, code);
     }
     return respondError(c, rq, err);
+}
+
+/* rq is done with authentication (authlimit.h): failed or not, and what it
+ * held of its address's allowance given back (once: a request let in that
+ * never got as far is done when it completes). */
+static void authDone(request *rq, int failed) {
+    if (rq->held || failed) authlimitDone((const struct sockaddr *)&rq->from, rq->held, failed);
+    rq->held = 0;
+}
+
+/* The answer to a failed authentication (err: unauthenticated, or the
+ * registry's failure to look the token up).  An unauthenticated one takes
+ * one of its address's allowance (authlimit.h) and is audited with no
+ * principal: the name its token claimed, when it is one, and the address
+ * go in target, "claimed=NAME from=ADDR". */
+static enum MHD_Result refuseUnauthenticated(struct MHD_Connection *c, request *rq, registry *reg,
+                                             const char *claimed, const lakeError *err) {
+    if (strcmp(errStatus(err), "unauthenticated") == 0) {
+        authDone(rq, 1);
+        registryAudit a;
+        auditRecord(rq, NULL, &a);
+        char from[sizeof ((authlimitSummary *)0)->addr];
+        authlimitAddress((const struct sockaddr *)&rq->from, from, sizeof from);
+        snprintf(a.target, sizeof a.target, "%s%s%sfrom=%s", claimed[0] ? "claimed=" : "", claimed,
+                 claimed[0] ? " " : "", from);
+        auditWrite(reg, &a, "unauthenticated");
+    }
+    return respondError(c, rq, err);
+}
+
+/* The refusals of addresses over their allowance (authlimit.h), each
+ * address's at most once every AUTHLIMIT_FOLD_S seconds, as rows of no
+ * principal: action "authenticate", result resource_exhausted, target
+ * "from=ADDR refused=N", the first refused request's id.  Every summary
+ * due with all set (at shutdown).  A sum is taken out of the table before
+ * it is written: one that cannot be written is in the log only
+ * (auditWrite). */
+static void auditRefusals(registry *reg, int all) {
+    authlimitSummary due[16];
+    size_t n;
+    while ((n = authlimitDue(due, sizeof due / sizeof due[0], all)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            registryAudit a = {.action = "authenticate"};
+            snprintf(a.target, sizeof a.target, "from=%.60s refused=%llu", due[i].addr,
+                     (unsigned long long)due[i].refused);
+            snprintf(a.request_id, sizeof a.request_id, "%s", due[i].id);
+            auditWrite(reg, &a, "resource_exhausted");
+        }
+        if (!all) break; /* the rest on a later request: this one's client waits */
+    }
+}
+
+/* At shutdown: every refusal not yet in the trail, on a connection of its
+ * own (the workers' are gone); one that cannot be opened is logged. */
+static void auditRefusalsLast(const char *db) {
+    uint64_t pending = authlimitPending();
+    if (!pending) return;
+    registry *reg = NULL;
+    lakeError err = {0};
+    if (registryOpenUrl(db, REGISTRY_EXISTING, NULL, &reg, &err)) {
+        logErrorf("%llu refusal(s) of the authentication limit not audited: %s / %s", (unsigned long long)pending,
+                  err.msg, err.cause);
+        return;
+    }
+    auditRefusals(reg, 1);
+    registryClose(reg);
+}
+
+/* auditRefusals, at most once a second, on whichever worker comes first. */
+static void auditRefusalsMaybe(registry *reg) {
+    static atomic_llong lastFold; /* CLOCK_MONOTONIC seconds */
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long long last = atomic_load(&lastFold);
+    if (t.tv_sec != last && atomic_compare_exchange_strong(&lastFold, &last, (long long)t.tv_sec))
+        auditRefusals(reg, 0);
 }
 
 /* The test-only fence fault: raise the generation between a snapshot's
@@ -498,6 +588,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                             : strcmp(url, "/v1/health") == 0                                  ? "health"
                                                                                                : "other";
         snprintf(rq->action, sizeof rq->action, "%s", named);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (ci && ci->client_addr)
+            memcpy(&rq->from, ci->client_addr,
+                   ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+        /* an address past its allowance of failed authentications is
+         * refused from memory: no token checked, no registry touched */
+        if (strcmp(named, "health") != 0 &&
+            (rq->retry_after = authlimitRefused((const struct sockaddr *)&rq->from, rq->id, &rq->held)) > 0)
+            return respondStatus(c, rq, "resource_exhausted",
+                                 "too many failed authentications from this address; retry later");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > conf->max_body) {
             rq->too_large = 1;
@@ -527,7 +627,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return deliver(c, rq);
     }
     deadlineAnswering(c); /* the whole request is in: building the answer may take long */
-    if (rq->status) return MHD_YES; /* answered already (413) */
+    if (rq->status) return MHD_YES; /* answered already (413, 429) */
     if (rq->too_large) return respondStatus(c, rq, "payload_too_large", "request body too large");
 
     if (strcmp(url, "/v1/health") == 0 && strcmp(method, "GET") == 0) return serveHealth(c, rq);
@@ -559,6 +659,7 @@ static void runOnRegistry(regJob *job, registry *reg, const lakeError *refused) 
     lakeError err = {0};
     serveWith(rq->conn, rq, rq->url, rq->method, reg, &err);
     if (job->lane == LANE_WRITE) auditPruneMaybe(reg);
+    auditRefusalsMaybe(reg);
 }
 
 /* The worker is done with job: libmicrohttpd's thread sends the answer. */
@@ -571,7 +672,9 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
     registryPrincipal p;
     memset(&p, 0, sizeof p);
     int isAction = strncmp(url, "/v1/actions/", 12) == 0 && strcmp(method, "POST") == 0;
-    if (authenticate(rq, reg, &p, &err)) return refuse(c, rq, reg, &p, 0, &err);
+    char claimed[NAME_BUF];
+    if (authenticate(rq, reg, &p, claimed, &err)) return refuseUnauthenticated(c, rq, reg, claimed, &err);
+    authDone(rq, 0);
     snprintf(rq->principal, sizeof rq->principal, "%s", p.name);
     touchPrincipal(reg, &p);
 
@@ -585,7 +688,7 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
     if (strcmp(url, "/v1/metrics") == 0 && strcmp(method, "GET") == 0) {
         if (strcmp(p.role, "admin") != 0 && strcmp(p.role, "metadata-peer") != 0) {
             errSetStatus(&err, "permission_denied", "metrics need the admin or metadata-peer role");
-            return refuse(c, rq, reg, &p, 1, &err);
+            return refuse(c, rq, reg, &p, &err);
         }
         return serveMetrics(c, rq, reg);
     }
@@ -595,7 +698,7 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
     if (!actionsAllowed(p.role, action)) {
         lakeError denied = {0};
         errSetStatus(&denied, "permission_denied", "role %s may not run %s", p.role, action);
-        return refuse(c, rq, reg, &p, 1, &denied);
+        return refuse(c, rq, reg, &p, &denied);
     }
 
     if (strcmp(action, "catalog_snapshot") == 0) {
@@ -627,14 +730,14 @@ static enum MHD_Result serveWith(struct MHD_Connection *c, request *rq, const ch
     registryAudit audit;
     int mutating = actionsWrites(action);
     if (mutating) {
-        auditRecord(rq, &p, 1, &audit);
+        auditRecord(rq, &p, &audit);
         registrySetAudit(reg, &audit);
     }
     int rc = actionsHandle(&actx, action, rq->body ? rq->body : "", rq->len, &answer, &err);
     int written = registryAuditWritten(reg);
     registrySetAudit(reg, NULL);
     if (mutating && (rc || !written)) auditWrite(reg, &audit, rc ? errStatus(&err) : "ok");
-    if (rc) return mutating ? respondError(c, rq, &err) : refuse(c, rq, reg, &p, 1, &err);
+    if (rc) return mutating ? respondError(c, rq, &err) : refuse(c, rq, reg, &p, &err);
     return respondJson(c, rq, 200, answer);
 }
 
@@ -661,6 +764,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_
     if (!rq) return;
     *ctx = NULL;
     if (rq->permit) atomic_fetch_add(&permitsFree, 1);
+    authDone(rq, 0);
     double secs = since(&rq->start);
     int status = rq->status ? rq->status : 0;
     countRequest(rq->action, status, secs);
@@ -733,6 +837,7 @@ static int waitForStop(const sigset_t *sigs, int insecure) {
 
 int serverRun(const serverConfig *cfg, lakeError *err) {
     conf = cfg;
+    authlimitInit(cfg->auth_failures);
     mallopt(M_TRIM_THRESHOLD, FREE_KEEP_BYTES);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
                     *ai = NULL;
@@ -852,6 +957,7 @@ int serverRun(const serverConfig *cfg, lakeError *err) {
     regworkStop();
     waitDrained(100);
     MHD_stop_daemon(d);
+    auditRefusalsLast(cfg->db);
     deadlineStop();
     stageClose(advertised);
     tlsCredsFree();

@@ -10,7 +10,8 @@
  * connection limits and timeouts, a request body cap answered with 413
  * before the body is read, snapshot permits held until the response is
  * sent, one log line per request on stderr, an audit row in the registry
- * for every mutating action and refusal (registry.h), a graceful drain on
+ * for every mutating action and refusal (registry.h), an allowance of
+ * failed authentications per client address (authlimit.h), a graceful drain on
  * SIGTERM/SIGINT, and the certificate and key read again on SIGHUP
  * (tlscreds.h).
  */
@@ -56,6 +57,7 @@ typedef struct serverConfig {
     int64_t presign_max;     /* seconds a vended URL may last at most */
     int64_t retention;       /* seconds: expire without older_than (and so gc) uses it */
     int64_t audit_retention; /* seconds an audit row is kept (pruned at start and hourly) */
+    unsigned auth_failures;  /* failed authentications a minute per address (authlimit.h); 0: no limit */
 } serverConfig;
 
 /* Run until SIGTERM or SIGINT (SIGHUP: reload the certificate and key);

@@ -59,6 +59,8 @@ static const struct {
     {"expired", 410, LAKE_EEXPIRED},
     {"failed_precondition", 412, LAKE_EFAIL},
     {"payload_too_large", 413, LAKE_EFAIL},
+    /* an address past its allowance of failed authentications (lake-metasrv(8)) */
+    {"resource_exhausted", 429, LAKE_ETEMP},
     {"unavailable", 503, LAKE_ETEMP},
     {"internal", 500, LAKE_EFAIL},
 };

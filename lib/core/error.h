@@ -50,9 +50,10 @@ int errSetErrno(lakeError *e, lakeCode code, int errnum, const char *fmt, ...)
 
 /* Record an action error (DESIGN §5): status is one of invalid_argument,
  * unauthenticated, permission_denied, not_found, conflict,
- * failed_precondition, payload_too_large, unavailable, expired, internal;
- * the exit code follows from it (DESIGN §1: 400 -> 65, 401/403 -> 77,
- * 404 -> 66, 410 expired -> 67, 409/503 -> 75, the rest -> 1). */
+ * failed_precondition, payload_too_large, resource_exhausted, unavailable,
+ * expired, internal; the exit code follows from it (DESIGN §1: 400 -> 65,
+ * 401/403 -> 77, 404 -> 66, 410 expired -> 67, 409/429/503 -> 75, the
+ * rest -> 1). */
 int errSetStatus(lakeError *e, const char *status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

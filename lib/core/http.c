@@ -205,7 +205,12 @@ static int decode(httpClient *h, long status, const sink *s, cJSON **answer, lak
     else if (status == 403) rc = errSetStatus(err, "permission_denied", "%s: permission denied", h->base);
     else if (status == 404) rc = errSetStatus(err, "not_found", "%s: not found", h->base);
     else if (status == 503) rc = errSetStatus(err, "unavailable", "%s: busy, retry later", h->base);
+    else if (status == 429) rc = errSetStatus(err, "resource_exhausted", "%s: too many requests, retry later", h->base);
     else rc = errSetStatus(err, "internal", "%s: HTTP status %ld", h->base, status);
+    if (err && status == 429 && h->retry_after > 0) { /* when the server says the client may come back */
+        size_t n = strlen(err->msg);
+        snprintf(err->msg + n, sizeof err->msg - n, " (in %ld s)", h->retry_after);
+    }
     if (err) {
         snprintf(err->cause, sizeof err->cause, "http %ld request_id %s", status,
                  cJSON_IsString(rid) ? rid->valuestring : "-");

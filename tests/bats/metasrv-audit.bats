@@ -144,13 +144,16 @@ logged_ids() {
     $'admin\tadmin\tappend\tm.nope\tnot_found' \
     $'alice\tuser\tcreate_namespace\tx\tpermission_denied' \
     $'alice\tuser\tmetrics\t-\tpermission_denied' \
-    $'-\t-\tcreate_table\tm.t\tunauthenticated' \
-    $'admin\t-\tdrop_table\tm.t\tunauthenticated' \
-    $'gone\t-\twhoami\t-\tunauthenticated' \
+    $'-\t-\tcreate_table\tfrom=127.0.0.1\tunauthenticated' \
+    $'-\t-\tdrop_table\tclaimed=admin from=127.0.0.1\tunauthenticated' \
+    $'-\t-\twhoami\tclaimed=gone from=127.0.0.1\tunauthenticated' \
     $'alice\tuser\tcreate_namespace\t-\tpermission_denied')"
 
   # --result and --principal pick rows out
-  assert_equal "$(trail --result unauthenticated | cut -f1 | paste -sd,)" "-,admin,gone"
+  assert_equal "$(trail --result unauthenticated | cut -f1,4 | paste -sd,)" \
+    "$(printf -- '-\t%s,' from=127.0.0.1 'claimed=admin from=127.0.0.1' 'claimed=gone from=127.0.0.1' | sed 's/,$//')"
+  # a token's claim is no principal: their rows are not admin's or gone's
+  assert_equal "$(trail --principal gone)" ""
   assert_equal "$(trail --principal alice --result permission_denied | cut -f3 | paste -sd,)" \
     "create_namespace,metrics,create_namespace"
 
@@ -295,7 +298,8 @@ logged_ids() {
   metasrv_use "$SRV" "$SOON"
   run --separate-stderr lake-catalog whoami
   assert_equal "$status" 77
-  assert_equal "$(trail --principal soon --result unauthenticated | cut -f3 | sort -u)" whoami
+  # (the refusals claimed soon's name: no principal, the claim in target)
+  assert_equal "$(trail --result unauthenticated | awk -F'\t' '$1 == "-" && $4 ~ /^claimed=soon from=/ { print $3 }' | sort -u)" whoami
 
   # renewed: revoked and issued again, the new token expires anew
   lake-metasrv token revoke "${METASRV_REGOPT[@]}" --name soon
