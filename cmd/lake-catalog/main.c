@@ -186,7 +186,8 @@ static const command commands[] = {
      "list) the stage objects no unexpired table version references and older than "
      "the grace (seconds, or 45s, 30m, 12h, 1d; default 1d), as location<TAB>size; abort multipart "
      "uploads older than it. "
-     "Needs the admin role and the live source."},
+     "Needs the admin role and the live source.  A client without S3 keys (vended) has the metadata "
+     "server do it with its keys, a page at a time (the gc action)."},
     {"compact", 1, 1, compactCmdOptions, "compact NS.T [--target-size SIZE]",
      "Rewrite the table's segments smaller than half of SIZE (default 64M) into as few segments of at "
      "most SIZE as hold their rows, committed as one new version; prints what was done."},

@@ -291,7 +291,7 @@ metasrv_tables() {
 # shellcheck disable=SC2034 # for the suites
 METASRV_VEND_ACTIONS="presign_get upload_begin upload_parts upload_complete upload_abort"
 # shellcheck disable=SC2034 # for the suites
-METASRV_ACTIONS="catalog_snapshot resolve history append compact rewrite rollback alter expire create_namespace create_table drop_table grant revoke grants whoami list_tables references $METASRV_VEND_ACTIONS"
+METASRV_ACTIONS="catalog_snapshot resolve history append compact rewrite rollback alter expire create_namespace create_table drop_table grant revoke grants whoami list_tables references gc $METASRV_VEND_ACTIONS"
 metasrv_allowed() {
   case "$1:$2" in
     catalog_snapshot:admin | catalog_snapshot:query-service | catalog_snapshot:metadata-peer) return 0 ;;
@@ -305,7 +305,7 @@ metasrv_allowed() {
     create_namespace:admin | create_table:admin | drop_table:admin) return 0 ;;
     grant:admin | revoke:admin | grants:*) return 0 ;;
     whoami:* | list_tables:*) return 0 ;;
-    references:admin) return 0 ;;
+    references:admin | gc:admin) return 0 ;;
     presign_get:admin | presign_get:query-service | presign_get:user) return 0 ;;
     upload_*:admin | upload_*:query-service | upload_*:user) return 0 ;;
   esac
