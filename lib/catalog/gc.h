@@ -99,7 +99,7 @@ int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn ob
  * objects (DeleteObjects of up to 1,000 keys), and, in the last page
  * only, aborts the old multipart uploads (at most GC_UPLOADS_LISTED of
  * them named in the answer, all counted). */
-#define GC_PAGE_MAX 5000
+#define GC_PAGE_MAX 1000
 #define GC_UPLOADS_LISTED 1000
 
 struct actionContext;

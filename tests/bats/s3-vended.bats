@@ -314,6 +314,29 @@ printed_keys() {
   assert_equal "$(cut -f2-6 <<<"$output")" "$(printf 'admin\tadmin\tgc\t-\tok\n%.0s' 1 2 3 4)"
 }
 
+@test "keyless gc: 1,203 unreferenced objects are two pages (two gc calls), printed and removed; the referenced stay" {
+  keyless_setup
+  keyless_garbage
+  put_garbage 1200
+  export LAKE_TRACE=1
+  run --separate-stderr lake-catalog gc --dry-run --grace 0
+  assert_success
+  assert_equal "$(grep -c '^trace: source gc' <<<"$stderr")" 2
+  assert_equal "$(grep -c . <<<"$output")" 1203
+  [[ $stderr == *"lake-catalog: gc: 1203 objects, "*" bytes would be removed; 3 kept (referenced), 0 kept (younger than the grace)"* ]] ||
+    fail "summary: $(untraced_stderr)"
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_equal "$(grep -c '^trace: source gc' <<<"$stderr")" 2
+  # every line once, in key order: the pages follow each other
+  assert_equal "$(cut -f1 <<<"$output" | sort -u | wc -l)" 1203
+  assert_equal "$(cut -f1 <<<"$output" | LC_ALL=C sort -c && echo sorted)" sorted
+  assert_equal "$(grep -c "^s3://$S3_BUCKET/stage/files/2026/01/g[0-9]\{5\}	0$" <<<"$output")" 1200
+  [[ $stderr == *"lake-catalog: gc: 1203 objects, "*" bytes removed; 3 kept (referenced), 0 kept (younger than the grace)"* ]] ||
+    fail "summary: $(untraced_stderr)"
+  assert_equal "$(s3_keys)" "$KEPT"
+}
+
 @test "keyless gc: the gc action pages (limit, after, next); a user or query-service is refused (77, audited) and nothing is removed" {
   keyless_setup
   keyless_garbage
