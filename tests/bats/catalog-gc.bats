@@ -116,6 +116,26 @@ gc_locations() {
   assert_equal "$stderr" "lake-catalog: gc: 0 objects, 0 bytes removed; 3 kept (referenced), 0 kept (younger than the grace)"
 }
 
+@test "the gc action on a file:// stage: pages of one object walk the whole stage in key order; together they remove exactly the unreferenced" {
+  [ "$LAKE_TEST_SOURCE" != local ] || skip "an action of lake-metasrv"
+  make_garbage
+  local admin=$LAKE_TOKEN_FILE after='' all='' n=0 kept=0
+  while :; do
+    metasrv_post "$admin" gc "{\"grace\":0,\"limit\":1${after:+,\"after\":\"$after\"}}"
+    assert_equal "$HTTP_CODE $HTTP_BODY" "200 $HTTP_BODY"
+    all+=$(jq -r '.objects[].location' <<<"$HTTP_BODY")$'\n'
+    kept=$((kept + $(jq '.kept_referenced' <<<"$HTTP_BODY")))
+    assert_equal "$(jq '(.objects | length) + .kept_referenced' <<<"$HTTP_BODY")" 1
+    after=$(jq -r '.next // empty' <<<"$HTTP_BODY")
+    n=$((n + 1))
+    [ -n "$after" ] || break
+    [ "$n" -lt 10 ] || fail "the pages do not end"
+  done
+  assert_equal "$n calls, $kept kept" "6 calls, 3 kept"
+  assert_equal "$(sed '/^$/d' <<<"$all" | sort)" "$GARBAGE"
+  assert_equal "$(stage_locations)" "$REFERENCED"
+}
+
 @test "gc keeps unreferenced objects younger than the grace (default 86400 s)" {
   make_garbage
   local old
