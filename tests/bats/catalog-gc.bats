@@ -119,20 +119,9 @@ gc_locations() {
 @test "the gc action on a file:// stage: pages of one object walk the whole stage in key order; together they remove exactly the unreferenced" {
   [ "$LAKE_TEST_SOURCE" != local ] || skip "an action of lake-metasrv"
   make_garbage
-  local admin=$LAKE_TOKEN_FILE after='' all='' n=0 kept=0
-  while :; do
-    metasrv_post "$admin" gc "{\"grace\":0,\"limit\":1${after:+,\"after\":\"$after\"}}"
-    assert_equal "$HTTP_CODE $HTTP_BODY" "200 $HTTP_BODY"
-    all+=$(jq -r '.objects[].location' <<<"$HTTP_BODY")$'\n'
-    kept=$((kept + $(jq '.kept_referenced' <<<"$HTTP_BODY")))
-    assert_equal "$(jq '(.objects | length) + .kept_referenced' <<<"$HTTP_BODY")" 1
-    after=$(jq -r '.next // empty' <<<"$HTTP_BODY")
-    n=$((n + 1))
-    [ -n "$after" ] || break
-    [ "$n" -lt 10 ] || fail "the pages do not end"
-  done
-  assert_equal "$n calls, $kept kept" "6 calls, 3 kept"
-  assert_equal "$(sed '/^$/d' <<<"$all" | sort)" "$GARBAGE"
+  metasrv_gc_pages "$LAKE_TOKEN_FILE"
+  assert_equal "$GC_CALLS calls, $GC_KEPT kept" "6 calls, 3 kept"
+  assert_equal "$GC_OBJECTS" "$GARBAGE"
   assert_equal "$(stage_locations)" "$REFERENCED"
 }
 

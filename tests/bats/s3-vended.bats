@@ -342,20 +342,9 @@ printed_keys() {
   keyless_garbage
   # one object a call: six calls (three garbage, three kept), each naming
   # where the next resumes, the last none
-  local after='' all='' n=0 kept=0
-  while :; do
-    metasrv_post "$ADMIN" gc "{\"dry_run\":true,\"grace\":0,\"limit\":1${after:+,\"after\":\"$after\"}}"
-    assert_equal "$HTTP_CODE" 200
-    all+=$(jq -r '.objects[].location' <<<"$HTTP_BODY")$'\n'
-    kept=$((kept + $(jq '.kept_referenced' <<<"$HTTP_BODY")))
-    assert_equal "$(jq '(.objects | length) + .kept_referenced' <<<"$HTTP_BODY")" 1
-    after=$(jq -r '.next // empty' <<<"$HTTP_BODY")
-    n=$((n + 1))
-    [ -n "$after" ] || break
-    [ "$n" -lt 10 ] || fail "the pages do not end"
-  done
-  assert_equal "$n calls, $kept kept" "6 calls, 3 kept"
-  assert_equal "$(sed '/^$/d' <<<"$all" | sed "s|^s3://$S3_BUCKET/||" | sort)" "$GARBAGE"
+  metasrv_gc_pages "$ADMIN" '"dry_run":true,'
+  assert_equal "$GC_CALLS calls, $GC_KEPT kept" "6 calls, 3 kept"
+  assert_equal "$(sed "s|^s3://$S3_BUCKET/||" <<<"$GC_OBJECTS" | sort)" "$GARBAGE"
   metasrv_post "$ADMIN" gc '{"limit":0}'
   metasrv_assert_error 400 invalid_argument
   metasrv_post "$ADMIN" gc '{"grace":-1}'
