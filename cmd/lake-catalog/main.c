@@ -192,7 +192,8 @@ static const command commands[] = {
      "list) the stage objects no unexpired table version references and older than "
      "the grace (seconds, or 45s, 30m, 12h, 1d; default 1d), as location<TAB>size; abort multipart "
      "uploads older than it. "
-     "Needs the admin role and the live source."},
+     "Needs the admin role and the live source.  A client without S3 keys (vended) has the metadata "
+     "server do it with its keys, a page at a time (the gc action)."},
     {"compact", 1, 1, compactCmdOptions, "compact NS.T [--target-size SIZE]",
      "Rewrite the table's segments smaller than half of SIZE (default 64M) into as few segments of at "
      "most SIZE as hold their rows, committed as one new version; prints what was done."},
@@ -621,20 +622,21 @@ static void gcUpload(void *ctx, const char *location, long long initiated) {
             o->r->dry_run ? "would abort the" : "aborted the", location, ts);
 }
 
-/* gc: the live source only (no cache), the stage it advertises. */
+/* gc: the live source only (no cache), the stage it advertises; a
+ * keyless client's (vended) stage is cleaned by the server, which holds
+ * its keys (the gc action), page by page. */
 static int cmdGc(run *r, lakeError *err) {
     if (r->offline) return errSet(err, LAKE_EUSAGE, "gc needs the live catalog; not --offline");
-    char *url = NULL;
     stage *st = NULL;
     gcStats stats;
     gcOut out = {r, 0};
-    int rc = catalogStageUrl(&r->cfg, r->cache, &url, err);
-    if (!rc) rc = stageOpen(url, &st, err);
+    int rc = catalogStageOpen(&r->cfg, r->cache, NULL, &st, err);
     if (rc) goto done;
     if (r->json) fputs("[", stdout);
     else if (r->header) fputs("location\tsize\n", stdout);
-    gcOptions opt = {r->grace >= 0 ? r->grace : GC_GRACE_DEFAULT, r->dry_run, 0};
-    rc = catalogGc(r->src, st, &opt, gcPrint, gcRefused, gcUpload, &out, &stats, err);
+    gcOptions opt = {r->grace >= 0 ? r->grace : GC_GRACE_DEFAULT, r->dry_run, 0, NULL, 0};
+    if (stageVended(st)) rc = catalogGcRemote(r->src, &opt, gcPrint, gcUpload, &out, &stats, err);
+    else rc = catalogGc(r->src, st, &opt, gcPrint, gcRefused, gcUpload, &out, &stats, err);
     if (stats.expired > 0) cacheAfterExpire(r->cache, NULL, NULL);
     if (r->json) fputs(out.n ? "\n]\n" : "]\n", stdout);
     if (rc) goto done;
@@ -656,7 +658,6 @@ static int cmdGc(run *r, lakeError *err) {
             (long long)stats.kept_referenced, (long long)stats.kept_young, uploads);
 done:
     stageClose(st);
-    free(url);
     return rc;
 }
 

@@ -64,7 +64,7 @@ static int killAfterAppend;        /* test-only fault */
 
 static const char *const metricActions[] = {"catalog_snapshot", "resolve", "history", "append", "compact", "rewrite", "rollback", "expire",
                                             "alter", "create_namespace", "create_table", "drop_table", "grant", "revoke", "grants",
-                                            "whoami", "list_tables", "references", "presign_get", "upload_begin",
+                                            "whoami", "list_tables", "references", "gc", "presign_get", "upload_begin",
                                             "upload_parts", "upload_complete", "upload_abort", "actions",
                                             "health", "metrics", "other"};
 #define NMA (sizeof metricActions / sizeof metricActions[0])

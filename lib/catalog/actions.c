@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "catalog/gc.h"
 #include "catalog/names.h"
 #include "core/config.h"
 #include "core/jsonstrict.h"
@@ -60,6 +61,9 @@ static const struct actionRow {
     {"list_tables", R_ALL, NULL, "after limit namespace known_generation", 0},
     /* grace: sent by clients before expiry existed; no longer used */
     {"references", R_ADMIN, NULL, "after limit grace", 0},
+    /* gc where the stage's keys are (gc.h): one page a call; it expires
+     * and removes, so it is a write and audited */
+    {"gc", R_ADMIN, NULL, "dry_run grace limit after", 1},
     /* a location a table the user may read refers to, or its own upload
      * while it holds what the upload needed (mayGet) */
     {"presign_get", R_ADMIN | R_QUERY | R_USER, "read", "location expires", 0},
@@ -759,6 +763,7 @@ static int dispatch(const actionContext *ctx, const char *action, const cJSON *r
         return rc;
     }
     if (strcmp(action, "list_tables") == 0) return listTables(ctx, req, answer, err);
+    if (strcmp(action, "gc") == 0) return catalogGcAction(ctx, req, answer, err) ? vendFailed(err) : 0;
     if (strcmp(action, "rollback") == 0) {
         if ((rc = names(req, 1, &ns, &name, err))) return rc;
         if (!cJSON_GetObjectItemCaseSensitive(req, "expected_version") || !cJSON_GetObjectItemCaseSensitive(req, "version"))

@@ -64,7 +64,7 @@ int actionsKnown(const char *action);
 /* The i-th of the protocol's actions (from 0), NULL past the last. */
 const char *actionsAt(size_t i);
 /* 1 when action changes the registry (append, compact, rewrite,
- * rollback, expire, create_*, drop_table). */
+ * rollback, expire, gc, create_*, drop_table). */
 int actionsWrites(const char *action);
 
 #endif

@@ -18,6 +18,10 @@ typedef struct stageOps {
     void (*close)(stage *s);
     /* gc: prefix already checked; location already contained */
     int (*list)(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err);
+    /* NULL: list, filtered (stageListAfter).  Else the objects after the
+     * key `after` (not NULL), in key order */
+    int (*list_after)(stage *s, const char *prefix, const char *after, stageListFn fn, void *ctx,
+                      lakeError *err);
     int (*del)(stage *s, const char *location, lakeError *err);
     /* NULL: del per object.  Remove the n objects at locs (contained, n at
      * most STAGE_DELETE_BATCH, their lengths summed at most

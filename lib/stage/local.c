@@ -473,9 +473,15 @@ static int localSync(stage *s, lakeError *err) {
     return rc;
 }
 
-static const stageOps localOps = {localPut,    localGet, localRelative, localClose, localList,
-                                  localDelete, NULL,     0,             NULL,       localSync,
-                                  1,           NULL,     localOpenRead};
+static const stageOps localOps = {.put = localPut,
+                                  .get = localGet,
+                                  .relative = localRelative,
+                                  .close = localClose,
+                                  .list = localList,
+                                  .del = localDelete,
+                                  .sync = localSync,
+                                  .type_in_value = 1,
+                                  .open_read = localOpenRead};
 
 int localStageOpen(const char *url, stage **out, lakeError *err) {
     char *path = fileUrlPath(url);

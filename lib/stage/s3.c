@@ -506,22 +506,32 @@ static int listTruncated(const char *xml, size_t len) {
     return more;
 }
 
-static int s3List(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err) {
+/* ListObjectsV2 pages (in key order) of the keys under prefix, after the
+ * stage key `after` when not NULL: start-after on the first request, the
+ * continuation tokens carry it on. */
+static int s3ListFrom(stage *s, const char *prefix, const char *after, stageListFn fn, void *ctx,
+                      lakeError *err) {
     s3Stage *ss = (s3Stage *)s;
     if (s3Usable(ss, err)) return err->code;
     bodyBuf b = {0};
-    char *full = NULL, *pfx = NULL, *token = NULL, *query = NULL;
+    char *full = NULL, *pfx = NULL, *token = NULL, *query = NULL, *start = NULL, *fullAfter = NULL;
     int rc = 0;
     if (asprintf(&full, "%s/%s", ss->prefix, prefix) < 0) full = NULL;
-    if (!full || !(pfx = stageQueryEncode(full))) { rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list"); goto out; }
+    if (after && asprintf(&fullAfter, "%s/%s", ss->prefix, after) < 0) fullAfter = NULL;
+    if (!full || !(pfx = stageQueryEncode(full)) || (after && (!fullAfter || !(start = stageQueryEncode(fullAfter))))) {
+        rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list");
+        goto out;
+    }
     size_t plen = strlen(ss->prefix) + 1;
     for (;;) {
         char *tok = token ? stageQueryEncode(token) : NULL;
         free(query);
         query = NULL;
+        /* the parameters in the sorted order SigV4's canonical query wants */
         if ((token && !tok) ||
-            asprintf(&query, "%s%s%slist-type=2&prefix=%s", tok ? "continuation-token=" : "",
-                     tok ? tok : "", tok ? "&" : "", pfx) < 0) {
+            asprintf(&query, "%s%s%slist-type=2&prefix=%s%s%s", tok ? "continuation-token=" : "",
+                     tok ? tok : "", tok ? "&" : "", pfx, start && !tok ? "&start-after=" : "",
+                     start && !tok ? start : "") < 0) {
             query = NULL;
             free(tok);
             rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "list");
@@ -570,7 +580,18 @@ out:
     free(pfx);
     free(token);
     free(query);
+    free(start);
+    free(fullAfter);
     return rc;
+}
+
+static int s3List(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err) {
+    return s3ListFrom(s, prefix, NULL, fn, ctx, err);
+}
+
+static int s3ListAfter(stage *s, const char *prefix, const char *after, stageListFn fn, void *ctx,
+                       lakeError *err) {
+    return s3ListFrom(s, prefix, after, fn, ctx, err);
 }
 
 static int s3Delete(stage *s, const char *location, lakeError *err) {
@@ -883,11 +904,17 @@ static void s3StageClose(stage *s) {
     curl_global_cleanup();
 }
 
-static const stageOps s3Ops = {s3Put,           s3Get,         s3StageRelative,
-                               s3StageClose,    s3List,        s3Delete,
-                               s3DeleteBatch,   DELETE_BATCH_BYTES, s3AbortUploads,
-                               NULL,            0,             &s3VendOps,
-                               NULL};
+static const stageOps s3Ops = {.put = s3Put,
+                               .get = s3Get,
+                               .relative = s3StageRelative,
+                               .close = s3StageClose,
+                               .list = s3List,
+                               .list_after = s3ListAfter,
+                               .del = s3Delete,
+                               .del_batch = s3DeleteBatch,
+                               .delete_batch_bytes = DELETE_BATCH_BYTES,
+                               .abort_uploads = s3AbortUploads,
+                               .vend = &s3VendOps};
 
 int s3StageOpen(const char *url, stage **out, lakeError *err) {
     char *bucket, *prefix;

@@ -127,7 +127,8 @@ char *stageRelativePath(const stage *s, const char *location) {
     return s->ops->relative(s, location);
 }
 
-int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err) {
+/* 0 when prefix is a clean relative key prefix ending in '/', else 64. */
+static int checkPrefix(const char *prefix, lakeError *err) {
     size_t n = strlen(prefix);
     if (n < 2 || prefix[n - 1] != '/' || n > STAGE_KEY_DIR_MAX + 1)
         return errSet(err, LAKE_EUSAGE, "%s: not a clean key prefix below the stage", prefix);
@@ -136,8 +137,43 @@ int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError
     int clean = stageCleanRelative(dir);
     free(dir);
     if (!clean) return errSet(err, LAKE_EUSAGE, "%s: not a clean key prefix below the stage", prefix);
+    return 0;
+}
+
+int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err) {
+    if (checkPrefix(prefix, err)) return err->code;
     return s->ops->list(s, prefix, fn, ctx, err);
 }
+
+/* stageListAfter on a backend that lists in no order: every object,
+ * those at or before `after` skipped. */
+typedef struct listFilter {
+    const char *after;
+    stageListFn fn;
+    void *ctx;
+} listFilter;
+
+static int listFiltered(void *ctx, const stageObject *o, lakeError *err) {
+    listFilter *f = ctx;
+    return strcmp(o->key, f->after) > 0 ? f->fn(f->ctx, o, err) : 0;
+}
+
+int stageListAfter(stage *s, const char *prefix, const char *after, stageListFn fn, void *ctx,
+                   lakeError *err) {
+    int rc;
+    if (!after || !*after) {
+        rc = stageList(s, prefix, fn, ctx, err);
+    } else if (s->ops->list_after) {
+        if (checkPrefix(prefix, err)) return err->code;
+        rc = s->ops->list_after(s, prefix, after, fn, ctx, err);
+    } else {
+        listFilter f = {after, fn, ctx};
+        rc = stageList(s, prefix, listFiltered, &f, err);
+    }
+    return rc == STAGE_LIST_STOP ? 0 : rc;
+}
+
+int stageListsInOrder(const stage *s) { return s->ops->list_after != NULL; }
 
 int stageTypeInValue(const stage *s) { return s->ops->type_in_value; }
 

@@ -182,6 +182,18 @@ typedef int (*stageListFn)(void *ctx, const stageObject *o, lakeError *err);
  * A missing prefix lists nothing. */
 int stageList(stage *s, const char *prefix, stageListFn fn, void *ctx, lakeError *err);
 
+/* stageList of the objects whose key sorts after `after` (bytewise, as
+ * strcmp; NULL or "": every object).  Where stageListsInOrder (S3:
+ * ListObjectsV2 with start-after) they come in key order, so a caller that
+ * has enough may stop the listing: fn returning STAGE_LIST_STOP ends it,
+ * and stageListAfter then returns 0.  Elsewhere (local) the whole prefix
+ * is walked and the others skipped. */
+#define STAGE_LIST_STOP (-1)
+int stageListAfter(stage *s, const char *prefix, const char *after, stageListFn fn, void *ctx,
+                   lakeError *err);
+/* 1 when stageListAfter lists in key order. */
+int stageListsInOrder(const stage *s);
+
 /* Delete the object at location: containment first (65), before any I/O;
  * an object already gone is not an error.  Never follows a symlink. */
 int stageDelete(stage *s, const char *location, lakeError *err);

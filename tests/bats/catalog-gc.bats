@@ -116,6 +116,15 @@ gc_locations() {
   assert_equal "$stderr" "lake-catalog: gc: 0 objects, 0 bytes removed; 3 kept (referenced), 0 kept (younger than the grace)"
 }
 
+@test "the gc action on a file:// stage: pages of one object walk the whole stage in key order; together they remove exactly the unreferenced" {
+  [ "$LAKE_TEST_SOURCE" != local ] || skip "an action of lake-metasrv"
+  make_garbage
+  metasrv_gc_pages "$LAKE_TOKEN_FILE"
+  assert_equal "$GC_CALLS calls, $GC_KEPT kept" "6 calls, 3 kept"
+  assert_equal "$GC_OBJECTS" "$GARBAGE"
+  assert_equal "$(stage_locations)" "$REFERENCED"
+}
+
 @test "gc keeps unreferenced objects younger than the grace (default 86400 s)" {
   make_garbage
   local old

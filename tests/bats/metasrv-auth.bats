@@ -78,6 +78,7 @@ body_for() {
     whoami) echo '{}' ;;
     list_tables) echo '{"namespace":"m","limit":5}' ;;
     references) echo '{"limit":5}' ;;
+    gc) echo '{"dry_run":true,"grace":0}' ;; # (a dry run: nothing changes)
   esac
 }
 
@@ -101,6 +102,7 @@ assert_answer() {
       esac ;;
     whoami) check=".principal == \"$name\" and .role == \"$role\" and .stage == \"$STAGE_URL\"" ;;
     references) check='(.locations | type == "array") and (.more | type == "boolean")' ;;
+    gc) check='(.objects | type == "array") and (.removed | type == "number") and (has("next") | not)' ;;
     # a user's: the tables it holds read on (alice: all of m, granted above)
     list_tables) check='(.tables | length == 5 and all(.namespace == "m")) and .more == true' ;;
     expire) check='.expired == 0 and (.cutoff | type == "string")' ;;
@@ -183,6 +185,7 @@ make_matrix_tables() {
   assert_equal "$(metasrv_count drop_table 403)" 3
   assert_equal "$(metasrv_count whoami 403)" 0
   assert_equal "$(metasrv_count references 403)" 3
+  assert_equal "$(metasrv_count gc 403)" 3
 }
 
 @test "GET /v1/actions lists exactly what the role may run; lake-catalog actions agrees" {

@@ -29,19 +29,6 @@ teardown() {
   common_teardown
 }
 
-# N empty objects stage/files/2026/01/gNNNNN put straight into the bucket
-# (curl, 8 at once on reused connections): garbage to gc, referenced by
-# no table.
-put_garbage() {
-  local n=$1 i
-  : >"$T/empty"
-  for ((i = 0; i < n; i++)); do
-    printf 'url = "%s/%s/stage/files/2026/01/g%05d"\nupload-file = "%s"\noutput = /dev/null\n' \
-      "$S3_ENDPOINT" "$S3_BUCKET" "$i" "$T/empty"
-  done >"$T/put.curl"
-  s3_curl --no-progress-meter -Z --parallel-max 8 -K "$T/put.curl" || fail "could not put $n objects"
-}
-
 # Two objects referenced by docs.t (FILE values), their locations in
 # $REFERENCED, one a line; with the table's segment, $KEPT_KEYS: the keys
 # that gc must keep, sorted.

@@ -402,7 +402,7 @@ key_of() {
   done
 }
 
-@test "vend actions: a local stage is 412; a server without S3 keys 412 saying so" {
+@test "vend actions: a local stage is 412; a server without S3 keys 412 saying so (gc too)" {
   metasrv_init "$T/local"
   METASRV_DIR=$T/local metasrv_start "$T/local"
   METASRV_DIR=$T/local metasrv_post "$T/local/admin.token" presign_get \
@@ -422,6 +422,10 @@ key_of() {
   [[ $HTTP_BODY == *"holds no S3 credentials"* ]] || fail "$HTTP_BODY"
   metasrv_post "$ADMIN" upload_begin '{"content_type":"a/b"}'
   metasrv_assert_error 412 failed_precondition
+  # gc where the keys are: there are none
+  metasrv_post "$ADMIN" gc '{"dry_run":true}'
+  metasrv_assert_error 412 failed_precondition
+  [[ $HTTP_BODY == *"holds no S3 credentials"* ]] || fail "$HTTP_BODY"
 }
 
 @test "vend actions: the server's S3 keys wrong: 503 unavailable without key material, the cause in the server's log" {

@@ -245,3 +245,124 @@ with_keys() {
   [[ $stderr == *"s3_access"* ]] || fail "$stderr"
   assert_no_s3_objects
 }
+
+# A keyless deployment's gc (issue 41): docs.t refers to two files and a
+# segment ($KEPT, the keys that stay); docs.gone's file and segment, once
+# dropped, and an object put straight into the bucket are $GARBAGE.
+keyless_garbage() {
+  lake-catalog create-namespace docs 2>/dev/null
+  lake-catalog create docs.t 'f FILE' 2>/dev/null
+  lake-catalog create docs.gone 'f FILE' 2>/dev/null
+  printf 'one' >"$T/one"
+  printf 'two' >"$T/two"
+  printf 'gone!' >"$T/gone"
+  REFERENCED=$(lake-put --table docs.t --column f "$T/one" "$T/two" 2>/dev/null | json_field location)
+  KEPT=$(s3_keys)
+  assert_equal "$(wc -l <<<"$KEPT")" 3
+  lake-put -q --table docs.gone --column f "$T/gone" >/dev/null 2>&1 || fail "put into docs.gone failed"
+  s3_curl -T "$T/one" "$S3_ENDPOINT/$S3_BUCKET/stage/files/2026/01/orphan" -o /dev/null
+  lake-catalog drop docs.gone 2>/dev/null
+  GARBAGE=$(comm -13 <(printf '%s\n' "$KEPT") <(s3_keys))
+  assert_equal "$(wc -l <<<"$GARBAGE")" 3
+}
+
+# The keys gc printed (location<TAB>size lines), sorted.
+printed_keys() {
+  cut -f1 <<<"$output" | sed "s|^s3://$S3_BUCKET/||" | sort
+}
+
+@test "keyless gc: lake-catalog gc runs where the keys are (the gc action); --dry-run lists and removes nothing; --grace 0 removes the unreferenced and keeps the referenced" {
+  keyless_setup
+  keyless_garbage
+  export LAKE_TRACE=1
+
+  run --separate-stderr lake-catalog gc --dry-run --grace 0
+  assert_success
+  assert_equal "$(printed_keys)" "$GARBAGE"
+  assert_equal "$(s3_keys)" "$(printf '%s\n' "$KEPT" "$GARBAGE" | sort)"
+  grep -q '^trace: source gc' <<<"$stderr" || fail "gc did not ask the server: $stderr"
+  [[ $stderr == *"lake-catalog: gc: 3 objects, "*" bytes would be removed; 3 kept (referenced), 0 kept (younger than the grace)"* ]] ||
+    fail "summary: $stderr"
+  # the client itself sent nothing to the object store
+  assert_equal "$(grep -c '^trace: stage' <<<"$stderr")" 0
+
+  # a young object is kept by the default grace (1d)
+  run --separate-stderr lake-catalog gc --dry-run
+  assert_success
+  assert_output ""
+  [[ $stderr == *"0 objects, 0 bytes would be removed; 3 kept (referenced), 3 kept (younger than the grace)"* ]] ||
+    fail "summary: $stderr"
+
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_equal "$(printed_keys)" "$GARBAGE"
+  [[ $stderr == *"lake-catalog: gc: 3 objects, "*" bytes removed; 3 kept (referenced), 0 kept (younger than the grace)"* ]] ||
+    fail "summary: $stderr"
+  assert_equal "$(s3_keys)" "$KEPT"
+  run --separate-stderr lake-get $REFERENCED
+  assert_success
+  assert_output onetwo
+  # the same as JSON: an empty list now
+  run --separate-stderr lake-catalog --json gc --grace 0
+  assert_success
+  assert_output "[]"
+
+  # each call is one row of the audit trail, without a target
+  metasrv_regopt "$T/srv"
+  run --separate-stderr lake-metasrv audit "${METASRV_REGOPT[@]}" --action gc
+  assert_success
+  assert_equal "$(cut -f2-6 <<<"$output")" "$(printf 'admin\tadmin\tgc\t-\tok\n%.0s' 1 2 3 4)"
+}
+
+@test "keyless gc: 1,203 unreferenced objects are two pages (two gc calls), printed and removed; the referenced stay" {
+  keyless_setup
+  keyless_garbage
+  put_garbage 1200
+  export LAKE_TRACE=1
+  run --separate-stderr lake-catalog gc --dry-run --grace 0
+  assert_success
+  assert_equal "$(grep -c '^trace: source gc' <<<"$stderr")" 2
+  assert_equal "$(grep -c . <<<"$output")" 1203
+  [[ $stderr == *"lake-catalog: gc: 1203 objects, "*" bytes would be removed; 3 kept (referenced), 0 kept (younger than the grace)"* ]] ||
+    fail "summary: $(untraced_stderr)"
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_equal "$(grep -c '^trace: source gc' <<<"$stderr")" 2
+  # every line once, in key order: the pages follow each other
+  assert_equal "$(cut -f1 <<<"$output" | sort -u | wc -l)" 1203
+  assert_equal "$(cut -f1 <<<"$output" | LC_ALL=C sort -c && echo sorted)" sorted
+  assert_equal "$(grep -c "^s3://$S3_BUCKET/stage/files/2026/01/g[0-9]\{5\}	0$" <<<"$output")" 1200
+  [[ $stderr == *"lake-catalog: gc: 1203 objects, "*" bytes removed; 3 kept (referenced), 0 kept (younger than the grace)"* ]] ||
+    fail "summary: $(untraced_stderr)"
+  assert_equal "$(s3_keys)" "$KEPT"
+}
+
+@test "keyless gc: the gc action pages (limit, after, next); a user or query-service is refused (77, audited) and nothing is removed" {
+  keyless_setup
+  keyless_garbage
+  # one object a call: six calls (three garbage, three kept), each naming
+  # where the next resumes, the last none
+  metasrv_gc_pages "$ADMIN" '"dry_run":true,'
+  assert_equal "$GC_CALLS calls, $GC_KEPT kept" "6 calls, 3 kept"
+  assert_equal "$(sed "s|^s3://$S3_BUCKET/||" <<<"$GC_OBJECTS" | sort)" "$GARBAGE"
+  metasrv_post "$ADMIN" gc '{"limit":0}'
+  metasrv_assert_error 400 invalid_argument
+  metasrv_post "$ADMIN" gc '{"grace":-1}'
+  metasrv_assert_error 400 invalid_argument
+  metasrv_post "$ADMIN" gc '{"dry_run":1}'
+  metasrv_assert_error 400 invalid_argument
+
+  user=$(metasrv_token user alice)
+  LAKE_TOKEN_FILE=$user run --separate-stderr lake-catalog gc --grace 0
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$(grep -c . <<<"$stderr")" 1
+  [[ $stderr == "lake-catalog: "*"may not run gc"* ]] || fail "$stderr"
+  qs=$(metasrv_token query-service qs)
+  LAKE_TOKEN_FILE=$qs run --separate-stderr lake-catalog gc --dry-run --grace 0
+  assert_equal "exit $status" "exit 77"
+  assert_equal "$(s3_keys)" "$(printf '%s\n' "$KEPT" "$GARBAGE" | sort)"
+  metasrv_regopt "$T/srv"
+  run --separate-stderr lake-metasrv audit "${METASRV_REGOPT[@]}" --action gc --result permission_denied
+  assert_success
+  assert_equal "$(cut -f2-6 <<<"$output")" "$(printf 'alice\tuser\tgc\t-\tpermission_denied\nqs\tquery-service\tgc\t-\tpermission_denied')"
+}

@@ -174,6 +174,8 @@ metasrv_count() {
 #   metasrv_tables NS PREFIX COUNT [TOKENFILE]  NS and COUNT tables, one curl
 #   metasrv_segment LOCATION           one append segment (JSON) at LOCATION
 #   metasrv_directory                  the catalog as the server has it, one line
+#   metasrv_gc_pages TOKENFILE [FIELDS]  the gc action a page of one object at a time:
+#                                      GC_CALLS, GC_KEPT, GC_OBJECTS
 #   metasrv_allowed ACTION ROLE        the role table: may ROLE run ACTION?
 #                                      ($METASRV_ACTIONS: every action;
 #                                      $METASRV_VEND_ACTIONS: those of vended
@@ -291,7 +293,7 @@ metasrv_tables() {
 # shellcheck disable=SC2034 # for the suites
 METASRV_VEND_ACTIONS="presign_get upload_begin upload_parts upload_complete upload_abort"
 # shellcheck disable=SC2034 # for the suites
-METASRV_ACTIONS="catalog_snapshot resolve history append compact rewrite rollback alter expire create_namespace create_table drop_table grant revoke grants whoami list_tables references $METASRV_VEND_ACTIONS"
+METASRV_ACTIONS="catalog_snapshot resolve history append compact rewrite rollback alter expire create_namespace create_table drop_table grant revoke grants whoami list_tables references gc $METASRV_VEND_ACTIONS"
 metasrv_allowed() {
   case "$1:$2" in
     catalog_snapshot:admin | catalog_snapshot:query-service | catalog_snapshot:metadata-peer) return 0 ;;
@@ -305,11 +307,33 @@ metasrv_allowed() {
     create_namespace:admin | create_table:admin | drop_table:admin) return 0 ;;
     grant:admin | revoke:admin | grants:*) return 0 ;;
     whoami:* | list_tables:*) return 0 ;;
-    references:admin) return 0 ;;
+    references:admin | gc:admin) return 0 ;;
     presign_get:admin | presign_get:query-service | presign_get:user) return 0 ;;
     upload_*:admin | upload_*:query-service | upload_*:user) return 0 ;;
   esac
   return 1
+}
+
+# The gc action as TOKEN, one object a page (grace 0), from the first page
+# to the last, with more request FIELDS (e.g. '"dry_run":true,'): GC_CALLS
+# the calls, GC_KEPT the objects kept as referenced, GC_OBJECTS the
+# locations the pages answered, sorted.  Each page holds one object.
+# shellcheck disable=SC2034 # for the suites
+metasrv_gc_pages() {
+  local tok=$1 fields=${2:-} after='' all=''
+  GC_CALLS=0 GC_KEPT=0
+  while :; do
+    metasrv_post "$tok" gc "{$fields\"grace\":0,\"limit\":1${after:+,\"after\":\"$after\"}}"
+    assert_equal "$HTTP_CODE $HTTP_BODY" "200 $HTTP_BODY"
+    all+=$(jq -r '.objects[].location' <<<"$HTTP_BODY")$'\n'
+    GC_KEPT=$((GC_KEPT + $(jq '.kept_referenced' <<<"$HTTP_BODY")))
+    assert_equal "$(jq '(.objects | length) + .kept_referenced' <<<"$HTTP_BODY")" 1
+    after=$(jq -r '.next // empty' <<<"$HTTP_BODY")
+    GC_CALLS=$((GC_CALLS + 1))
+    [ -n "$after" ] || break
+    [ "$GC_CALLS" -lt 100 ] || fail "the gc pages do not end"
+  done
+  GC_OBJECTS=$(sed '/^$/d' <<<"$all" | sort)
 }
 
 # The catalog as the server has it: generation and entries, one line

@@ -13,6 +13,7 @@
 #   put_until_parts BYTES PARTS ARGS...   lake-put ARGS on a FIFO (fd 4) until
 #                       the trace shows PARTS parts stored; wait_parts N,
 #                       wait_put, put_cleanup (for teardown)
+#   put_garbage N       N empty objects stage/files/2026/01/gNNNNN, no table's
 #   traced_key, assert_traced_error, assert_no_s3_objects, closed_port
 
 # shellcheck disable=SC2034 # for the suites
@@ -123,6 +124,19 @@ s3_path() {
 # expected keys (none, say) fails instead of passing on an empty answer.
 s3_list() {
   s3_curl "$1" || echo "LISTING FAILED: $1"
+}
+
+# N empty objects stage/files/2026/01/gNNNNN put straight into the bucket
+# (curl, 8 at once on reused connections): garbage to gc, referenced by
+# no table.
+put_garbage() {
+  local n=$1 i
+  : >"$T/empty"
+  for ((i = 0; i < n; i++)); do
+    printf 'url = "%s/%s/stage/files/2026/01/g%05d"\nupload-file = "%s"\noutput = /dev/null\n' \
+      "$S3_ENDPOINT" "$S3_BUCKET" "$i" "$T/empty"
+  done >"$T/put.curl"
+  s3_curl --no-progress-meter -Z --parallel-max 8 -K "$T/put.curl" || fail "could not put $n objects"
 }
 
 # Every key in the bucket, asked of the server directly (ListObjects).
