@@ -192,10 +192,10 @@ int catalogGc(catalogSource *src, stage *st, const gcOptions *opt, gcObjectFn ob
 
     /* 1. the listing, first */
     sqlite3_exec(g.db, "BEGIN", NULL, NULL, NULL);
-    if ((rc = stageListAfter(st, "files/", after, keepObject, &g, err)) ||
-        (!(g.limit && g.listed > g.limit && stageListsInOrder(st)) &&
-         (rc = stageListAfter(st, "tables/", after, keepObject, &g, err))))
-        goto out;
+    /* every object under the stage, not only files/ and tables/ (where
+     * lake puts them): one put elsewhere (an upload of a release that
+     * took any dir) is garbage too */
+    if ((rc = stageListAfter(st, "", after, keepObject, &g, err))) goto out;
     sqlite3_exec(g.db, "COMMIT", NULL, NULL, NULL);
 
     /* 2. then the live references */

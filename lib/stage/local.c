@@ -414,8 +414,8 @@ static int localList(stage *s, const char *prefix, stageListFn fn, void *ctx, la
     w->ls = ls;
     w->fn = fn;
     w->ctx = ctx;
-    size_t len = strlen(prefix); /* checked by stageList: clean, ends in '/' */
-    int rc = 0, dfd = openDirBeneath(ls, prefix, len - 1);
+    size_t len = strlen(prefix); /* checked by stageList: clean, ends in '/', or "" */
+    int rc = 0, dfd = openDirBeneath(ls, prefix, len ? len - 1 : 0);
     if (dfd < 0) {
         /* nothing there, or a symlink where a directory should be: no objects */
         if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR)

@@ -127,9 +127,11 @@ char *stageRelativePath(const stage *s, const char *location) {
     return s->ops->relative(s, location);
 }
 
-/* 0 when prefix is a clean relative key prefix ending in '/', else 64. */
+/* 0 when prefix is a clean relative key prefix ending in '/' or "" (the
+ * whole stage), else 64. */
 static int checkPrefix(const char *prefix, lakeError *err) {
     size_t n = strlen(prefix);
+    if (n == 0) return 0;
     if (n < 2 || prefix[n - 1] != '/' || n > STAGE_KEY_DIR_MAX + 1)
         return errSet(err, LAKE_EUSAGE, "%s: not a clean key prefix below the stage", prefix);
     char *dir = strndup(prefix, n - 1);

@@ -176,7 +176,8 @@ typedef struct stageObject {
 typedef int (*stageListFn)(void *ctx, const stageObject *o, lakeError *err);
 
 /* Stream every object whose key starts with prefix (e.g. "files/"; a clean
- * relative path with a trailing '/') to fn, in no particular order.  The
+ * relative path with a trailing '/', or "" for the whole stage) to fn, in
+ * no particular order.  The
  * local backend walks the directory without following symbolic links (a
  * symlink is neither listed nor entered); S3 pages through ListObjectsV2.
  * A missing prefix lists nothing. */

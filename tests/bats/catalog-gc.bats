@@ -214,6 +214,22 @@ gc_locations() {
   assert_equal "$(cat "$T/outside/secret")" precious
 }
 
+@test "gc sees every object under the stage, not only files/ and tables/: one an upload of an older release put elsewhere goes past the grace (issue 41)" {
+  make_garbage
+  mkdir -p "$GC_STAGE/anything/at" "$GC_STAGE/tables/x"
+  echo stray >"$GC_STAGE/anything/at/all"
+  echo stray >"$GC_STAGE/top-level"
+  touch -d '2 days ago' "$GC_STAGE/anything/at/all" "$GC_STAGE/top-level"
+  echo young >"$GC_STAGE/anything/young"
+  run --separate-stderr lake-catalog gc
+  assert_success
+  assert_equal "$(gc_locations)" "$(printf 'file://%s\n' "$GC_STAGE/anything/at/all" "$GC_STAGE/top-level" | sort)"
+  [ ! -e "$GC_STAGE/anything/at/all" ] && [ -f "$GC_STAGE/anything/young" ] || fail "$(find "$GC_STAGE" -type f)"
+  run --separate-stderr lake-catalog gc --grace 0
+  assert_success
+  assert_equal "$(stage_locations)" "$REFERENCED"
+}
+
 @test "gc needs the admin role: a user-role token gets 77 and nothing is removed" {
   [ "$LAKE_TEST_SOURCE" != local ] || skip "the embedded source's caller is admin"
   make_garbage
@@ -253,20 +269,26 @@ gc_locations() {
   local gone_seg
   gone_seg=$(lake-catalog resolve docs.gone | jq -r '.segments[0].location')
   lake-catalog drop docs.gone
-  assert_equal "$(s3_keys | wc -l)" 4
+  # an object elsewhere under the stage (an upload of an older release
+  # that took any dir) is garbage too; one outside the stage is not gc's
+  local stray=s3://$S3_BUCKET/stage/anything/at/all
+  s3_curl -X PUT --data-binary stray "$S3_ENDPOINT/$S3_BUCKET/stage/anything/at/all" -o /dev/null
+  s3_curl -X PUT --data-binary other "$S3_ENDPOINT/$S3_BUCKET/stage2/not-the-stage" -o /dev/null
+  assert_equal "$(s3_keys | wc -l)" 6
 
   run --separate-stderr lake-catalog gc --dry-run --grace 0
   assert_success
-  assert_equal "$(gc_locations)" "$(printf '%s\n' "$loose" "$gone_seg" | sort)"
-  assert_equal "$(s3_keys | wc -l)" 4
+  assert_equal "$(gc_locations)" "$(printf '%s\n' "$loose" "$gone_seg" "$stray" | sort)"
+  assert_equal "$(s3_keys | wc -l)" 6
 
   run --separate-stderr lake-catalog gc --grace 0
   assert_success
-  assert_equal "$(gc_locations)" "$(printf '%s\n' "$loose" "$gone_seg" | sort)"
-  [[ $stderr == *"gc: 2 objects, "*" bytes removed; 2 kept (referenced), 0 kept (younger than the grace)"* ]] ||
+  assert_equal "$(gc_locations)" "$(printf '%s\n' "$loose" "$gone_seg" "$stray" | sort)"
+  [[ $stderr == *"gc: 3 objects, "*" bytes removed; 2 kept (referenced), 0 kept (younger than the grace)"* ]] ||
     fail "summary: $stderr"
   keys=$(s3_keys)
-  assert_equal "$(wc -l <<<"$keys")" 2
+  assert_equal "$(wc -l <<<"$keys")" 3
+  [[ $keys == *"stage2/not-the-stage"* ]] || fail "an object outside the stage removed: $keys"
   [[ $keys != *"${loose##*/}"* ]] || fail "loose object still there: $keys"
   [[ $keys == *"${kept##*/}"* ]] || fail "referenced object gone: $keys"
   run --separate-stderr lake-get "$kept"
