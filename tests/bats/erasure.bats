@@ -45,30 +45,30 @@ shell() {
 # The deployments.  Each sets STAGE_DUMP: a command that copies every
 # object of the stage into the directory it is given.
 embedded() {
-  DEPLOY=embedded
-  STAGE_DUMP=dump_dir
+  DEPLOY='embedded'
+  STAGE_DUMP='dump_dir'
   STAGE_DIR=$LAKE_HOME/stage
 }
 
 file_stage() {
-  DEPLOY=file
+  DEPLOY='file'
   metasrv_init "$T/srv"
   metasrv_start "$T/srv"
   metasrv_use "$T/srv"
-  STAGE_DUMP=dump_dir
+  STAGE_DUMP='dump_dir'
   STAGE_DIR=$T/srv/stage
 }
 
 # lake-metasrv holds the S3 keys; the clients hold a lake token only.
 keyless() {
-  DEPLOY=keyless
+  DEPLOY='keyless'
   s3_start
   [ -n "${AWS_ENDPOINT_URL:-}" ] || export AWS_ENDPOINT_URL=$S3_ENDPOINT
   metasrv_init "$T/srv" "s3://$S3_BUCKET/stage"
   metasrv_start "$T/srv"
   metasrv_use "$T/srv"
   unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 LAKE_STAGE
-  STAGE_DUMP=dump_s3
+  STAGE_DUMP='dump_s3'
 }
 
 dump_dir() { cp -a "$STAGE_DIR" "$1/stage"; }
