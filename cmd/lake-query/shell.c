@@ -437,11 +437,20 @@ static int onOff(const char *cmd, const char *arg, int *flag) {
     return 0;
 }
 
+/* The catalog cache, read as the next statement would read it (runText):
+ * its files read again, so what another process created, altered or
+ * dropped on this host meanwhile is seen. */
+static int metaCatalog(shell *sh, lakeError *err) {
+    int rc = querySessionLake(&sh->r->s, err);
+    if (!rc) cacheForget(sh->r->s.cache);
+    return rc;
+}
+
 static int metaTables(shell *sh, const char *ns, lakeError *err) {
     const cacheEntry *e;
     size_t n;
     if (ns && !nameIsValid(ns)) return errSet(err, LAKE_EUSAGE, ".tables: %s: not a valid namespace name", ns);
-    int rc = querySessionLake(&sh->r->s, err);
+    int rc = metaCatalog(sh, err);
     if (!rc) rc = cacheListing(sh->r->s.cache, &e, &n, err);
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
@@ -454,7 +463,7 @@ static int metaSchema(shell *sh, const char *table, lakeError *err) {
     const cacheEntry *e;
     if (!table) return errSet(err, LAKE_EUSAGE, ".schema: which table? (.schema NS.T)");
     int rc = nameSplitTable(table, &ns, &name, err);
-    if (!rc) rc = querySessionLake(&sh->r->s, err);
+    if (!rc) rc = metaCatalog(sh, err);
     if (!rc) rc = cacheTable(sh->r->s.cache, ns, name, &e, err);
     cJSON *s = rc ? NULL : cJSON_Parse(e->schema), *col;
     if (!rc && !s) rc = errSet(err, LAKE_EFAIL, "%s: a malformed schema in the cache", table);

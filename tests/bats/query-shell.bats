@@ -236,3 +236,14 @@ LAKE_QUERY_PID='$(pgrep -P $PPID -x lake-query)'
   assert_equal "$(wc -l <"$h") $(sed -n 2p "$h") $(tail -n 1 "$h")" "1002 SELECT\\0401002; SELECT\\0408;"
   assert_equal "$(stat -c %a "$h")" 600
 }
+
+@test ".tables and .schema see another process's new table and column at once, as the next statement would (issue 42)" {
+  shell 'prompt lake> ' 'send .tables\r' 'prompt lake> ' 'send .schema hr.payroll\r' 'prompt lake> ' \
+    "run lake-catalog create hr.fresh 'a TEXT' && lake-catalog alter hr.payroll add-column 'grade INTEGER'" \
+    'send .tables hr\r' 'prompt lake> ' 'send .schema hr.payroll\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(sed -n '/^lake> \.tables hr$/,/^lake> \.schema/p' <<<"$screen" | sed '1d;$d')" \
+    $'hr.fresh\nhr.payroll\nhr.scans'
+  assert_equal "$(sed -n '/^lake> \.tables hr$/,$p' <<<"$screen" | sed -n '/^lake> \.schema/,/^lake> /p' | sed '1d;$d')" \
+    $'who\tTEXT\nsalary\tREAL\ngrade\tINTEGER'
+}
