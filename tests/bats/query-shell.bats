@@ -6,8 +6,11 @@
 # dot-commands, TAB completion from the on-disk catalog cache (no call to
 # the source), history kept 0600 and read back, Ctrl-C at a prompt and
 # during a running INSERT (nothing appended), Ctrl-D, each statement
-# pinned afresh; piped input stays a script.  Embedded, and remote with
-# the stage on S3 (tests/run).
+# pinned afresh; piped input stays a script.  Issue 42: the history file
+# appended to, never a device's or a foreign file's; UTF-8 in the C locale
+# and a byte no encoding has refused, never dropped; SIGTERM and SIGHUP end
+# the session; TEMP VIEWs across inputs; .tables and .schema current.
+# Embedded, and remote with the stage on S3 (tests/run).
 
 load helpers/common
 load helpers/source
@@ -199,6 +202,15 @@ LAKE_QUERY_PID='$(pgrep -P $PPID -x lake-query)'
   LC_ALL=C shell 'prompt lake> ' "send SELECT length('田田田') AS n, hex('田') AS h;\r" 'prompt lake> ' 'send \x04' 'wait'
   assert_equal "exit $status" "exit 0"
   assert_equal "$(sed -n '/^n  *h$/,/^lake> /p' <<<"$screen" | sed -n 3p)" "3  E794B0"
+}
+
+@test "a byte the locale's encoding does not have refuses the input with one line, never drops the byte (issue 42)" {
+  LC_ALL=C shell 'prompt lake> ' "send SELECT 'a' AS x,\r" 'prompt \.\.\.> ' "sendraw 'b\xffc' AS y;\r" \
+    'prompt lake> ' "send SELECT 'd' AS z;\r" 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_line_shown "lake-query: a byte the locale's encoding (UTF-8) does not have: the input was not run"
+  ! grep -qx "x *y" <<<"$screen" || fail "the input ran: $screen"
+  assert_equal "$(sed -n '/^lake> SELECT .d/,/^lake> /p' <<<"$screen" | sed '1d;$d')" $'z\n-\nd'
 }
 
 @test "SIGTERM and SIGHUP end the session at the prompt and during a running INSERT, which appends nothing (issue 42)" {
