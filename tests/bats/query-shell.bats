@@ -167,10 +167,12 @@ lake> SELECT 1 AS one; SELECT 2 AS two;"
 @test "a TEMP VIEW over a lake table keeps working in later inputs (issue 42)" {
   shell 'prompt lake> ' 'send CREATE TEMP VIEW v AS SELECT * FROM hr.scans WHERE pages > 4;\r' \
     'prompt lake> ' 'send SELECT count(*) AS n FROM v;\r' 'prompt lake> ' 'send SELECT who FROM v;\r' \
+    'prompt lake> ' 'send SELECT sum(pages) AS s FROM hr.scans WHERE who NOT IN (SELECT who FROM v);\r' \
     'prompt lake> ' 'send \x04' 'wait'
   assert_equal "exit $status" "exit 0"
   assert_equal "$(sed -n '/^lake> SELECT count/,/^lake> SELECT who/p' <<<"$screen" | sed '1d;$d')" $'n\n-\n1'
   assert_equal "$(sed -n '/^lake> SELECT who/,/^lake> /p' <<<"$screen" | sed '1d;$d')" $'who\n---\nbob'
+  assert_equal "$(sed -n '/^lake> SELECT sum/,/^lake> /p' <<<"$screen" | sed '1d;$d')" $'s\n-\n3'
 }
 
 # The pid of the lake-query a `run` step's shell runs beside (terminal.py
