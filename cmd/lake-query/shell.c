@@ -14,12 +14,17 @@
  * Ctrl-C while a statement runs cancels it (core/interrupt.h, cooperative:
  * SQLite's progress handler stops it and the statement's writes roll back,
  * so a cancelled INSERT appends nothing); at the prompt it drops the input
- * being typed.  Ctrl-D on an empty line ends the session.  Errors print
- * their one line and the shell goes on; the session exits 0.
+ * being typed.  SIGTERM and SIGHUP stop a running statement the same way,
+ * then end the session: main dies of the signal.  Ctrl-D on an empty line
+ * ends the session.  Errors print their one line and the shell goes on;
+ * the session exits 0.  In the C locale the editor decodes UTF-8; a byte
+ * the locale's encoding does not have refuses the line, never drops it.
  *
  * History: $LAKE_QUERY_HISTORY (empty: none), else
- * $XDG_STATE_HOME/lake/query_history (~/.local/state/...), mode 0600, the
- * last SHELL_HISTORY_MAX inputs.  TAB completes SQL keywords, NS.T names
+ * $XDG_STATE_HOME/lake/query_history (~/.local/state/...), mode 0600: each
+ * input appended as it is entered (sessions at once keep theirs), cut back
+ * to the last SHELL_HISTORY_MAX past twice that; a file that is not one of
+ * libedit's history files is never written.  TAB completes SQL keywords, NS.T names
  * and the columns of the tables the input names, from the on-disk catalog
  * cache: never a call to the source.
  */
@@ -32,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <langinfo.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -40,6 +47,7 @@
 
 #include <cjson/cJSON.h>
 #include <editline/readline.h>
+#include <histedit.h>
 
 #include "catalog/names.h"
 #include "core/dlib.h"
@@ -52,15 +60,18 @@
  * run does not pay for it and its libraries at start-up.  Its readline
  * interface: functions, and the addresses of the variables it reads. */
 #define EDIT_NAMES(X)                                                                                              \
-    X(readline) X(add_history) X(read_history) X(write_history) X(stifle_history) X(rl_completion_matches)          \
+    X(readline) X(add_history) X(read_history) X(stifle_history) X(history_init) X(history_end) X(history)         \
+    X(rl_completion_matches)                                                                                       \
     X(rl_line_buffer) X(rl_completion_append_character) X(rl_attempted_completion_over)                            \
     X(rl_completer_word_break_characters) X(rl_attempted_completion_function) X(rl_getc_function) X(rl_readline_name)
 typedef struct editApi {
     char *(*readline)(const char *);
     int (*add_history)(const char *);
     int (*read_history)(const char *);
-    int (*write_history)(const char *);
     void (*stifle_history)(int);
+    History *(*history_init)(void);
+    void (*history_end)(History *);
+    int (*history)(History *, HistEvent *, int, ...);
     char **(*rl_completion_matches)(const char *, rl_compentry_func_t *);
     char **rl_line_buffer;
     int *rl_completion_append_character;
@@ -84,6 +95,9 @@ static const editApi *ed;
 typedef struct shell {
     run *r;
     char *history; /* its file, or NULL */
+    int histFd;    /* open on it (O_APPEND), or -1: none kept */
+    History *enc;  /* one entry, encoded as libedit's files hold it */
+    long histEntries; /* in the file, as far as this session knows */
     int timer;
     int done;
 } shell;
@@ -275,19 +289,127 @@ static char *historyPath(void) {
     return path;
 }
 
-/* Write the history, its file made 0600 before anything is in it. */
-static void historySave(shell *sh) {
+/* The first line of libedit's history files: what makes a file one. */
+#define HISTORY_COOKIE "_HiStOrY_V2_\n"
+
+/* Give the history up for the session, saying why once. */
+static void historyDrop(shell *sh, const char *why) {
+    logWarn("%s: %s: no history kept", sh->history, why);
+    if (sh->histFd >= 0) close(sh->histFd);
+    sh->histFd = -1;
+    free(sh->history);
+    sh->history = NULL;
+}
+
+/* The lines in fd's file (read from its start), or -1. */
+static long countLines(int fd) {
+    char buf[65536];
+    long lines = 0;
+    ssize_t n;
+    if (lseek(fd, 0, SEEK_SET) < 0) return -1;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        for (char *p = buf; (p = memchr(p, '\n', (size_t)(buf + n - p))) != NULL; p++) lines++;
+    return n < 0 ? -1 : lines;
+}
+
+/* Open the history file for appending: one this shell creates (0600, its
+ * first line written), or an existing regular file that is one of
+ * libedit's (its first line HISTORY_COOKIE) or empty, made 0600.  Anything
+ * else (a device such as /dev/null, a FIFO, a file of other content) is
+ * never opened for writing, read, changed in mode nor truncated: the
+ * session keeps no history, with one warning. */
+static void historyOpen(shell *sh) {
+    struct stat st;
+    char head[sizeof HISTORY_COOKIE - 1];
+    const char *why = NULL;
+    ssize_t n = 0;
+    errno = 0;
+    int fd = open(sh->history, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600), made = fd >= 0;
+    if (fd < 0 && errno == EEXIST && !(stat(sh->history, &st) == 0 && !S_ISREG(st.st_mode)))
+        /* O_NONBLOCK, O_NOCTTY: harmless should it have become a FIFO or a terminal since */
+        fd = open(sh->history, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    sh->histFd = fd;
+    if (fd < 0 && errno == EEXIST) why = "not a regular file";
+    else if (fd < 0) why = strerror(errno);
+    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) why = "not a regular file";
+    else if (!made && (n = pread(fd, head, sizeof head, 0)) > 0 &&
+             (n != (ssize_t)sizeof head || memcmp(head, HISTORY_COOKIE, sizeof head) != 0))
+        why = "not a lake-query history file (no _HiStOrY_V2_ line)";
+    else if (n < 0 || fcntl(fd, F_SETFL, O_APPEND) != 0 || ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0) ||
+             (n == 0 && write(fd, HISTORY_COOKIE, sizeof head) != (ssize_t)sizeof head))
+        why = strerror(errno ? errno : EIO);
+    else if ((sh->histEntries = countLines(fd) - 1) < 0)
+        why = strerror(errno ? errno : EIO);
+    else if (!(sh->enc = ed->history_init()))
+        why = strerror(ENOMEM);
+    if (why) historyDrop(sh, why);
+}
+
+/* Save the entries of sh->enc to the history file's descriptor, whose
+ * position is where they go (mode: "a" appends, "w" after a truncation
+ * writes the first line too).  0, or -1 with errno. */
+static int historyWrite(shell *sh, const char *mode) {
+    HistEvent ev;
+    int fd = dup(sh->histFd);
+    FILE *f = fd >= 0 ? fdopen(fd, mode) : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    int rc = ed->history(sh->enc, &ev, H_SAVE_FP, f) < 0 ? -1 : 0;
+    if (fclose(f) != 0) rc = -1;
+    return rc;
+}
+
+/* The file past twice SHELL_HISTORY_MAX entries: rewritten in place as its
+ * last SHELL_HISTORY_MAX, under the lock the sessions append under (so
+ * another session's entries are read first, never lost to a race). */
+static void historyTrim(shell *sh) {
+    HistEvent ev;
+    struct stat a, b;
+    if (flock(sh->histFd, LOCK_EX) != 0) return;
+    /* (a history of size N loads the last N - 1 entries of a file) */
+    if (fstat(sh->histFd, &a) == 0 && stat(sh->history, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev &&
+        ed->history(sh->enc, &ev, H_SETSIZE, SHELL_HISTORY_MAX + 1) >= 0 && ed->history(sh->enc, &ev, H_LOAD, sh->history) >= 0) {
+        if (ftruncate(sh->histFd, 0) != 0 || historyWrite(sh, "w") != 0)
+            logWarn("%s: history not trimmed: %s", sh->history, strerror(errno ? errno : EIO));
+        sh->histEntries = countLines(sh->histFd) - 1;
+    }
+    ed->history(sh->enc, &ev, H_CLEAR);
+    ed->history(sh->enc, &ev, H_SETSIZE, 1);
+    flock(sh->histFd, LOCK_UN);
+}
+
+/* Add entry to the session's history and append it to the file: one
+ * entry under the lock, never a rewrite; trimmed past twice the cap. */
+static void historyAdd(shell *sh, const char *entry) {
+    HistEvent ev;
+    ed->add_history(entry);
+    if (sh->histFd < 0) return;
+    errno = 0;
+    int rc = flock(sh->histFd, LOCK_EX);
+    if (!rc) {
+        ed->history(sh->enc, &ev, H_CLEAR);
+        rc = ed->history(sh->enc, &ev, H_ENTER, entry) < 0 ? -1 : historyWrite(sh, "a");
+        flock(sh->histFd, LOCK_UN);
+    }
+    if (rc) {
+        historyDrop(sh, strerror(errno ? errno : EIO));
+        return;
+    }
+    if (++sh->histEntries > 2 * SHELL_HISTORY_MAX) historyTrim(sh);
+}
+
+/* Open the history (historyOpen), trim it when long, read it back. */
+static void historyStart(shell *sh) {
+    HistEvent ev;
+    ed->stifle_history(SHELL_HISTORY_MAX);
     if (!sh->history) return;
-    int fd = open(sh->history, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        fchmod(fd, 0600);
-        close(fd);
-    }
-    if (fd < 0 || ed->write_history(sh->history) != 0) {
-        logWarn("%s: history not written: %s", sh->history, strerror(errno ? errno : EIO));
-        free(sh->history);
-        sh->history = NULL; /* said once */
-    }
+    historyOpen(sh);
+    if (sh->histFd < 0) return;
+    ed->history(sh->enc, &ev, H_SETSIZE, 1);
+    if (sh->histEntries > 2 * SHELL_HISTORY_MAX) historyTrim(sh);
+    ed->read_history(sh->history);
 }
 
 /* --- meta-commands ---------------------------------------------------------- */
@@ -315,11 +437,20 @@ static int onOff(const char *cmd, const char *arg, int *flag) {
     return 0;
 }
 
+/* The catalog cache, read as the next statement would read it (runText):
+ * its files read again, so what another process created, altered or
+ * dropped on this host meanwhile is seen. */
+static int metaCatalog(shell *sh, lakeError *err) {
+    int rc = querySessionLake(&sh->r->s, err);
+    if (!rc) cacheForget(sh->r->s.cache);
+    return rc;
+}
+
 static int metaTables(shell *sh, const char *ns, lakeError *err) {
     const cacheEntry *e;
     size_t n;
     if (ns && !nameIsValid(ns)) return errSet(err, LAKE_EUSAGE, ".tables: %s: not a valid namespace name", ns);
-    int rc = querySessionLake(&sh->r->s, err);
+    int rc = metaCatalog(sh, err);
     if (!rc) rc = cacheListing(sh->r->s.cache, &e, &n, err);
     if (rc) return rc;
     for (size_t i = 0; i < n; i++)
@@ -332,7 +463,7 @@ static int metaSchema(shell *sh, const char *table, lakeError *err) {
     const cacheEntry *e;
     if (!table) return errSet(err, LAKE_EUSAGE, ".schema: which table? (.schema NS.T)");
     int rc = nameSplitTable(table, &ns, &name, err);
-    if (!rc) rc = querySessionLake(&sh->r->s, err);
+    if (!rc) rc = metaCatalog(sh, err);
     if (!rc) rc = cacheTable(sh->r->s.cache, ns, name, &e, err);
     cJSON *s = rc ? NULL : cJSON_Parse(e->schema), *col;
     if (!rc && !s) rc = errSet(err, LAKE_EFAIL, "%s: a malformed schema in the cache", table);
@@ -418,6 +549,7 @@ static int runText(shell *sh, const char *text, const char *label, const char *f
     lakeError err = {0};
     int rc = runScript(r, &sc, &err);
     fflush(stdout);
+    if (interruptPending() && interruptPending() != SIGINT) return LAKE_EFAIL; /* the session ends (shellRun) */
     if (interruptPending()) {
         interruptClear();
         logErrorf("interrupted");
@@ -441,6 +573,8 @@ static int runText(shell *sh, const char *text, const char *label, const char *f
  * arrived, so the prompt always comes back (a signal that came while the
  * editor was not blocked in read(2) would otherwise wait for a key).
  * EOF at the end of the input and when a stop signal came. */
+static int undecodable; /* the line being read has a byte the locale cannot decode */
+
 static int shellGetc(FILE *in) {
     mbstate_t st;
     memset(&st, 0, sizeof st);
@@ -450,10 +584,26 @@ static int shellGetc(FILE *in) {
         wchar_t wc;
         size_t n = mbrtowc(&wc, &ch, 1, &st);
         if (n == (size_t)-2) continue; /* more bytes of one character */
-        if (n == (size_t)-1) return (unsigned char)ch; /* not the locale's: the byte */
+        if (n == (size_t)-1) { /* not the locale's: the line is refused (shellRun) */
+            undecodable = 1;
+            return '?';
+        }
         return (int)wc;
     }
 }
+
+/* The terminal's characters, as the editor decodes and shows them: the
+ * locale's; in the C (POSIX) locale, whose encoding is ASCII, UTF-8
+ * (C.UTF-8, when the system has it): SQL text is UTF-8, and the editor
+ * would otherwise have no character for any other byte. */
+static void shellLocale(void) {
+    setlocale(LC_CTYPE, "");
+    if (strcmp(nl_langinfo(CODESET), "ANSI_X3.4-1968") == 0) setlocale(LC_CTYPE, "C.UTF-8");
+}
+
+/* A stop signal other than Ctrl-C's (SIGTERM, SIGHUP): the session ends,
+ * and main dies of it (interruptExit). */
+static int ended(void) { return interruptPending() && interruptPending() != SIGINT; }
 
 /* Is line only blanks? */
 static int blank(const char *line) {
@@ -462,10 +612,10 @@ static int blank(const char *line) {
 }
 
 int shellRun(run *r, lakeError *err) {
-    shell sh = {.r = r, .history = historyPath()};
+    shell sh = {.r = r, .history = historyPath(), .histFd = -1};
     char *pending = NULL; /* the statement's lines so far */
     size_t plen = 0;
-    setlocale(LC_CTYPE, ""); /* the terminal's characters, as the editor shows them */
+    shellLocale();
     ed = editLoad();
     *ed->rl_readline_name = "lake-query";
     *ed->rl_getc_function = shellGetc;
@@ -473,23 +623,29 @@ int shellRun(run *r, lakeError *err) {
     /* '.' is part of a word: NS.T completes as one */
     static char breaks[] = " \t\n\"'`@$><=;|&{(,";
     *ed->rl_completer_word_break_characters = breaks;
-    ed->stifle_history(SHELL_HISTORY_MAX);
-    if (sh.history) ed->read_history(sh.history);
+    historyStart(&sh);
     if (isatty(STDOUT_FILENO)) {
         printf("lake-query %s: SQL over lake tables; .help for help, Ctrl-D to leave\n", LAKE_VERSION);
         fflush(stdout);
     }
-    while (!sh.done) {
+    while (!sh.done && !ended()) {
         pendingText = pending;
         errno = 0;
+        undecodable = 0;
         char *line = ed->readline(pending ? PROMPT_MORE : PROMPT);
-        if (interruptPending()) { /* Ctrl-C at the prompt: the input goes */
+        if (ended()) {
+            free(line);
+            break;
+        }
+        if (interruptPending() || (line && undecodable)) { /* Ctrl-C at the prompt: the input goes */
+            if (!interruptPending())
+                logErrorf("a byte the locale's encoding (%s) does not have: the input was not run", nl_langinfo(CODESET));
+            else putchar('\n');
             interruptClear();
             free(line);
             free(pending);
             pending = NULL;
             plen = 0;
-            putchar('\n');
             continue;
         }
         if (!line) { /* Ctrl-D, or the end of the terminal */
@@ -498,8 +654,7 @@ int shellRun(run *r, lakeError *err) {
             break;
         }
         if (!pending && line[0] == '.') {
-            ed->add_history(line);
-            historySave(&sh);
+            historyAdd(&sh, line);
             meta(&sh, line);
             free(line);
             continue;
@@ -521,8 +676,7 @@ int shellRun(run *r, lakeError *err) {
         plen += ll;
         free(line);
         if (!sqlite3_complete(pending)) continue;
-        ed->add_history(pending);
-        historySave(&sh);
+        historyAdd(&sh, pending);
         runText(&sh, pending, "", NULL);
         free(pending);
         pending = NULL;
@@ -532,6 +686,8 @@ int shellRun(run *r, lakeError *err) {
     strvClear(&cands);
     tabClose();
     free(pending);
+    if (sh.histFd >= 0) close(sh.histFd);
+    if (sh.enc) ed->history_end(sh.enc);
     free(sh.history);
     return 0;
 }

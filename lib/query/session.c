@@ -185,8 +185,14 @@ static int unknownLakeTable(const char *m) {
  * cached directory), DDL on them refused; when SQLite does not know a
  * table NS.T, the catalog is refreshed once per session (another host may
  * have created it within the cache's TTL) and the statement compiled
- * again.  *st is NULL when only blanks or comments were left. */
+ * again.  A lake table SQLite asks for that the text does not name (one a
+ * temporary view or trigger of an earlier input reads) is declared then,
+ * and the statement compiled again.  *st is NULL when only blanks or
+ * comments were left. */
 static int sessionCompileText(querySession *s, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err);
+/* The most tables a statement's compilation declares one by one, as
+ * SQLite asks for them (sessionCompileText). */
+#define SESSION_DECLARE_MAX 64
 
 /* sessionCompileText of sql with its AT clauses rewritten (query/at.h):
  * the rewritten text has the same length, so *next maps back into sql. */
@@ -202,6 +208,8 @@ int querySessionCompile(querySession *s, const char *sql, sqlite3_stmt **st, con
 }
 
 static int sessionCompileText(querySession *s, const char *sql, sqlite3_stmt **st, const char **next, lakeError *err) {
+    char declared[2 * NAME_MAX_LEN + 2] = ""; /* the last table declared for SQLite's "no such table" */
+    int refreshed = 0;
     for (int attempt = 0;; attempt++) {
         errClear(&s->q.err);
         int rc = callsFileFunction(sql) ? querySessionLake(s, err) : 0;
@@ -221,9 +229,19 @@ static int sessionCompileText(querySession *s, const char *sql, sqlite3_stmt **s
         int ps = sqlite3_prepare_v2(s->db, sql, -1, st, next);
         s->guard = 0;
         if (ps == SQLITE_OK) return 0;
-        if (!attempt && !s->refreshed && !s->q.err.code && s->cache && !isDdl(querySkipBlank(sql)) &&
-            unknownLakeTable(sqlite3_errmsg(s->db))) {
-            s->refreshed = 1;
+        const char *m = sqlite3_errmsg(s->db);
+        /* a lake table the text does not name (a TEMP VIEW's or TRIGGER's,
+         * made by an earlier input): declared as the text's are, once */
+        if (!s->q.err.code && attempt < SESSION_DECLARE_MAX && unknownLakeTable(m) && strcmp(m + 15, declared) != 0) {
+            snprintf(declared, sizeof declared, "%s", m + 15);
+            rc = queryDeclare(s->db, &s->q, declared, err);
+            if (rc) return rc;
+            continue;
+        }
+        if (!refreshed && !s->refreshed && !s->q.err.code && s->cache && !isDdl(querySkipBlank(sql)) &&
+            unknownLakeTable(m)) {
+            refreshed = s->refreshed = 1;
+            declared[0] = '\0'; /* declared again from what the source says now */
             rc = cacheRefresh(s->cache, 0, err);
             /* a principal denied the directory resolved the name already */
             if (rc && err->status && strcmp(err->status, "permission_denied") == 0) return querySessionFailure(s, querySkipBlank(sql), 1, err);

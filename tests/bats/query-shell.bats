@@ -6,8 +6,11 @@
 # dot-commands, TAB completion from the on-disk catalog cache (no call to
 # the source), history kept 0600 and read back, Ctrl-C at a prompt and
 # during a running INSERT (nothing appended), Ctrl-D, each statement
-# pinned afresh; piped input stays a script.  Embedded, and remote with
-# the stage on S3 (tests/run).
+# pinned afresh; piped input stays a script.  Issue 42: the history file
+# appended to, never a device's or a foreign file's; UTF-8 in the C locale
+# and a byte no encoding has refused, never dropped; SIGTERM and SIGHUP end
+# the session; TEMP VIEWs across inputs; .tables and .schema current.
+# Embedded, and remote with the stage on S3 (tests/run).
 
 load helpers/common
 load helpers/source
@@ -159,4 +162,102 @@ lake> SELECT 1 AS one; SELECT 2 AS two;"
   assert_output 2
   assert_equal "$stderr" "lake-query: stdin:1: no such column: nosuch"
   [ ! -e "$T/state" ] || fail "a history kept: $(find "$T/state")"
+}
+
+@test "a TEMP VIEW over a lake table keeps working in later inputs (issue 42)" {
+  shell 'prompt lake> ' 'send CREATE TEMP VIEW v AS SELECT * FROM hr.scans WHERE pages > 4;\r' \
+    'prompt lake> ' 'send SELECT count(*) AS n FROM v;\r' 'prompt lake> ' 'send SELECT who FROM v;\r' \
+    'prompt lake> ' 'send SELECT sum(pages) AS s FROM hr.scans WHERE who NOT IN (SELECT who FROM v);\r' \
+    'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(sed -n '/^lake> SELECT count/,/^lake> SELECT who/p' <<<"$screen" | sed '1d;$d')" $'n\n-\n1'
+  assert_equal "$(sed -n '/^lake> SELECT who/,/^lake> /p' <<<"$screen" | sed '1d;$d')" $'who\n---\nbob'
+  assert_equal "$(sed -n '/^lake> SELECT sum/,/^lake> /p' <<<"$screen" | sed '1d;$d')" $'s\n-\n3'
+}
+
+# The pid of the lake-query a `run` step's shell runs beside (terminal.py
+# is that shell's parent and lake-query's).
+LAKE_QUERY_PID='$(pgrep -P $PPID -x lake-query)'
+
+@test "history: a device or a foreign file is never chmod'ed nor truncated: one warning, no history, the shell goes on (issue 42)" {
+  if [ "$(id -u)" = 0 ]; then # a /dev/null of our own: mknod needs root
+    mknod -m 666 "$T/null" c 1 3
+    LAKE_QUERY_HISTORY=$T/null shell 'prompt lake> ' 'send SELECT 1;\r' 'prompt lake> ' 'send SELECT 2;\r' \
+      'prompt lake> ' 'send \x04' 'wait'
+    assert_equal "exit $status" "exit 0"
+    assert_equal "$(stat -c '%a %F' "$T/null")" "666 character special file"
+    assert_equal "$(grep -c 'history' <<<"$screen")" 1
+    assert_line_shown "lake-query: $T/null: not a regular file: no history kept"
+  fi
+  printf 'my notes\nline two\n' >"$T/notes"
+  chmod 644 "$T/notes"
+  LAKE_QUERY_HISTORY=$T/notes shell 'prompt lake> ' 'send SELECT 1;\r' 'prompt lake> ' 'send .mode\r' \
+    'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(stat -c %a "$T/notes")" 644
+  assert_equal "$(cat "$T/notes")" $'my notes\nline two'
+  assert_equal "$(grep -c 'history' <<<"$screen")" 1
+  assert_line_shown "lake-query: $T/notes: not a lake-query history file (no _HiStOrY_V2_ line): no history kept"
+}
+
+@test "the C locale: typed UTF-8 reaches SQLite unchanged, never dropped (issue 42)" {
+  LC_ALL=C shell 'prompt lake> ' "send SELECT length('田田田') AS n, hex('田') AS h;\r" 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(sed -n '/^n  *h$/,/^lake> /p' <<<"$screen" | sed -n 3p)" "3  E794B0"
+}
+
+@test "a byte the locale's encoding does not have refuses the input with one line, never drops the byte (issue 42)" {
+  LC_ALL=C shell 'prompt lake> ' "send SELECT 'a' AS x,\r" 'prompt \.\.\.> ' "sendraw 'b\xffc' AS y;\r" \
+    'prompt lake> ' "send SELECT 'd' AS z;\r" 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_line_shown "lake-query: a byte the locale's encoding (UTF-8) does not have: the input was not run"
+  ! grep -qx "x *y" <<<"$screen" || fail "the input ran: $screen"
+  assert_equal "$(sed -n '/^lake> SELECT .d/,/^lake> /p' <<<"$screen" | sed '1d;$d')" $'z\n-\nd'
+}
+
+@test "SIGTERM and SIGHUP end the session at the prompt and during a running INSERT, which appends nothing (issue 42)" {
+  local before
+  before=$(lake-catalog --max-age 0 resolve hr.scans | jq .version)
+  shell 'prompt lake> ' 'send SELECT 1 +\r' 'prompt \.\.\.> ' "run kill -TERM $LAKE_QUERY_PID" 'wait'
+  assert_equal "exit $status" "exit 143"
+  shell 'prompt lake> ' "run kill -HUP $LAKE_QUERY_PID" 'wait'
+  assert_equal "exit $status" "exit 129"
+  shell 'prompt lake> ' \
+    "send INSERT INTO hr.scans WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT 'w', x FROM c;\r" \
+    'busy' "run kill -TERM $LAKE_QUERY_PID" 'wait'
+  assert_equal "exit $status" "exit 143"
+  grep -q "lake-query: interrupted" <<<"$screen" || fail "no interruption said: $screen"
+  assert_equal "$(lake-catalog --max-age 0 resolve hr.scans | jq .version)" "$before"
+  assert_equal "$(lake-query -c 'SELECT count(*) FROM hr.scans')" 2
+}
+
+@test "history: each input appended, two sessions at once both kept; trimmed to the last 1000 only past twice that (issue 42)" {
+  local h=$T/hist
+  # a second session runs whole while the first waits at its prompt
+  LAKE_QUERY_HISTORY=$h shell 'prompt lake> ' 'send SELECT 1;\r' 'prompt lake> ' \
+    "run printf '%s\n' 'prompt lake> ' 'send SELECT 2;\\r' 'prompt lake> ' 'send \\x04' 'wait' | python3 $BATS_TEST_DIRNAME/helpers/terminal.py $T/screen2 lake-query" \
+    'send SELECT 3;\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(cat "$h")" $'_HiStOrY_V2_\nSELECT\\0401;\nSELECT\\0402;\nSELECT\\0403;'
+  # 1500 entries: appended to, never rewritten
+  { echo _HiStOrY_V2_; for i in $(seq 1500); do echo "SELECT\\040$i;"; done; } >"$h"
+  cp "$h" "$T/before"
+  LAKE_QUERY_HISTORY=$h shell 'prompt lake> ' 'send SELECT 7;\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "$(head -n 1501 "$h" | cmp - "$T/before" && wc -l <"$h")" 1502
+  # past 2000: the last 1000 kept, then the new one
+  { echo _HiStOrY_V2_; for i in $(seq 2001); do echo "SELECT\\040$i;"; done; } >"$h"
+  LAKE_QUERY_HISTORY=$h shell 'prompt lake> ' 'send SELECT 8;\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "$(wc -l <"$h") $(sed -n 2p "$h") $(tail -n 1 "$h")" "1002 SELECT\\0401002; SELECT\\0408;"
+  assert_equal "$(stat -c %a "$h")" 600
+}
+
+@test ".tables and .schema see another process's new table and column at once, as the next statement would (issue 42)" {
+  shell 'prompt lake> ' 'send .tables\r' 'prompt lake> ' 'send .schema hr.payroll\r' 'prompt lake> ' \
+    "run lake-catalog create hr.fresh 'a TEXT' && lake-catalog alter hr.payroll add-column 'grade INTEGER'" \
+    'send .tables hr\r' 'prompt lake> ' 'send .schema hr.payroll\r' 'prompt lake> ' 'send \x04' 'wait'
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(sed -n '/^lake> \.tables hr$/,/^lake> \.schema/p' <<<"$screen" | sed '1d;$d')" \
+    $'hr.fresh\nhr.payroll\nhr.scans'
+  assert_equal "$(sed -n '/^lake> \.tables hr$/,$p' <<<"$screen" | sed -n '/^lake> \.schema/,/^lake> /p' | sed '1d;$d')" \
+    $'who\tTEXT\nsalary\tREAL\ngrade\tINTEGER'
 }

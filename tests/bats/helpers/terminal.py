@@ -19,6 +19,8 @@ and plays STEPS, one per line:
     send TEXT      type TEXT; backslash escapes as in Python strings:
                    \\t is TAB, \\r Enter, \\x03 Ctrl-C, \\x04 Ctrl-D,
                    \\x1b[A the up arrow
+    sendraw TEXT   as send, but \\xNN is the byte NN itself, not a
+                   character (a byte no encoding of the terminal has)
     run SHELL      run the shell command SHELL meanwhile (another
                    process's work between two keystrokes); it must succeed
     wait           wait for COMMAND to end
@@ -89,6 +91,8 @@ class Terminal:
             # the escapes decoded, any other character kept (as UTF-8)
             keys = codecs.decode(arg.encode("latin-1", "backslashreplace"), "unicode_escape")
             os.write(self.fd, keys.encode("utf-8"))
+        elif verb == "sendraw":
+            os.write(self.fd, codecs.escape_decode(arg.encode("utf-8"))[0])
         elif verb in ("expect", "prompt"):
             pattern = re.compile(arg.encode("utf-8"), re.S)
             self.until(lambda: pattern.search(self.seen),
