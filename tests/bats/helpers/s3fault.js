@@ -145,16 +145,7 @@ function forward(req, res, rule) {
       return;
     }
     if (rule.fault === 'norangeflip') {
-      let first = true;
-      upres.on('data', chunk => {
-        if (first && chunk.length) {
-          chunk = Buffer.from(chunk);
-          chunk[0] ^= 0xff;
-          first = false;
-        }
-        res.write(chunk);
-      });
-      upres.on('end', () => res.end());
+      flipFirst(upres, res);
       return;
     }
     const half = Math.floor(Number(upres.headers['content-length'] || 0) / 2);
@@ -175,16 +166,22 @@ function forward(req, res, rule) {
     req.pipe(up);
     return;
   }
+  flipFirst(req, up);
+}
+
+// flipFirst: FROM relayed to TO with its first byte inverted (the same
+// length: only a digest can tell).
+function flipFirst(from, to) {
   let first = true;
-  req.on('data', chunk => {
+  from.on('data', chunk => {
     if (first && chunk.length) {
       chunk = Buffer.from(chunk);
       chunk[0] ^= 0xff;
       first = false;
     }
-    up.write(chunk);
+    to.write(chunk);
   });
-  req.on('end', () => up.end());
+  from.on('end', () => to.end());
 }
 
 server.listen(0, '127.0.0.1', () => {
