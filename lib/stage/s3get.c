@@ -16,8 +16,9 @@
  * recorded, 65.  A 200 is the whole object (HTTP lets a server ignore
  * Range): the parts stop at once, the transfers in flight are cancelled,
  * and the caller is told how many bytes the writer has, to read the rest
- * as one stream (s3Get) rather than the whole object once per part.  A part that breaks off is asked again from where it
- * stopped, up to S3_ATTEMPTS times while its failure may pass.  Vended
+ * as one stream (s3Get) rather than the whole object once per part.  A
+ * part that breaks off is asked again from where it stopped, up to
+ * S3_ATTEMPTS times while its failure may pass.  Vended
  * access: one presigned GET URL serves every part (query-string signing
  * leaves the Range header out); one refused with 403 (expired on the way)
  * is asked for again, once for the whole get, under the engine's mutex (a
