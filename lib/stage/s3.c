@@ -283,7 +283,8 @@ typedef struct getState {
     sha256Ctx *sha;       /* NULL: not verifying */
     int64_t expect;       /* the FILE value's size, -1 when not checked */
     int64_t delivered;    /* bytes written to w so far, over all attempts */
-    int checked;          /* the size of the first answer was checked */
+    int checked;          /* this answer's first bytes were seen */
+    int64_t skip;         /* of this answer, bytes w already has */
     progress *prog;
     const char *location;
     lakeError *err;
@@ -291,13 +292,25 @@ typedef struct getState {
 
 static int getSink(void *ctx, const char *buf, size_t len) {
     getState *g = ctx;
-    if (!g->checked && g->delivered == 0) {
+    if (!g->checked) {
+        /* a 200 is the whole object, also to a resumed (ranged) read: HTTP
+         * lets a server ignore Range, so what w has is skipped */
+        int whole = g->x->status == 200;
+        int64_t size = whole ? g->x->length : g->x->range_total;
         g->checked = 1;
-        if (g->expect >= 0 && g->x->length >= 0 && g->x->length != g->expect) {
+        g->skip = whole ? g->delivered : 0;
+        if (g->expect >= 0 && size >= 0 && size != g->expect) {
             errSet(g->err, LAKE_EDATA, "%s: %lld bytes in the stage, not %lld", g->location,
-                   (long long)g->x->length, (long long)g->expect);
+                   (long long)size, (long long)g->expect);
             return -1;
         }
+    }
+    if (g->skip > 0) {
+        size_t n = g->skip < (int64_t)len ? (size_t)g->skip : len;
+        g->skip -= (int64_t)n;
+        buf += n;
+        len -= n;
+        if (!len) return 0;
     }
     if (g->sha) sha256Update(g->sha, buf, len);
     if (g->w->write(g->w->ctx, buf, len) < 0) {
@@ -311,9 +324,11 @@ static int getSink(void *ctx, const char *buf, size_t len) {
 
 /* GetObject to w.  A transfer that breaks off after some bytes is resumed
  * from where it stopped (Range), so nothing is written twice; objects never
- * change under their key, so the rest is the rest of the same bytes.  An
+ * change under their key, so the rest is the rest of the same bytes (of a
+ * 200, a store that ignores Range, those after the ones written).  An
  * object of known size larger than a part is read in parallel ranged GETs
- * instead (s3get.c), when the stage's get jobs are more than one. */
+ * instead (s3get.c), when the stage's get jobs are more than one; from the
+ * first 200 to one of those on, the rest is read here, as one stream. */
 static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progress *prog,
                  lakeError *err) {
     s3Stage *ss = (s3Stage *)s;
@@ -331,21 +346,22 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
     }
     free(rel);
     s3Xfer x = {0};
-    getState g = {&x, w, NULL, verify ? fv->size : -1, 0, 0, prog, fv->location, err};
+    getState g = {.x = &x, .w = w, .expect = verify ? fv->size : -1, .prog = prog,
+                  .location = fv->location, .err = err};
     char want[SHA256_HEX_LEN + 1] = "";
     snprintf(want, sizeof want, "%s", fv->sha256);
     if (!rc && verify && !(g.sha = sha256New())) rc = errSetErrno(err, LAKE_EFAIL, ENOMEM, "get");
     /* an object of known size over one part: ranged GETs in parallel */
     size_t part_size = (size_t)s->get_part_size;
-    int parallel = s->get_jobs > 1 && fv->size > (int64_t)part_size;
-    if (!rc && parallel) {
+    int stream = s->get_jobs <= 1 || fv->size <= (int64_t)part_size;
+    if (!rc && !stream) {
         char meta[SHA256_HEX_LEN + 1];
         rc = s3GetParts(ss, key, fv->location, fv->size, part_size, s->get_jobs, w, g.sha, prog,
-                        meta, err);
-        if (!rc) g.delivered = fv->size;
+                        meta, &g.delivered, err);
         if (!want[0] && meta[0]) memcpy(want, meta, sizeof want);
+        stream = !rc && g.delivered < fv->size; /* Range ignored: the rest as one stream */
     }
-    for (int attempt = 1; !rc && !parallel; attempt++) {
+    for (int attempt = 1; !rc && stream; attempt++) {
         if (vended && !url && (rc = ss->vendor.get(ss->vendor.ctx, fv->location, 0, &url, err))) break;
         if ((rc = vended ? s3XferInitUrl(&x, &ss->client, ss->client.easy, "GET", url, fv->location, err)
                          : s3XferInit(&x, &ss->client, ss->client.easy, "GET", key, NULL, err)))
@@ -353,13 +369,12 @@ static int s3Get(stage *s, const fileValue *fv, lakeWriter *w, int verify, progr
         if (g.delivered > 0) rc = s3XferHeader(&x, err, "Range: bytes=%lld-", (long long)g.delivered);
         x.sink = getSink;
         x.sink_ctx = &g;
+        g.checked = 0;
         if (!rc) rc = s3XferArm(&x, err);
         if (!rc) {
             s3XferRestart(&x);
             rc = s3XferOutcome(&x, curl_easy_perform(x.h), err);
         }
-        if (!rc && g.delivered > 0 && attempt > 1 && x.status != 206)
-            rc = errSet(err, LAKE_EFAIL, "%s: the object store ignored a resumed read", fv->location);
         if (!want[0] && x.meta_sha256[0]) memcpy(want, x.meta_sha256, sizeof want);
         int retry = rc && x.retryable && attempt < S3_ATTEMPTS;
         if (rc && vended && x.status == 403 && !reasked) { /* expired on the way: ask again, once */

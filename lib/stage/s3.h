@@ -254,11 +254,14 @@ void s3UploadTicket(const s3Client *c, const char *location, const char *upload_
  * into jobs + 1 buffers of part_size bytes; the bytes go to w in order,
  * exactly once, hashed into sha (NULL: not).  Every answer must give the
  * object's size as size (else 65).  *meta_sha256 gets the object's
- * x-amz-meta-sha256 ("" when none).  0, or the code of the first part
- * that failed for good (the writer has then seen a prefix of the object). */
+ * x-amz-meta-sha256 ("" when none).  *written gets the bytes given to w.
+ * 0, or the code of the first part that failed for good (the writer has
+ * then seen a prefix of the object).  0 with *written < size: a part was
+ * answered 200 with the whole object (the store ignores Range); the
+ * caller reads the rest as one stream. */
 int s3GetParts(s3Stage *ss, const char *key, const char *location, int64_t size, size_t part_size,
                int jobs, lakeWriter *w, sha256Ctx *sha, progress *prog,
-               char meta_sha256[SHA256_HEX_LEN + 1], lakeError *err);
+               char meta_sha256[SHA256_HEX_LEN + 1], int64_t *written, lakeError *err);
 
 /* --- s3put.c: multipart uploads -------------------------------------------- */
 

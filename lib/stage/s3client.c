@@ -255,6 +255,7 @@ static size_t onBody(char *buf, size_t size, size_t n, void *ctx) {
     size_t len = size * n;
     long status = 0;
     curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+    x->status = status; /* for the sink: a 200 or a 206 */
     if (x->sink && status >= 200 && status < 300) {
         if (x->sink(x->sink_ctx, buf, len) < 0) {
             x->sink_failed = 1;

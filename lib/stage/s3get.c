@@ -13,8 +13,12 @@
  *
  * Every answer must be a 206 whose Content-Range gives the size the caller
  * stated (the FILE value's): an object of another size is not the one
- * recorded, 65.  A part that breaks off is asked again from where it
- * stopped, up to S3_ATTEMPTS times while its failure may pass.  Vended
+ * recorded, 65.  A 200 is the whole object (HTTP lets a server ignore
+ * Range): the parts stop at once, the transfers in flight are cancelled,
+ * and the caller is told how many bytes the writer has, to read the rest
+ * as one stream (s3Get) rather than the whole object once per part.  A
+ * part that breaks off is asked again from where it stopped, up to
+ * S3_ATTEMPTS times while its failure may pass.  Vended
  * access: one presigned GET URL serves every part (query-string signing
  * leaves the Range header out); one refused with 403 (expired on the way)
  * is asked for again, once for the whole get, under the engine's mutex (a
@@ -54,6 +58,7 @@ typedef struct getEngine {
     char *url;            /* vended: the URL every part is read through */
     int url_gen;          /* bumped when the URL is replaced */
     int reasked;
+    int whole;            /* stopped by a 200: the store ignores Range */
     char meta_sha256[SHA256_HEX_LEN + 1];
     int failed;
     lakeError err;        /* the first failure */
@@ -66,17 +71,26 @@ typedef struct partSink {
     s3Xfer *x;
     char *buf;
     size_t want, got;
+    int whole;            /* answered 200: the whole object */
     lakeError *err;
 } partSink;
 
 static int partWrite(void *ctx, const char *buf, size_t len) {
     partSink *p = ctx;
-    if (p->x->range_total != p->g->size) {
-        if (p->x->range_total < 0)
-            errSet(p->err, LAKE_EFAIL, "%s: the object store ignored a ranged read", p->g->location);
+    int whole = p->x->status == 200;
+    int64_t size = whole ? p->x->length : p->x->range_total;
+    if (size != p->g->size && (size >= 0 || !whole)) {
+        if (size < 0)
+            errSet(p->err, LAKE_EFAIL, "%s: the object store answered a ranged read without its size",
+                   p->g->location);
         else
             errSet(p->err, LAKE_EDATA, "%s: %lld bytes in the stage, not %lld", p->g->location,
-                   (long long)p->x->range_total, (long long)p->g->size);
+                   (long long)size, (long long)p->g->size);
+        return -1;
+    }
+    if (whole) { /* the rest is read as one stream: stop this one */
+        p->whole = 1;
+        errSet(p->err, LAKE_EFAIL, "%s: the object store ignored a ranged read", p->g->location);
         return -1;
     }
     if (len > p->want - p->got) {
@@ -89,10 +103,13 @@ static int partWrite(void *ctx, const char *buf, size_t len) {
     return 0;
 }
 
-static void fail(getEngine *g, const lakeError *e) {
+/* Stop every part: the first failure for good is e; whole says it is a
+ * 200 to a ranged read, which the caller reads past (s3GetParts). */
+static void fail(getEngine *g, const lakeError *e, int whole) {
     pthread_mutex_lock(&g->mu);
     if (!g->failed) {
         g->failed = 1;
+        g->whole = whole;
         g->err = *e;
     }
     atomic_store(&g->cancel, 1);
@@ -100,13 +117,14 @@ static void fail(getEngine *g, const lakeError *e) {
     pthread_mutex_unlock(&g->mu);
 }
 
-/* GET part p into buf on handle h: 0, or the code with err set. */
-static int fetchPart(getEngine *g, CURL *h, int64_t p, char *buf, lakeError *err) {
+/* GET part p into buf on handle h: 0, or the code with err set and
+ * *whole set when the answer was a 200 (the whole object). */
+static int fetchPart(getEngine *g, CURL *h, int64_t p, char *buf, int *whole, lakeError *err) {
     s3Stage *ss = g->ss;
     int64_t off = p * (int64_t)g->part_size;
     size_t want = (size_t)(g->size - off < (int64_t)g->part_size ? g->size - off : (int64_t)g->part_size);
     s3Xfer x = {0};
-    partSink ps = {g, &x, buf, want, 0, err};
+    partSink ps = {g, &x, buf, want, 0, 0, err};
     int rc = 0, gen = 0;
     for (int attempt = 1;; attempt++) {
         if (ss->vendor.get) {
@@ -131,7 +149,7 @@ static int fetchPart(getEngine *g, CURL *h, int64_t p, char *buf, lakeError *err
         if (!rc && (x.status != 206 || ps.got != want))
             rc = errSet(err, LAKE_EFAIL, "%s: the object store answered %lld bytes of a %zu-byte range",
                         g->location, (long long)ps.got, want);
-        int retry = rc && x.retryable && attempt < S3_ATTEMPTS && !atomic_load(&g->cancel);
+        int retry = rc && !ps.whole && x.retryable && attempt < S3_ATTEMPTS && !atomic_load(&g->cancel);
         pthread_mutex_lock(&g->mu);
         if (rc && ss->vendor.get && x.status == 403 && attempt < S3_ATTEMPTS) {
             /* expired on the way: a new URL, asked for once per get */
@@ -152,13 +170,14 @@ static int fetchPart(getEngine *g, CURL *h, int64_t p, char *buf, lakeError *err
         pthread_mutex_unlock(&g->mu);
         s3XferFree(&x);
         if (!retry) {
-            if (rc && x.retryable) s3NoteAttempts(err, attempt);
+            if (rc && x.retryable && !ps.whole) s3NoteAttempts(err, attempt);
             break;
         }
         if (retrySleep(s3BackoffMs(attempt), NULL) || atomic_load(&g->cancel)) break;
         errClear(err);
         rc = 0;
     }
+    *whole = ps.whole;
     return rc;
 }
 
@@ -168,7 +187,7 @@ static void *worker(void *arg) {
     CURL *h = curl_easy_init();
     if (!h) {
         errSetErrno(&e, LAKE_EFAIL, ENOMEM, "%s", g->location);
-        fail(g, &e);
+        fail(g, &e, 0);
         return NULL;
     }
     for (;;) {
@@ -184,11 +203,12 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&g->mu);
         if (!s->buf && !(s->buf = malloc(g->part_size))) {
             errSetErrno(&e, LAKE_EFAIL, ENOMEM, "%s", g->location);
-            fail(g, &e);
+            fail(g, &e, 0);
             break;
         }
-        if (fetchPart(g, h, p, s->buf, &e)) {
-            fail(g, &e);
+        int whole = 0;
+        if (fetchPart(g, h, p, s->buf, &whole, &e)) {
+            fail(g, &e, whole);
             break;
         }
         pthread_mutex_lock(&g->mu);
@@ -202,14 +222,15 @@ static void *worker(void *arg) {
 
 int s3GetParts(s3Stage *ss, const char *key, const char *location, int64_t size, size_t part_size,
                int jobs, lakeWriter *w, sha256Ctx *sha, progress *prog,
-               char meta_sha256[SHA256_HEX_LEN + 1], lakeError *err) {
+               char meta_sha256[SHA256_HEX_LEN + 1], int64_t *written, lakeError *err) {
     getEngine g = {.ss = ss, .key = key, .location = location, .size = size, .part_size = part_size};
     g.nparts = (size + (int64_t)part_size - 1) / (int64_t)part_size;
     if (jobs > g.nparts) jobs = (int)g.nparts;
     g.nslots = jobs + 1;
     pthread_t threads[STAGE_JOBS_MAX];
-    int nthreads = 0, rc = 0;
+    int nthreads = 0, rc = 0, whole = 0;
     meta_sha256[0] = '\0';
+    *written = 0;
     if (!(g.slots = calloc((size_t)g.nslots, sizeof *g.slots)))
         return errSetErrno(err, LAKE_EFAIL, ENOMEM, "%s", location);
     for (int i = 0; i < g.nslots; i++) g.slots[i].part = -1;
@@ -229,20 +250,23 @@ int s3GetParts(s3Stage *ss, const char *key, const char *location, int64_t size,
         slot *s = &g.slots[p % g.nslots];
         pthread_mutex_lock(&g.mu);
         while (!g.failed && s->part != p) pthread_cond_wait(&g.moved, &g.mu);
-        if (s->part != p) { /* failed, this part not done */
+        if (s->part != p && g.whole) { /* Range ignored: the caller reads the rest */
+            whole = 1;
+        } else if (s->part != p) { /* failed, this part not done */
             *err = g.err;
             rc = err->code;
         }
         pthread_mutex_unlock(&g.mu);
-        if (rc) break;
+        if (rc || whole) break;
         size_t len = (size_t)(size - p * (int64_t)part_size < (int64_t)part_size
                                   ? size - p * (int64_t)part_size : (int64_t)part_size);
         if (sha) sha256Update(sha, s->buf, len);
         if (w->write(w->ctx, s->buf, len) < 0) {
             rc = errSetErrno(err, LAKE_EFAIL, errno, "%s", w->what);
-            fail(&g, err);
+            fail(&g, err, 0);
             break;
         }
+        *written += (int64_t)len;
         if (prog) progressAdd(prog, (int64_t)len);
         pthread_mutex_lock(&g.mu);
         s->part = -1;
@@ -252,7 +276,7 @@ int s3GetParts(s3Stage *ss, const char *key, const char *location, int64_t size,
     }
     if (rc) {
         lakeError e = *err;
-        fail(&g, &e);
+        fail(&g, &e, 0);
     }
     for (int i = 0; i < nthreads; i++) pthread_join(threads[i], NULL);
     if (!rc) memcpy(meta_sha256, g.meta_sha256, SHA256_HEX_LEN + 1);

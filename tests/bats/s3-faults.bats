@@ -256,6 +256,68 @@ put_despite() {
   cmp "$T/in/data" "$T/got"
 }
 
+# --- a server that ignores Range --------------------------------------------
+# HTTP lets a server answer a ranged GET with 200 and the whole object
+# (s3fault.js "norange").  The get then reads one answer as one stream,
+# skipping what it already wrote, verified as always.
+
+# get_norange RULES ARGS...: a 48 MiB object put in 5 MiB parts, then
+# lake-get ARGS through the proxy with RULES, to $T/got, its peak RSS
+# (KiB) in $T/rss.
+get_norange() {
+  local rules=$1
+  shift
+  head -c $((48 * MIB)) /dev/urandom >"$T/in/data"
+  run_to "$T/out/v" lake-put --part-size 5MiB "$T/in/data"
+  assert_equal "exit $status" "exit 0"
+  s3_fault "$rules"
+  run_to "$T/got" /usr/bin/time -f '%M' -o "$T/rss" lake-get "$@" <"$T/out/v"
+}
+
+@test "s3 faults: every ranged GET answered 200 with the whole object: lake-get --jobs 4 reads it as one stream, verified, memory bounded" {
+  get_norange "GET:norange:100" --jobs 4 --part-size 5MiB
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  cmp "$T/in/data" "$T/got"
+  # the ranged GETs in flight when the first 200 came, then one read of
+  # the whole object; not a GET per part
+  local gets
+  gets=$(grep -c '^GET ' "$T/fault.err")
+  [ "$gets" -le 5 ] || fail "$gets GETs: $(cat "$T/fault.err")"
+  # streamed: within the (jobs + 1) x part size of a ranged get + 16 MiB,
+  # less than the object
+  if ! ldd "$LAKE_BIN/lake-get" | grep -q libasan; then
+    local rss
+    rss=$(cat "$T/rss")
+    echo "# peak RSS $rss KiB" >&3
+    [ "$rss" -le $(((5 * 5 + 16) * 1024)) ] || fail "peak RSS $rss KiB"
+  fi
+}
+
+@test "s3 faults: the first parts ranged (206), the rest answered 200 whole: every byte once, in order, verified" {
+  get_norange "GET:pass:2,GET:norange:100" --jobs 2 --part-size 5MiB
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  cmp "$T/in/data" "$T/got"
+}
+
+@test "s3 faults: a whole-object answer to a ranged GET with a byte changed is refused: 65, SHA-256 mismatch" {
+  unset LAKE_TRACE
+  get_norange "GET:norangeflip:100" --jobs 4 --part-size 5MiB
+  assert_error lake-get 65 "SHA-256 mismatch"
+}
+
+@test "s3 faults: a read cut off midway, the resumed read answered 200 whole: the bytes already written skipped, verified" {
+  head -c $((3 * MIB)) /dev/urandom >"$T/in/data"
+  run_to "$T/out/v" lake-put "$T/in/data"
+  s3_fault "GET:cut:1,GET:norange:1"
+  run_to "$T/got" lake-get --jobs 1 <"$T/out/v"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_equal "$(grep -c ' -> norange range=bytes=' "$T/fault.err")" 1
+  cmp "$T/in/data" "$T/got"
+}
+
 # --- memory -----------------------------------------------------------------
 
 # Peak RSS (KiB) of lake-put ARGS reading $T/in/big.

@@ -465,6 +465,20 @@ put_object() {
   assert_equal "$(find "$XDG_CACHE_HOME/lake/segments" -type f ! -name .lock)" ""
 }
 
+@test "rgw query: the same segment from a store that ignores Range (200, the whole object): read as one stream, verified, the answer right" {
+  lake-catalog create-namespace t
+  lake-catalog create t.b 'id INTEGER, b BLOB'
+  lake-query -c "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+                 INSERT INTO t.b SELECT i, randomblob(65536) FROM n"
+  rm -rf "$XDG_CACHE_HOME/lake/segments"
+  s3_fault "GET:norange:100"
+  run_to "$T/q" lake-query -c "SELECT count(*), sum(length(b)) FROM t.b WHERE id > 0"
+  assert_equal "exit $status" "exit 0"
+  assert_equal "$(untraced_stderr)" ""
+  assert_equal "$(cat "$T/q")" "$(printf '200\t13107200')"
+  grep -q ' -> norange range=bytes=' "$T/fault.err" || fail "no ranged GET: $(cat "$T/fault.err")"
+}
+
 @test "rgw get: --jobs and --part-size out of range are usage errors (64)" {
   for a in "--jobs 0" "--jobs 65" "--jobs x" "--part-size 4MiB" "--part-size 6GiB" "--part-size x"; do
     # shellcheck disable=SC2086 # $a is an option and its value

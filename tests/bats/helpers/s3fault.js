@@ -21,6 +21,13 @@
 //          answer a CompleteMultipartUpload);
 //          "flip": forwarded with the first byte of the request body
 //          inverted (same length: only a payload hash can tell);
+//          "norange": forwarded without its Range header, so the
+//          upstream answers 200 with the whole object (as an S3 server
+//          that ignores Range may: HTTP allows it); the request signed
+//          the Range header, so it is signed again here (SigV4, as
+//          AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION say);
+//          "norangeflip": the same, with the first byte of the answer's
+//          body inverted;
 //          "pass": forwarded as it is (a rule that only counts, so that
 //          the next rule takes a later request: POST?delete:pass:1,
 //          POST?delete:hold:1 holds the second DeleteObjects);
@@ -33,6 +40,7 @@
 // start, itself included.
 'use strict';
 
+const crypto = require('crypto');
 const fs = require('fs');
 const http = require('http');
 
@@ -82,6 +90,11 @@ const server = http.createServer((req, res) => {
     res.on('close', () => clearInterval(poll));
     return;
   }
+  if (rule && (rule.fault === 'norange' || rule.fault === 'norangeflip')) {
+    req.headers = resigned(req);
+    forward(req, res, rule.fault === 'norangeflip' ? rule : null);
+    return;
+  }
   if (rule && rule.fault !== 'cut' && rule.fault !== 'flip' && rule.fault !== 'pass') {
     req.resume();
     req.on('end', () => {
@@ -96,8 +109,32 @@ const server = http.createServer((req, res) => {
   forward(req, res, rule && rule.fault !== 'pass' ? rule : null);
 });
 
+// resigned: REQ's headers (a GET without a body) for the same request without
+// its Range header: host, date and payload hash signed anew with SigV4.
+function resigned(req) {
+  const hmac = (key, text) => crypto.createHmac('sha256', key).update(text).digest();
+  const hex = text => crypto.createHash('sha256').update(text).digest('hex');
+  const region = process.env.AWS_REGION || 'us-east-1';
+  const date = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '');
+  const day = date.slice(0, 8);
+  const [path, query = ''] = req.url.split('?');
+  const canonQuery = query.split('&').filter(Boolean)
+    .map(kv => kv.includes('=') ? kv : kv + '=').sort().join('&');
+  const headers = { host: req.headers.host, 'x-amz-content-sha256': hex(''), 'x-amz-date': date };
+  const names = Object.keys(headers).sort();
+  const canon = [req.method, path, canonQuery, names.map(n => `${n}:${headers[n]}\n`).join(''),
+                 names.join(';'), headers['x-amz-content-sha256']].join('\n');
+  const scope = `${day}/${region}/s3/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', date, scope, hex(canon)].join('\n');
+  let key = hmac('AWS4' + process.env.AWS_SECRET_ACCESS_KEY, day);
+  for (const part of [region, 's3', 'aws4_request']) key = hmac(key, part);
+  headers.authorization = `AWS4-HMAC-SHA256 Credential=${process.env.AWS_ACCESS_KEY_ID}/${scope}, ` +
+                          `SignedHeaders=${names.join(';')}, Signature=${hmac(key, toSign).toString('hex')}`;
+  return headers;
+}
+
 // forward: REQ relayed to the upstream and its answer back, as RULE ("cut",
-// "flip" or none) says; an upstream that cannot be reached (killed) drops
+// "flip", "norangeflip" or none) says; an upstream that cannot be reached (killed) drops
 // the client's connection, as a dead server would.
 function forward(req, res, rule) {
   const up = http.request({ host: '127.0.0.1', port: upstream, method: req.method, path: req.url,
@@ -105,6 +142,10 @@ function forward(req, res, rule) {
     res.writeHead(upres.statusCode, upres.headers);
     if (!rule || rule.fault === 'flip') {
       upres.pipe(res);
+      return;
+    }
+    if (rule.fault === 'norangeflip') {
+      flipFirst(upres, res);
       return;
     }
     const half = Math.floor(Number(upres.headers['content-length'] || 0) / 2);
@@ -125,16 +166,22 @@ function forward(req, res, rule) {
     req.pipe(up);
     return;
   }
+  flipFirst(req, up);
+}
+
+// flipFirst: FROM relayed to TO with its first byte inverted (the same
+// length: only a digest can tell).
+function flipFirst(from, to) {
   let first = true;
-  req.on('data', chunk => {
+  from.on('data', chunk => {
     if (first && chunk.length) {
       chunk = Buffer.from(chunk);
       chunk[0] ^= 0xff;
       first = false;
     }
-    up.write(chunk);
+    to.write(chunk);
   });
-  req.on('end', () => up.end());
+  from.on('end', () => to.end());
 }
 
 server.listen(0, '127.0.0.1', () => {
