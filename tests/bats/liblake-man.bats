@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: BSD-2-Clause
 # liblake's section 3 (issue 42, 2.8): every function lake.h declares is a
-# name `man 3 FUNCTION` finds.
+# name `man 3 FUNCTION` finds, and the pages render their quotes as written.
 
 load helpers/common
 
@@ -53,4 +53,21 @@ man3_names() {
   assert_success
   run find "$man3" ! -type d
   assert_output ""
+}
+
+@test "man 3: quotes render as written, none opened inside another" {
+  local m
+  for m in "$LAKE_SRC"/man/man3/*.3; do
+    run mandoc -Tlint -Wwarning "$m"
+    assert_success
+    assert_output ""
+    # a quote macro (Qq, Dq, Sq, Ql) quotes to the end of its line: a
+    # second one, or No, or Op, on that line lands inside the first
+    run grep -nE '^\.(.* )?(Qq|Dq|Sq|Ql) .*(^| )(Qq|Dq|Sq|Ql|No|Op)( |$)' "$m"
+    assert_output ""
+    # rendered: "a, "b"" or 'a, 'b'' is a quote opened inside another
+    run bash -c "mandoc -Tutf8 '$m' | col -b | tr '\n' ' ' |
+      grep -oE '“[^”]*“|‘[^’]*‘|\"[A-Za-z0-9?:_-]+, \"|\"\"\"'"
+    assert_output ""
+  done
 }
