@@ -223,3 +223,9 @@ $(cat -n "$f")"
   assert_equal "$(json_field size "$(cat "$T/out")")" 10
   assert_equal "$(stage_objects | wc -l)" 1
 }
+
+@test "man, every section: a literal's quote (Ql) ends where the literal does, not past No's text" {
+  # Ql quotes to the end of its line: what follows a No lands inside
+  run grep -nE '^\.(.* )?Ql .* No( |$)' "$LAKE_SRC"/man/man*/*.[1-9]
+  assert_output ""
+}
