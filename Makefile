@@ -112,6 +112,11 @@ UNIT_BINS  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 UNIT_OBJ   := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 MAN1       := $(wildcard man/*.1)
 MAN3       := $(wildcard man/man3/*.3)
+# The other names each section 3 page answers to (its NAME section's .Nm
+# lines), as NAME.3=PAGE.3: make install links each to its page, so that
+# man lake_put_fd finds lake_open(3), as man curl_easy_setopt finds libcurl's.
+MAN3_LINKS := $(shell awk 'FNR == 1 { f = 0 } /^\.Sh / { f = ($$2 == "NAME") } \
+                f && $$1 == ".Nm" { p = FILENAME; sub(/.*\//, "", p); if ($$2 ".3" != p) print $$2 ".3=" p }' $(MAN3))
 MANALL     := $(wildcard man/*.[1-9])
 
 # Every Debian package the build, the tests and the benchmarks need.
@@ -291,13 +296,15 @@ install: all
 	  -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(SO_LIBS))|' lib/api/lake.pc.in \
 	  >$(DESTDIR)$(PCDIR)/lake.pc
 	install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
+	for l in $(MAN3_LINKS); do ln -sf $${l#*=} $(DESTDIR)$(MANDIR)/man3/$${l%%=*}; done
 
 uninstall:
 	rm -f $(PROGRAMS:%=$(DESTDIR)$(BINDIR)/%) $(PROGRAMS:%=$(DESTDIR)$(BASHCOMPDIR)/%) \
 	  $(DESTDIR)$(ZSHCOMPDIR)/_lake
 	rm -f $(DESTDIR)$(INCLUDEDIR)/lake.h $(DESTDIR)$(LIBDIR)/liblake.a $(DESTDIR)$(LIBDIR)/$(notdir $(LIBLAKE_SO)) \
 	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/liblake.so $(DESTDIR)$(PCDIR)/lake.pc \
-	  $(patsubst man/man3/%,$(DESTDIR)$(MANDIR)/man3/%,$(MAN3))
+	  $(patsubst man/man3/%,$(DESTDIR)$(MANDIR)/man3/%,$(MAN3)) \
+	  $(foreach l,$(MAN3_LINKS),$(DESTDIR)$(MANDIR)/man3/$(firstword $(subst =, ,$(l))))
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/*.1)) \
 	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man5/%,$(wildcard man/*.5)) \
 	  $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(wildcard man/*.7)) \

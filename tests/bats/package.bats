@@ -274,6 +274,12 @@ EOF
   for m in "$LAKE_SRC"/man/man3/*.3; do
     assert_file_exists "$X_DEV/usr/share/man/man3/${m##*/}.gz"
   done
+  # and every function of lake.h by its own name (man lake_put_fd): a
+  # link to the page that documents it
+  for f in $(grep -oE '\blake_[a-z0-9_]+\(' "$LAKE_SRC/include/lake.h" | tr -d '(' | sort -u); do
+    assert_file_exists "$X_DEV/usr/share/man/man3/$f.3.gz"
+  done
+  assert_equal "$(readlink "$X_DEV/usr/share/man/man3/lake_put_fd.3.gz")" lake_open.3.gz
   run grep -E '^(libdir|includedir|Version:)' "$X_DEV/$lib/pkgconfig/lake.pc"
   assert_output "libdir=/$lib
 includedir=/usr/include
