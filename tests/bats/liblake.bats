@@ -104,7 +104,7 @@ open(verify 0): 0 ok"
   obj=$(json_field location "$fv")
   obj=${obj#file://}
   assert_file_exist "$obj"
-  printf 'X' | dd of="$obj" bs=1 seek=100 conv=notrunc status=none
+  flip_byte "$obj" 100
   run_to "$T/out" "$RT" get "$fv"
   assert_error roundtrip 65 "SHA-256 mismatch" "(data)"
   run_to "$T/raw" "$RT" get-raw "$fv"
@@ -118,7 +118,7 @@ open(verify 0): 0 ok"
   head -c 3000000 /dev/urandom >"$T/in"
   fv=$(lake-put "$T/in")
   obj=$(stage_objects)
-  printf 'X' | dd of="$obj" bs=1 seek=1000 conv=notrunc status=none
+  flip_byte "$obj" 1000
   run_to "$T/out" "$RT" get "$fv"
   assert_error roundtrip 65 "SHA-256 mismatch" "(data)"
   run --separate-stderr lake-get "$fv"

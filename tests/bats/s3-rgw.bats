@@ -455,7 +455,7 @@ put_object() {
   local key
   key=$(grep -oE "^trace: stage GET s3://$S3_BUCKET/[^ ]+" <<<"$stderr" | head -n 1 | sed -E "s|^trace: stage GET s3://$S3_BUCKET/||")
   s3_curl "$S3_ENDPOINT/$S3_BUCKET/$key" -o "$T/seg"
-  printf 'x' | dd of="$T/seg" bs=1 seek=$((9 * MIB)) conv=notrunc status=none
+  flip_byte "$T/seg" $((9 * MIB))
   s3_curl -T "$T/seg" "$S3_ENDPOINT/$S3_BUCKET/$key" -o /dev/null
   rm -rf "$XDG_CACHE_HOME/lake/segments"
   run_to "$T/q" lake-query -c "SELECT sum(length(b)) FROM t.b WHERE id > 0"

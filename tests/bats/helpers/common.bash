@@ -261,3 +261,11 @@ unit_exposure() {
   echo "# exposure of $(basename "$unit") $level" >&3
   awk -v l="$level" -v m="$max" 'BEGIN { exit !(l <= m) }' || fail "exposure $level > $max: $out"
 }
+
+# flip_byte FILE OFFSET: change the byte at OFFSET to one it is not (a
+# fixed byte written over random data changes nothing one time in 256).
+flip_byte() {
+  local byte
+  byte=$(dd if="$1" bs=1 skip="$2" count=1 status=none | od -An -tu1 | tr -d ' ')
+  printf "\\$(printf '%03o' $(((byte + 1) % 256)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
