@@ -12,6 +12,9 @@
 #                        ceph-osd on a sparse file, radosgw; about 6 s to start)
 #                        under a temporary directory
 #   make check SANITIZE=1  the same with ASan + UBSan (objects in build-san/)
+#   make SANITIZE=thread tsan-bins
+#                        liblake and examples/ under ThreadSanitizer
+#                        (build-tsan/; make check builds and runs them)
 #   make demo            deps, build, a put -> get round trip on a fresh LAKE_HOME
 #   make bench           benchmarks: ratios against peers measured in one run,
 #                        one table, bench/RESULTS.md (BENCH="load s3": some;
@@ -61,6 +64,12 @@ ifeq ($(SANITIZE),1)
 BUILD      := build-san
 SANFLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 OPT        := -O1 -g
+else ifeq ($(SANITIZE),thread)
+# ThreadSanitizer: make check builds the library and the examples here
+# (TSAN_EXAMPLES) for liblake.bats's two clients on two threads
+BUILD      := build-tsan
+SANFLAGS   := -fsanitize=thread -fno-omit-frame-pointer
+OPT        := -O1 -g
 else
 BUILD      := build
 SANFLAGS   :=
@@ -104,6 +113,15 @@ SOMAJOR    := 0
 SONAME     := liblake.so.$(SOMAJOR)
 LIBLAKE_SO := $(BUILD)/liblake.so.$(VERSION)
 SO_LINKS   := $(BUILD)/$(SONAME) $(BUILD)/liblake.so
+# The static archive make install installs (the programs link $(LIBLAKE),
+# the library's internals): the shared library's objects as one
+# relocatable object with every name but liblake.map's made local, so a
+# program's own configFree or clockMs never clashes with the library's;
+# and $(LIBS_PRIVATE), lake.pc's Libs.private: the -l flags of exactly the
+# libraries the shared library needs (NEEDED), none it does not.
+PUB_LIBLAKE := $(BUILD)/public/liblake.a
+LIBS_PRIVATE = $(shell objdump -p $(LIBLAKE_SO) | awk '$$1 == "NEEDED" { print $$2 }' | \
+                 sed -n 's/^lib\([^.]*\)\.so.*/-l\1/p' | grep -xF -f - $(BUILD)/so-libs)
 EXAMPLES   := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 PROGRAMS   := lake-put lake-get lake-catalog lake-metasrv lake-query
 BINS       := $(PROGRAMS:%=$(BUILD)/bin/%)
@@ -135,9 +153,9 @@ DEB_PKGS   := build-essential pkg-config clang libcurl4-openssl-dev libssl-dev \
 # and install never need them.
 NPM_STAMP  := tests/node_modules/.package-lock.json
 
-.PHONY: all deps check unit-bins lint demo bench install uninstall clean objects deb symbols abi-baseline abi-check
+.PHONY: all deps check unit-bins tsan-bins lint demo bench install uninstall clean objects deb symbols abi-baseline abi-check
 
-all: $(BINS) $(LIBLAKE_SO) $(SO_LINKS) $(EXAMPLES)
+all: $(BINS) $(LIBLAKE_SO) $(SO_LINKS) $(PUB_LIBLAKE) $(EXAMPLES)
 
 # Named here so that make does not take the objects of the link rules below
 # for intermediate files and delete them after a build (the next make then
@@ -176,6 +194,15 @@ $(LIBLAKE_SO): $(SO_OBJ) lib/api/liblake.map
 	  -Wl,--version-script=lib/api/liblake.map -Wl,--no-undefined -o $@ $(SO_OBJ) $(SO_LIBS)
 $(SO_LINKS): $(LIBLAKE_SO)
 	@ln -sf $(notdir $<) $@
+
+$(PUB_LIBLAKE): $(SO_OBJ) lib/api/liblake.map
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	@printf '%s\n' $(SO_LIBS) >$(BUILD)/so-libs
+	@sed -n 's/^ *\(lake_[a-z0-9_]*\);$$/\1/p' lib/api/liblake.map >$(dir $@)keep
+	$(call say,AR,$@)ld -r -o $(dir $@)liblake.o $(SO_OBJ) && \
+	  objcopy --keep-global-symbols=$(dir $@)keep $(dir $@)liblake.o && \
+	  ar rcs $@ $(dir $@)liblake.o
 
 # The examples are built as a program using the library would be: the
 # public header alone, linked with the shared library (found at run time
@@ -260,10 +287,15 @@ $(NPM_STAMP): tests/package.json tests/package-lock.json
 # the test peers come after deps too)
 check: deps
 	@$(MAKE) --no-print-directory $(NPM_STAMP) all unit-bins fuzz-bins
+	@$(MAKE) --no-print-directory SANITIZE=thread tsan-bins
 	@LAKE_BIN=$(CURDIR)/$(BUILD)/bin LAKE_UNIT=$(CURDIR)/$(BUILD)/tests \
 	  LAKE_SRC=$(CURDIR) LAKE_TEST_SANITIZED=$(SANITIZE) bash tests/run
 
 unit-bins: $(UNIT_BINS)
+
+# liblake and its examples under ThreadSanitizer (make SANITIZE=thread
+# tsan-bins: build-tsan/), which liblake.bats runs when LAKE_TSAN names it
+tsan-bins: $(EXAMPLES)
 
 lint:
 	@for m in $(MANALL); do mandoc -Tlint -Wwarning $$m || exit 1; done
@@ -288,12 +320,12 @@ install: all
 	install -m 644 completions/_lake $(DESTDIR)$(ZSHCOMPDIR)/_lake
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man3
 	install -m 644 include/lake.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 644 $(LIBLAKE) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(PUB_LIBLAKE) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIBLAKE_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIBLAKE_SO)) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/liblake.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	  -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(SO_LIBS))|' lib/api/lake.pc.in \
+	  -e 's|@VERSION@|$(VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(LIBS_PRIVATE))|' lib/api/lake.pc.in \
 	  >$(DESTDIR)$(PCDIR)/lake.pc
 	install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/
 	for l in $(MAN3_LINKS); do ln -sf $${l#*=} $(DESTDIR)$(MANDIR)/man3/$${l%%=*}; done
@@ -370,6 +402,7 @@ fuzz: fuzz-bins
 
 # make check builds them and runs every harness briefly (tests/run's fuzz step)
 check: export LAKE_FUZZ := $(CURDIR)/$(FUZZ_BUILD)
+check: export LAKE_TSAN := $(CURDIR)/build-tsan
 
 clean: clean-fuzz
 clean-fuzz:

@@ -16,7 +16,18 @@
  *  - A function that can fail returns 0 on success, else the exit status
  *    the lake commands give for the same failure (lake(7)), and fills the
  *    lake_error it is given (which may be NULL).  NULL handles and other
- *    misuse are errors (64, code "usage"), never a crash.
+ *    misuse are errors (64, code "usage"), never a crash.  The library
+ *    keeps the set of clients, readers and rows it gave out and the
+ *    program has not closed, and looks a handle up there (by address,
+ *    never reading its memory) before it uses it: a handle closed twice
+ *    is nothing the second time, and used after its close is 64 (an
+ *    accessor's "none" answer: -1, NULL, 0).  What stays undefined: a
+ *    stale pointer whose address has since been given to a new handle
+ *    of the same kind (it then names that handle); lake_interrupt on a
+ *    closed client (it must stay async-signal-safe, so it looks nothing
+ *    up); a lake_file used after lake_file_free, or a lake_rows_file
+ *    value after its row; a handle closed on one thread while another
+ *    uses it.
  *  - The library never calls exit(), never installs a signal handler and
  *    never writes to stdout or stderr: warnings the commands print go to
  *    the callback lake_set_warn installs, or nowhere.  The one exception
@@ -94,8 +105,9 @@ int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn fn,
  * to (lake_query, lake_import) that now holds more small segments than
  * lake.conf(5)'s compact_threshold is compacted (as lake_catalog_compact;
  * a failure is a warning); lake_interrupt(c), before or meanwhile, stops
- * that with nothing more committed and no warning.  NULL is fine.  Not to
- * be called while another thread uses c. */
+ * that with nothing more committed and no warning.  NULL is fine, and so
+ * is a second close of c (nothing); every other call on a closed c is 64.
+ * Not to be called while another thread uses c. */
 void lake_close(lake_client *c);
 
 /* Where warnings go (a stale catalog served, a digest not recorded...):
@@ -113,7 +125,11 @@ int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx);
  * next one, to give up: a put cleans up as lake-put does on SIGINT (no
  * object is left; an S3 upload is aborted), a statement, an import or a
  * compaction commits nothing, and each fails with code "interrupted"
- * (lake_close, which returns nothing, only stops).
+ * (lake_close, which returns nothing, only stops).  A put or import
+ * waiting for input on a pipe, FIFO, socket or terminal wakes at once:
+ * it waits on the descriptor and on this request together (poll(2));
+ * a regular file or block device never waits (poll says it is always
+ * ready), so its read returns and the request is seen before the next.
  * The request is used up by the call it stops.  Async-signal-safe (it stores one flag): a program that wants
  * ^C to stop a long put calls it from its own SIGINT handler.  NULL is
  * fine.  Callable from any thread. */
@@ -128,7 +144,8 @@ const char *lake_stage_url(const lake_client *c);
 /* Stream what fd reads, to its end, into the stage as one new object
  * named name (may be NULL), with its SHA-256 computed on the way and its
  * content type detected, as lake-put does; *out is its FILE value, once
- * the object is durable.  fd is read, not closed.  Memory is bounded (a
+ * the object is durable.  fd is read, not closed; a descriptor that is
+ * not open, or open for writing only, is 64.  Memory is bounded (a
  * part at a time), whatever the size.  One thread at a time per client;
  * different clients in parallel. */
 int lake_put_fd(lake_client *c, int fd, const char *name, lake_file **out, lake_error *e);
@@ -171,7 +188,10 @@ int lake_put_opt(lake_client *c, lake_read_fn read, void *read_ctx, const char *
 int lake_file_from_json(const char *json, lake_file **out, lake_error *e);
 
 /* The canonical JSON text of f (what lake-put prints), valid until
- * lake_file_free; NULL for a NULL f.  Its parts: the location, the size
+ * lake_file_free; NULL for a NULL f.  A bare location
+ * (lake_file_from_json("file:///...")) has no size or SHA-256 to write
+ * into JSON: its text is the location itself, which every call that
+ * takes a FILE value takes.  Its parts: the location, the size
  * (-1 for a bare location), the SHA-256 in hex ("" when not known), the
  * name and content type (NULL when absent).  Thread-safe on a given f. */
 const char *lake_file_json(const lake_file *f);
@@ -209,7 +229,8 @@ int lake_open_file_opt(lake_client *c, const char *file_json, const char *const 
  * One thread at a time per reader. */
 ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e);
 
-/* Stop reading and free r, at any point.  NULL is fine. */
+/* Stop reading and free r, at any point.  NULL is fine, and so is a
+ * second close (nothing). */
 void lake_reader_close(lake_reader *r);
 
 /* A URL anyone may GET the object a FILE value (JSON text, or any REF as
@@ -224,7 +245,10 @@ int lake_presign(lake_client *c, const char *file_json, int64_t seconds, char **
 /* The catalog, as lake-catalog(1) reads it, through the same on-disk
  * snapshot cache, with the same TTL and the same behaviour when the
  * metadata server is unreachable (a stale snapshot served with a
- * warning, within its limits).  One thread at a time per client. */
+ * warning, within its limits).  Each call reads it as a new lake-catalog
+ * process would: what another process changed on this host since the
+ * last call is seen, and the metadata server is asked as catalog_ttl
+ * says.  One thread at a time per client. */
 
 /* The tables, of namespace ns when not NULL, as the JSON array
  * lake-catalog --json list prints: [{"namespace":"docs","name":"scans"}].
@@ -245,8 +269,8 @@ int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error
 
 /* Changes, as lake-catalog(1) makes them (the same statuses: 64 for a
  * bad name or column list, 66 for an unknown namespace or table, 77 when
- * the principal may not), each visible at once to the next call on this
- * host.  columns is what lake-catalog create takes: "path TEXT, f FILE"
+ * the principal may not; 1, code "exists", for a namespace or table that
+ * exists already), each visible at once to the next call on this host.  columns is what lake-catalog create takes: "path TEXT, f FILE"
  * (lake-catalog(1), create).  One thread at a time per client. */
 int lake_catalog_create_namespace(lake_client *c, const char *ns, lake_error *e);
 int lake_catalog_create(lake_client *c, const char *table, const char *columns, lake_error *e);
@@ -414,7 +438,8 @@ const void *lake_rows_blob(lake_rows *q, int i, size_t *len);
 const lake_file *lake_rows_file(lake_rows *q, int i);
 
 /* Free q at any point: a statement not run to LIBLAKE_DONE is abandoned
- * and changes nothing (an INSERT appends no version).  NULL is fine.
+ * and changes nothing (an INSERT appends no version).  NULL is fine, and
+ * so is a second close (nothing).
  * One thread at a time per client (q holds it). */
 void lake_rows_close(lake_rows *q);
 
@@ -429,8 +454,9 @@ void lake_rows_close(lake_rows *q);
  * NS.T, 66 for an unknown table, 65 for malformed input or a column the
  * table lacks, naming the line ("stdin: line 3: ..." when fd is 0,
  * "input: line 3: ..." otherwise); nothing is appended on any failure.
- * lake_interrupt(c) stops it ("interrupted", 1; nothing appended).  fd
- * is read, not closed.  64 while a statement's rows are open on c.  One
+ * lake_interrupt(c) stops it ("interrupted", 1; nothing appended), from
+ * any thread, also while it waits for input (as lake_put_fd).  fd is
+ * read, not closed (not open, or write-only: 64).  64 while a statement's rows are open on c.  One
  * thread at a time per client. */
 int lake_import(lake_client *c, const char *table, int fd, const char *format, lake_error *e);
 

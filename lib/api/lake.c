@@ -48,15 +48,19 @@
  */
 #include "lake.h"
 #include "api/command.h"
+#include "api/handles.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "catalog/cache.h"
@@ -94,6 +98,7 @@ struct lake_client {
     int offline, strict; /* lake_open's catalog_offline and catalog_strict */
     int64_t max_age;     /* catalog_max_age, or -1: catalog_ttl */
     volatile sig_atomic_t stop;
+    int wake; /* an eventfd lake_interrupt writes: a read of a pipe waits on it too */
     /* lake_open's options, kept for the query session */
     char *optText[2 * OPTIONS_MAX];
     configOverride ov[OPTIONS_MAX];
@@ -219,6 +224,25 @@ __attribute__((format(printf, 2, 3))) static int misuse(lake_error *e, const cha
 
 /* --- clients --------------------------------------------------------------- */
 
+/* Why c cannot be used ("no client", "a closed client"), or NULL when it
+ * can: a client lake_close has closed is no longer live (handles.h),
+ * though readers or rows may still hold its memory. */
+static const char *noClient(const lake_client *c) {
+    if (!c) return "no client";
+    return handleLive(c, HANDLE_CLIENT) ? NULL : "a closed client";
+}
+
+/* The same of rows and of a reader. */
+static const char *noRows(const lake_rows *q) {
+    if (!q) return "no rows";
+    return handleLive(q, HANDLE_ROWS) ? NULL : "closed rows";
+}
+
+static const char *noReader(const lake_reader *r) {
+    if (!r) return "no reader";
+    return handleLive(r, HANDLE_READER) ? NULL : "a closed reader";
+}
+
 const char *lake_version(void) { return LAKE_VERSION; }
 
 static void clientUnref(lake_client *c) {
@@ -238,6 +262,7 @@ static void clientUnref(lake_client *c) {
     sourceClose(c->src);
     stageClose(c->st);
     configFree(&c->cfg);
+    if (c->wake >= 0) close(c->wake);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -320,6 +345,12 @@ int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn war
     }
     pthread_mutex_init(&c->mu, NULL);
     c->refs = 1;
+    c->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->wake < 0) {
+        errSetErrno(&err, LAKE_EFAIL, errno, "lake_open: eventfd");
+        clientUnref(c);
+        return fail(e, &err, NULL);
+    }
     c->sink = (logSink){warn, ctx}; /* lake_open_v2's: the configuration's warnings too */
     c->offline = own.offline;
     c->strict = own.strict;
@@ -342,6 +373,7 @@ int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn war
      * one a lake-metasrv advertises when first needed (clientStage) */
     if (!rc && (configIsLocal(&c->cfg) || c->cfg.stage)) rc = catalogStageOpen(&c->cfg, NULL, NULL, &c->st, &err);
     logSinkSet(old);
+    if (!rc && handleAdd(c, HANDLE_CLIENT)) rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open");
     if (rc) {
         clientUnref(c);
         return fail(e, &err, NULL);
@@ -351,20 +383,42 @@ int lake_open_v2(lake_client **out, const char *const *options, lake_warn_fn war
     return 0;
 }
 
-void lake_close(lake_client *c) { clientUnref(c); }
+/* The program's reference goes once: a second close finds c no longer
+ * live and does nothing. */
+void lake_close(lake_client *c) {
+    if (c && handleDrop(c, HANDLE_CLIENT)) clientUnref(c);
+}
 
 int lake_set_warn(lake_client *c, lake_warn_fn fn, void *ctx) {
-    if (!c) return misuse(NULL, "lake_set_warn: no client");
+    if (noClient(c)) return misuse(NULL, "lake_set_warn: %s", noClient(c));
     c->sink = (logSink){fn, ctx};
     return 0;
 }
 
 void lake_interrupt(lake_client *c) {
-    if (c) c->stop = 1;
+    if (!c) return;
+    c->stop = 1;
+    /* wakes a read waiting on a pipe (readSome); write(2) is async-signal-safe */
+    uint64_t one = 1;
+    int saved = errno;
+    if (write(c->wake, &one, sizeof one) < 0) {} /* full (EAGAIN): already awake */
+    errno = saved;
+}
+
+/* Forget the wake-ups lake_interrupt wrote. */
+static void wakeDrain(lake_client *c) {
+    uint64_t n;
+    if (read(c->wake, &n, sizeof n) < 0) {} /* nothing to drain (EAGAIN) */
+}
+
+/* The stop asked for has been used up (by the call it stopped). */
+static void stopTaken(lake_client *c) {
+    c->stop = 0;
+    wakeDrain(c);
 }
 
 const char *lake_stage_url(const lake_client *c) {
-    if (!c) return NULL;
+    if (noClient(c)) return NULL;
     lake_client *m = (lake_client *)c; /* only its stage, opened once */
     lakeError err = {0};
     const logSink *old = logSinkSet(&m->sink);
@@ -378,7 +432,9 @@ const char *lake_stage_url(const lake_client *c) {
 /* A lake_file taking over fv (emptied either way). */
 static int fileWrap(fileValue *fv, lake_file **out, lakeError *err) {
     lake_file *f = calloc(1, sizeof *f);
-    if (f) f->json = fileValueToJson(fv);
+    /* a bare location (lake_file_from_json's "file:///..."): itself, the
+     * text every call that takes a FILE value takes */
+    if (f) f->json = fv->sha256[0] ? fileValueToJson(fv) : strdup(fv->location);
     if (!f || !f->json) {
         free(f);
         fileValueFree(fv);
@@ -448,9 +504,29 @@ static ssize_t readSome(putSrc *s, void *buf, size_t len) {
         }
         return n;
     }
-    do n = read(s->fd, buf, len);
-    while (n < 0 && errno == EINTR && !s->c->stop);
-    return n;
+    /* wait on the descriptor and on lake_interrupt's eventfd together, so
+     * that a stalled pipe gives up at once; poll(2) says a regular file
+     * is always ready, and a descriptor it refuses is read as it is */
+    for (;;) {
+        if (s->c->stop) {
+            errno = EINTR;
+            return -1;
+        }
+        struct pollfd p[2] = {{s->fd, POLLIN, 0}, {s->c->wake, POLLIN, 0}};
+        int k = poll(p, 2, -1);
+        if (k < 0 && errno == EINTR) continue;
+        if (k > 0 && (p[0].revents & POLLNVAL)) {
+            errno = EBADF;
+            return -1;
+        }
+        if (k > 0 && !p[0].revents) { /* only the wake-up: a stale one is drained */
+            wakeDrain(s->c); /* a stop meanwhile is seen above */
+            continue;
+        }
+        do n = read(s->fd, buf, len);
+        while (n < 0 && errno == EINTR && !s->c->stop);
+        return n;
+    }
 }
 
 static ssize_t srcRead(void *ctx, void *buf, size_t len) {
@@ -518,7 +594,7 @@ static int put(lake_client *c, putSrc *src, const char *name, const char *const 
                lake_error *e) {
     if (!out) return misuse(e, "lake_put: out is NULL");
     *out = NULL;
-    if (!c) return misuse(e, "lake_put: no client");
+    if (noClient(c)) return misuse(e, "lake_put: %s", noClient(c));
     src->c = c;
     lakeError err = {0};
     const char *what = name ? name : src->read ? "input" : "descriptor";
@@ -531,7 +607,7 @@ static int put(lake_client *c, putSrc *src, const char *name, const char *const 
     if (!rc) rc = stagePut(c->st, &r, &opt, &fv, &err);
     const char *code = NULL;
     if (rc && c->stop) { /* the stop asked for, not the read it broke */
-        c->stop = 0;
+        stopTaken(c);
         errSet(&err, LAKE_EFAIL, "%s: interrupted", what);
         code = "interrupted";
     }
@@ -540,10 +616,20 @@ static int put(lake_client *c, putSrc *src, const char *name, const char *const 
     return finish(e, rc, &err, code);
 }
 
+/* 0 when fd is open for reading; else 64's message in e, as a negative
+ * descriptor's. */
+static int readableFd(const char *what, int fd, lake_error *e) {
+    int fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+    if (fl < 0) return misuse(e, "%s: descriptor %d is not open", what, fd);
+    if ((fl & O_ACCMODE) == O_WRONLY) return misuse(e, "%s: descriptor %d is not open for reading", what, fd);
+    return 0;
+}
+
 int lake_put_fd(lake_client *c, int fd, const char *name, lake_file **out, lake_error *e) {
-    if (fd < 0) {
+    int bad = readableFd("lake_put_fd", fd, e);
+    if (bad) {
         if (out) *out = NULL;
-        return misuse(e, "lake_put_fd: descriptor %d", fd);
+        return bad;
     }
     putSrc src = {.fd = fd, .total = -1};
     return put(c, &src, name, NULL, out, e);
@@ -569,7 +655,7 @@ int lake_put_opt(lake_client *c, lake_read_fn read, void *read_ctx, const char *
 int lake_presign(lake_client *c, const char *file_json, int64_t seconds, char **url, lake_error *e) {
     if (!url) return misuse(e, "lake_presign: url is NULL");
     *url = NULL;
-    if (!c) return misuse(e, "lake_presign: no client");
+    if (noClient(c)) return misuse(e, "lake_presign: %s", noClient(c));
     if (!file_json) return misuse(e, "lake_presign: no FILE value");
     if (seconds < 1 || seconds > STAGE_PRESIGN_MAX)
         return misuse(e, "lake_presign: %lld seconds is not 1..%d", (long long)seconds, STAGE_PRESIGN_MAX);
@@ -596,7 +682,13 @@ void lake_free(void *p) { free(p); }
 
 /* The client's catalog cache, opened on first use, as lake-catalog's. */
 static int catalog(lake_client *c, lakeError *err) {
-    if (c->cache) return 0;
+    /* each call answers as a new lake-catalog process would: the cache's
+     * files read again (another process's change since), the source
+     * asked as they say (catalog_ttl) */
+    if (c->cache) {
+        cacheForget(c->cache);
+        return 0;
+    }
     cacheOptions copt = {c->max_age >= 0 ? c->max_age : c->cfg.catalog_ttl, c->offline, c->strict};
     int rc = c->src ? 0 : sourceOpen(&c->cfg, &c->src, err);
     if (!rc) rc = cacheOpen(&c->cfg, c->src, &copt, &c->cache, err);
@@ -630,7 +722,7 @@ static int listJson(const cacheEntry *e, size_t n, const char *ns, char **out, l
 int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e) {
     if (!json) return misuse(e, "lake_catalog_list: json is NULL");
     *json = NULL;
-    if (!c) return misuse(e, "lake_catalog_list: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_list: %s", noClient(c));
     if (ns && !nameIsValid(ns)) return misuse(e, "%s: not a valid namespace name", ns);
     const cacheEntry *ents;
     size_t n;
@@ -651,7 +743,7 @@ int lake_catalog_list(lake_client *c, const char *ns, char **json, lake_error *e
 int lake_resolve(lake_client *c, const char *table, int64_t version, char **json, lake_error *e) {
     if (!json) return misuse(e, "lake_resolve: json is NULL");
     *json = NULL;
-    if (!c) return misuse(e, "lake_resolve: no client");
+    if (noClient(c)) return misuse(e, "lake_resolve: %s", noClient(c));
     if (!table) return misuse(e, "lake_resolve: no table");
     char *ns = NULL, *name = NULL;
     cJSON *reg = NULL;
@@ -746,13 +838,14 @@ static int existsAlready(lake_client *c, const char *ns, const char *name, const
  * LIBLAKE_IF_NOT_EXISTS looked into. */
 static int created(lake_client *c, int rc, int flags, const char *ns, const char *name, const char *schema,
                    lakeError *err, const char **code) {
-    if (rc && (flags & LIBLAKE_IF_NOT_EXISTS) && err->status && strcmp(err->status, "failed_precondition") == 0)
-        return existsAlready(c, ns, name, schema, err, code);
+    int clash = rc && err->status && strcmp(err->status, "failed_precondition") == 0;
+    if (clash && (flags & LIBLAKE_IF_NOT_EXISTS)) return existsAlready(c, ns, name, schema, err, code);
+    if (clash) *code = "exists"; /* one code for one condition, the flag's clash's */
     return changed(c, rc, err);
 }
 
 int lake_catalog_create_namespace_v2(lake_client *c, const char *ns, int flags, lake_error *e) {
-    if (!c) return misuse(e, "lake_catalog_create_namespace: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_create_namespace: %s", noClient(c));
     if (!ns || !nameIsValid(ns)) return misuse(e, "%s: not a valid namespace name", ns ? ns : "(null)");
     if (flags & ~LIBLAKE_IF_NOT_EXISTS) return misuse(e, "lake_catalog_create_namespace: unknown flags %#x", flags);
     lakeError err = {0};
@@ -782,7 +875,7 @@ int lake_catalog_create(lake_client *c, const char *table, const char *columns, 
 }
 
 int lake_catalog_create_v2(lake_client *c, const char *table, const char *columns, int flags, lake_error *e) {
-    if (!c) return misuse(e, "lake_catalog_create: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_create: %s", noClient(c));
     if (!columns) return misuse(e, "lake_catalog_create: no columns");
     if (flags & ~LIBLAKE_IF_NOT_EXISTS) return misuse(e, "lake_catalog_create: unknown flags %#x", flags);
     char *ns, *name, *schema = NULL;
@@ -807,7 +900,7 @@ int lake_catalog_create_v2(lake_client *c, const char *table, const char *column
 }
 
 int lake_catalog_drop(lake_client *c, const char *table, lake_error *e) {
-    if (!c) return misuse(e, "lake_catalog_drop: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_drop: %s", noClient(c));
     char *ns, *name;
     int rc = tableName("lake_catalog_drop", table, &ns, &name, e);
     if (rc) return rc;
@@ -830,7 +923,7 @@ int lake_catalog_alter(lake_client *c, const char *table, const char *action, co
 int lake_catalog_alter_v2(lake_client *c, const char *table, const char *action, const char *arg1, const char *arg2,
                           int64_t *new_version, lake_error *e) {
     if (new_version) *new_version = -1;
-    if (!c) return misuse(e, "lake_catalog_alter: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_alter: %s", noClient(c));
     char *ns, *name;
     int64_t version = -1;
     lakeError err = {0};
@@ -853,7 +946,7 @@ int lake_catalog_rollback(lake_client *c, const char *table, int64_t to_version,
 int lake_catalog_rollback_v2(lake_client *c, const char *table, int64_t to_version, int64_t *new_version,
                              lake_error *e) {
     if (new_version) *new_version = -1;
-    if (!c) return misuse(e, "lake_catalog_rollback: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_rollback: %s", noClient(c));
     if (to_version < 0) return misuse(e, "lake_catalog_rollback: to_version %lld is negative", (long long)to_version);
     char *ns, *name;
     int rc = tableName("lake_catalog_rollback", table, &ns, &name, e);
@@ -874,7 +967,7 @@ int lake_catalog_rollback_v2(lake_client *c, const char *table, int64_t to_versi
 int lake_catalog_history(lake_client *c, const char *table, char **json, lake_error *e) {
     if (!json) return misuse(e, "lake_catalog_history: json is NULL");
     *json = NULL;
-    if (!c) return misuse(e, "lake_catalog_history: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_history: %s", noClient(c));
     char *ns, *name;
     int rc = tableName("lake_catalog_history", table, &ns, &name, e);
     if (rc) return rc;
@@ -898,7 +991,7 @@ int lake_catalog_expire(lake_client *c, const char *table, const char *older_tha
 int lake_catalog_expire_v2(lake_client *c, const char *table, const char *older_than, int64_t *expired,
                            lake_error *e) {
     if (expired) *expired = 0;
-    if (!c) return misuse(e, "lake_catalog_expire: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_expire: %s", noClient(c));
     char *ns = NULL, *name = NULL;
     int64_t secs = -1, n;
     if (older_than && durationParse(older_than, EXPIRE_MAX_S, &secs))
@@ -927,7 +1020,7 @@ int lake_catalog_compact_v2(lake_client *c, const char *table, int64_t target_si
     if (replaced) *replaced = 0;
     if (written) *written = 0;
     if (new_version) *new_version = -1;
-    if (!c) return misuse(e, "lake_catalog_compact: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_compact: %s", noClient(c));
     if (target_size < 0 || target_size == 1)
         return misuse(e, "lake_catalog_compact: target_size %lld is not a size in bytes (0, or 2 or more)",
                       (long long)target_size);
@@ -941,7 +1034,7 @@ int lake_catalog_compact_v2(lake_client *c, const char *table, int64_t target_si
     if (!rc) rc = compactRun(&c->cfg, c->cache, ns, name, target_size, &c->stop, &res, &err);
     const char *code = NULL;
     if (rc && c->stop) { /* the stop asked for, not what it broke */
-        c->stop = 0;
+        stopTaken(c);
         errSet(&err, LAKE_EFAIL, "%s.%s: interrupted; nothing committed", ns, name);
         code = "interrupted";
     }
@@ -959,7 +1052,7 @@ int lake_catalog_compact_v2(lake_client *c, const char *table, int64_t target_si
 int lake_catalog_show(lake_client *c, const char *table, char **json, lake_error *e) {
     if (!json) return misuse(e, "lake_catalog_show: json is NULL");
     *json = NULL;
-    if (!c) return misuse(e, "lake_catalog_show: no client");
+    if (noClient(c)) return misuse(e, "lake_catalog_show: %s", noClient(c));
     char *ns, *name;
     int rc = tableName("lake_catalog_show", table, &ns, &name, e);
     if (rc) return rc;
@@ -1077,7 +1170,7 @@ static void rowsFree(lake_rows *q) {
 int lake_query(lake_client *c, const char *sql, lake_rows **out, lake_error *e) {
     if (!out) return misuse(e, "lake_query: out is NULL");
     *out = NULL;
-    if (!c) return misuse(e, "lake_query: no client");
+    if (noClient(c)) return misuse(e, "lake_query: %s", noClient(c));
     if (!sql) return misuse(e, "lake_query: no SQL text");
     if (c->active) return misuse(e, "lake_query: a statement's rows are still open on this client (close them first)");
     lakeError err = {0};
@@ -1101,7 +1194,7 @@ int lake_query(lake_client *c, const char *sql, lake_rows **out, lake_error *e) 
     }
     if (!rc) rc = rowsCompile(q, &err);
     if (c->stop) { /* asked while planned: the stop, not what it broke */
-        c->stop = 0;
+        stopTaken(c);
         if (!rc) {
             sqlite3_finalize(q->st);
             q->st = NULL;
@@ -1139,6 +1232,13 @@ int lake_query(lake_client *c, const char *sql, lake_rows **out, lake_error *e) 
         rowsFree(q);
         return fail(e, &err, code);
     }
+    if (handleAdd(q, HANDLE_ROWS)) {
+        sqlite3_finalize(q->st);
+        queryUnpin(&c->qs->q);
+        rowsFree(q);
+        errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_query");
+        return fail(e, &err, NULL);
+    }
     pthread_mutex_lock(&c->mu);
     c->refs++;
     pthread_mutex_unlock(&c->mu);
@@ -1166,7 +1266,7 @@ static int bound(lake_rows *q, int index, int s, const char *what, lake_error *e
 }
 
 static int bindable(lake_rows *q, const char *what, lake_error *e) {
-    if (!q) return misuse(e, "%s: no rows", what);
+    if (noRows(q)) return misuse(e, "%s: %s", what, noRows(q));
     if (q->state != ROWS_READY) return misuse(e, "%s: the statement has been stepped already", what);
     return 0;
 }
@@ -1202,7 +1302,7 @@ int lake_rows_bind_null(lake_rows *q, int index, lake_error *e) {
     return rc ? rc : bound(q, index, sqlite3_bind_null(q->st, index), "lake_rows_bind_null", e);
 }
 
-int lake_rows_params(const lake_rows *q) { return q ? sqlite3_bind_parameter_count(q->st) : -1; }
+int lake_rows_params(const lake_rows *q) { return noRows(q) ? -1 : sqlite3_bind_parameter_count(q->st); }
 
 /* The statement is over (done or failed): its pins dropped, so the next
  * statement resolves afresh, and the client free for another. */
@@ -1213,7 +1313,7 @@ static void rowsEnd(lake_rows *q) {
 }
 
 int lake_rows_next(lake_rows *q, lake_error *e) {
-    if (!q) return misuse(e, "lake_rows_next: no rows"), -1;
+    if (noRows(q)) return misuse(e, "lake_rows_next: %s", noRows(q)), -1;
     if (q->state == ROWS_DONE) {
         ok(e);
         return LIBLAKE_DONE;
@@ -1256,7 +1356,7 @@ int lake_rows_next(lake_rows *q, lake_error *e) {
             q->st = was;
         }
         if (c->stop) { /* the stop asked for, not the failure it caused */
-            c->stop = 0;
+            stopTaken(c);
             errSet(&err, LAKE_EFAIL, "interrupted");
             q->code = "interrupted";
         }
@@ -1271,14 +1371,14 @@ int lake_rows_next(lake_rows *q, lake_error *e) {
     return answer;
 }
 
-int lake_rows_columns(const lake_rows *q) { return q ? q->cols : -1; }
+int lake_rows_columns(const lake_rows *q) { return noRows(q) ? -1 : q->cols; }
 
 const char *lake_rows_name(const lake_rows *q, int i) {
-    return q && i >= 0 && i < q->cols ? sqlite3_column_name(q->st, i) : NULL;
+    return !noRows(q) && i >= 0 && i < q->cols ? sqlite3_column_name(q->st, i) : NULL;
 }
 
 /* Is there a value at column i? */
-static int cellOk(const lake_rows *q, int i) { return q && q->state == ROWS_ROW && i >= 0 && i < q->cols; }
+static int cellOk(const lake_rows *q, int i) { return !noRows(q) && q->state == ROWS_ROW && i >= 0 && i < q->cols; }
 
 int lake_rows_type(const lake_rows *q, int i) { return cellOk(q, i) ? q->types[i] : -1; }
 
@@ -1335,7 +1435,7 @@ const void *lake_rows_blob(lake_rows *q, int i, size_t *len) {
 const lake_file *lake_rows_file(lake_rows *q, int i) { return cellOk(q, i) ? q->files[i] : NULL; }
 
 void lake_rows_close(lake_rows *q) {
-    if (!q) return;
+    if (!q || !handleDrop(q, HANDLE_ROWS)) return; /* closed already: nothing */
     lake_client *c = q->c;
     const logSink *old = logSinkSet(&q->sink);
     if (c->active == q) rowsEnd(q); /* abandoned: SQLite rolls the statement back */
@@ -1360,9 +1460,10 @@ static int importFormatNamed(const char *format, importFormat *fmt) {
 
 int lake_import(lake_client *c, const char *table, int fd, const char *format, lake_error *e) {
     importFormat fmt;
-    if (!c) return misuse(e, "lake_import: no client");
+    if (noClient(c)) return misuse(e, "lake_import: %s", noClient(c));
     if (!table) return misuse(e, "lake_import: no table");
-    if (fd < 0) return misuse(e, "lake_import: descriptor %d", fd);
+    int bad = readableFd("lake_import", fd, e);
+    if (bad) return bad;
     if (importFormatNamed(format, &fmt))
         return misuse(e, "lake_import: format '%s' is not csv, csv-strict or jsonl", format);
     if (c->active) return misuse(e, "lake_import: a statement's rows are still open on this client (close them first)");
@@ -1377,7 +1478,7 @@ int lake_import(lake_client *c, const char *table, int fd, const char *format, l
     if (!rc) rc = querySessionImport(c->qs, table, &in, fmt, NULL, &c->stop, NULL, &err);
     const char *code = NULL;
     if (rc && c->stop) { /* the stop asked for, not the read it broke */
-        c->stop = 0;
+        stopTaken(c);
         errSet(&err, LAKE_EFAIL, "%s: interrupted", table);
         code = "interrupted";
     }
@@ -1463,6 +1564,8 @@ static int readerOptions(lake_reader *r, const char *const *options, lakeError *
     return 0;
 }
 
+static void readerFree(lake_reader *r);
+
 int lake_open_file(lake_client *c, const char *file_json, lake_reader **out, lake_error *e) {
     return lake_open_file_opt(c, file_json, NULL, out, e);
 }
@@ -1471,7 +1574,7 @@ int lake_open_file_opt(lake_client *c, const char *file_json, const char *const 
                        lake_error *e) {
     if (!out) return misuse(e, "lake_open_file: out is NULL");
     *out = NULL;
-    if (!c) return misuse(e, "lake_open_file: no client");
+    if (noClient(c)) return misuse(e, "lake_open_file: %s", noClient(c));
     if (!file_json) return misuse(e, "lake_open_file: no FILE value");
     lakeError err = {0};
     lake_reader *r = calloc(1, sizeof *r);
@@ -1502,8 +1605,9 @@ int lake_open_file_opt(lake_client *c, const char *file_json, const char *const 
     }
     /* a stage that pushes (S3) gets a thread of its own at the first read */
     if (!rc && !r->pull && !(r->buf = malloc(RING))) rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
+    if (!rc && handleAdd(r, HANDLE_READER)) rc = errSetErrno(&err, LAKE_EFAIL, ENOMEM, "lake_open_file");
     if (rc) {
-        lake_reader_close(r);
+        readerFree(r);
         return fail(e, &err, NULL);
     }
     *out = r;
@@ -1512,7 +1616,7 @@ int lake_open_file_opt(lake_client *c, const char *file_json, const char *const 
 }
 
 ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e) {
-    if (!r) return misuse(e, "lake_reader_read: no reader"), -1;
+    if (noReader(r)) return misuse(e, "lake_reader_read: %s", noReader(r)), -1;
     if (!buf || len == 0) return misuse(e, "lake_reader_read: no room to read into"), -1;
     if (len > SSIZE_MAX) len = SSIZE_MAX;
     if (r->pull) {
@@ -1559,8 +1663,8 @@ ssize_t lake_reader_read(lake_reader *r, void *buf, size_t len, lake_error *e) {
     return fail(e, &r->err, NULL), -1;
 }
 
-void lake_reader_close(lake_reader *r) {
-    if (!r) return;
+/* Stop r's thread, then free r and drop its hold on the client. */
+static void readerFree(lake_reader *r) {
     pthread_mutex_lock(&r->mu);
     r->closed = 1;
     pthread_cond_broadcast(&r->cv);
@@ -1574,4 +1678,8 @@ void lake_reader_close(lake_reader *r) {
     free(r->buf);
     clientUnref(r->c);
     free(r);
+}
+
+void lake_reader_close(lake_reader *r) {
+    if (r && handleDrop(r, HANDLE_READER)) readerFree(r); /* closed already: nothing */
 }

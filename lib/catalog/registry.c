@@ -20,12 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "catalog/registry/sqldb.h"
+#include "core/fsutil.h"
 #include "core/id.h"
 #include "core/jsonstrict.h"
 #include "core/log.h"
@@ -65,8 +65,8 @@ static void ownerNote(const char *path, char *out, size_t n) {
     struct stat st;
     out[0] = '\0';
     if (stat(path, &st) != 0 || st.st_uid == geteuid()) return;
-    struct passwd *pw = getpwuid(st.st_uid);
-    if (pw) snprintf(out, n, " (it belongs to %s)", pw->pw_name);
+    char user[256];
+    if (!userName(st.st_uid, user, sizeof user)) snprintf(out, n, " (it belongs to %.64s)", user);
     else snprintf(out, n, " (it belongs to uid %lu)", (unsigned long)st.st_uid);
 }
 
@@ -242,6 +242,18 @@ static void grantUpgradedSay(registry *r) {
                 "revoke read ON '*' FROM PUBLIC)", r->path, REGISTRY_SCHEMA_VERSION);
 }
 
+/* The schema version the registry holds now: 0 when it is empty. */
+static int schemaVersionNow(registry *r, int64_t *version, lakeError *err) {
+    int64_t hasMeta = 0;
+    char *sv = NULL;
+    *version = 0;
+    int rc = queryInt(r, &hasMeta, err, r->db->dialect->count_named_table, "lake_meta", NULL);
+    if (!rc && hasMeta) rc = metaGet(r, "schema_version", &sv, err);
+    if (!rc && sv) *version = strtoll(sv, NULL, 10);
+    free(sv);
+    return rc;
+}
+
 /* Refuse anything but a lake registry this code can read (78, nothing
  * written); mode REGISTRY_NEW refuses an existing one.  Then migrate
  * forward. */
@@ -280,6 +292,15 @@ static int checkAndMigrate(registry *r, int mode, const char *stage_url, lakeErr
     if (version == REGISTRY_SCHEMA_VERSION) return 0;
 
     if ((rc = exec(r, d->begin_write, err))) return rc;
+    /* another opener (a process, or a client on another thread) may have
+     * migrated between the check and the write lock: looked at again
+     * under the lock, and checked afresh if so */
+    int64_t now;
+    if ((rc = schemaVersionNow(r, &now, err))) goto fail;
+    if (now != version) {
+        rollback(r);
+        return checkAndMigrate(r, mode, stage_url, err);
+    }
     for (int64_t v = version; v < REGISTRY_SCHEMA_VERSION; v++)
         if ((rc = exec(r, d->migrations[v], err))) goto fail;
     char buf[32];

@@ -9,7 +9,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,8 +115,9 @@ int sourceLocalOpen(const char *path, const char *stage_url, catalogSource **out
     }
     snprintf(ls->base.name, n, "local:%s", path);
     ls->base.ops = &localOps;
-    struct passwd *pw = getpwuid(getuid());
-    snprintf(ls->principal, sizeof ls->principal, "local:%s", pw ? pw->pw_name : "unknown");
+    char user[256];
+    const char *who = userName(getuid(), user, sizeof user) ? "unknown" : user;
+    snprintf(ls->principal, sizeof ls->principal, "local:%.56s", who);
     *out = &ls->base;
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,4 +214,12 @@ int lockPath(const char *path, int how, lakeError *err) {
         return -1;
     }
     return fd;
+}
+
+int userName(uid_t uid, char *out, size_t n) {
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) != 0 || !found) return -1;
+    snprintf(out, n, "%s", found->pw_name);
+    return 0;
 }

@@ -60,6 +60,10 @@ int writeAll(int fd, const void *buf, size_t len);
 /* read(2) until len bytes or EOF, retrying EINTR; bytes read or -1. */
 ssize_t readFull(int fd, void *buf, size_t len);
 
+/* The login name of uid into out (n bytes): 0, or -1 when it has none.
+ * Thread-safe (getpwuid_r: two liblake clients open on two threads). */
+int userName(uid_t uid, char *out, size_t n);
+
 /* flock(2) on fd, waiting; LOCK_SH or LOCK_EX.  Retries EINTR. */
 int lockFd(int fd, int how, lakeError *err);
 /* Open (creating) path and take the lock; returns the fd or -1. */

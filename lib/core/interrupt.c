@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,6 +41,9 @@ static struct {
     int isdir;
     char name[PATH_MAX];
 } temps[INTERRUPT_TEMP_MAX];
+/* Two threads (two liblake clients committing at once) add and drop
+ * names: the mutex orders them; the handler only reads, never locks. */
+static pthread_mutex_t tempsMu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Files first, then the directories that held them (newest first). */
 static void removeTemps(void) {
@@ -156,20 +160,26 @@ ssize_t interruptRead(void *ctx, void *buf, size_t len) {
 
 int interruptTempAdd(int dirfd, const char *name, int isdir) {
     if (!name || strlen(name) >= PATH_MAX) return -1;
-    for (int i = 0; i < INTERRUPT_TEMP_MAX; i++) {
+    int slot = -1;
+    pthread_mutex_lock(&tempsMu);
+    for (int i = 0; i < INTERRUPT_TEMP_MAX && slot < 0; i++) {
         if (temps[i].used) continue;
         temps[i].dirfd = dirfd;
         temps[i].isdir = isdir;
         strcpy(temps[i].name, name);
         atomic_signal_fence(memory_order_seq_cst); /* the name before the flag */
         temps[i].used = 1;
-        return i;
+        slot = i;
     }
-    return -1;
+    pthread_mutex_unlock(&tempsMu);
+    return slot;
 }
 
 void interruptTempDrop(int slot) {
-    if (slot >= 0 && slot < INTERRUPT_TEMP_MAX) temps[slot].used = 0;
+    if (slot < 0 || slot >= INTERRUPT_TEMP_MAX) return;
+    pthread_mutex_lock(&tempsMu);
+    temps[slot].used = 0;
+    pthread_mutex_unlock(&tempsMu);
 }
 
 void interruptNote(const char *fmt, ...) {

@@ -23,8 +23,9 @@
  * The registry holds up to INTERRUPT_TEMP_MAX temporary names (a file
  * relative to a directory descriptor, or an empty directory), removed in
  * the reverse order of registration if the process dies of a signal.
- * Registering and dropping are safe against the handler; a name that no
- * longer exists when it runs is skipped.
+ * Registering and dropping are safe against the handler and between
+ * threads (a mutex: two liblake clients commit on two threads); a name
+ * that no longer exists when the handler runs is skipped.
  */
 #ifndef LAKE_INTERRUPT_H
 #define LAKE_INTERRUPT_H

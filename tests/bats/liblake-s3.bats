@@ -165,8 +165,8 @@ metasrv_body_bytes() {
     kill "$pid" "$writer" 2>/dev/null || true
     fail "no first part listed (upload '$up'): $(cat "$T/err")"
   fi
-  # the writer done (the last byte fits in the FIFO), and the put blocked
-  # in read(2) for more
+  # the writer done (the last byte fits in the FIFO), and the put waits
+  # for more (in poll(2), with lake_interrupt's wake-up)
   wait "$writer"
   read_wait "$pid" "$T/err"
   kill -USR1 "$pid"

@@ -22,6 +22,17 @@ teardown() {
   common_teardown
 }
 
+# any_task_waits PID: a thread of PID other than its main one waits for
+# input (in_input_wait).
+any_task_waits() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    [ "${t##*/}" != "$1" ] || continue
+    ! in_input_wait "$1" "${t##*/}" || return 0
+  done
+  return 1
+}
+
 @test "liblake.so.0: its soname, and it exports exactly the functions lake.h declares" {
   so=$BUILD/liblake.so.0
   assert_file_exist "$so"
@@ -492,7 +503,7 @@ shape_of() {
   run --separate-stderr "$RT" create-namespace docs if-not-exists
   assert_clean_success
   run --separate-stderr "$RT" create-namespace docs
-  assert_error roundtrip 1 "docs: namespace exists" "(failed)"
+  assert_error roundtrip 1 "docs: namespace exists" "(exists)"
   run --separate-stderr "$RT" create docs.t 'a TEXT, b INTEGER' if-not-exists
   assert_clean_success
   # the same columns in other words, and after alters gave them ids
@@ -503,7 +514,7 @@ shape_of() {
   run --separate-stderr "$RT" create docs.t 'a TEXT, b INTEGER' if-not-exists
   assert_clean_success
   run --separate-stderr "$RT" create docs.t 'a TEXT, b INTEGER'
-  assert_error roundtrip 1 "docs.t: table exists" "(failed)"
+  assert_error roundtrip 1 "docs.t: table exists" "(exists)"
   # other columns: the command's refusal, word for word
   run --separate-stderr lake-catalog create docs.t 'a TEXT' --if-not-exists
   assert_equal "exit $status" "exit 1"
@@ -536,6 +547,21 @@ shape_of() {
   # what the row names, lake-get reads
   lake-query -f jsonl -c "SELECT f FROM docs.seed LIMIT 1" | lake-get >"$T/back"
   cmp "$T/scan.bin" "$T/back"
+}
+
+@test "a long-lived client's lake_catalog_list sees a table another process created since its first, empty, list (issue 42)" {
+  CLIENT=$BUILD/examples/client
+  run --separate-stderr "$CLIENT" list-twice \
+    "lake-catalog create-namespace docs && lake-catalog create docs.t 'a TEXT'"
+  assert_success
+  assert_equal "$stderr" ""
+  assert_output '[]
+[{"namespace":"docs","name":"t"}]'
+  # and a table dropped elsewhere is gone from the next list
+  run --separate-stderr "$CLIENT" list-twice "lake-catalog drop docs.t"
+  assert_success
+  assert_output '[{"namespace":"docs","name":"t"}]
+[]'
 }
 
 @test "lake_catalog_list and lake_resolve answer what lake-catalog --json list and resolve print" {
@@ -749,7 +775,7 @@ code_of() {
   check_import_twins 2 5
 }
 
-@test "lake_interrupt while lake_import waits in read(2) for more input stops it: status 1, code interrupted, nothing appended; the client imports the next input" {
+@test "lake_interrupt while lake_import waits for more input on a FIFO stops it: status 1, code interrupted, nothing appended; the client imports the next input" {
   lake-catalog create-namespace docs
   lake-catalog create docs.t 'name TEXT, n INTEGER'
   printf 'name,n\nb,2\n' >"$T/next.csv"
@@ -761,7 +787,7 @@ code_of() {
   "$RT" import docs.t csv "$T/fifo" "$T/next.csv" >"$T/out" 2>"$T/err" &
   local pid=$! rc=0
   # the FIFO open: roundtrip's SIGUSR1 handler is installed; then its rows
-  # read and the import blocked in read(2) for more
+  # read and the import waiting for more (in poll(2), with lake_interrupt's wake-up)
   fd_open_wait "$pid" "$T/fifo" "$T/err"
   read_wait "$pid" "$T/err"
   kill -USR1 "$pid"
@@ -775,6 +801,62 @@ roundtrip: warning: docs.t: 1 row appended"
   assert_equal "$(lake-catalog --json history docs.t | jq -c 'map(.version)')" "[0,1]"
   run lake-query -f csv -c "SELECT name, n FROM docs.t"
   assert_output "b,2"
+}
+
+@test "lake_interrupt from another thread stops lake_import blocked on an empty pipe, no signal reaching the import's thread (issue 42)" {
+  lake-catalog create-namespace docs
+  lake-catalog create docs.t 'name TEXT, n INTEGER'
+  mkfifo "$T/fifo"
+  exec 7<>"$T/fifo"
+  printf 'name,n\na,1\n' >&7
+  "$BUILD/examples/client" import-interrupt docs.t "$T/fifo" >"$T/out" 2>"$T/err" &
+  local pid=$! rc=0
+  fd_open_wait "$pid" "$T/fifo" "$T/err"
+  # the import's thread waits for more input (in read(2), or in poll(2)
+  # on the FIFO and lake_interrupt's wake-up together)
+  state_wait "$pid" "$T/err" "waited for input" any_task_waits "$pid"
+  kill -USR1 "$pid"
+  wait "$pid" || rc=$?
+  exec 7>&-
+  assert_equal "exit $rc" "exit 0"
+  assert_equal "$(cat "$T/out")" "lake_import: 1 interrupted"
+  assert_equal "$(lake-catalog --json history docs.t | jq -c 'map(.version)')" "[0]"
+}
+
+@test "a closed or write-only descriptor is 64; an existing namespace or table is code exists; a bare location's FILE value is text lake_file_from_json takes again (issue 42)" {
+  run --separate-stderr "$BUILD/examples/client" edges docs
+  assert_success
+  assert_equal "$stderr" ""
+  assert_output "lake_put_fd(closed): 64 usage
+lake_put_fd(write-only): 64 usage
+lake_import(closed): 64 usage
+lake_import(write-only): 64 usage
+lake_catalog_create_namespace: 0 ok
+lake_catalog_create_namespace(again): 1 exists
+lake_catalog_create: 0 ok
+lake_catalog_create(again): 1 exists
+lake_file_from_json(file:///x/y): 0 ok
+its JSON: file:///x/y
+lake_file_from_json(its JSON): 0 ok
+its location: file:///x/y"
+}
+
+@test "misuse the handles can know is 64, never a crash or a hang: rows and a reader closed twice or used after their close, lake_close twice, a closed client used (issue 42)" {
+  run --separate-stderr "$BUILD/examples/client" misuse
+  assert_success
+  assert_equal "$stderr" ""
+  assert_output "lake_rows_next: 100 ok
+lake_rows_close(twice): returned
+lake_rows_next(after close): -1 usage
+lake_rows_bind_int64(after close): 64 usage
+accessors after close: -1 -1 (null)
+lake_reader_read: 6 ok
+lake_reader_close(twice): returned
+lake_reader_read(after close): -1 usage
+lake_close(twice): returned
+lake_query(closed client): 64 usage
+lake_catalog_list(closed client): 64 usage
+lake_stage_url(closed client): (null)"
 }
 
 @test "lake_import streams: a CSV file several times larger than the memory the import uses, the same rows as lake-query --import" {
@@ -1111,4 +1193,58 @@ r5,5"
   assert_line --index 1 "read back 1500000 bytes: the same"
   LD_LIBRARY_PATH=$lib run ldd "$T/roundtrip"
   assert_line --partial "liblake.so.0 => $lib/liblake.so.0"
+}
+
+@test "liblake.a, installed, defines only lake_ names: a program of its own configFree and bytesParse links with pkg-config --static and runs; Libs.private is what the library needs (issue 42)" {
+  root="$T/root"
+  run make -s -C "$LAKE_SRC" ${SAN:+SANITIZE=1} install DESTDIR="$root" PREFIX=/opt/lake
+  assert_success
+  lib=$root/opt/lake/lib
+  run bash -c "nm -g --defined-only '$lib/liblake.a' | awk 'NF == 3 && \$3 !~ /^lake_/'"
+  assert_output ""
+  # the same names as liblake.so.0
+  nm -g --defined-only "$lib/liblake.a" | awk 'NF == 3 { print $3 }' | sort >"$T/static"
+  nm -D --defined-only "$lib/liblake.so.0" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort >"$T/shared"
+  run diff "$T/shared" "$T/static"
+  assert_success
+  # Libs.private: the libraries liblake.so.0 needs, no other (no libpq:
+  # the registry's PostgreSQL driver is lake-metasrv's, in neither)
+  objdump -p "$lib/liblake.so.0" | awk '$1 == "NEEDED" { print $2 }' |
+    sed -n 's/^lib\([^.]*\)\.so.*/-l\1/p' | grep -vxE -- '-l(c|ld-linux-x86-64|ld-linux-aarch64)' | sort >"$T/needed"
+  sed -n 's/^Libs.private: *//p' "$lib/pkgconfig/lake.pc" | tr ' ' '\n' | sed '/^$/d' | sort >"$T/private"
+  run diff "$T/needed" "$T/private"
+  assert_success
+  # a static link: only the archive to link with
+  rm "$lib/liblake.so"
+  export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
+  printf '%s\n' '#include <stddef.h>' 'void configFree(void *p);' 'void configFree(void *p) { (void)p; }' \
+    'int bytesParse(const char *s);' 'int bytesParse(const char *s) { return s != NULL; }' >"$T/clash.c"
+  local san=()
+  [ -z "$SAN" ] || san=("-fsanitize=address,undefined")
+  # shellcheck disable=SC2046 # pkg-config's words are meant to split
+  run cc -Wall -Wextra -Werror "${san[@]}" -o "$T/roundtrip" "$LAKE_SRC/examples/roundtrip.c" "$T/clash.c" \
+    $(pkg-config --static --cflags --libs lake)
+  assert_success
+  run ldd "$T/roundtrip"
+  refute_output --partial liblake
+  head -c 1500000 /dev/urandom >"$T/in"
+  run "$T/roundtrip" "$T/in"
+  assert_success
+  assert_line --index 1 "read back 1500000 bytes: the same"
+}
+
+@test "two clients commit on two threads under ThreadSanitizer: no report (issue 42)" {
+  local tsan=${LAKE_TSAN:-}
+  if [ -z "$tsan" ]; then
+    run make -s -C "$LAKE_SRC" SANITIZE=thread tsan-bins
+    assert_success
+    tsan=$LAKE_SRC/build-tsan
+  fi
+  TSAN_OPTIONS="halt_on_error=1 exitcode=66" run --separate-stderr "$tsan/examples/client" commit docs
+  assert_equal "$stderr" ""
+  assert_success
+  assert_output "docs.t1: 20 rows
+docs.t2: 20 rows"
+  run lake-query -f csv -c "SELECT (SELECT count(*) FROM docs.t1), (SELECT count(*) FROM docs.t2)"
+  assert_output "20,20"
 }

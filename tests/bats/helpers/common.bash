@@ -233,17 +233,18 @@ lines_at_least() {
 }
 # has_open PID PATH: process PID has PATH open.
 has_open() { [ "$(find "/proc/$1/fd" -lname "$2" 2>/dev/null)" != "" ]; }
-# in_pipe_read PID: the main thread of process PID blocks in a read of a
-# pipe or FIFO (its wchan is pipe_read, or anon_pipe_read on newer kernels).
-in_pipe_read() {
+# in_input_wait PID [TID]: thread TID (default: the main one) of process
+# PID waits for input: in a read of a pipe or FIFO, or in poll(2), where
+# liblake waits on a descriptor and lake_interrupt's wake-up together.
+in_input_wait() {
   local w
-  w=$(cat "/proc/$1/wchan" 2>/dev/null) || true
-  [[ $w == *pipe_read ]]
+  w=$(cat "/proc/$1/task/${2:-$1}/wchan" 2>/dev/null) || true
+  [[ $w == *pipe_read || $w == *poll* ]]
 }
 # fd_open_wait PID PATH ERRFILE, read_wait PID ERRFILE: state_wait for
 # those two states.
 fd_open_wait() { state_wait "$1" "$3" "opened $2" has_open "$1" "$2"; }
-read_wait() { state_wait "$1" "$2" "waited in read" in_pipe_read "$1"; }
+read_wait() { state_wait "$1" "$2" "waited for input" in_input_wait "$1"; }
 # shellcheck disable=SC2034 # HELD_STATUS is the suites' to read
 held_release() {
   touch "$1"
